@@ -1,0 +1,103 @@
+"""What rules recognise in records: categories, event kinds, matches and events.
+
+A rule either names an error :class:`Category` (the failures the platform's
+policy reacts to) or a lifecycle :class:`EventKind` (attempt started, worker
+started, job failed, ...). A :class:`RuleMatch` is one rule matching one text;
+an :class:`Event` is a match placed in time, in a job, on a worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from analyzer.records import LogRecord, Origin
+
+
+class Category(StrEnum):
+    """Root-cause categories of the JSON contract (``cause.category``)."""
+
+    USER_CODE_EXCEPTION = "user_code_exception"
+    OOM = "oom"
+    STOCKOUT = "stockout"
+    INTERNAL_ERROR = "internal_error"
+    QUOTA = "quota"
+    WORKER_RESTARTS_EXHAUSTED = "worker_restarts_exhausted"
+    CANCELLED = "cancelled"
+
+
+class EventKind(StrEnum):
+    """What a matched record means for the job's lifecycle."""
+
+    ERROR = "error"  # a failure message; the match carries its Category
+    JOB_QUEUED = "job_queued"  # legacy "Job <id> is queued." / quota wait
+    ATTEMPT_STARTED = "attempt_started"  # "Waiting for job to be provisioned."
+    JOB_PROVISIONING = "job_provisioning"  # provisioning / setting up / waiting for program
+    JOB_PREPARING = "job_preparing"  # "Job is preparing."
+    JOB_RUNNING = "job_running"  # "Job is running."
+    WORKER_STARTED = "worker_started"  # runner start lines on a worker
+    WORKER_EXITED = "worker_exited"  # runner "Task completed. Exit code (N)..."
+    TEARDOWN = "teardown"  # "Tearing down training program." / "Finished tearing down..."
+    JOB_FAILED = "job_failed"  # "Job failed." (end of EVERY failed attempt)
+    JOB_SUCCEEDED = "job_succeeded"  # "Job completed successfully." / legacy equivalents
+    RETRIES_EXHAUSTED = "retries_exhausted"  # "Job will not be retried, max error retry..."
+    JOB_CANCELLED = "job_cancelled"  # cancellation messages
+    CHECKPOINT = "checkpoint"  # the user's code saved a checkpoint
+    PROGRESS = "progress"  # the user's code reported training progress
+    DETAIL = "detail"  # a finer cause (CUDA OOM, NCCL timeout, ...): evidence, not a verdict
+
+
+@dataclass(frozen=True, slots=True)
+class RuleMatch:
+    """One rule matching one text.
+
+    ``fields`` holds the extracted values by placeholder name in lower case
+    (``replica``, ``pool``, ``exit_code`` as int, ``reason``, ``region``, ...).
+    ``category`` is set for ``EventKind.ERROR`` (and ``DETAIL``) rules only.
+    ``detail`` is the finer cause a ``DETAIL`` rule names (its id suffix).
+    """
+
+    rule: str
+    kind: EventKind
+    category: Category | None
+    lang: str
+    fields: Mapping[str, str | int]
+    detail: str | None = None
+
+    def field(self, name: str) -> str | int | None:
+        """The extracted value of ``name``, or None."""
+        return self.fields.get(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A rule match placed on a job's time line."""
+
+    timestamp: datetime | None
+    job_id: str | None
+    task: str | None
+    match: RuleMatch
+    text: str
+    origin: Origin
+    vm: str | None = None
+    insert_id: str | None = None
+
+    @property
+    def kind(self) -> EventKind:
+        return self.match.kind
+
+    @classmethod
+    def from_record(cls, record: LogRecord, match: RuleMatch) -> Event:
+        """The event ``match`` makes of ``record``."""
+        return cls(
+            timestamp=record.timestamp,
+            job_id=record.job_id,
+            task=record.task,
+            match=match,
+            text=record.text,
+            origin=record.origin,
+            vm=record.vm,
+            insert_id=record.insert_id,
+        )

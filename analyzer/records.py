@@ -1,0 +1,156 @@
+"""Log records: the one shape every input format is turned into.
+
+A :class:`LogRecord` is one log entry (one message, possibly multi-line) with
+where it came from, so that every finding can cite its evidence.
+:func:`record_from_entry` converts a Cloud Logging ``LogEntry`` (API JSON field
+names, as in sink files, ``gcloud logging read`` and the live API) into one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+SERVICE_TASK = "service"
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a record came from: input path and 1-based line number."""
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One log message of one job.
+
+    ``timestamp`` is timezone-aware UTC, or None when the input has no time.
+    ``task`` is the worker (``workerpool0-0``, legacy ``master-replica-0``) or
+    ``service`` for the training service's own messages, or None when unknown.
+    ``vm`` is ``labels["compute.googleapis.com/resource_id"]``: a change for
+    the same task means the worker moved to another VM.
+    """
+
+    timestamp: datetime | None
+    job_id: str | None
+    task: str | None
+    severity: str
+    text: str
+    origin: Origin
+    vm: str | None = None
+    trial: str | None = None
+    insert_id: str | None = None
+
+
+@dataclass(slots=True)
+class InputStats:
+    """How one input was read: every line is counted as used or skipped with a reason.
+
+    ``lines`` counts physical input lines (for a JSON array: its lines too);
+    ``records`` the records produced; ``skipped`` the lines that produced no
+    record, by reason in ``skip_reasons``.
+    """
+
+    path: str
+    format: str = "unknown"
+    lines: int = 0
+    records: int = 0
+    skipped: int = 0
+    skip_reasons: Counter[str] = field(default_factory=Counter)
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        """Count ``count`` lines as skipped for ``reason``."""
+        self.skipped += count
+        self.skip_reasons[reason] += count
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``inputs[]`` object of the JSON contract."""
+        return {
+            "path": self.path,
+            "format": self.format,
+            "lines": self.lines,
+            "records": self.records,
+            "skipped": self.skipped,
+            "skip_reasons": dict(sorted(self.skip_reasons.items())),
+        }
+
+
+def parse_timestamp(value: str) -> datetime:
+    """Parse an RFC 3339 timestamp (nanoseconds allowed) into aware UTC.
+
+    Raises ValueError when ``value`` is not a timestamp.
+    """
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    # Python keeps microseconds: cut nanoseconds to 6 digits before parsing.
+    dot = text.find(".")
+    if dot != -1:
+        end = dot + 1
+        while end < len(text) and text[end].isdigit():
+            end += 1
+        text = text[: dot + 1] + text[dot + 1 : end][:6].ljust(6, "0") + text[end:]
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def _label(mapping: Any, key: str) -> str | None:
+    if isinstance(mapping, dict):
+        value = mapping.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def record_from_entry(entry: dict[str, Any], origin: Origin) -> LogRecord:
+    """Turn one Cloud Logging ``LogEntry`` (API JSON) into a :class:`LogRecord`.
+
+    Raises ValueError when the entry has no usable message text.
+    """
+    resource = entry.get("resource")
+    resource_labels = resource.get("labels") if isinstance(resource, dict) else None
+    labels = entry.get("labels")
+    # gcloud's order for the worker identity.
+    task = (
+        _label(resource_labels, "task_name")
+        or _label(labels, "task_name")
+        or _label(labels, "ml.googleapis.com/task_name")
+    )
+    job_id = _label(resource_labels, "job_id") or _label(labels, "ml.googleapis.com/job_id")
+    trial = _label(labels, "trial_id") or _label(labels, "ml.googleapis.com/trial_id")
+
+    payload = entry.get("jsonPayload")
+    text: Any = None
+    if isinstance(payload, dict):
+        text = payload.get("message")
+        if text is None and task is None:
+            task = _label(payload.get("attrs"), "tag")
+    if not isinstance(text, str):
+        text = entry.get("textPayload")
+    if not isinstance(text, str):
+        raise ValueError("entry has neither jsonPayload.message nor textPayload")
+
+    raw_time = entry.get("timestamp") or entry.get("receiveTimestamp")
+    timestamp = parse_timestamp(raw_time) if isinstance(raw_time, str) else None
+    severity = entry.get("severity")
+    insert_id = entry.get("insertId")
+    return LogRecord(
+        timestamp=timestamp,
+        job_id=job_id,
+        task=task,
+        severity=severity if isinstance(severity, str) else "DEFAULT",
+        text=text,
+        origin=origin,
+        vm=_label(labels, "compute.googleapis.com/resource_id"),
+        trial=trial,
+        insert_id=insert_id if isinstance(insert_id, str) else None,
+    )
