@@ -9,9 +9,10 @@ names, as in sink files, ``gcloud logging read`` and the live API) into one.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 SERVICE_TASK = "service"
 
@@ -54,14 +55,16 @@ class InputStats:
     """How one input was read: every line is counted as used or skipped with a reason.
 
     ``lines`` counts physical input lines (for a JSON array: its lines too);
-    ``records`` the records produced; ``skipped`` the lines that produced no
-    record, by reason in ``skip_reasons``.
+    ``records`` the records produced; ``used`` the lines those records were
+    made of; ``skipped`` the lines that produced no record, by reason in
+    ``skip_reasons``. Invariant once reading is done: ``lines == used + skipped``.
     """
 
     path: str
     format: str = "unknown"
     lines: int = 0
     records: int = 0
+    used: int = 0
     skipped: int = 0
     skip_reasons: Counter[str] = field(default_factory=Counter)
 
@@ -80,6 +83,20 @@ class InputStats:
             "skipped": self.skipped,
             "skip_reasons": dict(sorted(self.skip_reasons.items())),
         }
+
+
+class Source(Protocol):
+    """Anything that yields log records and accounts for its input.
+
+    Implemented by files and stdin (``analyzer.ingest``), by live Cloud
+    Logging (``analyzer.live``) and in memory (for tests). ``stats`` is filled
+    while ``records()`` is consumed.
+    """
+
+    @property
+    def stats(self) -> InputStats: ...
+
+    def records(self) -> Iterator[LogRecord]: ...
 
 
 def parse_timestamp(value: str) -> datetime:
