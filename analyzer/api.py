@@ -1,0 +1,76 @@
+"""The Python API: from inputs to diagnoses in one call.
+
+Only this module and the CLI know the whole pipeline
+(ingest → classify → timeline → predict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyzer.classify import collect
+from analyzer.diagnosis import Diagnosis
+from analyzer.ingest import open_sources
+from analyzer.policy import RetryPolicy, load_policy
+from analyzer.predict import diagnose_timeline
+from analyzer.records import InputStats, Source
+from analyzer.rulebook import RuleBook
+from analyzer.timeline import build_timeline
+
+SCHEMA = "jobdoctor.diagnosis/1"
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """The diagnoses of every job found in the inputs, and how each input was read."""
+
+    inputs: tuple[InputStats, ...]
+    diagnoses: tuple[Diagnosis, ...]
+    notices: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``jobdoctor.diagnosis/1`` JSON document."""
+        return {
+            "schema": SCHEMA,
+            "inputs": [s.to_dict() for s in self.inputs],
+            "jobs": [d.to_dict() for d in self.diagnoses],
+        }
+
+
+def analyze_sources(
+    sources: Iterable[Source],
+    *,
+    rules: RuleBook | None = None,
+    policy: RetryPolicy | None = None,
+    job: str | None = None,
+) -> Analysis:
+    """Diagnose every job in ``sources`` (or only ``job``)."""
+    book = rules if rules is not None else RuleBook.load()
+    active_policy = policy if policy is not None else load_policy()
+    logs, stats = collect(sources, book)
+    diagnoses = tuple(
+        diagnose_timeline(build_timeline(log), active_policy)
+        for log in logs
+        if job is None or log.job_id == job
+    )
+    return Analysis(tuple(stats), diagnoses, tuple(book.notices))
+
+
+def analyze(
+    paths: Sequence[str | Path],
+    *,
+    rules_dirs: Sequence[Path] = (),
+    policy_path: Path | None = None,
+    job: str | None = None,
+) -> Analysis:
+    """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them."""
+    book = RuleBook.load(tuple(rules_dirs))
+    policy = load_policy(policy_path)
+    return analyze_sources(open_sources([str(p) for p in paths]), rules=book, policy=policy, job=job)
+
+
+def diagnose(*paths: str | Path) -> list[Diagnosis]:
+    """The diagnoses of every job in ``paths``, with the built-in rules and policy."""
+    return list(analyze(paths).diagnoses)

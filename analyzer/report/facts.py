@@ -1,0 +1,84 @@
+"""Small facts about a diagnosis that every report format shows the same way."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from analyzer.diagnosis import Diagnosis
+from analyzer.events import Event
+from analyzer.records import Origin
+
+
+def short_state(diagnosis: Diagnosis) -> str:
+    """``FAILED`` for ``JOB_STATE_FAILED``."""
+    return diagnosis.state.value.removeprefix("JOB_STATE_")
+
+
+def observed_word(diagnosis: Diagnosis) -> str:
+    return "observed" if diagnosis.observed_final else "predicted"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def cause_phrase(diagnosis: Diagnosis) -> str:
+    """One phrase naming the cause: category, replica, exit code or region."""
+    cause = diagnosis.cause
+    if cause is None:
+        return "no failure"
+    parts = [cause.category.value]
+    if cause.detail:
+        parts[0] += f" ({cause.detail})"
+    if cause.replica:
+        parts.append(cause.replica)
+    if cause.exit_code is not None:
+        parts.append(f"exit {cause.exit_code}")
+    if cause.region:
+        parts.append(cause.region)
+    return ", ".join(parts)
+
+
+def verdict_line(diagnosis: Diagnosis) -> str:
+    """The one line a person reads first."""
+    job = diagnosis.job_id or "(unknown job id)"
+    return (
+        f"job {job}: {short_state(diagnosis)} ({observed_word(diagnosis)}), "
+        f"{plural(diagnosis.attempts, 'attempt')}, {plural(diagnosis.retries, 'retry')}"
+        f" - {cause_phrase(diagnosis)}"
+    ).replace("retrys", "retries")
+
+
+def clock(when: datetime | None) -> str:
+    return when.strftime("%Y-%m-%d %H:%M:%S") if when else "-"
+
+
+def span(delta: timedelta | None) -> str:
+    """``1h02m03s`` style durations."""
+    if delta is None:
+        return "-"
+    seconds = int(delta.total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def evidence_events(diagnosis: Diagnosis) -> list[tuple[Origin, Event | None]]:
+    """The cause's evidence lines with the events they came from (when known)."""
+    if diagnosis.cause is None:
+        return []
+    by_origin = {
+        event.origin: event
+        for attempt in diagnosis.timeline.attempts
+        for event in attempt.events
+    }
+    return [(origin, by_origin.get(origin)) for origin in diagnosis.cause.evidence]
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    line = " ".join(text.strip().splitlines()[0].split()) if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"

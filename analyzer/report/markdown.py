@@ -1,0 +1,46 @@
+"""The Markdown report: for pasting into an issue or a pull request."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from analyzer.report.facts import clock, evidence_events, first_line, span, verdict_line
+
+if TYPE_CHECKING:
+    from analyzer.api import Analysis
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def render_markdown(analysis: Analysis) -> str:
+    """The analysis as Markdown: per job its verdict, evidence, attempts and workers."""
+    out = ["# jobdoctor diagnosis", ""]
+    if not analysis.diagnoses:
+        out += ["No job found in the inputs.", ""]
+    for diagnosis in analysis.diagnoses:
+        out += [f"## {_cell(verdict_line(diagnosis))}", ""]
+        if diagnosis.cause is not None:
+            out += [f"> {_cell(diagnosis.cause.message)}", ""]
+            out += ["Evidence:", ""]
+            for origin, event in evidence_events(diagnosis):
+                text = first_line(event.text) if event else ""
+                out.append(f"- `{_cell(str(origin))}` {_cell(text)}")
+            out.append("")
+        out += ["| attempt | start | end | duration | outcome | restarts |", "|---|---|---|---|---|---|"]
+        for attempt in diagnosis.attempt_log:
+            duration = attempt.end - attempt.start if attempt.start and attempt.end else None
+            out.append(
+                f"| {attempt.attempt} | {clock(attempt.start)} | {clock(attempt.end)} "
+                f"| {span(duration)} | {attempt.outcome} | {attempt.restarts} |"
+            )
+        out.append("")
+        if diagnosis.worker_restarts:
+            out += ["| worker | restarts |", "|---|---|"]
+            out += [f"| {_cell(w)} | {n} |" for w, n in diagnosis.worker_restarts.items()]
+            out.append("")
+        if diagnosis.advice:
+            out += ["What to do:", ""] + [f"- {_cell(a)}" for a in diagnosis.advice] + [""]
+        out += [f"_{_cell(n)}_" for n in diagnosis.notes] + ([""] if diagnosis.notes else [])
+    return "\n".join(out)
