@@ -1,0 +1,34 @@
+"""The ingest stage: any log export in, a stream of :class:`~analyzer.records.LogRecord` out.
+
+:func:`open_sources` expands paths (files, ``-``, directories, globs), sniffs
+each input's format (:class:`Format`) from its first bytes, gzip included, and
+returns one :class:`~analyzer.records.Source` per input. Reading never loads a
+whole file and accounts for every physical line in the source's ``stats``:
+``lines == used + skipped`` once its records are exhausted, with a reason for
+every skipped line. Bad content never raises; only an input that cannot be
+opened, or that is binary, raises :class:`~analyzer.errors.InputError`, up front.
+"""
+
+from __future__ import annotations
+
+from analyzer.ingest.jsonl import LinePrefilter, read_jsonl
+from analyzer.ingest.sniff import Format, sniff
+from analyzer.ingest.sources import (
+    FileSource,
+    MemorySource,
+    StreamSource,
+    open_sources,
+    read_records,
+)
+
+__all__ = [
+    "FileSource",
+    "Format",
+    "LinePrefilter",
+    "MemorySource",
+    "StreamSource",
+    "open_sources",
+    "read_jsonl",
+    "read_records",
+    "sniff",
+]

@@ -1,0 +1,202 @@
+"""``gcloud logging read --format=json``: one JSON array of LogEntry, newest first.
+
+The array is scanned incrementally in chunks: a small state machine finds where
+each top-level object starts and ends, and only that object's bytes are parsed,
+so memory stays bounded by the largest entry. Every physical line is accounted
+for: an entry's lines (from the line its ``{`` is on to the line its ``}`` is
+on) are used if it gave a record, else skipped with the reason; lines holding
+only array syntax (``[``, ``]``, commas) are used; other text between entries is
+skipped; an unfinished entry at the end of the input is skipped as "truncated
+JSON array".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import orjson
+
+from analyzer.ingest.entries import INVALID_JSON, NOT_AN_ENTRY, record_or_reason
+from analyzer.ingest.sniff import BOM
+from analyzer.records import InputStats, LogRecord, Origin
+
+TRUNCATED = "truncated JSON array"
+OUTSIDE = "text outside the JSON array"
+
+CHUNK_SIZE = 1 << 20
+
+_STRUCTURE = re.compile(rb'[{}\[\]"]')
+_STRING_STOP = re.compile(rb'["\\]')
+_ARRAY_SYNTAX = b" \t\r\n,"
+
+
+class _Ledger:
+    """Assigns each physical line once: to an entry's outcome, or to array syntax."""
+
+    def __init__(self, stats: InputStats) -> None:
+        self.stats = stats
+        self.accounted = 0  # lines 1..accounted are counted in used or skipped
+        self.stray: dict[int, str] = {}  # lines holding text that is not array syntax
+
+    def syntax_until(self, line: int) -> None:
+        """Lines up to ``line`` not yet accounted hold array syntax (used) or stray text."""
+        for number in range(self.accounted + 1, line + 1):
+            reason = self.stray.pop(number, None)
+            if reason is None:
+                self.stats.used += 1
+            else:
+                self.stats.skip(reason)
+        self.accounted = max(self.accounted, line)
+
+    def entry(self, first: int, last: int, reason: str | None) -> None:
+        """An element on lines ``first``..``last``: used when ``reason`` is None, else skipped.
+
+        A line shared with the previous element (compact JSON) stays with it.
+        """
+        self.syntax_until(first - 1)
+        start = max(first, self.accounted + 1)
+        if last < start:
+            return
+        count = last - start + 1
+        if reason is None:
+            self.stats.used += count
+        else:
+            self.stats.skip(reason, count)
+        for number in range(start, last + 1):
+            self.stray.pop(number, None)
+        self.accounted = last
+
+
+class _Scanner:
+    """The array's structure so far: nesting depth, string state, the element being read."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False  # a backslash ended the previous chunk inside a string
+        self.pieces: list[bytes] = []  # the open element's bytes from earlier chunks
+        self.start = -1  # offset of the open element in the current chunk, -1 if earlier/none
+        self.open_depth = -1  # depth outside the open element, -1 when none is open
+        self.open_line = 0
+        self.newlines = 0  # newlines before ``counted`` in the input
+        self.counted = 0  # offset in the current chunk up to which newlines are counted
+
+    def line_at(self, chunk: bytes, offset: int) -> int:
+        self.newlines += chunk.count(b"\n", self.counted, offset)
+        self.counted = offset
+        return self.newlines + 1
+
+
+def read_gcloud_json(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+    """Yield one record per LogEntry object of the JSON array(s) in ``stream``."""
+    ledger = _Ledger(stats)
+    scan = _Scanner()
+    path = stats.path
+    last_byte = b""
+    first = True
+    while chunk := stream.read(CHUNK_SIZE):
+        if first and chunk.startswith(BOM):
+            chunk = chunk[len(BOM) :]
+        first = False
+        if not chunk:
+            continue
+        last_byte = chunk[-1:]
+        scan.counted = 0
+        yield from _scan_chunk(chunk, scan, ledger, path)
+        if scan.open_depth != -1:
+            scan.pieces.append(chunk[max(scan.start, 0) :])
+            scan.start = -1
+        scan.line_at(chunk, len(chunk))
+    if not last_byte:
+        return
+    total = scan.newlines + (0 if last_byte == b"\n" else 1)
+    stats.lines = total
+    if scan.open_depth != -1:
+        ledger.entry(scan.open_line, total, TRUNCATED)
+    ledger.syntax_until(total)
+
+
+def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Iterator[LogRecord]:
+    size = len(chunk)
+    position = 0
+    while position < size:
+        if scan.in_string:
+            if scan.escaped:
+                scan.escaped = False
+                position += 1
+                continue
+            match = _STRING_STOP.search(chunk, position)
+            if match is None:
+                return
+            if match.group() == b"\\":
+                scan.escaped = match.end() >= size
+                position = match.end() + 1
+                continue
+            scan.in_string = False
+            position = match.end()
+            continue
+
+        match = _STRUCTURE.search(chunk, position)
+        stop = size if match is None else match.start()
+        if scan.open_depth == -1:
+            _mark_stray(chunk, position, stop, scan, ledger)
+        if match is None:
+            return
+        char = match.group()
+        position = match.end()
+        if char == b'"':
+            scan.in_string = True
+            if scan.open_depth == -1:
+                ledger.stray.setdefault(scan.line_at(chunk, match.start()), _stray_reason(scan))
+        elif char == b"[" and scan.depth == 0 and scan.open_depth == -1:
+            scan.depth = 1  # the array itself
+        elif char in (b"{", b"["):
+            if scan.open_depth == -1:
+                scan.open_depth = scan.depth
+                scan.start = match.start()
+                scan.open_line = scan.line_at(chunk, match.start())
+            scan.depth += 1
+        elif scan.depth == 0:
+            ledger.stray.setdefault(scan.line_at(chunk, match.start()), OUTSIDE)
+        else:
+            scan.depth -= 1
+            if scan.depth == scan.open_depth:
+                yield from _close_element(chunk, match.start(), position, scan, ledger, path)
+
+
+def _mark_stray(chunk: bytes, start: int, stop: int, scan: _Scanner, ledger: _Ledger) -> None:
+    gap = chunk[start:stop]
+    if not gap.strip(_ARRAY_SYNTAX):
+        return
+    for offset, byte in enumerate(gap):
+        if byte not in _ARRAY_SYNTAX:
+            ledger.stray.setdefault(scan.line_at(chunk, start + offset), _stray_reason(scan))
+
+
+def _stray_reason(scan: _Scanner) -> str:
+    return NOT_AN_ENTRY if scan.depth >= 1 else OUTSIDE
+
+
+def _close_element(
+    chunk: bytes, close: int, end: int, scan: _Scanner, ledger: _Ledger, path: str
+) -> Iterator[LogRecord]:
+    scan.pieces.append(chunk[max(scan.start, 0) : end])
+    raw = b"".join(scan.pieces)
+    scan.pieces, scan.start, scan.open_depth = [], -1, -1
+    first_line, last_line = scan.open_line, scan.line_at(chunk, close)
+    outcome: LogRecord | str
+    if raw[:1] != b"{":
+        outcome = NOT_AN_ENTRY
+    else:
+        try:
+            outcome = record_or_reason(orjson.loads(raw), Origin(path, first_line))
+        except orjson.JSONDecodeError:
+            outcome = INVALID_JSON
+    if isinstance(outcome, str):
+        ledger.entry(first_line, last_line, outcome)
+        return
+    ledger.entry(first_line, last_line, None)
+    ledger.stats.records += 1
+    yield outcome

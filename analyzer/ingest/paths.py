@@ -1,0 +1,102 @@
+"""Expanding command-line paths into input files: files, ``-``, directories, globs.
+
+A Cloud Logging sink to Cloud Storage writes hourly files named
+``<log_id>/YYYY/MM/DD/HH:00:00_HH:59:59_S<n>.json``, and late entries in
+``..._A<n>:<unixtime>.json``; directories are walked recursively and sorted so
+that each hour's regular shards come before its late ones.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Sequence
+
+from analyzer.errors import InputError
+
+STDIN = "-"
+
+_SINK_NAME = re.compile(r"^(?P<hour>.*)_(?P<kind>[SA])(?P<shard>\d+)(?::(?P<unix>\d+))?\.json$")
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _name_key(name: str) -> tuple[str, int, int, int, str]:
+    match = _SINK_NAME.match(name)
+    if match is None:
+        return (name, 0, 0, 0, name)
+    kind = 0 if match["kind"] == "S" else 1
+    return (match["hour"], kind, int(match["shard"]), int(match["unix"] or 0), name)
+
+
+def _path_key(path: str) -> tuple[tuple[str, ...], tuple[str, int, int, int, str]]:
+    head, name = os.path.split(path)
+    return (tuple(head.split(os.sep)), _name_key(name))
+
+
+def _walk(directory: str) -> list[str]:
+    found: list[str] = []
+    for root, dirs, files in os.walk(directory):
+        # Hidden directories (.git, editor caches) hold no logs.
+        dirs[:] = [name for name in dirs if not name.startswith(".")]
+        found.extend(os.path.join(root, name) for name in files if not name.startswith("."))
+    return sorted(found, key=_path_key)
+
+
+def _check_readable(path: str) -> None:
+    try:
+        with open(path, "rb"):
+            pass
+    except PermissionError:
+        raise InputError(f"{path}: permission denied, make the file readable") from None
+    except OSError as error:
+        raise InputError(f"{path}: cannot be opened ({error.strerror}), check the path") from None
+
+
+def _expand_one(path: str) -> list[str]:
+    if path == STDIN:
+        return [STDIN]
+    if os.path.isdir(path):
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise InputError(f"{path}: permission denied, make the directory readable")
+        files = _walk(path)
+        if not files:
+            raise InputError(f"{path}: empty directory, point to the directory holding the logs")
+        return files
+    if os.path.exists(path):
+        return [path]
+    if _GLOB_CHARS.intersection(path):
+        matches = sorted(glob.glob(path, recursive=True), key=_path_key)
+        if not matches:
+            raise InputError(f"{path}: no file matches this pattern, check the pattern")
+        expanded: list[str] = []
+        for match in matches:
+            if os.path.isdir(match):
+                expanded.extend(_walk(match))
+            elif not os.path.basename(match).startswith("."):
+                expanded.append(match)
+        return expanded
+    raise InputError(f"{path}: no such file or directory, check the path")
+
+
+def expand_paths(paths: Sequence[str]) -> list[str]:
+    """Input files for ``paths``, in argument order, each argument's files sorted.
+
+    The same file named twice (directly, by a glob or in a directory) is read
+    once. Raises InputError for a missing or unreadable path, an empty directory,
+    or a glob that matches nothing.
+    """
+    if not paths:
+        raise InputError("no input given, pass a file, a directory, a glob pattern or '-'")
+    seen: set[str] = set()
+    files: list[str] = []
+    for path in paths:
+        for file in _expand_one(path):
+            identity = file if file == STDIN else os.path.realpath(file)
+            if identity in seen:
+                continue
+            seen.add(identity)
+            if file != STDIN:
+                _check_readable(file)
+            files.append(file)
+    return files

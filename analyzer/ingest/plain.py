@@ -1,0 +1,60 @@
+"""Any other text: each non-blank line is a record of its own.
+
+A line that starts with a timestamp (``2022-09-21 14:41:46``, ISO 8601 with or
+without ``T``, fraction and offset; Python logging's ``,123`` milliseconds too)
+gets that time, read as UTC when it has no offset, and the rest of the line as
+its text. Task and job are unknown, severity is ``DEFAULT``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from typing import BinaryIO
+
+from analyzer.ingest.lines import text_lines
+from analyzer.records import InputStats, LogRecord, Origin, parse_timestamp
+
+BLANK_LINE = "blank line"
+
+_LEADING_TIME = re.compile(
+    r"^\[?(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)"
+    r"(?P<zone>Z|[+-]\d\d:?\d\d| ?UTC)?\]?(?:[ \t:\-|]+|$)"
+)
+
+
+def split_leading_time(text: str) -> tuple[datetime | None, str]:
+    """The timestamp a line starts with (or None) and the rest of the line."""
+    match = _LEADING_TIME.match(text)
+    if match is None:
+        return None, text
+    zone = (match["zone"] or "").strip()
+    if zone in ("", "UTC"):
+        zone = "Z"
+    elif len(zone) == 5:
+        zone = f"{zone[:3]}:{zone[3:]}"
+    try:
+        timestamp = parse_timestamp(match["time"].replace(",", ".") + zone)
+    except (ValueError, OverflowError):
+        return None, text
+    return timestamp, text[match.end() :]
+
+
+def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+    """Yield one record per non-blank line; blank lines are skipped as "blank line"."""
+    for number, text in text_lines(stream, stats):
+        if not text.strip():
+            stats.skip(BLANK_LINE)
+            continue
+        timestamp, message = split_leading_time(text)
+        stats.records += 1
+        stats.used += 1
+        yield LogRecord(
+            timestamp=timestamp,
+            job_id=None,
+            task=None,
+            severity="DEFAULT",
+            text=message,
+            origin=Origin(stats.path, number),
+        )

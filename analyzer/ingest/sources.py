@@ -1,0 +1,161 @@
+"""Sources: files, stdin and memory, each sniffed once and read as a stream of records."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
+from typing import BinaryIO
+
+from analyzer.errors import InputError
+from analyzer.ingest.explorer import read_logs_explorer
+from analyzer.ingest.gcloud_json import read_gcloud_json
+from analyzer.ingest.jsonl import read_jsonl
+from analyzer.ingest.paths import STDIN, expand_paths
+from analyzer.ingest.plain import read_plain_text
+from analyzer.ingest.sniff import SNIFF_LIMIT, Format, sniff
+from analyzer.ingest.stream_logs import read_stream_logs
+from analyzer.ingest.streams import ReplayReader, buffered, decompressed, read_head
+from analyzer.records import InputStats, LogRecord, Source
+
+STDIN_NAME = "<stdin>"
+TRUNCATED_COMPRESSED = "truncated compressed data"
+BLANK_LINE = "blank line"
+
+Reader = Callable[[BinaryIO, InputStats], Iterator[LogRecord]]
+
+
+def _read_empty(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+    # An input of only blank lines has nothing to read, but its lines still count.
+    for _ in stream:
+        stats.lines += 1
+        stats.skip(BLANK_LINE)
+    yield from ()
+
+
+READERS: dict[Format, Reader] = {
+    Format.CLOUD_LOGGING_JSONL: read_jsonl,
+    Format.GCLOUD_JSON: read_gcloud_json,
+    Format.STREAM_LOGS: read_stream_logs,
+    Format.LOGS_EXPLORER: read_logs_explorer,
+    Format.PLAIN_TEXT: read_plain_text,
+    Format.EMPTY: _read_empty,
+}
+
+
+def _records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+    """Decompress if needed, then read ``stream`` with the reader of ``stats.format``."""
+    with stream:
+        readable, guard = decompressed(stream)
+        yield from READERS[Format(stats.format)](readable, stats)
+        if guard is not None and guard.damaged:
+            # The lost tail's lines cannot be known: count it as one skipped line.
+            stats.lines += 1
+            stats.skip(TRUNCATED_COMPRESSED)
+
+
+def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bytes]:
+    """The format of ``stream`` and the raw bytes read to find it (to replay)."""
+    readable, guard = decompressed(stream)
+    head = read_head(readable, SNIFF_LIMIT)
+    if guard is not None and guard.damaged and not head:
+        raise InputError(f"{name}: corrupt gzip data, check the file or decompress it first")
+    return sniff(head, name), head
+
+
+class FileSource:
+    """A file on disk (plain or gzip), sniffed when created and reopened by :meth:`records`."""
+
+    def __init__(self, path: str) -> None:
+        self._stats = InputStats(path=path)
+        try:
+            with open(path, "rb") as stream:
+                found, _ = _sniff_stream(stream, path)
+        except OSError as error:
+            raise InputError(f"{path}: cannot be read ({error.strerror}), check the file") from None
+        self._stats.format = found.value
+
+    @property
+    def stats(self) -> InputStats:
+        """How the file was read; complete once :meth:`records` is exhausted."""
+        return self._stats
+
+    def records(self) -> Iterator[LogRecord]:
+        """The file's records, in file order."""
+        try:
+            stream = open(self._stats.path, "rb")  # noqa: SIM115 - closed by _records
+        except OSError as error:
+            raise InputError(
+                f"{self._stats.path}: cannot be read ({error.strerror}), check the file"
+            ) from None
+        return _records(stream, self._stats)
+
+
+class StreamSource:
+    """A binary stream read once (stdin): its sniffed head is kept and replayed."""
+
+    def __init__(self, stream: BinaryIO, name: str) -> None:
+        self._stats = InputStats(path=name)
+        # Sniff on the raw bytes, keeping everything read so far to replay it.
+        raw_head = read_head(stream, SNIFF_LIMIT)
+        self._stream = buffered(ReplayReader(raw_head, stream))
+        found, _ = _sniff_stream(buffered(ReplayReader(raw_head, io.BytesIO())), name)
+        self._stats.format = found.value
+        self._used = False
+
+    @property
+    def stats(self) -> InputStats:
+        """How the stream was read; complete once :meth:`records` is exhausted."""
+        return self._stats
+
+    def records(self) -> Iterator[LogRecord]:
+        """The stream's records; a stream can be read only once."""
+        if self._used:
+            raise InputError(f"{self._stats.path}: already read, a stream can be read only once")
+        self._used = True
+        return _records(self._stream, self._stats)
+
+
+class MemorySource:
+    """The in-memory twin of :class:`FileSource` for tests: same sniffing, same readers."""
+
+    def __init__(self, data: str | bytes, name: str = "<memory>") -> None:
+        self._data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        self._stats = InputStats(path=name)
+        found, _ = _sniff_stream(io.BytesIO(self._data), name)
+        self._stats.format = found.value
+
+    @property
+    def stats(self) -> InputStats:
+        """How the data was read; complete once :meth:`records` is exhausted."""
+        return self._stats
+
+    def records(self) -> Iterator[LogRecord]:
+        """The data's records; each call reads again and resets the counts."""
+        stats = self._stats
+        stats.lines = stats.records = stats.used = stats.skipped = 0
+        stats.skip_reasons.clear()
+        return _records(io.BytesIO(self._data), self._stats)
+
+
+def open_sources(paths: Sequence[str]) -> list[Source]:
+    """One source per input file found in ``paths``.
+
+    Each path is a file (plain or gzip, recognised by its magic bytes), ``-``
+    for stdin, a directory (walked recursively, hidden files skipped, sink
+    files in time order) or a glob pattern. Every file is sniffed now, so that
+    a missing, unreadable or binary input raises InputError before any reading.
+    """
+    sources: list[Source] = []
+    for path in expand_paths(paths):
+        if path == STDIN:
+            sources.append(StreamSource(sys.stdin.buffer, STDIN_NAME))
+        else:
+            sources.append(FileSource(path))
+    return sources
+
+
+def read_records(paths: Sequence[str]) -> Iterator[LogRecord]:
+    """All records of all inputs in ``paths``, one source after another."""
+    return chain.from_iterable(source.records() for source in open_sources(paths))

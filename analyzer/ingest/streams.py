@@ -1,0 +1,96 @@
+"""Byte streams under the readers: gzip by magic bytes, and replaying a sniffed head.
+
+Readers see one binary stream per input, already decompressed. A damaged gzip
+stream ends early instead of raising: :class:`GzipGuard` remembers the damage so
+that the source can count it as a skipped line with a reason.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from typing import BinaryIO
+
+GZIP_MAGIC = b"\x1f\x8b"
+BUFFER_SIZE = 1 << 16
+
+
+class ReplayReader(io.RawIOBase):
+    """Yield ``head`` first, then the rest of ``rest``: a stream read once can still be sniffed."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        super().__init__()
+        self._head = memoryview(head)
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        target = memoryview(buffer).cast("B")
+        if self._head:
+            count = min(len(target), len(self._head))
+            target[:count] = self._head[:count]
+            self._head = self._head[count:]
+            return count
+        data = self._rest.read(len(target))
+        target[: len(data)] = data
+        return len(data)
+
+
+class GzipGuard(io.RawIOBase):
+    """Decompress ``raw``; a truncated or corrupt stream ends early and sets ``damaged``."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        super().__init__()
+        self._gzip = gzip.GzipFile(fileobj=raw, mode="rb")
+        self.damaged = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self.damaged:
+            return 0
+        try:
+            data = self._gzip.read(len(buffer))
+        except (EOFError, OSError, zlib.error):
+            self.damaged = True
+            return 0
+        memoryview(buffer).cast("B")[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._gzip.close()
+        super().close()
+
+
+def buffered(raw: io.RawIOBase) -> BinaryIO:
+    """Wrap a raw stream for fast ``readline`` iteration."""
+    return io.BufferedReader(raw, buffer_size=BUFFER_SIZE)
+
+
+def decompressed(stream: BinaryIO) -> tuple[BinaryIO, GzipGuard | None]:
+    """``stream`` itself, or its gzip-decompressed view when it starts with the gzip magic."""
+    head = stream.read(len(GZIP_MAGIC))
+    replayed = buffered(ReplayReader(head, stream))
+    if head != GZIP_MAGIC:
+        return replayed, None
+    guard = GzipGuard(replayed)
+    return buffered(guard), guard
+
+
+def read_head(stream: BinaryIO, limit: int) -> bytes:
+    """The first bytes of ``stream``, up to ``limit``, until a non-blank byte is seen."""
+    parts: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = stream.read(min(BUFFER_SIZE, limit - size))
+        if not chunk:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+        if chunk.strip():
+            break
+    return b"".join(parts)
