@@ -149,7 +149,8 @@ def record_from_entry(entry: dict[str, Any], origin: Origin) -> LogRecord:
     text: Any = None
     if isinstance(payload, dict):
         text = payload.get("message")
-        if text is None and task is None:
+        # Container output names its replica in attrs.tag when no label does.
+        if task is None:
             task = _label(payload.get("attrs"), "tag")
     if not isinstance(text, str):
         text = entry.get("textPayload")
