@@ -1,0 +1,206 @@
+"""What training code prints: progress, checkpoints, warnings, progress bars, tracebacks.
+
+Most lines of a real export are this chatter. Severity is what the logging
+agent makes of the stream: stdout is ``INFO``, stderr is ``ERROR`` (so
+warnings and progress bars are ERROR too), and some lines carry none.
+A line is a ``(message, severity)`` pair, ``severity`` None for no severity.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+Line = tuple[str, str | None]
+
+_WARNINGS = (
+    "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py:557: UserWarning: "
+    "This DataLoader will create 8 worker processes in total. Our suggested max number of "
+    "worker in current system is 4, which is smaller than what this DataLoader is going to "
+    "create.",
+    "  warnings.warn(_create_warning_msg(",
+    "2024-03-11 09:14:02.118734: I tensorflow/core/platform/cpu_feature_guard.cc:182] This "
+    "TensorFlow binary is optimized to use available CPU instructions in performance-critical "
+    "operations.",
+    "2024-03-11 09:14:05.004211: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] "
+    "TF-TRT Warning: Could not find TensorRT",
+    "WARNING:absl:Found untraced functions such as _jit_compiled_convolution_op while saving. "
+    "These functions will not be directly callable after loading.",
+    "huggingface/tokenizers: The current process just got forked, after parallelism has "
+    "already been used. Disabling parallelism to avoid deadlocks...",
+    "/opt/conda/lib/python3.10/site-packages/transformers/optimization.py:411: FutureWarning: "
+    "This implementation of AdamW is deprecated and will be removed in a future version.",
+)
+
+_SITECUSTOMIZE = (
+    "Error in sitecustomize; set PYTHONVERBOSE for traceback:",
+    "ModuleNotFoundError: No module named 'sitecustomize'",
+)
+
+_PIP = (
+    "Processing ./trainer-0.1.tar.gz",
+    "  Preparing metadata (setup.py): started",
+    "  Preparing metadata (setup.py): finished with status 'done'",
+    "Building wheels for collected packages: trainer",
+    "  Building wheel for trainer (setup.py): started",
+    "  Building wheel for trainer (setup.py): finished with status 'done'",
+    "Successfully built trainer",
+    "Installing collected packages: trainer",
+    "Successfully installed trainer-0.1",
+)
+_PIP_STDERR = (
+    "WARNING: Running pip as the 'root' user can result in broken permissions and conflicting "
+    "behaviour with the system package manager. It is recommended to use a virtual environment "
+    "instead: https://pip.pypa.io/warnings/venv",
+)
+
+
+@dataclass(slots=True)
+class TrainingChatter:
+    """The running state of one training process, producing its log lines.
+
+    ``step`` carries over a restart when the process resumes from a checkpoint.
+    """
+
+    rng: random.Random
+    bucket: str
+    epochs: int = 10
+    steps_per_epoch: int = 500
+    step: int = 0
+    checkpoint_every: int = 400
+    last_checkpoint: int = 0
+    loss: float = field(default=2.4)
+
+    @property
+    def epoch(self) -> int:
+        return min(self.step // self.steps_per_epoch + 1, self.epochs)
+
+    def next_line(self) -> Line:
+        """One line of training chatter, advancing the training state."""
+        self.step += self.rng.randint(20, 60)
+        self.loss = max(0.05, self.loss * self.rng.uniform(0.96, 1.0))
+        if self.step - self.last_checkpoint >= self.checkpoint_every:
+            self.last_checkpoint = self.step - self.step % 100
+            return f"Saving checkpoint to {self.checkpoint_uri()}", "INFO"
+        roll = self.rng.random()
+        if roll < 0.42:
+            return (
+                f"step {self.step}: loss={self.loss:.4f} lr={self.rng.choice(('1e-4', '5e-5'))} "
+                f"examples/sec={self.rng.uniform(180, 260):.1f}",
+                "INFO",
+            )
+        if roll < 0.62:
+            done = self.step % self.steps_per_epoch
+            width = 30
+            filled = width * done // self.steps_per_epoch
+            return (
+                f"Epoch {self.epoch}/{self.epochs}: {100 * done // self.steps_per_epoch:3d}%|"
+                f"{'█' * filled}{' ' * (width - filled)}| {done}/{self.steps_per_epoch} "
+                f"[{self.rng.randint(1, 59):02d}:{self.rng.randint(0, 59):02d}<"
+                f"{self.rng.randint(0, 59):02d}:{self.rng.randint(0, 59):02d}, "
+                f"{self.rng.uniform(2, 9):.2f}it/s, loss={self.loss:.3f}]",
+                # tqdm writes to stderr: the agent marks it ERROR.
+                "ERROR",
+            )
+        if roll < 0.72:
+            return (
+                f"Epoch {self.epoch}/{self.epochs} - loss: {self.loss:.4f} - accuracy: "
+                f"{min(0.99, 1.02 - self.loss / 3):.4f}",
+                None,
+            )
+        if roll < 0.80:
+            return self.rng.choice(_WARNINGS), "ERROR"
+        if roll < 0.90:
+            return (
+                f"I0311 09:{self.rng.randint(10, 59)}:{self.rng.randint(10, 59)}.{self.rng.randint(0, 999999):06d}"
+                f" 140{self.rng.randint(100000000, 999999999)} trainer.py:{self.rng.randint(80, 240)}]"
+                f" global_step={self.step} eval_loss={self.loss * 1.1:.4f}",
+                "INFO",
+            )
+        return f"gpu0 util={self.rng.randint(55, 99)}% mem={self.rng.uniform(9, 15):.1f}GiB", None
+
+    def checkpoint_uri(self) -> str:
+        """Where the current checkpoint goes."""
+        return f"gs://{self.bucket}/checkpoints/ckpt-{self.last_checkpoint}"
+
+    def resume_line(self) -> Line:
+        """What a restarted process says when it picks up the last checkpoint."""
+        if self.last_checkpoint:
+            return f"Restoring from checkpoint {self.checkpoint_uri()}", "INFO"
+        return "No checkpoint found, starting from scratch", "INFO"
+
+
+def runner_start(task: str, hostname: str, job: str, bucket: str, args: str) -> Iterator[Line]:
+    """The prebuilt-container runner's start lines, then pip installing the package."""
+    pool, index = task.rsplit("-", 1)
+    yield (
+        f'Running task with arguments: --cluster={{"{pool}": ["{hostname}:2222"]}} '
+        f'--task={{"type": "{pool}", "index": {index}}} '
+        f'--job={{"python_module": "trainer.task", "package_uris": '
+        f'["gs://{bucket}/staging/trainer-0.1.tar.gz"], "args": [{args}], '
+        f'"job_name": "{job}"}}',
+        "INFO",
+    )
+    yield f"Downloading gs://{bucket}/staging/trainer-0.1.tar.gz", "INFO"
+    yield "Running command: pip3 install --user trainer-0.1.tar.gz", "INFO"
+    yield from ((line, "INFO") for line in _PIP)
+    yield from ((line, "ERROR") for line in _PIP_STDERR)
+
+
+def runner_command(args: str) -> Line:
+    """The runner's line that starts the user's module."""
+    flat = args.replace('"', "").replace(", ", " ")
+    return f"Running command: python3 -m trainer.task {flat}", "INFO"
+
+
+def runner_exit(code: int) -> Line:
+    """The runner's line when the user's process ends."""
+    reason = "SUCCEEDED" if code == 0 else "SUBPROCESS_EXCEPTION"
+    return f"Task completed. Exit code ({code}). Exit reason ({reason})", "INFO"
+
+
+def sitecustomize_traceback() -> Iterator[Line]:
+    """A harmless traceback that successful jobs print on stderr."""
+    yield from ((line, "ERROR") for line in _SITECUSTOMIZE)
+
+
+def python_traceback(rng: random.Random, exception: str) -> list[str]:
+    """A user-code traceback ending with ``exception`` (one string per line)."""
+    depth = rng.randint(3, 5)
+    lines = ["Traceback (most recent call last):"]
+    lines += [
+        '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
+        '    return _run_code(code, main_globals, None,',
+        '  File "/root/.local/lib/python3.10/site-packages/trainer/task.py", line 212, in <module>',
+        "    main()",
+    ]
+    frames = (
+        ("task.py", 188, "main", "    train(model, train_ds, args)"),
+        ("task.py", 141, "train", "    for batch in loader:"),
+        ("data.py", 77, "__iter__", "    yield self._decode(record)"),
+        ("data.py", 52, "_decode", "    label = features['label']"),
+        ("model.py", 96, "forward", "    return self.head(x)"),
+    )
+    for name, line, func, code in frames[:depth]:
+        lines.append(
+            f'  File "/root/.local/lib/python3.10/site-packages/trainer/{name}", line {line}, in {func}'
+        )
+        lines.append(code)
+    lines.append(exception)
+    return lines
+
+
+def segfault_dump() -> list[str]:
+    """What a Python process killed by SIGSEGV prints (faulthandler)."""
+    return [
+        "Fatal Python error: Segmentation fault",
+        "",
+        "Thread 0x00007f3c2d7fe700 (most recent call first):",
+        '  File "/opt/conda/lib/python3.10/threading.py", line 324 in wait',
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/_utils/pin_memory.py", line 52 in _pin_memory_loop',
+        "",
+        "Current thread 0x00007f3d9c1b3740 (most recent call first):",
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/conv.py", line 456 in _conv_forward',
+        '  File "/app/train.py", line 131 in train_step',
+    ]

@@ -1,0 +1,404 @@
+"""The scenarios: one function per outcome, each writing a job plan from a seed.
+
+Every scenario follows the retry policy of ``platform.md`` section 2 and uses
+the exact service messages of sections 3 and 4. Where the policy leaves a
+choice open, the scenario's docstring says what it assumes, and its
+:class:`~analyzer.simulate.plan.Expected` records the verdict that follows.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from analyzer.events import Category
+from analyzer.simulate.entries import (
+    HOUR,
+    MINUTE,
+    SECOND,
+    JobIdentity,
+    new_job_id,
+    ns_from_datetime,
+)
+from analyzer.simulate.plan import Ending, Expected, JobBuilder, JobPlan
+
+PROJECT_ID = "acme-ml-prod"
+PROJECT_NUMBER = "482913370215"
+BUCKET = "acme-ml-prod-vertex"
+REGION = "us-central1"
+CHIEF = "workerpool0-0"
+# The restart of a worker that exited non-zero, seen in a real failed job.
+RESTART_DELAY = 17 * SECOND
+
+# Exact strings of platform.md sections 3 and 4 that the scenarios write.
+STOCKOUT = f"Resources are insufficient in region: {REGION}"
+INTERNAL = "Internal error occurred for the current attempt."
+OOM = "Replicas low on memory: workerpool0. Specify a machine with larger memory and try again."
+NO_MORE_RETRIES = "Job will not be retried, max error retry attempts reached."
+PROVISIONING = (
+    "Vertex AI is provisioning job running framework. First time usage might take couple of "
+    "minutes, and subsequent runs can be much faster."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a scenario function gets: randomness, identity, start time, chatter density."""
+
+    rng: random.Random
+    job: JobIdentity
+    t0: int
+    seed: str
+    scale: float = 1.0  # 1.0 keeps sample files to a few hundred lines
+
+    def rate(self, lines: int, minutes: float) -> float:
+        """Chatter lines per minute so that ``minutes`` of training give about ``lines``."""
+        return self.scale * lines / max(minutes, 1.0)
+
+    def builder(self, tasks: tuple[str, ...] = (CHIEF,), *, runner: bool = True) -> JobBuilder:
+        """A plan builder for this job."""
+        return JobBuilder(self.rng, self.job, tasks, runner=runner)
+
+    def expected(
+        self, state: str, attempts: int, category: Category | None = None,
+        restarts: Mapping[str, int] | None = None, *, observed: bool = True,
+    ) -> Expected:
+        """The verdict, with ``retries = attempts - 1``."""
+        return Expected(
+            state=state, observed_final=observed, attempts=attempts, retries=attempts - 1,
+            category=None if category is None else category.value,
+            worker_restarts=dict(restarts or {}), job_id=self.job.job_id,
+        )
+
+    def args(self) -> str:
+        """The trainer's arguments, as the runner quotes them."""
+        run = self.rng.randint(1000, 9999)
+        return (f'"--epochs=10", "--batch-size=64", '
+                f'"--model-dir=gs://{BUCKET}/models/run-{run}"')
+
+
+def exit_message(job: JobIdentity, replica: str, code: int, tail: list[str] | None) -> str:
+    """The service's replica-exit error as real logs show it.
+
+    Trailing space after ``Error.``, then the traceback tail (if any), a blank
+    line and the console link with the job id.
+    """
+    text = f"The replica {replica} exited with a non-zero status of {code}. Termination reason: Error. "
+    if tail:
+        text += "\n" + "\n".join(["Traceback (most recent call last):", "  [...]", *tail])
+    return text + "\n\nTo find out more about why your job exited please check the logs: " + job.console_link
+
+
+def _tail(exception: str) -> list[str]:
+    return [
+        '  File "/root/.local/lib/python3.10/site-packages/trainer/data.py", line 52, in _decode',
+        "    label = features['label']",
+        exception,
+    ]
+
+
+def success(ctx: Context) -> JobPlan:
+    """The chief trains and exits 0; a harmless sitecustomize traceback on stderr."""
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(25, 60), "Job is running.")
+    minutes = ctx.rng.uniform(25, 70)
+    end = t + int(minutes * MINUTE)
+    b.run(CHIEF, t, end, Ending.SUCCEEDED, sitecustomize=True)
+    b.succeed(end + b.seconds(10, 40))
+    return b.build(ctx.expected("JOB_STATE_SUCCEEDED", 1), bucket=BUCKET, args=ctx.args(),
+                   chatter_per_minute=ctx.rate(180, minutes), seed=ctx.seed)
+
+
+def vm_maintenance(ctx: Context) -> JobPlan:
+    """Two VM-maintenance moves (new resource_id, same hostname), then success.
+
+    The moved process has no last words; the new one starts minutes later with
+    the runner's start lines and restores the last checkpoint. Moves count as
+    worker restarts (2) but not against the restart budget.
+    """
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(25, 60), "Job is running.")
+    start, minutes = t, 0.0
+    for _ in range(2):
+        length = ctx.rng.uniform(40, 80)
+        minutes += length
+        moved = start + int(length * MINUTE)
+        b.run(CHIEF, start, moved, Ending.KILLED)
+        b.move(CHIEF)
+        start = moved + b.seconds(120, 300)
+    length = ctx.rng.uniform(30, 60)
+    minutes += length
+    end = start + int(length * MINUTE)
+    b.run(CHIEF, start, end, Ending.SUCCEEDED)
+    b.succeed(end + b.seconds(10, 40))
+    return b.build(ctx.expected("JOB_STATE_SUCCEEDED", 1, restarts={CHIEF: 2}), bucket=BUCKET,
+                   args=ctx.args(), chatter_per_minute=ctx.rate(200, minutes), seed=ctx.seed)
+
+
+def user_code_exit1(ctx: Context) -> JobPlan:
+    """Exit 1 with a traceback; restarted 17 s later; the service's error; job failed.
+
+    A user code exception is permanent: no retry. The restarted process is
+    still installing its package when the error arrives and logs past it.
+    """
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(25, 60), "Job is running.")
+    minutes = ctx.rng.uniform(8, 30)
+    crash = t + int(minutes * MINUTE)
+    exception = "KeyError: 'label'"
+    b.run(CHIEF, t, crash, Ending.EXCEPTION, exit_code=1, exception=exception)
+    restart = crash + RESTART_DELAY
+    error = b.say(crash + b.seconds(22, 40), exit_message(ctx.job, CHIEF, 1, _tail(exception)),
+                  "ERROR")
+    b.run(CHIEF, restart, error + b.seconds(8, 15), Ending.KILLED)
+    b.fail(error + b.seconds(18, 25), None)
+    return b.build(
+        ctx.expected("JOB_STATE_FAILED", 1, Category.USER_CODE_EXCEPTION, {CHIEF: 1}),
+        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(150, minutes), seed=ctx.seed)
+
+
+def transient_sigsegv(ctx: Context) -> JobPlan:
+    """A custom container dies of SIGSEGV (139, transient): the job is retried and succeeds.
+
+    Custom containers have no runner, so no start/exit lines on the worker.
+    """
+    b = ctx.builder(runner=False)
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(25, 60), "Job is running.")
+    first = ctx.rng.uniform(10, 35)
+    crash = t + int(first * MINUTE)
+    b.run(CHIEF, t, crash, Ending.SEGFAULT, exit_code=139)
+    failed = b.fail(crash + b.seconds(20, 45), exit_message(ctx.job, CHIEF, 139, None))
+    t = b.provision(failed + b.seconds(30, 90))
+    b.say(t + b.seconds(25, 60), "Job is running.")
+    second = ctx.rng.uniform(30, 60)
+    end = t + int(second * MINUTE)
+    b.run(CHIEF, t, end, Ending.SUCCEEDED)
+    b.succeed(end + b.seconds(10, 40))
+    return b.build(
+        ctx.expected("JOB_STATE_SUCCEEDED", 2, Category.USER_CODE_EXCEPTION),
+        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(180, first + second),
+        seed=ctx.seed)
+
+
+def oom(ctx: Context) -> JobPlan:
+    """The host runs out of memory (current wording, no exit code): failed, no retry."""
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(25, 60), "Job is running.")
+    minutes = ctx.rng.uniform(6, 25)
+    killed = t + int(minutes * MINUTE)
+    b.run(CHIEF, t, killed, Ending.KILLED)
+    b.fail(killed + b.seconds(10, 40), OOM)
+    return b.build(ctx.expected("JOB_STATE_FAILED", 1, Category.OOM), bucket=BUCKET,
+                   args=ctx.args(), chatter_per_minute=ctx.rate(120, minutes), seed=ctx.seed)
+
+
+def _stockout_attempts(b: JobBuilder, t: int, count: int) -> list[int]:
+    """``count`` attempts that each fail for capacity; returns the errors' times."""
+    errors = []
+    for _ in range(count):
+        b.say(t, "Waiting for job to be provisioned.")
+        t = b.say(t + b.seconds(4, 15), PROVISIONING)
+        # No VM ever starts: no teardown, the attempt just fails.
+        error = b.say(t + b.seconds(120, 720), STOCKOUT, "ERROR")
+        errors.append(error)
+        t = b.say(error + b.seconds(1, 5), "Job failed.") + b.seconds(40, 120)
+    return errors
+
+
+def stockout_exhausted(ctx: Context) -> JobPlan:
+    """No capacity on any of the 4 attempts (3 retries): failed."""
+    b = ctx.builder()
+    _stockout_attempts(b, ctx.t0, 4)
+    return b.build(ctx.expected("JOB_STATE_FAILED", 4, Category.STOCKOUT), bucket=BUCKET,
+                   args=ctx.args(), chatter_per_minute=1.0, seed=ctx.seed)
+
+
+def truncated_stockout(ctx: Context) -> JobPlan:
+    """Stockout on attempts 1 and 2, then the export ends right after the second error.
+
+    Replaying the policy (the last failure repeats) predicts FAILED after 3 retries.
+    """
+    b = ctx.builder()
+    cutoff = _stockout_attempts(b, ctx.t0, 4)[1]
+    return b.build(ctx.expected("JOB_STATE_FAILED", 4, Category.STOCKOUT, observed=False),
+                   bucket=BUCKET, args=ctx.args(), chatter_per_minute=1.0, cutoff=cutoff,
+                   seed=ctx.seed)
+
+
+def internal_error_exhausted(ctx: Context) -> JobPlan:
+    """Internal error on 3 attempts (the most internal errors allow), then no more retries."""
+    b = ctx.builder()
+    t, minutes = ctx.t0, 0.0
+    for attempt in range(3):
+        start = b.provision(t)
+        b.say(start + b.seconds(25, 60), "Job is running.")
+        length = ctx.rng.uniform(5, 20)
+        minutes += length
+        stop = start + int(length * MINUTE)
+        b.run(CHIEF, start, stop, Ending.KILLED)
+        failed = b.fail(stop + b.seconds(2, 10), INTERNAL)
+        if attempt == 2:
+            b.say(failed + b.seconds(0.2, 1.5), NO_MORE_RETRIES)
+        t = failed + b.seconds(30, 90)
+    return b.build(ctx.expected("JOB_STATE_FAILED", 3, Category.INTERNAL_ERROR), bucket=BUCKET,
+                   args=ctx.args(), chatter_per_minute=ctx.rate(120, minutes), seed=ctx.seed)
+
+
+def worker_restarts_exhausted(ctx: Context) -> JobPlan:
+    """The chief fails 6 times in attempt 1 (5 restarts used up): the job is retried, succeeds.
+
+    The failure is non-permanent (an I/O error on the mounted bucket, exit 1
+    reported only by the runner): the service writes no replica-exit error,
+    only teardown and ``Job failed.`` after the sixth exit. Assumed from
+    section 2: "up to 5 restarts per worker; if the worker fails again after
+    5 restarts, the whole job is retried".
+    """
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(25, 60), "Job is running.")
+    exception = ("OSError: [Errno 107] Transport endpoint is not connected: "
+                 f"'/gcs/{BUCKET}/data/train-00017-of-00064.tfrecord'")
+    minutes = 0.0
+    for _ in range(6):
+        length = ctx.rng.uniform(2, 6)
+        minutes += length
+        crash = t + int(length * MINUTE)
+        b.run(CHIEF, t, crash, Ending.EXCEPTION, exit_code=1, exception=exception)
+        t = crash + RESTART_DELAY
+    failed = b.fail(crash + b.seconds(5, 15), None)
+    t = b.provision(failed + b.seconds(30, 90))
+    b.say(t + b.seconds(25, 60), "Job is running.")
+    length = ctx.rng.uniform(20, 40)
+    minutes += length
+    end = t + int(length * MINUTE)
+    b.run(CHIEF, t, end, Ending.SUCCEEDED)
+    b.succeed(end + b.seconds(10, 40))
+    return b.build(
+        ctx.expected("JOB_STATE_SUCCEEDED", 2, Category.WORKER_RESTARTS_EXHAUSTED, {CHIEF: 5}),
+        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(200, minutes), seed=ctx.seed)
+
+
+def multi_replica_failure(ctx: Context) -> JobPlan:
+    """Chief ``workerpool0-0`` and workers ``workerpool1-0..2``; ``workerpool1-1`` raises.
+
+    The failed worker restarts 17 s later, then the service's error names it
+    and the whole job is torn down (permanent user code exception).
+    """
+    tasks = (CHIEF, "workerpool1-0", "workerpool1-1", "workerpool1-2")
+    b = ctx.builder(tasks)
+    t = b.provision(ctx.t0)
+    starts = {task: t + b.seconds(0, 40) for task in tasks}
+    b.say(max(starts.values()) + b.seconds(20, 50), "Job is running.")
+    minutes = ctx.rng.uniform(15, 40)
+    crash = t + int(minutes * MINUTE)
+    bad = "workerpool1-1"
+    exception = "ValueError: Expected input batch_size (48) to match target batch_size (64)."
+    error = crash + b.seconds(25, 45)
+    stop = error + b.seconds(5, 15)
+    for task in tasks:
+        if task == bad:
+            b.run(task, starts[task], crash, Ending.EXCEPTION, exit_code=1, exception=exception)
+            b.run(task, crash + RESTART_DELAY, stop, Ending.KILLED)
+        else:
+            b.run(task, starts[task], stop + b.seconds(0, 3), Ending.KILLED)
+    tail = [
+        '  File "/root/.local/lib/python3.10/site-packages/trainer/model.py", line 96, in forward',
+        "    return self.head(x)",
+        exception,
+    ]
+    b.say(error, exit_message(ctx.job, bad, 1, tail), "ERROR")
+    b.fail(stop + b.seconds(10, 20), None)
+    return b.build(
+        ctx.expected("JOB_STATE_FAILED", 1, Category.USER_CODE_EXCEPTION, {bad: 1}),
+        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(60, minutes), seed=ctx.seed)
+
+
+def still_running(ctx: Context) -> JobPlan:
+    """The export ends 40 minutes into a healthy run: predicted RUNNING."""
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(25, 60), "Job is running.")
+    b.run(CHIEF, t, t + 3 * HOUR, Ending.OPEN)
+    cutoff = t + 40 * MINUTE
+    return b.build(ctx.expected("JOB_STATE_RUNNING", 1, observed=False), bucket=BUCKET,
+                   args=ctx.args(), chatter_per_minute=ctx.rate(120, 40), cutoff=cutoff,
+                   seed=ctx.seed)
+
+
+JobFunction = Callable[[Context], JobPlan]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A named simulation: a one-line description and how to plan its job(s) for a seed."""
+
+    name: str
+    description: str
+    jobs: tuple[JobFunction, ...]
+    scale: float = 1.0
+
+    def plans(self, seed: int = 0) -> list[JobPlan]:
+        """The scenario's job plans for ``seed`` (deterministic)."""
+        rng = random.Random(f"{self.name}:{seed}")
+        base = datetime(2024, 3, 11, 8, 0, tzinfo=UTC)
+        t0 = ns_from_datetime(base) + rng.randint(0, 60 * 86_400) * SECOND
+        t0 += rng.randint(0, 999_999_999)
+        plans = []
+        for index, function in enumerate(self.jobs):
+            job = JobIdentity(PROJECT_ID, PROJECT_NUMBER, new_job_id(rng), REGION, f"{REGION}-a")
+            ctx = Context(random.Random(f"{self.name}:{seed}:{index}"), job,
+                          t0 + index * rng.randint(4, 12) * MINUTE,
+                          f"{self.name}:{seed}:{index}", self.scale)
+            plans.append(function(ctx))
+        return plans
+
+
+def _scenario(name: str, description: str, *jobs: JobFunction, scale: float = 1.0) -> Scenario:
+    return Scenario(name, description, jobs, scale)
+
+
+SCENARIOS: Mapping[str, Scenario] = {
+    s.name: s
+    for s in (
+        _scenario("success", "one worker trains and exits 0; job succeeds", success),
+        _scenario("vm-maintenance-restart",
+                  "the worker moves to another VM twice (maintenance), resumes, succeeds",
+                  vm_maintenance),
+        _scenario("user-code-exit1",
+                  "Python exception, exit 1, worker restarted once; permanent: job failed",
+                  user_code_exit1),
+        _scenario("transient-sigsegv-retry",
+                  "custom container exits 139 (SIGSEGV, transient); retried; attempt 2 succeeds",
+                  transient_sigsegv),
+        _scenario("oom", "host out of memory ('Replicas low on memory'); failed, no retry", oom),
+        _scenario("stockout-exhausted",
+                  "no capacity in us-central1 on 4 attempts (3 retries); failed",
+                  stockout_exhausted),
+        _scenario("internal-error-exhausted",
+                  "internal error on 3 attempts, then 'will not be retried'; failed",
+                  internal_error_exhausted),
+        _scenario("worker-restarts-exhausted",
+                  "a worker fails 6 times (5 restarts used) so the job is retried; attempt 2 "
+                  "succeeds", worker_restarts_exhausted),
+        _scenario("multi-replica-worker-failure",
+                  "chief + 3 workers; workerpool1-1 raises, restarts once; job failed",
+                  multi_replica_failure),
+        _scenario("truncated-stockout",
+                  "stockout on attempts 1 and 2, then the log ends: predicted failed, 3 retries",
+                  truncated_stockout),
+        _scenario("still-running", "log ends 40 min into a healthy run: predicted running",
+                  still_running),
+        _scenario("project-wide",
+                  "project-wide sink: 5 jobs interleaved (success, exit 1, OOM, SIGSEGV retry, "
+                  "stockout)",
+                  success, user_code_exit1, oom, transient_sigsegv, stockout_exhausted,
+                  scale=0.4),
+    )
+}
