@@ -1,4 +1,4 @@
-"""Advice for a diagnosed cause, from ``rules/advice.yaml`` (written by us, in several languages)."""
+"""Advice for a diagnosed cause, from ``rules/advice.yaml`` (written by us, in three languages)."""
 
 from __future__ import annotations
 

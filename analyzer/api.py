@@ -68,7 +68,9 @@ def analyze(
     """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them."""
     book = RuleBook.load(tuple(rules_dirs))
     policy = load_policy(policy_path)
-    return analyze_sources(open_sources([str(p) for p in paths]), rules=book, policy=policy, job=job)
+    return analyze_sources(
+        open_sources([str(p) for p in paths]), rules=book, policy=policy, job=job
+    )
 
 
 def diagnose(*paths: str | Path) -> list[Diagnosis]:

@@ -88,7 +88,9 @@ PathsArg = Annotated[
 ]
 RulesOpt = Annotated[
     list[Path] | None,
-    typer.Option("--rules", help="Extra rule directory (also JOBDOCTOR_RULES).", show_default=False),
+    typer.Option(
+        "--rules", help="Extra rule directory (also JOBDOCTOR_RULES).", show_default=False
+    ),
 ]
 PolicyOpt = Annotated[
     Path | None,
@@ -126,9 +128,7 @@ def diagnose(
             sys.stdout.write(render_markdown(analysis))
         else:
             render_text(analysis, Console(highlight=False))
-    if fail_on is FailOn.failed and any(
-        d.state is JobState.FAILED for d in analysis.diagnoses
-    ):
+    if fail_on is FailOn.failed and any(d.state is JobState.FAILED for d in analysis.diagnoses):
         raise typer.Exit(EXIT_FAILED_JOB)
 
 

@@ -68,7 +68,7 @@ class Cause:
 
 @dataclass(frozen=True, slots=True)
 class AttemptOutcome:
-    """How one attempt ended: ``outcome`` is a category, ``succeeded``, ``failed`` or ``running``."""
+    """How one attempt ended: ``outcome`` is a category, ``succeeded``, ``failed``, ``running``."""
 
     attempt: int
     start: datetime | None

@@ -7,6 +7,7 @@ when those lines are missing, at a worker starting again after a job-level failu
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -199,19 +200,18 @@ def _worker(
     # VM changes inside the attempt are restarts on another VM (maintenance), unless a runner
     # start line already recorded them; a container without runner lines has only these.
     inside = [s for s in spans if _overlaps(s, *window)]
-    for previous, span in zip(inside, inside[1:], strict=False):
+    if not starts and inside:
+        # No runner line: the worker's first record marks its first start.
+        starts.append(WorkerStart(inside[0].first, inside[0].vm, False, None))
+    for previous, span in itertools.pairwise(inside):
         if span.vm == previous.vm:
             continue
         known = any(
-            s.vm == span.vm
-            and s.time is not None
-            and abs(s.time - span.first) <= _SAME_RESTART
+            s.vm == span.vm and s.time is not None and abs(s.time - span.first) <= _SAME_RESTART
             for s in starts
         )
         if not known:
             starts.append(WorkerStart(span.first, span.vm, True, None))
-    if not starts and inside:
-        starts.append(WorkerStart(inside[0].first, inside[0].vm, False, None))
     starts.sort(key=lambda s: s.time or datetime.min)
     seen = [t for s in inside for t in (s.first, s.last)]
     seen += [e.timestamp for e in events if e.timestamp is not None]
@@ -258,7 +258,9 @@ def build_timeline(log: JobLog) -> JobTimeline:
             if any(_overlaps(s, window_start, window_end) for s in spans)
         )
         workers = tuple(
-            _worker(task, by_task.get(task, []), log.vm_spans.get(task, ()), (window_start, window_end))
+            _worker(
+                task, by_task.get(task, []), log.vm_spans.get(task, ()), (window_start, window_end)
+            )
             for task in sorted(tasks)
         )
         attempts.append(Attempt(index + 1, tuple(group), workers, start, end))

@@ -72,9 +72,7 @@ def evidence_events(diagnosis: Diagnosis) -> list[tuple[Origin, Event | None]]:
     if diagnosis.cause is None:
         return []
     by_origin = {
-        event.origin: event
-        for attempt in diagnosis.timeline.attempts
-        for event in attempt.events
+        event.origin: event for attempt in diagnosis.timeline.attempts for event in attempt.events
     }
     return [(origin, by_origin.get(origin)) for origin in diagnosis.cause.evidence]
 

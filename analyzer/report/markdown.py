@@ -28,7 +28,10 @@ def render_markdown(analysis: Analysis) -> str:
                 text = first_line(event.text) if event else ""
                 out.append(f"- `{_cell(str(origin))}` {_cell(text)}")
             out.append("")
-        out += ["| attempt | start | end | duration | outcome | restarts |", "|---|---|---|---|---|---|"]
+        out += [
+            "| attempt | start | end | duration | outcome | restarts |",
+            "|---|---|---|---|---|---|",
+        ]
         for attempt in diagnosis.attempt_log:
             duration = attempt.end - attempt.start if attempt.start and attempt.end else None
             out.append(
