@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 Line = tuple[str, str | None]
 
@@ -20,10 +21,10 @@ _WARNINGS = (
     "worker in current system is 4, which is smaller than what this DataLoader is going to "
     "create.",
     "  warnings.warn(_create_warning_msg(",
-    "2024-03-11 09:14:02.118734: I tensorflow/core/platform/cpu_feature_guard.cc:182] This "
+    "{when}: I tensorflow/core/platform/cpu_feature_guard.cc:182] This "
     "TensorFlow binary is optimized to use available CPU instructions in performance-critical "
     "operations.",
-    "2024-03-11 09:14:05.004211: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] "
+    "{when}: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] "
     "TF-TRT Warning: Could not find TensorRT",
     "WARNING:absl:Found untraced functions such as _jit_compiled_convolution_op while saving. "
     "These functions will not be directly callable after loading.",
@@ -60,26 +61,32 @@ _PIP_STDERR = (
 class TrainingChatter:
     """The running state of one training process, producing its log lines.
 
-    ``step`` carries over a restart when the process resumes from a checkpoint.
+    Steps advance with time (``steps_per_second``), so lines far apart in time
+    are far apart in steps; a restarted process resumes from its last checkpoint.
     """
 
     rng: random.Random
     bucket: str
-    epochs: int = 10
-    steps_per_epoch: int = 500
+    epochs: int = 20
+    steps_per_epoch: int = 1500
+    steps_per_second: float = 2.5
     step: int = 0
-    checkpoint_every: int = 400
+    checkpoint_every: int = 2000
     last_checkpoint: int = 0
+    last_ns: int | None = None
     loss: float = field(default=2.4)
 
     @property
     def epoch(self) -> int:
         return min(self.step // self.steps_per_epoch + 1, self.epochs)
 
-    def next_line(self) -> Line:
-        """One line of training chatter, advancing the training state."""
-        self.step += self.rng.randint(20, 60)
-        self.loss = max(0.05, self.loss * self.rng.uniform(0.96, 1.0))
+    def next_line(self, ns: int) -> Line:
+        """One line of chatter written at ``ns``, advancing the training state."""
+        if self.last_ns is not None:
+            elapsed = (ns - self.last_ns) / 1e9
+            self.step += max(1, int(elapsed * self.steps_per_second * self.rng.uniform(0.9, 1.1)))
+        self.last_ns = ns
+        self.loss = max(0.05, self.loss * self.rng.uniform(0.985, 1.002))
         if self.step - self.last_checkpoint >= self.checkpoint_every:
             self.last_checkpoint = self.step - self.step % 100
             return f"Saving checkpoint to {self.checkpoint_uri()}", "INFO"
@@ -94,12 +101,13 @@ class TrainingChatter:
             done = self.step % self.steps_per_epoch
             width = 30
             filled = width * done // self.steps_per_epoch
+            rate = self.steps_per_second * self.rng.uniform(0.9, 1.1)
+            spent, left = int(done / rate), int((self.steps_per_epoch - done) / rate)
             return (
                 f"Epoch {self.epoch}/{self.epochs}: {100 * done // self.steps_per_epoch:3d}%|"
                 f"{'█' * filled}{' ' * (width - filled)}| {done}/{self.steps_per_epoch} "
-                f"[{self.rng.randint(1, 59):02d}:{self.rng.randint(0, 59):02d}<"
-                f"{self.rng.randint(0, 59):02d}:{self.rng.randint(0, 59):02d}, "
-                f"{self.rng.uniform(2, 9):.2f}it/s, loss={self.loss:.3f}]",
+                f"[{spent // 60:02d}:{spent % 60:02d}<{left // 60:02d}:{left % 60:02d}, "
+                f"{rate:.2f}it/s, loss={self.loss:.3f}]",
                 # tqdm writes to stderr: the agent marks it ERROR.
                 "ERROR",
             )
@@ -110,11 +118,12 @@ class TrainingChatter:
                 None,
             )
         if roll < 0.80:
-            return self.rng.choice(_WARNINGS), "ERROR"
+            when = datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+            return self.rng.choice(_WARNINGS).replace("{when}", when), "ERROR"
         if roll < 0.90:
+            when = datetime.fromtimestamp(ns / 1e9, UTC).strftime("%m%d %H:%M:%S.%f")
             return (
-                f"I0311 09:{self.rng.randint(10, 59)}:{self.rng.randint(10, 59)}.{self.rng.randint(0, 999999):06d}"
-                f" 140{self.rng.randint(100000000, 999999999)} trainer.py:{self.rng.randint(80, 240)}]"
+                f"I{when} {self.rng.randint(100, 180)} trainer.py:{self.rng.randint(80, 240)}]"
                 f" global_step={self.step} eval_loss={self.loss * 1.1:.4f}",
                 "INFO",
             )
@@ -126,6 +135,9 @@ class TrainingChatter:
 
     def resume_line(self) -> Line:
         """What a restarted process says when it picks up the last checkpoint."""
+        # Training goes back to the checkpoint: later lines count on from there.
+        self.step = self.last_checkpoint
+        self.last_ns = None
         if self.last_checkpoint:
             return f"Restoring from checkpoint {self.checkpoint_uri()}", "INFO"
         return "No checkpoint found, starting from scratch", "INFO"
@@ -183,9 +195,8 @@ def python_traceback(rng: random.Random, exception: str) -> list[str]:
         ("model.py", 96, "forward", "    return self.head(x)"),
     )
     for name, line, func, code in frames[:depth]:
-        lines.append(
-            f'  File "/root/.local/lib/python3.10/site-packages/trainer/{name}", line {line}, in {func}'
-        )
+        path = f"/root/.local/lib/python3.10/site-packages/trainer/{name}"
+        lines.append(f'  File "{path}", line {line}, in {func}')
         lines.append(code)
     lines.append(exception)
     return lines
@@ -198,9 +209,11 @@ def segfault_dump() -> list[str]:
         "",
         "Thread 0x00007f3c2d7fe700 (most recent call first):",
         '  File "/opt/conda/lib/python3.10/threading.py", line 324 in wait',
-        '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/_utils/pin_memory.py", line 52 in _pin_memory_loop',
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/_utils/pin_memory.py", '
+        "line 52 in _pin_memory_loop",
         "",
         "Current thread 0x00007f3d9c1b3740 (most recent call first):",
-        '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/conv.py", line 456 in _conv_forward',
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/conv.py", '
+        "line 456 in _conv_forward",
         '  File "/app/train.py", line 131 in train_step',
     ]

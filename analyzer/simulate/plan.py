@@ -164,7 +164,7 @@ def _render_run(
         ns = tick(step / SECOND * 0.5, step / SECOND * 1.5)
         if ns >= run.end - len(epilogue) * SECOND:
             break
-        yield ns, chatter.next_line()
+        yield ns, chatter.next_line(ns)
     clock = max(clock, run.end - len(epilogue) * SECOND)
     for line in epilogue:
         yield tick(0.0005, 0.01), line

@@ -75,7 +75,7 @@ class Context:
     def args(self) -> str:
         """The trainer's arguments, as the runner quotes them."""
         run = self.rng.randint(1000, 9999)
-        return (f'"--epochs=10", "--batch-size=64", '
+        return (f'"--epochs=20", "--batch-size=64", '
                 f'"--model-dir=gs://{BUCKET}/models/run-{run}"')
 
 
@@ -85,10 +85,12 @@ def exit_message(job: JobIdentity, replica: str, code: int, tail: list[str] | No
     Trailing space after ``Error.``, then the traceback tail (if any), a blank
     line and the console link with the job id.
     """
-    text = f"The replica {replica} exited with a non-zero status of {code}. Termination reason: Error. "
+    text = f"The replica {replica} exited with a non-zero status of {code}. "
+    text += "Termination reason: Error. "
     if tail:
         text += "\n" + "\n".join(["Traceback (most recent call last):", "  [...]", *tail])
-    return text + "\n\nTo find out more about why your job exited please check the logs: " + job.console_link
+    link = "To find out more about why your job exited please check the logs: "
+    return f"{text}\n\n{link}{job.console_link}"
 
 
 def _tail(exception: str) -> list[str]:
