@@ -1,0 +1,328 @@
+"""The ingest stage over handwritten fixtures: formats, damage, paths, stdin and gzip."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from analyzer.errors import InputError
+from analyzer.ingest import MemorySource, open_sources, read_jsonl, read_records
+from analyzer.records import InputStats, LogRecord, Source
+
+FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
+JOB = "8501620632646057984"
+ERROR_TEXT = (
+    "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error. \n"
+    "Traceback (most recent call last):\n"
+    '  File "trainer/task.py", line 3\n'
+    "ValueError: boom\n"
+    "\n"
+    "To find out more about why your job exited please check the logs: "
+    "https://console.cloud.google.com/logs/viewer?project=1&resource=ml_job%2Fjob_id%2F" + JOB
+)
+
+
+def utc(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+# (line, task, job_id, severity, UTC time or None, text) per record, in input order.
+Row = tuple[int, str | None, str | None, str, datetime | None, str]
+
+CASES: dict[str, tuple[str, dict[str, int], list[Row]]] = {
+    "sink.jsonl": (
+        "cloud-logging-jsonl",
+        {"blank line": 1, "invalid JSON": 1, "not a LogEntry object": 1, "no message text": 1},
+        [
+            (1, "workerpool0-0", JOB, "INFO", utc("2021-12-24 02:06:25.605309"),
+             "Running command: python3 -m trainer.task"),
+            (2, "service", JOB, "INFO", utc("2021-12-24 02:05:00"),
+             "Waiting for job to be provisioned."),
+            (7, "service", JOB, "ERROR", utc("2021-12-24 02:07:00"), ERROR_TEXT),
+            # The job id from labels."ml.googleapis.com/job_id".
+            (8, "service", JOB, "ERROR", utc("2021-12-24 02:07:05"), "Job failed."),
+            # A duplicate is kept: a later stage drops duplicate insertIds.
+            (9, "service", JOB, "INFO", utc("2021-12-24 02:05:00"),
+             "Waiting for job to be provisioned."),
+        ],
+    ),
+    "gcloud.json": (
+        "gcloud-json",
+        {},
+        [
+            (2, "service", JOB, "ERROR", utc("2021-12-24 02:07:05"), "Job failed."),
+            (20, "service", JOB, "ERROR", utc("2021-12-24 02:07:00"), ERROR_TEXT),
+            (36, "workerpool0-0", JOB, "INFO", utc("2021-12-24 02:06:25.605309"),
+             "Running command: python3 -m trainer.task"),
+            (61, "service", JOB, "INFO", utc("2021-12-24 02:05:00"),
+             "Waiting for job to be provisioned."),
+        ],
+    ),
+    "gcloud_truncated.json": (
+        "gcloud-json",
+        {"truncated JSON array": 23},
+        [
+            (2, "service", JOB, "ERROR", utc("2021-12-24 02:07:05"), "Job failed."),
+            (20, "service", JOB, "ERROR", utc("2021-12-24 02:07:00"), ERROR_TEXT),
+        ],
+    ),
+    "stream_logs.txt": (
+        "stream-logs",
+        {"gcloud endpoint banner": 1, "blank line": 1},
+        [
+            (2, "service", None, "INFO", utc("2021-12-24 02:05:00"),
+             "Waiting for job to be provisioned."),
+            (3, "workerpool0-0", None, "INFO", utc("2021-12-24 02:06:25"),
+             "Running command: python3 -m trainer.task"),
+            # A worker writes one entry per line: its traceback lines stay apart.
+            (4, "workerpool0-0", None, "ERROR", utc("2021-12-24 02:06:40"),
+             "Traceback (most recent call last):"),
+            (5, "workerpool0-0", None, "ERROR", utc("2021-12-24 02:06:40"),
+             '  File "trainer/task.py", line 3'),
+            (6, "service", None, "ERROR", utc("2021-12-24 02:07:00"), ERROR_TEXT),
+            # Same second, same task, yet two messages.
+            (12, "service", None, "INFO", utc("2021-12-24 02:07:05"),
+             "Finished tearing down training program."),
+            (13, "service", None, "INFO", utc("2021-12-24 02:07:05"), "Job failed."),
+        ],
+    ),
+    "stream_logs_pasted.txt": (
+        "stream-logs",
+        {"not a stream-logs line": 1},
+        [
+            (1, "service", None, "INFO", utc("2019-05-02 17:00:00"),
+             "Validating job requirements..."),
+            (2, "master-replica-0", None, "INFO", utc("2019-05-02 17:00:01"),
+             "Running task with arguments: --cluster={} --task=0 --job=x"),
+            (3, "master-replica-0", None, "ERROR", utc("2019-05-02 17:00:09"),
+             "31%|###       | 5974/19120"),
+            (4, "service", None, "ERROR", utc("2019-05-02 17:05:00"),
+             "The replica master 0 exited with a non-zero status of 1. Termination reason: Error.\n"
+             "Traceback (most recent call last):\n"
+             'File "/root/.local/lib/python3.5/site-packages/trainer/task.py", line 9, in <module>\n'
+             "main()\n"
+             "KeyError: 'label'\n"
+             "The replica worker 4 exited with a non-zero status of 1. Termination reason: Error."),
+            (10, "service", None, "ERROR", utc("2019-05-02 17:05:00"), "Job failed."),
+        ],
+    ),
+    "explorer.txt": (
+        "logs-explorer",
+        {},
+        [
+            (1, "service", None, "DEFAULT", utc("2022-09-21 12:41:47.120"), "Job failed."),
+            (6, "service", None, "DEFAULT", utc("2022-09-21 12:41:46.017"),
+             "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: "
+             'Error.\nTraceback (most recent call last):\n  File "task.py", line 1'),
+            (13, "workerpool0-0", None, "DEFAULT", utc("2022-09-21 12:41:40.500"), "Epoch 1/10"),
+            # An unknown zone name is read as UTC.
+            (18, "workerpool0-0", None, "DEFAULT", utc("2022-09-21 12:41:39"),
+             "zone unknown: read as UTC"),
+        ],
+    ),
+    "plain.txt": (
+        "plain-text",
+        {"blank line": 1},
+        [
+            (1, None, None, "DEFAULT", None, "Some notes a user pasted"),
+            (3, None, None, "DEFAULT", utc("2022-09-21 14:41:46.017"),
+             "root - ERROR - CUDA out of memory."),
+            (4, None, None, "DEFAULT", utc("2022-09-21 10:41:47.5"),
+             "Internal error occurred for the current attempt."),
+            # An undecodable byte is replaced, the line kept.
+            (5, None, None, "DEFAULT", None, "the end\ufffd of line"),
+        ],
+    ),
+    "empty.txt": ("empty", {}, []),
+}  # fmt: skip
+
+
+def rows(records: list[LogRecord]) -> list[Row]:
+    return [(r.origin.line, r.task, r.job_id, r.severity, r.timestamp, r.text) for r in records]
+
+
+def physical_lines(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def drain(source: Source) -> tuple[list[LogRecord], InputStats]:
+    records = list(source.records())
+    stats = source.stats
+    assert stats.lines == stats.used + stats.skipped
+    assert stats.records == len(records)
+    assert stats.skipped == sum(stats.skip_reasons.values())
+    return records, stats
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fixture_records_and_stats(name: str) -> None:
+    expected_format, reasons, expected_rows = CASES[name]
+    path = str(FIXTURES / name)
+    [source] = open_sources([path])
+    records, stats = drain(source)
+    assert stats.path == path
+    assert stats.format == expected_format
+    assert rows(records) == expected_rows
+    assert dict(stats.skip_reasons) == reasons
+    assert stats.lines == physical_lines((FIXTURES / name).read_bytes())
+    assert all(r.origin.path == path for r in records)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_memory_source_matches_file(name: str) -> None:
+    data = (FIXTURES / name).read_bytes()
+    memory = MemorySource(data, name="mem")
+    records, stats = drain(memory)
+    assert stats.format == CASES[name][0]
+    assert rows(records) == CASES[name][2]
+    # Reading again starts the counts over.
+    assert rows(drain(memory)[0]) == CASES[name][2]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gzip_by_magic_bytes_not_name(name: str, tmp_path: Path) -> None:
+    target = tmp_path / f"{name}.log"  # no .gz suffix on purpose
+    target.write_bytes(gzip.compress((FIXTURES / name).read_bytes()))
+    [source] = open_sources([str(target)])
+    records, stats = drain(source)
+    assert stats.format == CASES[name][0]
+    assert rows(records) == CASES[name][2]
+
+
+def test_truncated_gzip_keeps_records_so_far(tmp_path: Path) -> None:
+    data = (FIXTURES / "sink.jsonl").read_bytes() * 200
+    target = tmp_path / "sink.jsonl.gz"
+    packed = gzip.compress(data)
+    target.write_bytes(packed[: len(packed) // 2])
+    [source] = open_sources([str(target)])
+    records, stats = drain(source)
+    assert 0 < len(records) < 1000
+    assert stats.skip_reasons["truncated compressed data"] == 1
+
+
+def test_sink_tree_walk_order_and_hidden_files() -> None:
+    sources = open_sources([str(FIXTURES / "sink_tree")])
+    names = [os.path.basename(s.stats.path) for s in sources]
+    # Regular shards of an hour first, in shard order, then its late entries.
+    assert names == [
+        "02:00:00_02:59:59_S0.json",
+        "02:00:00_02:59:59_S1.json",
+        "02:00:00_02:59:59_A0:1640315400.json",
+    ]
+    texts = [r.text.split("\n")[0] for r in read_records([str(FIXTURES / "sink_tree")])]
+    assert texts[0] == "Waiting for job to be provisioned."
+    assert texts[-1] == "Job failed."
+
+
+def test_glob_and_duplicates_are_read_once() -> None:
+    pattern = str(FIXTURES / "sink_tree" / "**" / "*_S*.json")
+    sources = open_sources([pattern, str(FIXTURES / "sink_tree")])
+    assert len(sources) == 3
+    assert [s.stats.path.endswith("S0.json") for s in sources][0]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda tmp: str(tmp / "missing.json"), "no such file or directory"),
+        (lambda tmp: str(tmp / "nothing-*.json"), "no file matches"),
+        (lambda tmp: (tmp / "empty").mkdir() or str(tmp / "empty"), "empty directory"),
+    ],
+)
+def test_bad_paths_raise_up_front(make: object, message: str, tmp_path: Path) -> None:
+    path = make(tmp_path)  # type: ignore[operator]
+    with pytest.raises(InputError, match=message) as raised:
+        open_sources([path])
+    assert str(raised.value).startswith(f"{path}: ")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file_raises(tmp_path: Path) -> None:
+    target = tmp_path / "secret.json"
+    target.write_text("{}\n")
+    target.chmod(0)
+    with pytest.raises(InputError, match="permission denied"):
+        open_sources([str(target)])
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        (b"\x00\x01\x02\x03binary", 1),
+        (b"first line\nsecond\n\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", 5),
+        (bytes(range(128, 256)) * 4, 1),
+    ],
+)
+def test_binary_garbage_names_file_and_line(data: bytes, line: int, tmp_path: Path) -> None:
+    target = tmp_path / "model.bin"
+    target.write_bytes(data)
+    with pytest.raises(InputError, match=rf"^{target}: binary data .* at line {line}, "):
+        open_sources([str(target)])
+    with pytest.raises(InputError, match=rf"line {line}"):
+        MemorySource(data)
+
+
+def test_jsonl_prefilter_rejects_before_parsing_and_counts() -> None:
+    data = (FIXTURES / "sink.jsonl").read_bytes()
+    import io
+
+    stats = InputStats(path="sink", format="cloud-logging-jsonl")
+    records = list(read_jsonl(io.BytesIO(data), stats, keep=lambda raw: b"Job failed" in raw))
+    assert [r.text for r in records] == ["Job failed."]
+    assert stats.skip_reasons["rejected by prefilter"] == 7
+    assert stats.lines == 9 == stats.used + stats.skipped
+
+
+@pytest.mark.parametrize("name", ["sink.jsonl", "stream_logs.txt", "gcloud.json"])
+def test_stdin_in_a_subprocess(name: str) -> None:
+    script = (
+        "from analyzer.ingest import open_sources\n"
+        "[s] = open_sources(['-'])\n"
+        "n = sum(1 for _ in s.records())\n"
+        "print(s.stats.path, s.stats.format, n, s.stats.lines, s.stats.used, s.stats.skipped)\n"
+    )
+    data = (FIXTURES / name).read_bytes()
+    for payload in (data, gzip.compress(data)):
+        done = subprocess.run(
+            [sys.executable, "-c", script], input=payload, capture_output=True, check=True
+        )
+        path, fmt, count, lines, used, skipped = done.stdout.decode().split()
+        assert (path, fmt, int(count)) == ("<stdin>", CASES[name][0], len(CASES[name][2]))
+        assert int(lines) == int(used) + int(skipped) == physical_lines(data)
+
+
+def test_bom_and_crlf_are_tolerated() -> None:
+    data = b"\xef\xbb\xbf" + (FIXTURES / "sink.jsonl").read_bytes().replace(b"\n", b"\r\n")
+    records, stats = drain(MemorySource(data))
+    assert stats.format == "cloud-logging-jsonl"
+    assert [r.origin.line for r in records] == [1, 2, 7, 8, 9]
+
+
+def test_compact_gcloud_array_on_one_line() -> None:
+    data = b'[{"textPayload": "a"}, 7, {"textPayload": "b"}, {"nope": 1}]'
+    records, stats = drain(MemorySource(data))
+    assert [(r.text, r.origin.line) for r in records] == [("a", 1), ("b", 1)]
+    assert stats.lines == 1
+
+
+def test_gcloud_array_with_stray_elements() -> None:
+    data = b'[\n  {"textPayload": "a"},\n  "text",\n  42,\n  [1],\n  {"textPayload": "b"}\n]\n'
+    records, stats = drain(MemorySource(data))
+    assert [r.text for r in records] == ["a", "b"]
+    assert dict(stats.skip_reasons) == {"not a LogEntry object": 3}
+
+
+def test_fixture_trees_are_left_alone(tmp_path: Path) -> None:
+    # A copy of the tree with a hidden directory: it is not walked.
+    copy = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "sink_tree", copy)
+    (copy / ".cache").mkdir()
+    (copy / ".cache" / "junk.json").write_text("junk\n")
+    assert len(open_sources([str(copy)])) == 3
