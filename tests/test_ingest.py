@@ -106,7 +106,8 @@ CASES: dict[str, tuple[str, dict[str, int], list[Row]]] = {
             (4, "service", None, "ERROR", utc("2019-05-02 17:05:00"),
              "The replica master 0 exited with a non-zero status of 1. Termination reason: Error.\n"
              "Traceback (most recent call last):\n"
-             'File "/root/.local/lib/python3.5/site-packages/trainer/task.py", line 9, in <module>\n'
+             'File "/root/.local/lib/python3.5/site-packages/trainer/task.py", '
+             "line 9, in <module>\n"
              "main()\n"
              "KeyError: 'label'\n"
              "The replica worker 4 exited with a non-zero status of 1. Termination reason: Error."),
@@ -225,7 +226,7 @@ def test_glob_and_duplicates_are_read_once() -> None:
     pattern = str(FIXTURES / "sink_tree" / "**" / "*_S*.json")
     sources = open_sources([pattern, str(FIXTURES / "sink_tree")])
     assert len(sources) == 3
-    assert [s.stats.path.endswith("S0.json") for s in sources][0]
+    assert sources[0].stats.path.endswith("S0.json")
 
 
 @pytest.mark.parametrize(

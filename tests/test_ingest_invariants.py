@@ -1,0 +1,118 @@
+"""Hypothesis: reading never crashes and accounts for every physical line.
+
+Whatever the bytes, either sniffing refuses them up front as binary
+(InputError) or reading them yields records with ``lines == used + skipped``
+and ``lines`` equal to the number of physical lines.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analyzer.errors import InputError
+from analyzer.ingest import MemorySource
+
+FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
+SAMPLES = sorted(p.read_bytes() for p in FIXTURES.glob("*.*") if p.stat().st_size)
+
+
+def physical_lines(data: bytes) -> int:
+    # A leading BOM is not a line of its own.
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def check(data: bytes) -> None:
+    try:
+        source = MemorySource(data)
+    except InputError as error:
+        assert "binary data" in str(error) or "gzip" in str(error)
+        return
+    records = list(source.records())
+    stats = source.stats
+    assert stats.lines == stats.used + stats.skipped
+    assert stats.records == len(records)
+    assert stats.skipped == sum(stats.skip_reasons.values())
+    if not data.startswith(b"\x1f\x8b"):
+        assert stats.lines == physical_lines(data)
+    for record in records:
+        assert 1 <= record.origin.line <= max(stats.lines, 1)
+        assert record.timestamp is None or record.timestamp.utcoffset() is not None
+
+
+SETTINGS = settings(
+    max_examples=int(os.environ.get("INGEST_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@SETTINGS
+@given(st.binary(max_size=400))
+def test_random_bytes(data: bytes) -> None:
+    check(data)
+
+
+@SETTINGS
+@given(st.text(alphabet=st.sampled_from(list('[]{}",:\\ \n\tab1\r')), max_size=200))
+def test_json_shaped_noise(text: str) -> None:
+    check(text.encode())
+    check(("[" + text).encode())
+    check(("{" + text).encode())
+
+
+@SETTINGS
+@given(
+    sample=st.sampled_from(SAMPLES),
+    cut=st.integers(min_value=0),
+    start=st.integers(min_value=0),
+    noise=st.binary(max_size=20),
+)
+def test_damaged_valid_inputs(sample: bytes, cut: int, start: int, noise: bytes) -> None:
+    # Truncated, with a hole, or with garbage spliced in: still every line accounted.
+    end = cut % (len(sample) + 1)
+    begin = start % (end + 1)
+    check(sample[:end])
+    check(sample[:begin] + noise + sample[begin:end])
+    check(sample[:begin] + sample[end:])
+
+
+@SETTINGS
+@given(sample=st.sampled_from(SAMPLES), cut=st.integers(min_value=1))
+def test_truncated_gzip(sample: bytes, cut: int) -> None:
+    packed = gzip.compress(sample)
+    check(packed[: cut % len(packed) + 1])
+
+
+entries = st.fixed_dictionaries(
+    {"textPayload": st.text(max_size=30), "severity": st.sampled_from(["INFO", "ERROR"])},
+    optional={"resource": st.just({"labels": {"job_id": "1", "task_name": "service"}})},
+)
+
+
+@SETTINGS
+@given(st.lists(entries, max_size=8), st.sampled_from([None, 0, 2]))
+def test_valid_gcloud_arrays_give_every_entry(
+    items: list[dict[str, object]], indent: int | None
+) -> None:
+    data = json.dumps(items, indent=indent).encode()
+    source = MemorySource(data)
+    records = list(source.records())
+    assert [r.text for r in records] == [item["textPayload"] for item in items]
+    assert source.stats.skipped == 0
+    assert source.stats.lines == source.stats.used == physical_lines(data)
+
+
+@SETTINGS
+@given(st.lists(entries, min_size=1, max_size=8))
+def test_valid_jsonl_gives_every_entry(items: list[dict[str, object]]) -> None:
+    data = b"".join(json.dumps(item).encode() + b"\n" for item in items)
+    source = MemorySource(data)
+    records = list(source.records())
+    assert [r.text for r in records] == [item["textPayload"] for item in items]
+    assert source.stats.lines == source.stats.used == len(items)
