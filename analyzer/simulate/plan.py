@@ -130,7 +130,7 @@ def _render_run(
     rng: random.Random, run: Run, chatter: noise.TrainingChatter, plan: JobPlan, restarted: bool
 ) -> Iterator[tuple[int, noise.Line]]:
     """Timed lines of one process, all inside ``[run.start, run.end]``."""
-    clock = run.start + rng.randint(0, SECOND)
+    clock = run.start
 
     def tick(low: float, high: float) -> int:
         nonlocal clock
@@ -150,24 +150,27 @@ def _render_run(
         preamble += noise.sitecustomize_traceback()
     if restarted or chatter.step:
         preamble.append(chatter.resume_line())
-    for line in preamble:
-        ns = tick(0.05, 2.5)
+    for index, line in enumerate(preamble):
+        ns = tick(0.05, 0.6) if index == 0 else tick(0.05, 2.5)
         if ns >= run.end:
             return
         yield ns, line
 
+    # The last words (traceback, runner exit) come in a burst right at the end.
     epilogue = _epilogue(rng, run)
-    span = run.end - clock - (len(epilogue) + 1) * SECOND
+    last_words = run.end - len(epilogue) * 10_000_000
+    span = last_words - SECOND - clock
     count = max(2, int(span / (60 * SECOND) * plan.chatter_per_minute))
     step = span / count
     for _ in range(count):
-        ns = tick(step / SECOND * 0.5, step / SECOND * 1.5)
-        if ns >= run.end - len(epilogue) * SECOND:
+        ns = clock + int(rng.uniform(0.5, 1.5) * step)
+        if ns >= last_words - SECOND:
             break
+        clock = ns
         yield ns, chatter.next_line(ns)
-    clock = max(clock, run.end - len(epilogue) * SECOND)
+    clock = max(clock, last_words)
     for line in epilogue:
-        yield tick(0.0005, 0.01), line
+        yield tick(0.0005, 0.009), line
 
 
 def _epilogue(rng: random.Random, run: Run) -> list[noise.Line]:
