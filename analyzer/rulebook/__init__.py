@@ -1,0 +1,29 @@
+"""The rule engine: rule files (YAML) into fast, damage-tolerant message matching.
+
+Public API::
+
+    builtin_rules_dir() -> Path
+    RuleBook.load(extra_dirs=(), *, builtin=True) -> RuleBook   # raises RuleError
+    RuleBook.match(text) -> tuple[RuleMatch, ...]
+    RuleBook.may_match(raw: bytes) -> bool
+    check_rules(dirs) -> list[Problem]
+
+See ``docs/rules.md`` for how to write a rule.
+"""
+
+from __future__ import annotations
+
+from analyzer.rulebook.book import DEFAULT_TIMEOUT, RuleBook, builtin_rules_dir
+from analyzer.rulebook.check import check_rules
+from analyzer.rulebook.model import Problem, Rule
+from analyzer.rulebook.normalize import normalize
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Problem",
+    "Rule",
+    "RuleBook",
+    "builtin_rules_dir",
+    "check_rules",
+    "normalize",
+]

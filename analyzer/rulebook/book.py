@@ -1,0 +1,104 @@
+"""The rule book: load rule directories once, then classify message texts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analyzer.errors import RuleError
+from analyzer.events import RuleMatch
+from analyzer.rulebook.compile import MatchTimeout, find
+from analyzer.rulebook.loader import load
+from analyzer.rulebook.model import Rule
+from analyzer.rulebook.normalize import normalize_with_offsets
+from analyzer.rulebook.prefilter import Prefilter, literals_of
+
+# Long enough for any sane template on a multi-kilobyte error text, short
+# enough that a pathological user pattern costs a log file seconds, not hours.
+DEFAULT_TIMEOUT = 0.05
+
+
+def builtin_rules_dir() -> Path:
+    """The shipped rule directory.
+
+    ``analyzer/_rules`` in an installed wheel (the build copies ``rules/``
+    there), else ``rules/`` at the root of a source checkout.
+    """
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "_rules"
+    if installed.is_dir():
+        return installed
+    return package.parent / "rules"
+
+
+@dataclass(frozen=True, slots=True)
+class RuleBook:
+    """Compiled rules and the prefilter in front of them.
+
+    ``timeouts`` counts, per rule id, the texts on which a rule's regex ran out
+    of time and was skipped (a warning for the caller to report).
+    """
+
+    rules: tuple[Rule, ...]
+    notices: tuple[str, ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+    timeouts: Counter[str] = field(default_factory=Counter, compare=False)
+    _prefilter: Prefilter = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        prefilter = Prefilter([literals_of(rule) for rule in self.rules])
+        object.__setattr__(self, "_prefilter", prefilter)
+
+    @classmethod
+    def load(cls, extra_dirs: Sequence[Path] = (), *, builtin: bool = True) -> RuleBook:
+        """Load the built-in rules (unless ``builtin`` is False) and ``extra_dirs``.
+
+        A rule in ``extra_dirs`` with a built-in rule's id replaces it; each
+        replacement is recorded in :attr:`notices`. Raises :class:`RuleError`
+        whose ``problems`` lists every error as ``file:line:col: message``.
+        """
+        layers: list[list[Path]] = []
+        if builtin:
+            layers.append([builtin_rules_dir()])
+        layers.append([Path(d) for d in extra_dirs])
+        loaded = load(layers)
+        errors = tuple(str(p) for p in loaded.problems if p.severity == "error")
+        if errors:
+            noun = "problem" if len(errors) == 1 else "problems"
+            raise RuleError(f"invalid rules: {len(errors)} {noun}; first: {errors[0]}", errors)
+        return cls(rules=loaded.rules, notices=loaded.notices)
+
+    def rule(self, rule_id: str) -> Rule:
+        """The rule with id ``rule_id`` (KeyError when there is none)."""
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        raise KeyError(rule_id)
+
+    def match(self, text: str) -> tuple[RuleMatch, ...]:
+        """Every rule match in ``text``, in text order; () for most lines, fast."""
+        candidates = self._prefilter.candidates(text)
+        if not candidates:
+            return ()
+        normalized, offsets = normalize_with_offsets(text)
+        found: list[tuple[int, int, RuleMatch]] = []
+        for index in candidates:
+            rule = self.rules[index]
+            try:
+                matches = find(rule, normalized, offsets, text, self.timeout)
+            except MatchTimeout:
+                self.timeouts[rule.id] += 1
+                continue
+            found.extend((start, index, match) for start, match in matches)
+        found.sort(key=lambda item: item[:2])
+        return tuple(match for _, _, match in found)
+
+    def may_match(self, raw: bytes) -> bool:
+        """False only when no rule can match the message inside the raw line ``raw``.
+
+        ``raw`` may be a JSON line with the message still JSON-escaped; a
+        caller may skip parsing lines for which this returns False.
+        """
+        return self._prefilter.may_match_raw(raw)

@@ -1,0 +1,229 @@
+"""``jobdoctor rules check``: validate rule directories and run their examples.
+
+Beyond what loading checks, every rule's ``match`` examples must match with
+the expected fields, its ``no_match`` examples must not, each language of a
+rule should have an example, and patterns are probed for catastrophic
+backtracking (statically for nested quantifiers, dynamically on stress texts).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from analyzer.events import RuleMatch
+from analyzer.rulebook._regex import Pattern, compile_pattern
+from analyzer.rulebook.book import DEFAULT_TIMEOUT, builtin_rules_dir
+from analyzer.rulebook.compile import MatchTimeout, find
+from analyzer.rulebook.loader import load
+from analyzer.rulebook.model import Location, Placeholder, Problem, Rule
+from analyzer.rulebook.normalize import normalize_with_offsets
+from analyzer.rulebook.prefilter import Prefilter, literals_of
+
+# A group containing a quantifier, itself quantified: (a+)+, (?:\w*\s?)*, ...
+_NESTED_QUANTIFIER = re.compile(r"\((?:\?:)?((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*)\)[+*{]")
+# ... unless every branch of the group starts with a literal character, like
+# (?:-[a-z]+)+: each repetition must then consume that separator, no ambiguity.
+_LITERAL_START = re.compile(r"(?:[^\\\[\](){}.*+?|^$]|\\[^wWsSdDbBpPhHvVXR0-9])(?![+*?{])")
+# Stress texts must finish well inside this; a sound template needs microseconds.
+_STRESS_TIMEOUT = 0.5
+_STRESS_SLOW = 0.05
+# Examples get more time than live matching: a loaded CI machine must not fail them.
+_EXAMPLE_TIMEOUT = max(DEFAULT_TIMEOUT, 1.0)
+
+
+def check_rules(dirs: Sequence[Path], *, builtin: bool = True) -> list[Problem]:
+    """Every problem in the rule directories ``dirs`` (the built-in one when empty).
+
+    User directories are checked on top of the built-in rules (whose
+    placeholders they may use); examples are run for the rules of ``dirs``.
+    Returns errors and warnings sorted by file and line.
+    """
+    checked = [Path(d) for d in dirs] or [builtin_rules_dir()]
+    builtin_dir = builtin_rules_dir().resolve()
+    layers: list[list[Path]] = []
+    if builtin and all(d.resolve() != builtin_dir for d in checked):
+        layers.append([builtin_rules_dir()])
+    layers.append(checked)
+    loaded = load(layers)
+    problems = list(loaded.problems)
+    roots = [d.resolve() for d in checked]
+    for rule in loaded.rules:
+        if any(Path(rule.location.path).resolve().is_relative_to(r) for r in roots):
+            problems.extend(run_examples(rule))
+            problems.extend(backtracking_risks(rule))
+    for placeholder in loaded.placeholders.values():
+        if any(Path(placeholder.location.path).resolve().is_relative_to(r) for r in roots):
+            problems.extend(_placeholder_risks(placeholder))
+    return sorted(set(problems), key=lambda p: (p.path, p.line, p.col, p.message))
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= 70 else flat[:67] + "...")
+
+
+def run_examples(rule: Rule) -> list[Problem]:
+    """Problems found running ``rule``'s examples."""
+    problems: list[Problem] = []
+    prefilter = Prefilter([literals_of(rule)])
+    matched_langs: set[str] = set()
+    for example in rule.match_examples:
+        try:
+            matches = _find(rule, example.text)
+        except MatchTimeout:
+            problems.append(Problem.at(example.location, "example timed out; simplify the pattern"))
+            continue
+        if not matches:
+            problems.append(
+                Problem.at(
+                    example.location,
+                    f"match example does not match rule {rule.id}: {_short(example.text)}; "
+                    "fix the template or the example",
+                )
+            )
+            continue
+        if not prefilter.candidates(example.text) or not prefilter.may_match_raw(
+            example.text.encode("utf-8")
+        ):
+            problems.append(
+                Problem.at(
+                    example.location,
+                    f"the prefilter rejects this example of rule {rule.id}; "
+                    "list a word the text contains in 'literals:'",
+                )
+            )
+        matched_langs.update(m.lang for m in matches)
+        if example.lang is not None and matches[0].lang != example.lang:
+            problems.append(
+                Problem.at(
+                    example.location,
+                    f"example matched the '{matches[0].lang}' template, expected '{example.lang}'",
+                )
+            )
+        if example.fields:
+            got = [dict(m.fields) for m in matches]
+            want = [dict(f) for f in example.fields]
+            if got != want:
+                problems.append(
+                    Problem.at(
+                        example.location,
+                        f"example of rule {rule.id} gives fields {got}, expected {want}; "
+                        "fix the placeholder pattern or the expected fields",
+                    )
+                )
+    for no_match in rule.no_match_examples:
+        try:
+            matches = _find(rule, no_match.text)
+        except MatchTimeout:
+            problems.append(
+                Problem.at(no_match.location, "example timed out; simplify the pattern")
+            )
+            continue
+        if matches:
+            problems.append(
+                Problem.at(
+                    no_match.location,
+                    f"no_match example matches rule {rule.id}: {_short(no_match.text)}; "
+                    "make the template stricter or move the example",
+                )
+            )
+    if rule.match_examples:
+        for lang in rule.languages:
+            if lang not in matched_langs:
+                problems.append(
+                    Problem.at(
+                        rule.location,
+                        f"rule {rule.id} has no match example for its '{lang}' template; "
+                        "add one (with the damage real text has)",
+                        "warning",
+                    )
+                )
+    return problems
+
+
+def _find(rule: Rule, text: str) -> list[RuleMatch]:
+    normalized, offsets = normalize_with_offsets(text)
+    return [m for _, m in find(rule, normalized, offsets, text, _EXAMPLE_TIMEOUT)]
+
+
+def _stress_texts(source: str) -> list[str]:
+    seed = " ".join(source.split())
+    return [
+        seed * 40 + "!",
+        "a" * 3000 + "!",
+        "0" * 3000 + "!",
+        " " * 3000 + "!",
+        ("-" + "a" * 5) * 500 + "!",
+    ]
+
+
+def backtracking_risks(rule: Rule) -> list[Problem]:
+    """Warnings for templates or patterns that are slow on stress texts."""
+    problems: list[Problem] = []
+    for template in rule.templates:
+        # Compiled templates wrap placeholder patterns, checked on their own below.
+        if not template.captures and nested_quantifier(template.regex.pattern):
+            problems.append(
+                Problem.at(
+                    template.location,
+                    "nested quantifier like (x+)+ can backtrack catastrophically; "
+                    "make the inner and outer repetitions unambiguous",
+                    "warning",
+                )
+            )
+        problems.extend(_probe(template.regex, template.text, template.location))
+    return problems
+
+
+def _probe(regex: Pattern, seed: str, location: Location) -> list[Problem]:
+    """Run ``regex`` over stress texts built from ``seed``; warn when it is slow."""
+    for text in _stress_texts(seed):
+        started = time.perf_counter()
+        try:
+            for _ in regex.finditer(text, timeout=_STRESS_TIMEOUT):
+                pass
+        except TimeoutError:
+            return [
+                Problem.at(
+                    location,
+                    f"pattern ran over {_STRESS_TIMEOUT} s on a {len(text)}-character stress "
+                    "text: catastrophic backtracking risk; make repetitions unambiguous",
+                    "warning",
+                )
+            ]
+        if time.perf_counter() - started > _STRESS_SLOW:
+            return [
+                Problem.at(
+                    location,
+                    f"pattern is slow (over {_STRESS_SLOW} s) on a {len(text)}-character "
+                    "stress text; make repetitions unambiguous",
+                    "warning",
+                )
+            ]
+    return []
+
+
+def nested_quantifier(source: str) -> bool:
+    """Whether ``source`` repeats a group that itself repeats ambiguously."""
+    for found in _NESTED_QUANTIFIER.finditer(source):
+        branches = found.group(1).split("|")
+        if not all(_LITERAL_START.match(branch) for branch in branches):
+            return True
+    return False
+
+
+def _placeholder_risks(placeholder: Placeholder) -> list[Problem]:
+    problems: list[Problem] = []
+    if nested_quantifier(placeholder.pattern):
+        problems.append(
+            Problem.at(
+                placeholder.location,
+                f"pattern of {placeholder.name} nests quantifiers like (x+)+, which can "
+                "backtrack catastrophically; make the repetitions unambiguous",
+                "warning",
+            )
+        )
+    return problems

@@ -1,0 +1,220 @@
+"""Templates into tolerant regular expressions, and matches into field values.
+
+A template is the documentation's sentence with its placeholders
+(``The replica REPLICA_NAME exited with ... EXIT_CODE.``). It is normalised
+like a message, cut into words, punctuation, spaces and placeholders, and
+each piece becomes a regex piece:
+
+* a word stays literal (escaped);
+* a space becomes ``\\s*`` (real text doubles spaces, breaks lines, and glues
+  words together: ``אםGoogle Cloud``);
+* punctuation may be preceded by spaces (``EXIT_CODE .``); a sentence-final
+  period is optional (logs cut it, or keep a trailing space after it);
+* a placeholder becomes a named group with its declared pattern.
+
+Messages are normalised the same way before matching (:mod:`.normalize`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from analyzer.events import RuleMatch
+from analyzer.rulebook._regex import Match, Pattern, compile_pattern
+from analyzer.rulebook.model import Capture, FieldType, Placeholder, Rule
+from analyzer.rulebook.normalize import fold, normalize, original_span
+
+# Placeholders are capitalised words, the way the documentation writes them
+# (REPLICA_NAME, REASON); ASCII-only look-arounds so that a placeholder glued
+# to Hebrew or Japanese letters is still found. A capitalised word that is not
+# declared is literal text (SIGKILL, SUCCEEDED) unless it has an underscore or
+# looks like a misspelt placeholder: then it is reported as unknown.
+PLACEHOLDER_RE = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_])")
+PUNCTUATION = frozenset(".,:;!?()[]{}\"'/\\。、「」")
+_SPACE = r"\s*"
+_FINAL_STOPS = frozenset({re.escape("."), re.escape("。")})
+_EXIT_CODE_RE = re.compile(r"(\d+)(?:\s*\(\s*(SIG[A-Z0-9]+)\s*\))?")
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledSource:
+    """A template turned into regex source, with its captures and literal words."""
+
+    source: str
+    captures: tuple[Capture, ...]
+    words: tuple[str, ...]
+    unknown: tuple[str, ...]
+
+
+def _pieces(text: str) -> Iterator[tuple[str, str]]:
+    """Split literal template text into ("ws"|"punct"|"word", piece) tokens."""
+    word: list[str] = []
+    for char in text:
+        kind = "ws" if char.isspace() else "punct" if char in PUNCTUATION else "word"
+        if kind == "word":
+            word.append(char)
+            continue
+        if word:
+            yield "word", "".join(word)
+            word = []
+        yield kind, char
+    if word:
+        yield "word", "".join(word)
+
+
+def template_source(
+    template: str, placeholders: Mapping[str, Placeholder], *, whole: bool
+) -> CompiledSource:
+    """The tolerant regex source of ``template``; see the module docstring."""
+    text = normalize(template)
+    parts: list[str] = []
+    captures: list[Capture] = []
+    words: list[str] = []
+    unknown: list[str] = []
+
+    def space() -> None:
+        if not parts or parts[-1] != _SPACE:
+            parts.append(_SPACE)
+
+    position = 0
+    for found in PLACEHOLDER_RE.finditer(text):
+        name = found.group()
+        placeholder = placeholders.get(name)
+        if placeholder is None and not looks_like_placeholder(name, placeholders):
+            continue  # literal text; emitted with the next literal run
+        _literal(text[position : found.start()], parts, words, space)
+        if placeholder is None:
+            unknown.append(name)
+            parts.append("(?:.+?)")
+        else:
+            group = f"{name}_{len(captures)}"
+            parts.append(f"(?P<{group}>(?:{placeholder.pattern}))")
+            captures.append(Capture(group, placeholder.field, placeholder.type))
+        position = found.end()
+    _literal(text[position:], parts, words, space)
+
+    while parts and parts[-1] == _SPACE:
+        parts.pop()
+    # A sentence-final period is optional: logs cut it or add a space after it.
+    if len(parts) >= 2 and parts[-1] in _FINAL_STOPS and parts[-2] == _SPACE:
+        parts[-2:] = [rf"(?:\s*{parts[-1]})?"]
+    body = "".join(parts)
+    source = rf"\A\s*(?:{body})\s*\Z" if whole else body
+    return CompiledSource(source, tuple(captures), tuple(words), tuple(unknown))
+
+
+def looks_like_placeholder(name: str, placeholders: Mapping[str, Placeholder]) -> bool:
+    """Whether an undeclared capitalised word was meant as a placeholder."""
+    return "_" in name or bool(difflib.get_close_matches(name, list(placeholders), n=1, cutoff=0.8))
+
+
+def _literal(text: str, parts: list[str], words: list[str], space: Callable[[], None]) -> None:
+    for kind, piece in _pieces(text):
+        if kind == "ws":
+            space()
+        elif kind == "punct":
+            # Spaces and line breaks may surround punctuation ("EXIT_CODE .",
+            # a line break after "、").
+            space()
+            parts.append(re.escape(piece))
+            space()
+        else:
+            parts.append(re.escape(piece))
+            words.append(piece)
+
+
+def best_literal(words: Sequence[str]) -> str | None:
+    """The word the prefilter keys a template on: the longest one, lower-cased.
+
+    Every match of the template contains each of its words contiguously, so
+    any word is safe; the longest is the most selective.
+    """
+    if not words:
+        return None
+    return max(words, key=len).lower()
+
+
+def convert(value: str, field_type: FieldType, field: str) -> dict[str, str | int]:
+    """The field values one captured ``value`` gives."""
+    if field_type is FieldType.TEXT:
+        return {field: value}
+    folded = fold(value)
+    if field_type is FieldType.INT:
+        return {field: int(folded)}
+    found = _EXIT_CODE_RE.fullmatch(folded)
+    if found is None:  # the placeholder's pattern admits more than digits
+        digits = re.match(r"\d+", folded)
+        return {field: int(digits.group())} if digits else {field: value}
+    fields: dict[str, str | int] = {field: int(found.group(1))}
+    if found.group(2):
+        fields["signal"] = found.group(2)
+    return fields
+
+
+def _fields(
+    found: Match, captures: Sequence[Capture], offsets: list[int], original: str
+) -> dict[str, str | int]:
+    fields: dict[str, str | int] = {}
+    for capture in captures:
+        if found.group(capture.group) is None:
+            continue
+        value = original_span(
+            offsets, original, found.start(capture.group), found.end(capture.group)
+        )
+        fields.update(convert(value, capture.type, capture.field))
+    return fields
+
+
+class MatchTimeout(Exception):
+    """A rule's regex ran out of time on one text (the match is skipped)."""
+
+
+def find(
+    rule: Rule, normalized: str, offsets: list[int], original: str, timeout: float
+) -> list[tuple[int, RuleMatch]]:
+    """Every match of ``rule`` in ``normalized`` as (start, match), in text order.
+
+    All templates are tried; where matches of several templates overlap, the
+    one starting first wins, then the longest (the full sentence over its
+    shorter form). Raises :class:`MatchTimeout` when a regex runs too long.
+    """
+    spans: list[tuple[int, int, int, Match]] = []
+    for index, template in enumerate(rule.templates):
+        try:
+            for found in template.regex.finditer(normalized, timeout=timeout):
+                if found.end() > found.start():
+                    spans.append((found.start(), -found.end(), index, found))
+        except TimeoutError as exc:
+            raise MatchTimeout(rule.id) from exc
+    if not spans:
+        return []
+    spans.sort(key=lambda item: item[:3])
+    results: list[tuple[int, RuleMatch]] = []
+    taken_until = -1
+    for start, negative_end, index, found in spans:
+        if start < taken_until:
+            continue
+        taken_until = -negative_end
+        template = rule.templates[index]
+        results.append(
+            (
+                start,
+                RuleMatch(
+                    rule=rule.id,
+                    kind=rule.kind,
+                    category=rule.category,
+                    lang=template.lang,
+                    fields=_fields(found, template.captures, offsets, original),
+                    detail=rule.detail,
+                ),
+            )
+        )
+    return results
+
+
+def compile_raw(source: str) -> Pattern:
+    """Compile a rule's raw ``pattern:`` (raises ``_regex.error``)."""
+    return compile_pattern(source)
