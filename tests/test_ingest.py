@@ -327,3 +327,49 @@ def test_fixture_trees_are_left_alone(tmp_path: Path) -> None:
     (copy / ".cache").mkdir()
     (copy / ".cache" / "junk.json").write_text("junk\n")
     assert len(open_sources([str(copy)])) == 3
+
+
+def _stream(*messages: str, task: str = "service", severity: str = "ERROR") -> str:
+    return "".join(f"{severity}\t2024-01-02 03:04:05 +0000\t{task}\t{m}\n" for m in messages)
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        # Two lifecycle messages in one second stay two records.
+        (["Finished tearing down training program.", "Job failed."], 2),
+        (["Job failed.", "Job will not be retried, max error retry attempts reached."], 2),
+        # A blank-ish line and an exception line inside a traceback are joined.
+        (["The replica workerpool0-0 exited with a non-zero status of 1. ",
+          "Traceback (most recent call last):", "  File \"a.py\", line 1", "   ",
+          "ValueError: x"], 1),
+        # Pasted without tabs, a code line loses its indentation: still joined.
+        (["The replica workerpool0-0 exited with a non-zero status of 1. ",
+          "Traceback (most recent call last):", 'File "a.py", line 1', "raise ValueError()"], 1),
+        # Another replica after a one-line message: a message of its own.
+        (["The replica worker 0 exited with a non-zero status of 1. Termination reason: Error.",
+          "The replica worker 4 exited with a non-zero status of 1. Termination reason: Error."],
+         2),
+        # The error, then teardown in the same second: two records.
+        (["Resources are insufficient in region: us-central1", "Job failed."], 2),
+        (["Internal error occurred for the current attempt.",
+          "To find out more about why your job exited please check the logs: https://x"], 1),
+    ],
+)  # fmt: skip
+def test_stream_logs_joins_only_continuations(messages: list[str], expected: int) -> None:
+    records, stats = drain(MemorySource(_stream(*messages)))
+    assert len(records) == expected
+    assert stats.used == len(messages)
+
+
+def test_stream_logs_never_joins_worker_lines() -> None:
+    data = _stream("Traceback (most recent call last):", '  File "a.py"', task="workerpool0-0")
+    records, _ = drain(MemorySource(data))
+    assert [r.text for r in records] == ["Traceback (most recent call last):", '  File "a.py"']
+
+
+def test_stream_logs_legacy_trial_column_with_tabs() -> None:
+    data = "INFO\t2019-05-02 10:00:00 -0700\tworker-replica-1\t7\tstep 3\n"
+    [record], _ = drain(MemorySource(data))
+    assert (record.task, record.trial, record.text) == ("worker-replica-1", "7", "step 3")
+    assert record.timestamp == utc("2019-05-02 17:00:00")
