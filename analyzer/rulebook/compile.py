@@ -35,6 +35,7 @@ from analyzer.rulebook.normalize import fold, normalize, original_span
 PLACEHOLDER_RE = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_])")
 PUNCTUATION = frozenset(".,:;!?()[]{}\"'/\\。、「」")
 _SPACE = r"\s*"
+_COMMON_WORDS = frozenset({"training", "completed", "finished", "program", "memory"})
 _FINAL_STOPS = frozenset({re.escape("."), re.escape("。")})
 _EXIT_CODE_RE = re.compile(r"(\d+)(?:\s*\(\s*(SIG[A-Z0-9]+)\s*\))?")
 
@@ -130,11 +131,12 @@ def best_literal(words: Sequence[str]) -> str | None:
     """The word the prefilter keys a template on: the longest one, lower-cased.
 
     Every match of the template contains each of its words contiguously, so
-    any word is safe; the longest is the most selective.
+    any word is safe; the longest is usually the most selective, except for
+    words that training output itself is full of.
     """
     if not words:
         return None
-    return max(words, key=len).lower()
+    return max(words, key=lambda w: (w.lower() not in _COMMON_WORDS, len(w))).lower()
 
 
 def convert(value: str, field_type: FieldType, field: str) -> dict[str, str | int]:
