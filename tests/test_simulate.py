@@ -40,7 +40,7 @@ LIFECYCLE = (
 ERRORS = (
     re.compile(
         r"The replica (workerpool\d+-\d+) exited with a non-zero status of (\d+)\. "
-        r"Termination reason: Error\. \n(Traceback \(most recent call last\):\n  \[\.\.\.\]\n"
+        r"Termination reason: Error\. \n(Traceback \(most recent call last\):\n"
         r"(.*\n)+)?\nTo find out more about why your job exited please check the logs: "
         r"https://console\.cloud\.google\.com/logs/viewer\?project=\d+&resource=ml_job%2Fjob_id"
         r"%2F(\d+)&advancedFilter=\S+\Z"
@@ -162,8 +162,10 @@ def test_runner_start_lines_match_the_expected_restarts(name: str) -> None:
 def test_vm_maintenance_changes_resource_id_not_hostname() -> None:
     worker = [e for e in entries("vm-maintenance-restart") if task_of(e) != "service"]
     vms = list(dict.fromkeys(e["labels"]["compute.googleapis.com/resource_id"] for e in worker))
-    hosts = {e["labels"]["compute.googleapis.com/resource_name"] for e in worker}
-    assert len(vms) == 3 and len(hosts) == 1
+    nodes = {e["labels"]["compute.googleapis.com/resource_name"] for e in worker}
+    hosts = {re.findall(r"cmle-training-workerpool0-\w+-0", text_of(e))[0] for e in worker
+             if text_of(e).startswith(RUNNER_START)}
+    assert len(vms) == 3 and len(nodes) == 3 and len(hosts) == 1
     assert expected("vm-maintenance-restart")[0].state == "JOB_STATE_SUCCEEDED"
 
 
@@ -177,7 +179,9 @@ def test_user_code_failure_shape() -> None:
         "Termination reason: Error. \n")
     assert verdict.job_id is not None and verdict.job_id in texts[error]
     exit_line = texts.index("Task completed. Exit code (1). Exit reason (SUBPROCESS_EXCEPTION)")
-    assert found[exit_line - 1]["severity"] == "ERROR"  # the traceback's last line
+    assert found[exit_line - 1]["severity"] == "ERROR"  # "Command [...] returned non-zero"
+    assert texts[exit_line - 2] == "KeyError: 'label'"
+    assert texts[error].count("\n") > 10  # the whole traceback, as real logs show it
     assert any(task_of(e) == "workerpool0-0" for e in found[error + 1:])  # logs after the error
     assert texts[-2:] == ["Finished tearing down training program.", "Job failed."]
     # The restart comes about 17 s after the exit.
@@ -190,7 +194,7 @@ def test_user_code_failure_shape() -> None:
 def test_successful_job_has_harmless_stderr_noise() -> None:
     found = entries("success")
     errors = [text_of(e) for e in found if e.get("severity") == "ERROR"]
-    assert "ModuleNotFoundError: No module named 'sitecustomize'" in errors
+    assert "ModuleNotFoundError: No module named 'pythonjsonlogger'" in errors
     assert any("it/s" in t for t in errors)  # progress bars on stderr
     assert any("severity" not in e for e in found)  # lines with no severity
 

@@ -51,10 +51,16 @@ class JobIdentity:
 
 @dataclass(frozen=True, slots=True)
 class Machine:
-    """One VM a worker runs on: ``resource_id`` changes when the worker moves."""
+    """One VM a worker runs on.
+
+    ``resource_id`` and ``node`` (the VM's name, also ``resource_name``) change
+    when the worker moves to another VM; ``hostname`` (the cluster address the
+    runner prints) stays the same.
+    """
 
     resource_id: str
     hostname: str
+    node: str
 
 
 def new_job_id(rng: random.Random) -> str:
@@ -72,6 +78,17 @@ def new_hostname(rng: random.Random, task: str) -> str:
     pool = task.rsplit("-", 1)[0]
     suffix = "".join(rng.choice("0123456789abcdef") for _ in range(10))
     return f"cmle-training-{pool}-{suffix}-{task.rsplit('-', 1)[1]}"
+
+
+def new_node_name(rng: random.Random) -> str:
+    """The name of the VM (a GKE node) a worker runs on."""
+    hexa = "0123456789abcdef"
+    alnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+    return (f"gk3-cml-{rng.randint(1000, 1299):04d}-{rng.randint(0, 999999):06d}-"
+            f"{''.join(rng.choice(hexa) for _ in range(4))}-nap-"
+            f"{''.join(rng.choice(alnum) for _ in range(8))}-"
+            f"{''.join(rng.choice(hexa) for _ in range(8))}-"
+            f"{''.join(rng.choice(alnum) for _ in range(4))}")
 
 
 def new_insert_id(rng: random.Random) -> str:
@@ -140,7 +157,7 @@ def worker_entry(
         "jsonPayload": payload,
         "labels": {
             "compute.googleapis.com/resource_id": machine.resource_id,
-            "compute.googleapis.com/resource_name": machine.hostname,
+            "compute.googleapis.com/resource_name": machine.node,
             "compute.googleapis.com/zone": job.zone,
             "ml.googleapis.com/job_id/log_area": "user",
         },

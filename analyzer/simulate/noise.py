@@ -36,24 +36,42 @@ _WARNINGS = (
 
 _SITECUSTOMIZE = (
     "Error in sitecustomize; set PYTHONVERBOSE for traceback:",
-    "ModuleNotFoundError: No module named 'sitecustomize'",
+    "ModuleNotFoundError: No module named 'pythonjsonlogger'",
 )
 
-_PIP = (
-    "Processing ./trainer-0.1.tar.gz",
-    "  Preparing metadata (setup.py): started",
-    "  Preparing metadata (setup.py): finished with status 'done'",
+_PIP_BUILD = (
+    "Processing /trainer-0.1.tar.gz",
+    "  Installing build dependencies: started",
+    "  Installing build dependencies: finished with status 'done'",
+    "  Getting requirements to build wheel: started",
+    "  Getting requirements to build wheel: finished with status 'done'",
+    "  Preparing metadata (pyproject.toml): started",
+    "  Preparing metadata (pyproject.toml): finished with status 'done'",
+)
+_PIP_WHEEL = (
     "Building wheels for collected packages: trainer",
-    "  Building wheel for trainer (setup.py): started",
-    "  Building wheel for trainer (setup.py): finished with status 'done'",
+    "  Building wheel for trainer (pyproject.toml): started",
+    "  Building wheel for trainer (pyproject.toml): finished with status 'done'",
     "Successfully built trainer",
     "Installing collected packages: trainer",
     "Successfully installed trainer-0.1",
 )
+_PIP_DEPS = (
+    "Requirement already satisfied: pyyaml>=6.0 in /opt/python/3.10/lib/python3.10/"
+    "site-packages (from trainer==0.1) (6.0.2)",
+    "Requirement already satisfied: google-cloud-storage>=2.14 in /opt/python/3.10/lib/"
+    "python3.10/site-packages (from trainer==0.1) (2.19.0)",
+    "Collecting transformers>=4.38 (from trainer==0.1)",
+    "  Downloading transformers-4.41.2-py3-none-any.whl.metadata (43 kB)",
+)
 _PIP_STDERR = (
     "WARNING: Running pip as the 'root' user can result in broken permissions and conflicting "
-    "behaviour with the system package manager. It is recommended to use a virtual environment "
-    "instead: https://pip.pypa.io/warnings/venv",
+    "behaviour with the system package manager, possibly rendering your system unusable. It is "
+    "recommended to use a virtual environment instead: https://pip.pypa.io/warnings/venv. Use "
+    "the --root-user-action option if you know what you are doing and want to suppress this "
+    "warning.",
+    "[notice] A new release of pip is available: 25.1.1 -> 26.0.1",
+    "[notice] To update, run: pip install --upgrade pip",
 )
 
 
@@ -143,27 +161,44 @@ class TrainingChatter:
         return "No checkpoint found, starting from scratch", "INFO"
 
 
-def runner_start(task: str, hostname: str, job: str, bucket: str, args: str) -> Iterator[Line]:
-    """The prebuilt-container runner's start lines, then pip installing the package."""
-    pool, index = task.rsplit("-", 1)
-    yield (
-        f'Running task with arguments: --cluster={{"{pool}": ["{hostname}:2222"]}} '
-        f'--task={{"type": "{pool}", "index": {index}}} '
-        f'--job={{"python_module": "trainer.task", "package_uris": '
-        f'["gs://{bucket}/staging/trainer-0.1.tar.gz"], "args": [{args}], '
-        f'"job_name": "{job}"}}',
-        "INFO",
-    )
-    yield f"Downloading gs://{bucket}/staging/trainer-0.1.tar.gz", "INFO"
-    yield "Running command: pip3 install --user trainer-0.1.tar.gz", "INFO"
-    yield from ((line, "INFO") for line in _PIP)
+def runner_start(
+    task: str, node: str, cluster: str, package: str, args: tuple[str, ...]
+) -> Iterator[Line]:
+    """The prebuilt-container runner's start lines, as real logs show them.
+
+    ``cluster`` is the ``--cluster`` JSON; ``package`` the ``gs://`` package URI.
+    """
+    pool = "chief" if task.startswith("workerpool0-") else "worker"
+    index = int(task.rsplit("-", 1)[1])
+    # The runner prints the job spec as protobuf JSON: compact, "=" escaped as \u003d.
+    job_args = ",".join('"' + a.replace("=", "\\u003d") + '"' for a in args)
+    spec = (f'{{"python_module":"trainer.task","package_uris":["{package}"],'
+            f'"job_args":[{job_args}]}}')
+    tarball = package.rsplit("/", 1)[1]
+    yield f"Updating master address to local address {node}", "INFO"
+    yield "Running run_module.py", "INFO"
+    yield (f'Running task with arguments: --cluster={cluster} '
+           f'--task={{"type": "{pool}", "index": {index}}} --job={spec}', "INFO")
+    yield "Running module trainer.task.", "INFO"
+    yield f"Downloading the package: {package}", "INFO"
+    yield f"Running command: gsutil -q cp {package} {tarball}", "INFO"
+    for _ in range(2):
+        yield from ((line, "ERROR") for line in _SITECUSTOMIZE)
+    yield f"Installing the package: {package}", "INFO"
+    yield (f"Running command: pip3 install --user --upgrade --force-reinstall --no-deps "
+           f"{tarball}", "INFO")
+    yield from ((line, "INFO") for line in (*_PIP_BUILD, *_PIP_WHEEL))
     yield from ((line, "ERROR") for line in _PIP_STDERR)
+    yield f"Running command: pip3 install --user {tarball}", "INFO"
+    yield from ((line, "INFO") for line in (*_PIP_BUILD, *_PIP_DEPS, *_PIP_WHEEL))
+    yield from ((line, "ERROR") for line in _PIP_STDERR)
+    yield f"Running command: python3 -m trainer.task {' '.join(args)}", "INFO"
 
 
-def runner_command(args: str) -> Line:
-    """The runner's line that starts the user's module."""
-    flat = args.replace('"', "").replace(", ", " ")
-    return f"Running command: python3 -m trainer.task {flat}", "INFO"
+def command_failed(args: tuple[str, ...], code: int) -> Line:
+    """The runner's report of the user's process failing (stderr)."""
+    argv = ", ".join(f"'{a}'" for a in ("python3", "-m", "trainer.task", *args))
+    return f"Command '[{argv}]' returned non-zero exit status {code}.", "ERROR"
 
 
 def runner_exit(code: int) -> Line:
@@ -172,18 +207,14 @@ def runner_exit(code: int) -> Line:
     return f"Task completed. Exit code ({code}). Exit reason ({reason})", "INFO"
 
 
-def sitecustomize_traceback() -> Iterator[Line]:
-    """A harmless traceback that successful jobs print on stderr."""
-    yield from ((line, "ERROR") for line in _SITECUSTOMIZE)
-
-
-def python_traceback(rng: random.Random, exception: str) -> list[str]:
+def python_traceback(exception: str, depth: int = 4) -> tuple[str, ...]:
     """A user-code traceback ending with ``exception`` (one string per line)."""
-    depth = rng.randint(3, 5)
     lines = ["Traceback (most recent call last):"]
     lines += [
-        '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
-        '    return _run_code(code, main_globals, None,',
+        '  File "/opt/python/3.10/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
+        "    return _run_code(code, main_globals, None,",
+        '  File "/opt/python/3.10/lib/python3.10/runpy.py", line 86, in _run_code',
+        "    exec(code, run_globals)",
         '  File "/root/.local/lib/python3.10/site-packages/trainer/task.py", line 212, in <module>',
         "    main()",
     ]
@@ -199,7 +230,7 @@ def python_traceback(rng: random.Random, exception: str) -> list[str]:
         lines.append(f'  File "{path}", line {line}, in {func}')
         lines.append(code)
     lines.append(exception)
-    return lines
+    return tuple(lines)
 
 
 def segfault_dump() -> list[str]:

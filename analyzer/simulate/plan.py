@@ -10,6 +10,7 @@ timestamp, so that a job with hours of chatter never sits in memory.
 from __future__ import annotations
 
 import heapq
+import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from analyzer.simulate.entries import (
     Machine,
     entry_ns,
     new_hostname,
+    new_node_name,
     new_resource_id,
     service_entry,
     worker_entry,
@@ -71,9 +73,9 @@ class Run:
     end: int
     ending: Ending
     exit_code: int = 0
-    exception: str = ""
+    traceback: tuple[str, ...] = ()  # what the process prints on stderr as it dies
     runner: bool = True  # prebuilt container: the runner writes start and exit lines
-    sitecustomize: bool = False
+    cluster: str = ""  # the runner's --cluster JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +96,8 @@ class JobPlan:
     runs: Sequence[Run]
     expected: Expected
     bucket: str
-    args: str
+    package: str
+    args: tuple[str, ...]
     chatter_per_minute: float
     cutoff: int | None = None  # the logs stop here (truncated export)
     seed: str = ""
@@ -140,25 +143,23 @@ def _render_run(
     # What a process says before training; cut short when it is killed early.
     preamble: list[noise.Line] = []
     if run.runner:
-        preamble += noise.runner_start(run.task, run.machine.hostname, plan.job.job_id,
-                                       plan.bucket, plan.args)
-        preamble.append(noise.runner_command(plan.args))
+        preamble += noise.runner_start(run.task, run.machine.node, run.cluster, plan.package,
+                                       plan.args)
     else:
         # A custom container has no runner: its first words are the user's own.
-        preamble.append((f"Starting trainer with args: [{plan.args}]", None))
-    if run.sitecustomize:
-        preamble += noise.sitecustomize_traceback()
+        preamble.append((f"Starting trainer with args: {list(plan.args)}", None))
     if restarted or chatter.step:
         preamble.append(chatter.resume_line())
     for index, line in enumerate(preamble):
-        ns = tick(0.05, 0.6) if index == 0 else tick(0.05, 2.5)
+        # The runner's first lines come within the same second.
+        ns = tick(0.001, 0.3) if index < 3 else tick(0.02, 1.8)
         if ns >= run.end:
             return
         yield ns, line
 
     # The last words (traceback, runner exit) come in a burst right at the end.
-    epilogue = _epilogue(rng, run)
-    last_words = run.end - len(epilogue) * 10_000_000
+    epilogue = _epilogue(run, plan.args)
+    last_words = run.end - sum(int(delay * SECOND) for delay, _ in epilogue)
     span = last_words - SECOND - clock
     count = max(2, int(span / (60 * SECOND) * plan.chatter_per_minute))
     step = span / count
@@ -169,20 +170,27 @@ def _render_run(
         clock = ns
         yield ns, chatter.next_line(ns)
     clock = max(clock, last_words)
-    for line in epilogue:
-        yield tick(0.0005, 0.009), line
+    for delay, line in epilogue:
+        clock += int(delay * SECOND)
+        yield clock, line
 
 
-def _epilogue(rng: random.Random, run: Run) -> list[noise.Line]:
+def _epilogue(run: Run, args: tuple[str, ...]) -> list[tuple[float, noise.Line]]:
+    """The last lines of a process, each with its delay after the previous one."""
+    lines: list[tuple[float, noise.Line]] = []
     if run.ending is Ending.SUCCEEDED:
-        lines: list[noise.Line] = [("Training finished. Exporting model.", "INFO")]
-        return [*lines, noise.runner_exit(0)] if run.runner else lines
-    if run.ending is Ending.EXCEPTION:
-        lines = [(text, "ERROR") for text in noise.python_traceback(rng, run.exception)]
-        return [*lines, noise.runner_exit(run.exit_code)] if run.runner else lines
-    if run.ending is Ending.SEGFAULT:
-        return [(text, "ERROR") for text in noise.segfault_dump()]
-    return []
+        lines.append((0.01, ("Training finished. Exporting model.", "INFO")))
+        if run.runner:
+            lines.append((2.5, noise.runner_exit(0)))
+    elif run.ending is Ending.EXCEPTION:
+        lines += [(0.001, (text, "ERROR")) for text in run.traceback]
+        if run.runner:
+            # The runner notices a few seconds later, then reports the exit.
+            lines.append((2.8, noise.command_failed(args, run.exit_code)))
+            lines.append((0.02, noise.runner_exit(run.exit_code)))
+    elif run.ending is Ending.SEGFAULT:
+        lines += [(0.001, (text, "ERROR")) for text in noise.segfault_dump()]
+    return lines
 
 
 @dataclass(slots=True)
@@ -212,27 +220,35 @@ class JobBuilder:
     def provision(self, t: int) -> int:
         """An attempt's start lines from ``t``; returns when workers start (new VMs)."""
         self.say(t, "Waiting for job to be provisioned.")
-        t = self.say(t + self.seconds(4, 15), "Vertex AI is provisioning job running framework. "
+        t = self.say(t + self.seconds(0.05, 8), "Vertex AI is provisioning job running framework. "
                      "First time usage might take couple of minutes, and subsequent runs can be "
                      "much faster.")
-        t = self.say(t + self.seconds(60, 200), "Vertex AI is setting up this job.")
-        t = self.say(t + self.seconds(15, 60), "Waiting for training program to start.")
-        t = self.say(t + self.seconds(5, 25), "Job is preparing.")
+        t = self.say(t + self.seconds(0.05, 90), "Vertex AI is setting up this job.")
+        t = self.say(t + self.seconds(0.05, 30), "Waiting for training program to start.")
+        t = self.say(t + self.seconds(0.3, 2), "Job is preparing.")
         self.machines = {
-            task: Machine(new_resource_id(self.rng), new_hostname(self.rng, task))
+            task: Machine(new_resource_id(self.rng), new_hostname(self.rng, task),
+                          new_node_name(self.rng))
             for task in self.tasks
         }
-        return t + self.seconds(20, 70)
+        # Nodes come up for minutes; "Job is running." may precede or follow the workers' lines.
+        return t + self.seconds(150, 270)
 
     def move(self, task: str) -> Machine:
         """The worker moves to another VM: new resource id, same hostname."""
         old = self.machines[task]
-        self.machines[task] = Machine(new_resource_id(self.rng), old.hostname)
+        self.machines[task] = Machine(new_resource_id(self.rng), old.hostname,
+                                      new_node_name(self.rng))
         return self.machines[task]
 
     def run(self, task: str, start: int, end: int, ending: Ending, **kw: Any) -> Run:
         """A worker process on the task's current VM."""
-        run = Run(task, self.machines[task], start, end, ending, runner=self.runner, **kw)
+        hosts = {t: f"{m.hostname}:2222" for t, m in self.machines.items()}
+        chief = [h for t, h in hosts.items() if t.startswith("workerpool0-")]
+        workers = [h for t, h in hosts.items() if not t.startswith("workerpool0-")]
+        cluster = {"chief": chief, **({"worker": workers} if workers else {})}
+        run = Run(task, self.machines[task], start, end, ending, runner=self.runner,
+                  cluster=json.dumps(cluster), **kw)
         self.runs.append(run)
         return run
 
@@ -241,8 +257,8 @@ class JobBuilder:
         if text is not None:
             t = self.say(t, text, "ERROR")
         if teardown:
-            t = self.say(t + self.seconds(20, 90), "Finished tearing down training program.")
-        return self.say(t + self.seconds(1, 8), "Job failed.")
+            t = self.say(t + self.seconds(60, 120), "Finished tearing down training program.")
+        return self.say(t + self.seconds(0.01, 1), "Job failed.")
 
     def succeed(self, t: int) -> int:
         """Success lines from ``t``; returns the time of ``Job completed successfully.``."""
@@ -251,7 +267,8 @@ class JobBuilder:
         return self.say(t + self.seconds(1, 6), "Job completed successfully.")
 
     def build(
-        self, expected: Expected, *, bucket: str, args: str, chatter_per_minute: float,
+        self, expected: Expected, *, bucket: str, args: tuple[str, ...],
+        chatter_per_minute: float,
         cutoff: int | None = None, seed: str = "",
     ) -> JobPlan:
         """The frozen plan."""
@@ -261,6 +278,7 @@ class JobBuilder:
             runs=tuple(self.runs),
             expected=expected,
             bucket=bucket,
+            package=f"gs://{bucket}/staging/trainer-0.1.tar.gz",
             args=args,
             chatter_per_minute=chatter_per_minute,
             cutoff=cutoff,

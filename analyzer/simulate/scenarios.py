@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from analyzer.events import Category
+from analyzer.simulate import noise
 from analyzer.simulate.entries import (
     HOUR,
     MINUTE,
@@ -72,46 +73,41 @@ class Context:
             worker_restarts=dict(restarts or {}), job_id=self.job.job_id,
         )
 
-    def args(self) -> str:
-        """The trainer's arguments, as the runner quotes them."""
+    def args(self) -> tuple[str, ...]:
+        """The trainer's arguments."""
         run = self.rng.randint(1000, 9999)
-        return (f'"--epochs=20", "--batch-size=64", '
-                f'"--model-dir=gs://{BUCKET}/models/run-{run}"')
+        return ("--epochs=20", "--batch-size=64", f"--model-dir=gs://{BUCKET}/models/run-{run}")
 
 
-def exit_message(job: JobIdentity, replica: str, code: int, tail: list[str] | None) -> str:
+def exit_message(
+    job: JobIdentity, replica: str, code: int, traceback: tuple[str, ...] = (), *,
+    elide: bool = False,
+) -> str:
     """The service's replica-exit error as real logs show it.
 
-    Trailing space after ``Error.``, then the traceback tail (if any), a blank
-    line and the console link with the job id.
+    Trailing space after ``Error.``, then the worker's traceback (whole, or its
+    tail after ``[...]`` when ``elide``), a blank line and the console link.
     """
     text = f"The replica {replica} exited with a non-zero status of {code}. "
     text += "Termination reason: Error. "
-    if tail:
-        text += "\n" + "\n".join(["Traceback (most recent call last):", "  [...]", *tail])
+    if traceback:
+        lines = [traceback[0], "  [...]", *traceback[-3:]] if elide else list(traceback)
+        text += "\n" + "\n".join(lines)
     link = "To find out more about why your job exited please check the logs: "
     return f"{text}\n\n{link}{job.console_link}"
-
-
-def _tail(exception: str) -> list[str]:
-    return [
-        '  File "/root/.local/lib/python3.10/site-packages/trainer/data.py", line 52, in _decode',
-        "    label = features['label']",
-        exception,
-    ]
 
 
 def success(ctx: Context) -> JobPlan:
     """The chief trains and exits 0; a harmless sitecustomize traceback on stderr."""
     b = ctx.builder()
     t = b.provision(ctx.t0)
-    b.say(t + b.seconds(25, 60), "Job is running.")
+    b.say(t + b.seconds(-8, 30), "Job is running.")
     minutes = ctx.rng.uniform(25, 70)
     end = t + int(minutes * MINUTE)
-    b.run(CHIEF, t, end, Ending.SUCCEEDED, sitecustomize=True)
+    b.run(CHIEF, t, end, Ending.SUCCEEDED)
     b.succeed(end + b.seconds(10, 40))
     return b.build(ctx.expected("JOB_STATE_SUCCEEDED", 1), bucket=BUCKET, args=ctx.args(),
-                   chatter_per_minute=ctx.rate(180, minutes), seed=ctx.seed)
+                   chatter_per_minute=ctx.rate(120, minutes), seed=ctx.seed)
 
 
 def vm_maintenance(ctx: Context) -> JobPlan:
@@ -123,7 +119,7 @@ def vm_maintenance(ctx: Context) -> JobPlan:
     """
     b = ctx.builder()
     t = b.provision(ctx.t0)
-    b.say(t + b.seconds(25, 60), "Job is running.")
+    b.say(t + b.seconds(-8, 30), "Job is running.")
     start, minutes = t, 0.0
     for _ in range(2):
         length = ctx.rng.uniform(40, 80)
@@ -138,7 +134,7 @@ def vm_maintenance(ctx: Context) -> JobPlan:
     b.run(CHIEF, start, end, Ending.SUCCEEDED)
     b.succeed(end + b.seconds(10, 40))
     return b.build(ctx.expected("JOB_STATE_SUCCEEDED", 1, restarts={CHIEF: 2}), bucket=BUCKET,
-                   args=ctx.args(), chatter_per_minute=ctx.rate(200, minutes), seed=ctx.seed)
+                   args=ctx.args(), chatter_per_minute=ctx.rate(120, minutes), seed=ctx.seed)
 
 
 def user_code_exit1(ctx: Context) -> JobPlan:
@@ -149,16 +145,16 @@ def user_code_exit1(ctx: Context) -> JobPlan:
     """
     b = ctx.builder()
     t = b.provision(ctx.t0)
-    b.say(t + b.seconds(25, 60), "Job is running.")
+    b.say(t + b.seconds(-8, 30), "Job is running.")
     minutes = ctx.rng.uniform(8, 30)
     crash = t + int(minutes * MINUTE)
-    exception = "KeyError: 'label'"
-    b.run(CHIEF, t, crash, Ending.EXCEPTION, exit_code=1, exception=exception)
+    traceback = noise.python_traceback("KeyError: 'label'")
+    b.run(CHIEF, t, crash, Ending.EXCEPTION, exit_code=1, traceback=traceback)
     restart = crash + RESTART_DELAY
-    error = b.say(crash + b.seconds(22, 40), exit_message(ctx.job, CHIEF, 1, _tail(exception)),
-                  "ERROR")
-    b.run(CHIEF, restart, error + b.seconds(8, 15), Ending.KILLED)
-    b.fail(error + b.seconds(18, 25), None)
+    error = b.say(crash + b.seconds(22, 40), exit_message(ctx.job, CHIEF, 1, traceback), "ERROR")
+    # The restarted process keeps installing its package well after the error.
+    b.run(CHIEF, restart, error + b.seconds(35, 55), Ending.KILLED)
+    b.fail(error, None)
     return b.build(
         ctx.expected("JOB_STATE_FAILED", 1, Category.USER_CODE_EXCEPTION, {CHIEF: 1}),
         bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(150, minutes), seed=ctx.seed)
@@ -171,20 +167,20 @@ def transient_sigsegv(ctx: Context) -> JobPlan:
     """
     b = ctx.builder(runner=False)
     t = b.provision(ctx.t0)
-    b.say(t + b.seconds(25, 60), "Job is running.")
+    b.say(t + b.seconds(-8, 30), "Job is running.")
     first = ctx.rng.uniform(10, 35)
     crash = t + int(first * MINUTE)
     b.run(CHIEF, t, crash, Ending.SEGFAULT, exit_code=139)
-    failed = b.fail(crash + b.seconds(20, 45), exit_message(ctx.job, CHIEF, 139, None))
+    failed = b.fail(crash + b.seconds(20, 45), exit_message(ctx.job, CHIEF, 139))
     t = b.provision(failed + b.seconds(30, 90))
-    b.say(t + b.seconds(25, 60), "Job is running.")
+    b.say(t + b.seconds(-8, 30), "Job is running.")
     second = ctx.rng.uniform(30, 60)
     end = t + int(second * MINUTE)
     b.run(CHIEF, t, end, Ending.SUCCEEDED)
     b.succeed(end + b.seconds(10, 40))
     return b.build(
         ctx.expected("JOB_STATE_SUCCEEDED", 2, Category.USER_CODE_EXCEPTION),
-        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(180, first + second),
+        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(120, first + second),
         seed=ctx.seed)
 
 
@@ -192,7 +188,7 @@ def oom(ctx: Context) -> JobPlan:
     """The host runs out of memory (current wording, no exit code): failed, no retry."""
     b = ctx.builder()
     t = b.provision(ctx.t0)
-    b.say(t + b.seconds(25, 60), "Job is running.")
+    b.say(t + b.seconds(-8, 30), "Job is running.")
     minutes = ctx.rng.uniform(6, 25)
     killed = t + int(minutes * MINUTE)
     b.run(CHIEF, t, killed, Ending.KILLED)
@@ -264,19 +260,20 @@ def worker_restarts_exhausted(ctx: Context) -> JobPlan:
     """
     b = ctx.builder()
     t = b.provision(ctx.t0)
-    b.say(t + b.seconds(25, 60), "Job is running.")
-    exception = ("OSError: [Errno 107] Transport endpoint is not connected: "
-                 f"'/gcs/{BUCKET}/data/train-00017-of-00064.tfrecord'")
+    b.say(t + b.seconds(-8, 30), "Job is running.")
+    traceback = noise.python_traceback(
+        "OSError: [Errno 107] Transport endpoint is not connected: "
+        f"'/gcs/{BUCKET}/data/train-00017-of-00064.tfrecord'", depth=3)
     minutes = 0.0
     for _ in range(6):
         length = ctx.rng.uniform(2, 6)
         minutes += length
         crash = t + int(length * MINUTE)
-        b.run(CHIEF, t, crash, Ending.EXCEPTION, exit_code=1, exception=exception)
+        b.run(CHIEF, t, crash, Ending.EXCEPTION, exit_code=1, traceback=traceback)
         t = crash + RESTART_DELAY
     failed = b.fail(crash + b.seconds(5, 15), None)
     t = b.provision(failed + b.seconds(30, 90))
-    b.say(t + b.seconds(25, 60), "Job is running.")
+    b.say(t + b.seconds(-8, 30), "Job is running.")
     length = ctx.rng.uniform(20, 40)
     minutes += length
     end = t + int(length * MINUTE)
@@ -284,7 +281,7 @@ def worker_restarts_exhausted(ctx: Context) -> JobPlan:
     b.succeed(end + b.seconds(10, 40))
     return b.build(
         ctx.expected("JOB_STATE_SUCCEEDED", 2, Category.WORKER_RESTARTS_EXHAUSTED, {CHIEF: 5}),
-        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(200, minutes), seed=ctx.seed)
+        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(120, minutes), seed=ctx.seed)
 
 
 def multi_replica_failure(ctx: Context) -> JobPlan:
@@ -301,22 +298,18 @@ def multi_replica_failure(ctx: Context) -> JobPlan:
     minutes = ctx.rng.uniform(15, 40)
     crash = t + int(minutes * MINUTE)
     bad = "workerpool1-1"
-    exception = "ValueError: Expected input batch_size (48) to match target batch_size (64)."
+    traceback = noise.python_traceback(
+        "ValueError: Expected input batch_size (48) to match target batch_size (64).", depth=5)
     error = crash + b.seconds(25, 45)
     stop = error + b.seconds(5, 15)
     for task in tasks:
         if task == bad:
-            b.run(task, starts[task], crash, Ending.EXCEPTION, exit_code=1, exception=exception)
+            b.run(task, starts[task], crash, Ending.EXCEPTION, exit_code=1, traceback=traceback)
             b.run(task, crash + RESTART_DELAY, stop, Ending.KILLED)
         else:
             b.run(task, starts[task], stop + b.seconds(0, 3), Ending.KILLED)
-    tail = [
-        '  File "/root/.local/lib/python3.10/site-packages/trainer/model.py", line 96, in forward',
-        "    return self.head(x)",
-        exception,
-    ]
-    b.say(error, exit_message(ctx.job, bad, 1, tail), "ERROR")
-    b.fail(stop + b.seconds(10, 20), None)
+    b.say(error, exit_message(ctx.job, bad, 1, traceback, elide=True), "ERROR")
+    b.fail(error, None)
     return b.build(
         ctx.expected("JOB_STATE_FAILED", 1, Category.USER_CODE_EXCEPTION, {bad: 1}),
         bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(60, minutes), seed=ctx.seed)
@@ -326,7 +319,7 @@ def still_running(ctx: Context) -> JobPlan:
     """The export ends 40 minutes into a healthy run: predicted RUNNING."""
     b = ctx.builder()
     t = b.provision(ctx.t0)
-    b.say(t + b.seconds(25, 60), "Job is running.")
+    b.say(t + b.seconds(-8, 30), "Job is running.")
     b.run(CHIEF, t, t + 3 * HOUR, Ending.OPEN)
     cutoff = t + 40 * MINUTE
     return b.build(ctx.expected("JOB_STATE_RUNNING", 1, observed=False), bucket=BUCKET,
@@ -401,6 +394,6 @@ SCENARIOS: Mapping[str, Scenario] = {
                   "project-wide sink: 5 jobs interleaved (success, exit 1, OOM, SIGSEGV retry, "
                   "stockout)",
                   success, user_code_exit1, oom, transient_sigsegv, stockout_exhausted,
-                  scale=0.4),
+                  scale=0.3),
     )
 }
