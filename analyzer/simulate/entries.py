@@ -73,11 +73,18 @@ def new_resource_id(rng: random.Random) -> str:
     return str(rng.randint(1_000_000_000_000_000_000, 9_199_999_999_999_999_999))
 
 
-def new_hostname(rng: random.Random, task: str) -> str:
-    """The worker's hostname; it stays the same when the worker moves to another VM."""
-    pool = task.rsplit("-", 1)[0]
-    suffix = "".join(rng.choice("0123456789abcdef") for _ in range(10))
-    return f"cmle-training-{pool}-{suffix}-{task.rsplit('-', 1)[1]}"
+def new_hostname(suffix: str, task: str) -> str:
+    """The worker's hostname; it stays the same when the worker moves to another VM.
+
+    Replicas of one pool share ``suffix``: ``cmle-training-workerpool1-<suffix>-<index>``.
+    """
+    pool, index = task.rsplit("-", 1)
+    return f"cmle-training-{pool}-{suffix}-{index}"
+
+
+def new_pool_suffix(rng: random.Random) -> str:
+    """The random part of a pool's hostnames (10 hex digits)."""
+    return "".join(rng.choice("0123456789abcdef") for _ in range(10))
 
 
 def new_node_name(rng: random.Random) -> str:

@@ -25,6 +25,7 @@ from analyzer.simulate.entries import (
     entry_ns,
     new_hostname,
     new_node_name,
+    new_pool_suffix,
     new_resource_id,
     service_entry,
     worker_entry,
@@ -226,8 +227,10 @@ class JobBuilder:
         t = self.say(t + self.seconds(0.05, 90), "Vertex AI is setting up this job.")
         t = self.say(t + self.seconds(0.05, 30), "Waiting for training program to start.")
         t = self.say(t + self.seconds(0.3, 2), "Job is preparing.")
+        suffixes = {task.rsplit("-", 1)[0]: new_pool_suffix(self.rng) for task in self.tasks}
         self.machines = {
-            task: Machine(new_resource_id(self.rng), new_hostname(self.rng, task),
+            task: Machine(new_resource_id(self.rng),
+                          new_hostname(suffixes[task.rsplit("-", 1)[0]], task),
                           new_node_name(self.rng))
             for task in self.tasks
         }
