@@ -1,0 +1,95 @@
+"""pandas frames for notebooks: records in, one row per job out.
+
+- :func:`read_logs` reads inputs into a record frame (one row per log record);
+- :func:`diagnose_frame` diagnoses every job in the inputs into a job frame (one row per job);
+- :func:`jobs_frame` turns diagnoses already in hand into the same job frame.
+
+``diagnose_frame`` never builds a record frame: it streams the inputs through
+:func:`analyzer.api.analyze_sources`, which keeps only the matched events of each job, so a
+thousand files cost memory in proportion to their jobs, not their lines. Importing this
+module also registers the ``df.jobdoctor`` accessor (:mod:`analyzer.accessor`). It is the
+only place, with the accessor, that imports pandas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from analyzer import accessor as _accessor  # noqa: F401 - registers df.jobdoctor
+from analyzer.api import analyze
+from analyzer.diagnosis import Diagnosis
+from analyzer.ingest import read_records
+from analyzer.report.fleet import JOB_COLUMNS, job_summary
+
+# The columns of a record frame; the first five are what the accessor requires.
+RECORD_COLUMNS: tuple[str, ...] = (
+    "timestamp", "job_id", "task", "severity", "text", "path", "line", "vm", "trial",
+    "insert_id",
+)
+
+
+def read_logs(*paths: str | Path) -> pd.DataFrame:
+    """Every record of ``paths`` (files, directories, globs, ``-``), one row per record.
+
+    Columns: ``timestamp`` (UTC, NaT when the input has none), ``job_id``, ``task``,
+    ``severity``, ``text``, ``path``, ``line`` (where the record starts), then ``vm``
+    (``compute.googleapis.com/resource_id``), ``trial`` and ``insert_id``, which the
+    accessor uses to see VM moves and drop duplicates. Holds every record in memory: for
+    the per-job view of many files use :func:`diagnose_frame`. Raises
+    :class:`~analyzer.errors.InputError` for an input that cannot be read.
+    """
+    columns: dict[str, list[object]] = {name: [] for name in RECORD_COLUMNS}
+    for record in read_records([str(p) for p in paths]):
+        columns["timestamp"].append(record.timestamp)
+        columns["job_id"].append(record.job_id)
+        columns["task"].append(record.task)
+        columns["severity"].append(record.severity)
+        columns["text"].append(record.text)
+        columns["path"].append(record.origin.path)
+        columns["line"].append(record.origin.line)
+        columns["vm"].append(record.vm)
+        columns["trial"].append(record.trial)
+        columns["insert_id"].append(record.insert_id)
+    frame = pd.DataFrame(columns, columns=list(RECORD_COLUMNS))
+    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
+    frame["line"] = frame["line"].astype("int64")
+    return frame
+
+
+def jobs_frame(diagnoses: Iterable[Diagnosis]) -> pd.DataFrame:
+    """One row per diagnosis: the columns of ``analyzer.report.fleet.JOB_COLUMNS``.
+
+    ``first_seen``/``last_seen`` are UTC timestamps, ``duration``/``lost_work`` timedeltas,
+    ``exit_code`` a nullable integer; ``category``, ``detail`` and the cause's fields are
+    missing for a job with no failure.
+    """
+    summaries = (job_summary(d) for d in diagnoses)
+    rows = [tuple(getattr(s, name) for name in JOB_COLUMNS) for s in summaries]
+    frame = pd.DataFrame.from_records(rows, columns=list(JOB_COLUMNS))
+    frame["first_seen"] = pd.to_datetime(frame["first_seen"], utc=True)
+    frame["last_seen"] = pd.to_datetime(frame["last_seen"], utc=True)
+    frame["duration"] = pd.to_timedelta(frame["duration"])
+    frame["lost_work"] = pd.to_timedelta(frame["lost_work"])
+    frame["exit_code"] = frame["exit_code"].astype("Int64")
+    for name in ("attempts", "retries", "restarts", "records"):
+        frame[name] = frame[name].astype("int64")
+    frame["observed_final"] = frame["observed_final"].astype(bool)
+    return frame
+
+
+def diagnose_frame(
+    *paths: str | Path,
+    rules_dirs: Sequence[Path] = (),
+    policy_path: Path | None = None,
+) -> pd.DataFrame:
+    """Diagnose every job in ``paths`` into one row per job (see :func:`jobs_frame`).
+
+    Streams the inputs: records are matched against the rules as they are read and only
+    each job's matched events are kept. ``rules_dirs`` and ``policy_path`` are the CLI's
+    ``--rules`` and ``--policy``.
+    """
+    analysis = analyze(paths, rules_dirs=rules_dirs, policy_path=policy_path)
+    return jobs_frame(analysis.diagnoses)
