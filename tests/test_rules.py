@@ -58,7 +58,7 @@ def test_builtin_rules_dir_is_the_repository_folder() -> None:
 
 @pytest.mark.parametrize("rule", BOOK.rules, ids=lambda r: r.id)
 def test_every_language_has_a_damaged_example(rule: Rule) -> None:
-    damaged_langs = set()
+    damaged_langs: set[str] = set()
     for example in rule.match_examples:
         if example.text == normalize(example.text):
             continue  # clean text: shows the template, not the tolerance
