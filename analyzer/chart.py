@@ -268,6 +268,11 @@ _WIDTH = 960
 _LANE_CHARS = 26
 
 
+def _anchor(x: float) -> str:
+    """Keep an axis label near the right edge inside the picture."""
+    return "end" if x > _WIDTH - 45 else "middle"
+
+
 def _shape(mark: Mark, x: float, y: float) -> str:
     colour = tone_colour(mark.tone)
     title = _title(mark.label)
@@ -300,12 +305,13 @@ def _bar(mark: Mark, scale: _Scale, y: float) -> str:
             f'fill="{colour}">{_title(mark.label)}</rect>')
 
 
+# Shapes in the legend are grey: their colour on the chart is the category's.
 _LEGEND_SHAPES = (
     (MarkKind.START, "start", "neutral"),
-    (MarkKind.RESTART, "restart", Category.USER_CODE_EXCEPTION.value),
+    (MarkKind.RESTART, "restart", "legend"),
     (MarkKind.VM_MOVE, "moved to another VM", "maintenance"),
-    (MarkKind.EXIT, "exit", "succeeded"),
-    (MarkKind.FAILURE, "failure message", Category.STOCKOUT.value),
+    (MarkKind.EXIT, "exit", "legend"),
+    (MarkKind.FAILURE, "failure message", "legend"),
 )
 
 
@@ -369,7 +375,7 @@ def timeline_svg(diagnosis: Diagnosis) -> str:
         x = scale.x(tick)
         parts.append(f'<line x1="{_f(x)}" y1="{top}" x2="{_f(x)}" y2="{top + plot_height}" '
                      'stroke="#d8dde3" stroke-dasharray="2,3"/>')
-        parts.append(f'<text x="{_f(x)}" y="{top - 8}" text-anchor="middle" fill="#555">'
+        parts.append(f'<text x="{_f(x)}" y="{top - 8}" text-anchor="{_anchor(x)}" fill="#555">'
                      f"{escape(_tick_label(tick, scale.start, scale.end))}</text>")
     for mark in marks:
         y = top + mark.row * _ROW + _ROW / 2
@@ -471,7 +477,7 @@ def failures_svg(failures: Iterable[tuple[datetime, str]]) -> str:
         x = left + plot_w * (tick - first).total_seconds() / (last - first).total_seconds()
         parts.append(f'<line x1="{_f(x)}" y1="{top + plot_h}" x2="{_f(x)}" '
                      f'y2="{top + plot_h + 5}" stroke="#777"/>')
-        parts.append(f'<text x="{_f(x)}" y="{top + plot_h + 18}" text-anchor="middle" '
+        parts.append(f'<text x="{_f(x)}" y="{top + plot_h + 18}" text-anchor="{_anchor(x)}" '
                      f'fill="#555">{escape(_tick_label(tick, first, last))}</text>')
     parts.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
                  f'y2="{top + plot_h}" stroke="#777"/>')

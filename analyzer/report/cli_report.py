@@ -1,0 +1,69 @@
+"""The body of ``jobdoctor report``: a fleet report over many jobs, in one file.
+
+The CLI registers :func:`report_command` and turns the errors it raises into exit codes; this
+module holds no option parsing so that the command can be called from Python too.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from analyzer.api import Analysis, analyze
+from analyzer.errors import InputError
+from analyzer.report.fleet import render_csv, render_markdown_fleet, summarize_analysis
+from analyzer.report.html import render_html
+
+FLEET_FORMATS = ("html", "markdown", "csv")
+
+
+def render_fleet(analysis: Analysis, output_format: str) -> str:
+    """The fleet report of ``analysis`` in ``output_format`` (``html``, ``markdown``, ``csv``).
+
+    Raises :class:`~analyzer.errors.InputError` for an unknown format.
+    """
+    summary = summarize_analysis(analysis)
+    if output_format == "html":
+        return render_html(summary)
+    if output_format == "markdown":
+        return render_markdown_fleet(summary)
+    if output_format == "csv":
+        return render_csv(summary)
+    close = difflib.get_close_matches(output_format, FLEET_FORMATS, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise InputError(
+        f"unknown report format {output_format!r}.{hint} Choose one of: "
+        f"{', '.join(FLEET_FORMATS)}."
+    )
+
+
+def report_command(
+    paths: Sequence[str],
+    output_format: str,
+    out: Path | None,
+    *,
+    rules_dirs: Sequence[Path] = (),
+    policy_path: Path | None = None,
+) -> Analysis:
+    """Diagnose every job in ``paths`` and write the fleet report to ``out`` (stdout if None).
+
+    Returns the analysis, so that the caller can print its notices. Raises
+    :class:`~analyzer.errors.InputError` for an unreadable input, an unknown format or an
+    output file that cannot be written; rule and policy errors as ``analyze`` does.
+    """
+    if output_format not in FLEET_FORMATS:
+        render_fleet(Analysis((), ()), output_format)  # raises the "did you mean" error
+    analysis = analyze(paths, rules_dirs=rules_dirs, policy_path=policy_path)
+    text = render_fleet(analysis, output_format)
+    if out is None:
+        sys.stdout.write(text)
+        return analysis
+    try:
+        # newline="" keeps the csv module's line ends as they are.
+        with open(out, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+    except OSError as error:
+        raise InputError(f"{out}: cannot be written ({error.strerror}), check the path") from None
+    return analysis
