@@ -60,7 +60,7 @@ def test_diagnose_frame_types_and_figures_agree_with_diagnose() -> None:
     assert row["first_seen"] == diagnosis.first_seen
     assert row["category"] == "worker_restarts_exhausted"
     # The failed first attempt is lost, the succeeded second is not.
-    first, second = diagnosis.attempt_log
+    first, _second = diagnosis.attempt_log
     assert first.start is not None and first.end is not None
     assert timedelta() < row["lost_work"] <= first.end - first.start
 
