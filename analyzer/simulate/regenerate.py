@@ -1,8 +1,10 @@
-"""Regenerate ``sample_logs/``: ``python -m analyzer.simulate.regenerate [--out DIR] [--check]``.
+"""Regenerate ``sample_logs/``: ``python -m analyzer.simulate.regenerate [--root DIR] [--check]``.
 
-Writes one file per entry of :data:`SAMPLES`, ``expected.json`` (the verdict
-of every file, for golden tests) and ``README.md``. ``--check`` writes nothing
-and exits 1 when the folder differs from what the simulator produces now.
+Writes one file per entry of :data:`SAMPLES` into ``sample_logs/``, the verdict
+every file implies into ``tests/golden/expected.json``, and the folder's
+description into ``docs/samples.md`` (kept out of ``sample_logs/`` so that
+``jobdoctor diagnose sample_logs/`` reads logs only). ``--check`` writes nothing
+and exits 1 when a file differs from what the simulator produces now.
 """
 
 from __future__ import annotations
@@ -94,10 +96,11 @@ def _readme(rows: list[tuple[Sample, list[dict[str, object]]]]) -> str:
     lines = [
         "# sample_logs",
         "",
-        "Simulated Vertex AI custom-job logs, shaped like real exports (see",
-        "`/work/shared/docs/platform.md` sections 4-6). Generated, do not edit: run",
-        "`python -m analyzer.simulate.regenerate` (seed 0); `--check` reports drift.",
-        "`expected.json` holds the verdict of every file in the JSON contract's terms.",
+        "Simulated Vertex AI custom-job logs in `sample_logs/`, shaped like real exports",
+        "(Cloud Logging entries, lifecycle messages and input formats as Google Cloud documents",
+        "them). Generated, do not edit: run `python -m analyzer.simulate.regenerate` (seed 0);",
+        "`--check` reports drift. `tests/golden/expected.json` holds the verdict of every file",
+        "in the JSON contract's terms.",
         "",
         "| File | Format | Scenario | Verdict |",
         "|---|---|---|---|",
@@ -138,19 +141,19 @@ def _readme(rows: list[tuple[Sample, list[dict[str, object]]]]) -> str:
     return "\n".join(lines)
 
 
-def generate(out: Path, seed: int = SEED) -> dict[str, bytes]:
-    """Every file of the folder, by name, as bytes."""
+def generate(seed: int = SEED) -> dict[str, bytes]:
+    """Every generated file, by path relative to the repository root, as bytes."""
     files: dict[str, bytes] = {}
     rows = []
     expected_all: dict[str, list[dict[str, object]]] = {}
     for sample in SAMPLES:
         data, text = render(sample, seed)
-        files[sample.file] = data
+        files[f"sample_logs/{sample.file}"] = data
         items = verdicts(sample, text, seed)
         expected_all[sample.file] = items
         rows.append((sample, items))
-    files["expected.json"] = (json.dumps(expected_all, indent=2) + "\n").encode()
-    files["README.md"] = _readme(rows).encode()
+    files["tests/golden/expected.json"] = (json.dumps(expected_all, indent=2) + "\n").encode()
+    files["docs/samples.md"] = _readme(rows).encode()
     return files
 
 
@@ -158,21 +161,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Write (or ``--check``) the sample folder; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m analyzer.simulate.regenerate",
                                      description=__doc__)
-    parser.add_argument("--out", type=Path, default=Path("sample_logs"))
+    parser.add_argument("--root", type=Path, default=Path("."), help="the repository root")
     parser.add_argument("--check", action="store_true", help="report drift, write nothing")
     args = parser.parse_args(argv)
-    files = generate(args.out)
+    files = generate()
+    root: Path = args.root
     if args.check:
         stale = [name for name, data in files.items()
-                 if not (args.out / name).is_file() or (args.out / name).read_bytes() != data]
+                 if not (root / name).is_file() or (root / name).read_bytes() != data]
         for name in stale:
-            print(f"{args.out / name}: differs from the simulator; regenerate", file=sys.stderr)
+            print(f"{root / name}: differs from the simulator; regenerate", file=sys.stderr)
         return 1 if stale else 0
-    args.out.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
-        (args.out / name).write_bytes(data)
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
     total = sum(len(data) for data in files.values())
-    print(f"wrote {len(files)} files, {total} bytes, to {args.out}")
+    print(f"wrote {len(files)} files, {total} bytes, under {root}")
     return 0
 
 
