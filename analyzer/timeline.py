@@ -194,9 +194,17 @@ def _worker(
             last_vm = event.vm or last_vm
         elif event.kind in (EventKind.WORKER_EXITED, EventKind.ERROR):
             code = event.match.field("exit_code")
-            exits.append(
-                WorkerExit(event.timestamp, code if isinstance(code, int) else None, event.origin)
+            exit_code = code if isinstance(code, int) else None
+            # The service reports an exit the runner already logged: one exit, not two.
+            reported = event.kind is EventKind.ERROR and any(
+                e.exit_code == exit_code
+                and e.time is not None
+                and event.timestamp is not None
+                and timedelta(0) <= event.timestamp - e.time <= _SAME_RESTART
+                for e in exits
             )
+            if not reported:
+                exits.append(WorkerExit(event.timestamp, exit_code, event.origin))
     # VM changes inside the attempt are restarts on another VM (maintenance), unless a runner
     # start line already recorded them; a container without runner lines has only these.
     inside = [s for s in spans if _overlaps(s, *window)]

@@ -34,8 +34,7 @@ def render_fleet(analysis: Analysis, output_format: str) -> str:
     close = difflib.get_close_matches(output_format, FLEET_FORMATS, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise InputError(
-        f"unknown report format {output_format!r}.{hint} Choose one of: "
-        f"{', '.join(FLEET_FORMATS)}."
+        f"unknown report format {output_format!r}.{hint} Choose one of: {', '.join(FLEET_FORMATS)}."
     )
 
 

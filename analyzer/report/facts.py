@@ -53,6 +53,13 @@ def clock(when: datetime | None) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S") if when else "-"
 
 
+def period(start: datetime | None, end: datetime | None) -> str:
+    """``2024-04-04 00:20:35 → 00:33:46``: the end's date only when it differs."""
+    if start is not None and end is not None and start.date() == end.date():
+        return f"{clock(start)} → {end.strftime('%H:%M:%S')}"
+    return f"{clock(start)} → {clock(end)}"
+
+
 def span(delta: timedelta | None) -> str:
     """``1h02m03s`` style durations."""
     if delta is None:

@@ -180,9 +180,7 @@ class FleetSummary:
         return self.states.get(JobState.FAILED.value, 0)
 
 
-def _counts(
-    jobs: Sequence[JobSummary], total: int, key: str
-) -> tuple[CauseCount, ...]:
+def _counts(jobs: Sequence[JobSummary], total: int, key: str) -> tuple[CauseCount, ...]:
     groups: dict[tuple[str, str | None], list[JobSummary]] = {}
     for job in jobs:
         if job.category is None:
@@ -205,8 +203,11 @@ def _counts(
 
 
 def _badness(job: JobSummary) -> tuple[timedelta, int, bool]:
-    return (job.lost_work or timedelta(), job.retries + job.restarts,
-            job.state == JobState.FAILED.value)
+    return (
+        job.lost_work or timedelta(),
+        job.retries + job.restarts,
+        job.state == JobState.FAILED.value,
+    )
 
 
 def _failures(diagnoses: Iterable[Diagnosis]) -> tuple[FailurePoint, ...]:
@@ -215,8 +216,9 @@ def _failures(diagnoses: Iterable[Diagnosis]) -> tuple[FailurePoint, ...]:
         for attempt in diagnosis.attempt_log:
             when = attempt.end or attempt.start
             if attempt.outcome in _CATEGORIES and when is not None:
-                points.append(FailurePoint(when, attempt.outcome, diagnosis.job_id,
-                                           attempt.attempt))
+                points.append(
+                    FailurePoint(when, attempt.outcome, diagnosis.job_id, attempt.attempt)
+                )
     return tuple(sorted(points, key=lambda p: (p.time, p.category)))
 
 
@@ -291,8 +293,9 @@ def render_markdown_fleet(summary: FleetSummary) -> str:
         "# jobdoctor fleet report",
         "",
         f"{n} jobs from {len(summary.inputs)} inputs: "
-        + ", ".join(f"{count} {state.removeprefix('JOB_STATE_')}"
-                    for state, count in summary.states.items())
+        + ", ".join(
+            f"{count} {state.removeprefix('JOB_STATE_')}" for state, count in summary.states.items()
+        )
         + ".",
         "",
         f"- retries spent: {summary.retries}",
@@ -301,23 +304,40 @@ def render_markdown_fleet(summary: FleetSummary) -> str:
         "",
     ]
     if summary.by_category:
-        out += ["## Causes", "", "| category | jobs | share | retries | restarts | time lost |",
-                "|---|---|---|---|---|---|"]
-        out += [f"| {c.category} | {c.jobs} | {_share(c.share)} | {c.retries} | {c.restarts} "
-                f"| {span(c.lost_work)} |" for c in summary.by_category]
+        out += [
+            "## Causes",
+            "",
+            "| category | jobs | share | retries | restarts | time lost |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {c.category} | {c.jobs} | {_share(c.share)} | {c.retries} | {c.restarts} "
+            f"| {span(c.lost_work)} |"
+            for c in summary.by_category
+        ]
         out += ["", "| category | detail | jobs | share |", "|---|---|---|---|"]
-        out += [f"| {c.category} | {_cell(c.detail)} | {c.jobs} | {_share(c.share)} |"
-                for c in summary.by_detail]
+        out += [
+            f"| {c.category} | {_cell(c.detail)} | {c.jobs} | {_share(c.share)} |"
+            for c in summary.by_detail
+        ]
         out.append("")
     if summary.worst:
-        out += ["## Worst jobs", "", "| job | state | retries | restarts | time lost | cause |",
-                "|---|---|---|---|---|---|"]
-        out += [f"| {_cell(j.job_id)} | {j.state.removeprefix('JOB_STATE_')} | {j.retries} "
-                f"| {j.restarts} | {span(j.lost_work)} | {_cell(j.category)} |"
-                for j in summary.worst]
+        out += [
+            "## Worst jobs",
+            "",
+            "| job | state | retries | restarts | time lost | cause |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {_cell(j.job_id)} | {j.state.removeprefix('JOB_STATE_')} | {j.retries} "
+            f"| {j.restarts} | {span(j.lost_work)} | {_cell(j.category)} |"
+            for j in summary.worst
+        ]
         out.append("")
     out += ["## Jobs", "", "| job | first seen | duration | verdict |", "|---|---|---|---|"]
-    out += [f"| {_cell(j.job_id)} | {clock(j.first_seen)} | {span(j.duration)} "
-            f"| {_cell(j.verdict)} |" for j in summary.jobs]
+    out += [
+        f"| {_cell(j.job_id)} | {clock(j.first_seen)} | {span(j.duration)} | {_cell(j.verdict)} |"
+        for j in summary.jobs
+    ]
     out.append("")
     return "\n".join(out)

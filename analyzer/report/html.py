@@ -88,8 +88,10 @@ def _e(value: object) -> str:
 
 def _badge(state: str) -> str:
     tone = _STATE_TONES.get(state, "pending")
-    return (f'<span class="jd-badge" style="background:{tone_colour(tone)}">'
-            f"{_e(state.removeprefix('JOB_STATE_'))}</span>")
+    return (
+        f'<span class="jd-badge" style="background:{tone_colour(tone)}">'
+        f"{_e(state.removeprefix('JOB_STATE_'))}</span>"
+    )
 
 
 def job_anchors(job_ids: Iterable[str | None]) -> list[str]:
@@ -130,13 +132,12 @@ def _cause_block(diagnosis: Diagnosis) -> str:
     if len(lines) > _MESSAGE_LINES:
         shown += f"\n… {len(lines) - _MESSAGE_LINES} more lines"
     items = "".join(
-        f"<li>{_e(origin)}" + (f" · {_e(first_line(event.text, 140))}" if event else "")
-        + "</li>"
+        f"<li>{_e(origin)}" + (f" · {_e(first_line(event.text, 140))}" if event else "") + "</li>"
         for origin, event in evidence
     )
-    return (f"<p>Cause: {', '.join(facts)}</p>"
-            f'<div class="jd-msg">{_e(shown)}</div>'
-            + (f'<ul class="jd-evidence">{items}</ul>' if items else ""))
+    return f'<p>Cause: {", ".join(facts)}</p><div class="jd-msg">{_e(shown)}</div>' + (
+        f'<ul class="jd-evidence">{items}</ul>' if items else ""
+    )
 
 
 def _attempts_table(diagnosis: Diagnosis) -> str:
@@ -152,10 +153,11 @@ def _attempts_table(diagnosis: Diagnosis) -> str:
             f"{tone_colour(attempt.outcome)}'></span>{_e(attempt.outcome)}</td>"
             f"<td class='num'>{attempt.restarts}</td></tr>"
         )
-    return ("<table><thead><tr><th class='num'>attempt</th><th>start (UTC)</th>"
-            "<th>end (UTC)</th><th class='num'>took</th><th>outcome</th>"
-            "<th class='num'>restarts</th></tr></thead><tbody>" + "".join(rows)
-            + "</tbody></table>")
+    return (
+        "<table><thead><tr><th class='num'>attempt</th><th>start (UTC)</th>"
+        "<th>end (UTC)</th><th class='num'>took</th><th>outcome</th>"
+        "<th class='num'>restarts</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
 
 
 def diagnosis_html(diagnosis: Diagnosis, anchor: str | None = None) -> str:
@@ -198,11 +200,14 @@ def _jobs_table(jobs: Sequence[JobSummary], anchors: dict[int, str], link: bool)
             f"<td>{_e(clock(job.first_seen))}</td><td class='num'>{_e(span(job.duration))}</td>"
             "</tr>"
         )
-    return ("<table class='jd-wide'><thead><tr><th>job</th><th>state</th>"
-            "<th class='num'>attempts</th><th class='num'>retries</th>"
-            "<th class='num'>restarts</th><th>cause</th><th class='num'>time lost</th>"
-            "<th>first seen (UTC)</th><th class='num'>duration</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
+    return (
+        "<table class='jd-wide'><thead><tr><th>job</th><th>state</th>"
+        "<th class='num'>attempts</th><th class='num'>retries</th>"
+        "<th class='num'>restarts</th><th>cause</th><th class='num'>time lost</th>"
+        "<th>first seen (UTC)</th><th class='num'>duration</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
 
 
 def _causes_table(summary: FleetSummary) -> str:
@@ -221,10 +226,13 @@ def _causes_table(summary: FleetSummary) -> str:
             f"<td class='num'>{count.retries}</td><td class='num'>{count.restarts}</td>"
             f"<td class='num'>{_e(span(count.lost_work))}</td></tr>"
         )
-    return ("<table><thead><tr><th>category</th><th>detail</th><th class='num'>jobs</th>"
-            "<th>share of all jobs</th><th class='num'>retries</th>"
-            "<th class='num'>restarts</th><th class='num'>time lost</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
+    return (
+        "<table><thead><tr><th>category</th><th>detail</th><th class='num'>jobs</th>"
+        "<th>share of all jobs</th><th class='num'>retries</th>"
+        "<th class='num'>restarts</th><th class='num'>time lost</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
 
 
 def _cards(summary: FleetSummary) -> str:
@@ -232,14 +240,16 @@ def _cards(summary: FleetSummary) -> str:
         return f'<div class="jd-card"><b>{_e(value)}</b><span>{_e(label)}</span></div>'
 
     succeeded = summary.states.get(JobState.SUCCEEDED.value, 0)
-    return ('<div class="jd-cards">'
-            + card(str(len(summary.jobs)), "jobs")
-            + card(str(summary.failed), "failed")
-            + card(str(succeeded), "succeeded")
-            + card(str(summary.retries), "retries spent")
-            + card(str(summary.restarts), "worker restarts spent")
-            + card(span(summary.lost_work), "time lost")
-            + "</div>")
+    return (
+        '<div class="jd-cards">'
+        + card(str(len(summary.jobs)), "jobs")
+        + card(str(summary.failed), "failed")
+        + card(str(succeeded), "succeeded")
+        + card(str(summary.retries), "retries spent")
+        + card(str(summary.restarts), "worker restarts spent")
+        + card(span(summary.lost_work), "time lost")
+        + "</div>"
+    )
 
 
 def _inputs_line(summary: FleetSummary) -> str:
@@ -264,8 +274,9 @@ def render_html(
     anchors = dict(enumerate(job_anchors(j.job_id for j in summary.jobs)))
     by_id = {id(job): index for index, job in enumerate(summary.jobs)}
     worst_anchors = {i: anchors[by_id[id(job)]] for i, job in enumerate(summary.worst)}
-    states = ", ".join(f"{n} {s.removeprefix('JOB_STATE_').lower()}"
-                       for s, n in summary.states.items())
+    states = ", ".join(
+        f"{n} {s.removeprefix('JOB_STATE_').lower()}" for s, n in summary.states.items()
+    )
     failures = [(p.time, p.category) for p in summary.failures]
     cards = "".join(diagnosis_html(d, anchors[i]) for i, d in enumerate(summary.diagnoses))
     body = (
@@ -276,20 +287,25 @@ def render_html(
         "and of work redone after worker restarts (since the last checkpoint when one was "
         "logged).</p>"
         + _cards(summary)
-        + "<h2>Causes</h2>" + _causes_table(summary)
+        + "<h2>Causes</h2>"
+        + _causes_table(summary)
         + f"<h2>Failed attempts over time</h2>{failures_svg(failures)}"
         + "<h2>Worst jobs</h2>"
-        + (_jobs_table(summary.worst, worst_anchors, True) if summary.worst
-           else '<p class="jd-note">No job lost time or spent retries.</p>')
+        + (
+            _jobs_table(summary.worst, worst_anchors, True)
+            if summary.worst
+            else '<p class="jd-note">No job lost time or spent retries.</p>'
+        )
         + f"<h2>All jobs ({len(summary.jobs)})</h2>"
         + _jobs_table(summary.jobs, anchors, True)
-        + "<h2>Job by job</h2>" + cards
+        + "<h2>Job by job</h2>"
+        + cards
         + '<p><a href="#top">back to top</a></p></main>'
     )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         # No script may run and nothing may be fetched, whatever the logs contain.
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; img-src data:\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
@@ -307,14 +323,20 @@ class DiagnosisList(list[Diagnosis]):
     def _repr_html_(self) -> str:
         summary = summarize(self)
         anchors = dict(enumerate(job_anchors(j.job_id for j in summary.jobs)))
-        cards = "".join(
-            diagnosis_html(d, anchors[i]) for i, d in enumerate(self[:_NOTEBOOK_CARDS])
-        )
+        cards = "".join(diagnosis_html(d, anchors[i]) for i, d in enumerate(self[:_NOTEBOOK_CARDS]))
         more = len(self) - _NOTEBOOK_CARDS
-        tail = (f'<p class="jd-note">{more} more jobs: show one with <code>list[i]</code>.</p>'
-                if more > 0 else "")
-        return (f"<style>{_CSS}</style><div class='jd'>"
-                + _jobs_table(summary.jobs, anchors, False) + cards + tail + "</div>")
+        tail = (
+            f'<p class="jd-note">{more} more jobs: show one with <code>list[i]</code>.</p>'
+            if more > 0
+            else ""
+        )
+        return (
+            f"<style>{_CSS}</style><div class='jd'>"
+            + _jobs_table(summary.jobs, anchors, False)
+            + cards
+            + tail
+            + "</div>"
+        )
 
     def to_frame(self) -> pd.DataFrame:
         """One row per job, as ``diagnose_frame`` builds it."""

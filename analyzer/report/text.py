@@ -1,22 +1,27 @@
-"""The terminal report: a verdict a person reads in ten seconds, then the evidence."""
+"""The terminal report: a verdict a person reads in ten seconds, then the evidence.
+
+Lines are never hard-wrapped (``soft_wrap``): the terminal folds long lines itself, and a
+report piped to a file or ``grep`` keeps one fact per line.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
-from rich.markup import escape
-from rich.table import Table
+from rich.console import Console
 from rich.text import Text
 
 from analyzer.diagnosis import Diagnosis, JobState
 from analyzer.report.facts import (
+    cause_phrase,
     clock,
     evidence_events,
     first_line,
+    observed_word,
+    period,
+    plural,
     short_state,
     span,
-    verdict_line,
 )
 
 if TYPE_CHECKING:
@@ -27,69 +32,64 @@ _STATE_STYLE = {
     JobState.FAILED: "bold red",
     JobState.CANCELLED: "bold yellow",
 }
+_LABEL = 10  # width of the left-hand labels
 
 
-def _job(diagnosis: Diagnosis) -> Group:
-    style = _STATE_STYLE.get(diagnosis.state, "bold cyan")
-    verdict = Text(verdict_line(diagnosis))
-    state = short_state(diagnosis)
-    at = verdict.plain.find(state)
-    verdict.stylize(style, at, at + len(state))
-    parts: list[Text | Table] = [verdict]
+def _labelled(label: str, body: Text | str, style: str | None = None) -> Text:
+    line = Text(f"  {label:<{_LABEL}}", style="bold")
+    line.append(body if isinstance(body, Text) else Text(body, style=style or ""))
+    return line
+
+
+def _verdict(diagnosis: Diagnosis) -> Text:
+    line = Text("job ", style="bold")
+    line.append(diagnosis.job_id or "(job id not in the logs)", style="bold")
+    line.append("  ")
+    line.append(short_state(diagnosis), style=_STATE_STYLE.get(diagnosis.state, "bold cyan"))
+    line.append(f" ({observed_word(diagnosis)})  ")
+    retries = plural(diagnosis.retries, "retry").replace("retrys", "retries")
+    line.append(f"{plural(diagnosis.attempts, 'attempt')}, {retries}  ")
+    line.append(cause_phrase(diagnosis), style="bold" if diagnosis.cause else "dim")
+    return line
+
+
+def _job_lines(diagnosis: Diagnosis) -> list[Text]:
+    lines = [_verdict(diagnosis)]
     if diagnosis.cause is not None:
-        parts.append(Text("  cause: ", style="bold") + Text(diagnosis.cause.message))
-        for origin, event in evidence_events(diagnosis):
-            line = Text(f"    {origin}", style="dim")
+        lines.append(_labelled("cause", diagnosis.cause.message))
+        for index, (origin, event) in enumerate(evidence_events(diagnosis)):
+            body = Text(str(origin), style="cyan")
             if event is not None:
-                line += Text(f"  {clock(event.timestamp)}  {event.task or '-'}  ")
-                line += Text(first_line(event.text, 120))
-            parts.append(line)
-    attempts = Table(box=None, padding=(0, 2), show_edge=False, pad_edge=False)
-    for column in ("attempt", "start", "end", "took", "outcome", "restarts"):
-        attempts.add_column(column, style="bold" if column == "outcome" else None)
-    for attempt in diagnosis.attempt_log:
+                body.append(f"  {clock(event.timestamp)}  {event.task or '-'}  ", style="dim")
+                body.append(first_line(event.text, 140))
+            lines.append(_labelled("evidence" if index == 0 else "", body))
+    for index, attempt in enumerate(diagnosis.attempt_log):
         took = attempt.end - attempt.start if attempt.start and attempt.end else None
-        attempts.add_row(
-            f"  #{attempt.attempt}",
-            clock(attempt.start),
-            clock(attempt.end),
-            span(took),
-            attempt.outcome,
-            str(attempt.restarts),
-        )
-    if diagnosis.attempt_log:
-        parts.append(attempts)
-    workers = _workers(diagnosis)
-    if workers is not None:
-        parts.append(workers)
-    for advice in diagnosis.advice:
-        parts.append(Text(f"  → {advice}", style="green"))
-    for note in diagnosis.notes:
-        parts.append(Text(f"  note: {note}", style="italic dim"))
-    return Group(*parts)
-
-
-def _workers(diagnosis: Diagnosis) -> Table | None:
-    rows = []
+        body = Text(f"#{attempt.attempt}  {period(attempt.start, attempt.end)}  ")
+        body.append(f"{span(took):>9}  ", style="dim")
+        body.append(attempt.outcome, style="bold")
+        if attempt.restarts:
+            body.append(f"  {plural(attempt.restarts, 'restart')}")
+        lines.append(_labelled("attempts" if index == 0 else "", body))
+    first = True
     for attempt in diagnosis.timeline.attempts:
         for worker in attempt.workers:
-            rows.append((attempt.number, worker))
-    if not rows:
-        return None
-    table = Table(box=None, padding=(0, 2), show_edge=False, pad_edge=False)
-    for column in ("  worker", "attempt", "starts", "restarts", "on new VM", "exit codes"):
-        table.add_column(column)
-    for number, worker in rows:
-        codes = ", ".join(str(e.exit_code) for e in worker.exits if e.exit_code is not None)
-        table.add_row(
-            f"  {escape(worker.task)}",
-            str(number),
-            str(len(worker.starts)),
-            str(worker.restarts),
-            str(worker.maintenance_restarts),
-            codes or "-",
-        )
-    return table
+            if not worker.restarts and not worker.exits:
+                continue
+            body = Text(f"{worker.task}", style="bold")
+            body.append(f"  attempt {attempt.number}: {plural(worker.restarts, 'restart')}")
+            if worker.maintenance_restarts:
+                body.append(f" ({worker.maintenance_restarts} on another VM)")
+            codes = [str(e.exit_code) for e in worker.exits if e.exit_code is not None]
+            if codes:
+                body.append(f", exit codes {', '.join(codes)}")
+            lines.append(_labelled("workers" if first else "", body))
+            first = False
+    for index, advice in enumerate(diagnosis.advice):
+        lines.append(_labelled("advice" if index == 0 else "", f"→ {advice}", "green"))
+    for note in diagnosis.notes:
+        lines.append(_labelled("note", note, "italic"))
+    return lines
 
 
 def render_text(analysis: Analysis, console: Console) -> None:
@@ -99,15 +99,16 @@ def render_text(analysis: Analysis, console: Console) -> None:
     for index, diagnosis in enumerate(analysis.diagnoses):
         if index:
             console.print()
-        console.print(_job(diagnosis))
+        for line in _job_lines(diagnosis):
+            console.print(line, soft_wrap=True)
     skipped = sum(s.skipped for s in analysis.inputs)
     records = sum(s.records for s in analysis.inputs)
     summary = Text(
-        f"\nread {records} records from {len(analysis.inputs)} input(s)"
+        f"\nread {records} records from {plural(len(analysis.inputs), 'input')}"
         + (f", skipped {skipped} lines" if skipped else ""),
         style="dim",
     )
     for stats in analysis.inputs:
         for reason, count in sorted(stats.skip_reasons.items()):
-            summary += Text(f"\n  {stats.path}: {count} skipped: {reason}", style="dim")
-    console.print(summary)
+            summary.append(f"\n  {stats.path}: {count} skipped: {reason}")
+    console.print(summary, soft_wrap=True)
