@@ -72,12 +72,12 @@ def _job_lines(diagnosis: Diagnosis) -> list[Text]:
             body.append(f"  {plural(attempt.restarts, 'restart')}")
         lines.append(_labelled("attempts" if index == 0 else "", body))
     first = True
-    for attempt in diagnosis.timeline.attempts:
-        for worker in attempt.workers:
+    for run in diagnosis.timeline.attempts:
+        for worker in run.workers:
             if not worker.restarts and not worker.exits:
                 continue
             body = Text(f"{worker.task}", style="bold")
-            body.append(f"  attempt {attempt.number}: {plural(worker.restarts, 'restart')}")
+            body.append(f"  attempt {run.number}: {plural(worker.restarts, 'restart')}")
             if worker.maintenance_restarts:
                 body.append(f" ({worker.maintenance_restarts} on another VM)")
             codes = [str(e.exit_code) for e in worker.exits if e.exit_code is not None]
