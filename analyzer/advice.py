@@ -42,6 +42,34 @@ def _key(cause: Cause | None, state: JobState, policy: RetryPolicy) -> str:
     return cause.category.value
 
 
+def next_step(
+    category: Category | None,
+    exit_code: int | None,
+    policy: RetryPolicy,
+    lang: str = "en",
+    event: str | None = None,
+) -> str:
+    """What the platform does after a failure of ``category`` (or a lifecycle ``event``)."""
+    if category is None:
+        key = "next.event"
+    elif category is Category.CANCELLED:
+        key = "next.cancelled"
+    elif category is Category.WORKER_RESTARTS_EXHAUSTED:
+        key = "next.restarts_exhausted"
+    elif policy.is_permanent(category, exit_code):
+        key = "next.permanent"
+    else:
+        key = "next.retried"
+    entry = _load(_advice_path())[key]
+    attempts = policy.attempts_allowed(category, exit_code) if category is not None else 1
+    return " ".join(entry.get(lang) or entry["en"]).format(
+        attempts=attempts,
+        retries=attempts - 1,
+        restarts=policy.max_worker_restarts,
+        event=event or "",
+    )
+
+
 def advice_for(
     cause: Cause | None, state: JobState, policy: RetryPolicy, lang: str = "en"
 ) -> tuple[str, ...]:

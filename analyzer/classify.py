@@ -7,7 +7,7 @@ events, never with the size of the input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -168,6 +168,14 @@ def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> lis
                 continue
         kept.append(event)
     return kept
+
+
+def classify_records(sources: Iterable[Source], book: Matcher) -> Iterator[Event]:
+    """Every rule match in ``sources``, in input order (no grouping, no sorting)."""
+    for source in sources:
+        for record in source.records():
+            for match in book.match(record.text):
+                yield Event.from_record(record, match)
 
 
 def collect(sources: Iterable[Source], book: Matcher) -> tuple[list[JobLog], list[InputStats]]:

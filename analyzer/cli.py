@@ -39,6 +39,22 @@ class ReportFormat(StrEnum):
     markdown = "markdown"
 
 
+class ExplainFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+class RowFormat(StrEnum):
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+class Lang(StrEnum):
+    en = "en"
+    ja = "ja"
+    he = "he"
+
+
 class FailOn(StrEnum):
     failed = "failed"
     never = "never"
@@ -130,6 +146,144 @@ def diagnose(
             render_text(analysis, Console(highlight=False))
     if fail_on is FailOn.failed and any(d.state is JobState.FAILED for d in analysis.diagnoses):
         raise typer.Exit(EXIT_FAILED_JOB)
+
+
+@app.command()
+def explain(
+    message: Annotated[
+        str | None,
+        typer.Argument(help="The message, as pasted from the console; read from stdin if absent."),
+    ] = None,
+    output: Annotated[
+        ExplainFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = ExplainFormat.text,
+    lang: Annotated[
+        Lang, typer.Option("--lang", help="Language of the explanation and advice.")
+    ] = Lang.en,
+    rules: RulesOpt = None,
+    policy: PolicyOpt = None,
+) -> None:
+    """Explain one message: its category, fields, what the platform does next, what to do.
+
+    Exits 1 when no rule knows the message.
+    """
+    import json
+
+    from analyzer.explain import explain as explain_message
+    from analyzer.policy import load_policy
+    from analyzer.rulebook import RuleBook
+
+    with _reported_errors():
+        text = message if message is not None else sys.stdin.read()
+        if not text.strip():
+            raise InputError("no message: pass it as an argument or on stdin")
+        book = RuleBook.load(_rules_dirs(rules))
+        result = explain_message(text, book, load_policy(policy), lang.value)
+        if output is ExplainFormat.json:
+            sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
+        else:
+            _print_explanation(result)
+    if not result.matched:
+        raise typer.Exit(1)
+
+
+def _print_explanation(result: object) -> None:
+    from rich.text import Text
+
+    from analyzer.explain import Explanation
+
+    assert isinstance(result, Explanation)
+    console = Console(highlight=False)
+    if result.match is None:
+        console.print("No rule knows this message.", markup=False)
+        return
+    match = result.match
+    kind = match.category.value if match.category else match.kind.value
+    head = Text(kind, style="bold")
+    head.append(f"  (rule {match.rule}, language {match.lang})", style="dim")
+    console.print(head, soft_wrap=True)
+    for name, value in [*match.fields.items()] + [
+        (f"also {k}", v) for m in result.also for k, v in m.fields.items()
+    ]:
+        console.print(Text(f"  {name}: {value}"), soft_wrap=True)
+    if result.next_step:
+        console.print(Text(f"  next: {result.next_step}"), soft_wrap=True)
+    for advice in result.advice:
+        console.print(Text(f"  → {advice}", style="green"), soft_wrap=True)
+
+
+@app.command()
+def classify(
+    paths: PathsArg,
+    output: Annotated[RowFormat, typer.Option("--format", "-f", help="Row format.")] = (
+        RowFormat.jsonl
+    ),
+    rules: RulesOpt = None,
+) -> None:
+    """One row per record that matched a rule: time, job, task, category or event, fields."""
+    from analyzer.classify import classify_records
+    from analyzer.ingest import open_sources
+    from analyzer.report.events import write_csv, write_jsonl
+    from analyzer.rulebook import RuleBook
+
+    with _reported_errors():
+        book = RuleBook.load(_rules_dirs(rules))
+        events = classify_records(open_sources(paths), book)
+        if output is RowFormat.csv:
+            write_csv(events, sys.stdout)
+        else:
+            write_jsonl(events, sys.stdout)
+
+
+@rules_app.command("check")
+def rules_check(
+    directory: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Rule directories to check (default: the built-in rules)."),
+    ] = None,
+) -> None:
+    """Validate rule files, run every rule's examples, warn about risky patterns (exit 3 on error)."""
+    from analyzer.rulebook import builtin_rules_dir, check_rules
+
+    with _reported_errors():
+        dirs = list(directory or [])
+        problems = check_rules(dirs, builtin=not dirs)
+        for problem in problems:
+            sys.stdout.write(f"{problem}\n")
+        errors = sum(1 for p in problems if p.severity == "error")
+        warnings = len(problems) - errors
+        checked = ", ".join(str(d) for d in dirs) if dirs else str(builtin_rules_dir())
+        _stderr().print(f"checked {checked}: {errors} errors, {warnings} warnings", markup=False)
+    if errors:
+        raise typer.Exit(EXIT_RULES)
+
+
+@app.command()
+def simulate(
+    scenario: Annotated[str, typer.Argument(help="Scenario name (see --list).")] = "",
+    output: Annotated[
+        str, typer.Option("--format", "-f", help="jsonl, gcloud-json, stream-logs, logs-explorer.")
+    ] = "jsonl",
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    out: Annotated[Path | None, typer.Option("-o", "--out", help="Write here, not stdout.")] = None,
+    list_all: Annotated[bool, typer.Option("--list", help="List the scenarios.")] = False,
+) -> None:
+    """Write simulated logs of a scenario, shaped like a real export."""
+    from analyzer.simulate import SCENARIOS, simulate as run, write
+
+    with _reported_errors():
+        if list_all or not scenario:
+            for name, definition in SCENARIOS.items():
+                sys.stdout.write(f"{name:<32} {definition.description}\n")
+            return
+        if out is None:
+            write(run(scenario, seed), output, sys.stdout, seed=seed)
+            return
+        try:
+            with out.open("w", encoding="utf-8") as handle:
+                write(run(scenario, seed), output, handle, seed=seed)
+        except OSError as exc:
+            raise InputError(f"{out}: cannot write ({exc.strerror})") from exc
 
 
 def main() -> None:
