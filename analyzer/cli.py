@@ -242,7 +242,7 @@ def rules_check(
         typer.Argument(help="Rule directories to check (default: the built-in rules)."),
     ] = None,
 ) -> None:
-    """Validate rule files, run every rule's examples, warn about risky patterns (exit 3 on error)."""
+    """Validate rule files, run their examples, warn about risky patterns (exit 3 on errors)."""
     from analyzer.rulebook import builtin_rules_dir, check_rules
 
     with _reported_errors():
@@ -269,7 +269,8 @@ def simulate(
     list_all: Annotated[bool, typer.Option("--list", help="List the scenarios.")] = False,
 ) -> None:
     """Write simulated logs of a scenario, shaped like a real export."""
-    from analyzer.simulate import SCENARIOS, simulate as run, write
+    from analyzer.simulate import SCENARIOS, write
+    from analyzer.simulate import simulate as run
 
     with _reported_errors():
         if list_all or not scenario:
