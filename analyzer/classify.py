@@ -142,30 +142,46 @@ def _read_source(source: Source, book: Matcher, jobs: dict[str | None, _JobAccum
         else:
             target.merge(anonymous)
     for job_id, acc in local.items():
-        if job_id in jobs:
-            jobs[job_id].merge(acc)
+        # A job without an id is only known inside its own input: never merge two of those.
+        key = ("", job_id) if job_id is not None else ("\x00", source.stats.path)
+        if key in jobs:
+            jobs[key].merge(acc)
         else:
-            jobs[job_id] = acc
+            jobs[key] = acc
+
+
+def _identity(event: Event) -> tuple[object, ...]:
+    """What makes two events the same entry, across exports of different precision."""
+    if event.timestamp is None:
+        return (event.insert_id, event.origin.path, event.origin.line)
+    text = event.text.strip()
+    head = " ".join(text.splitlines()[0].split()) if text else ""
+    # stream-logs keeps whole seconds only: compare at that precision.
+    second = event.timestamp.replace(microsecond=0)
+    return (event.match.rule, event.task, head, second)
 
 
 def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> list[Event]:
-    """Drop events of entries already seen (same insertId and time: sinks may deliver twice)."""
-    first_origin: dict[tuple[str, datetime | None], Origin] = {}
+    """Drop events of entries already seen: a sink may deliver an entry twice, and two
+    exports of one job (a sink file and a stream-logs text) hold the same entries."""
+    first_origin: dict[tuple[object, ...], Origin] = {}
     dropped: set[Origin] = set()
     kept: list[Event] = []
     for event in events:
+        keys = [_identity(event)]
         if event.insert_id is not None:
-            key = (event.insert_id, event.timestamp)
+            keys.append((event.insert_id, event.timestamp))
+        duplicate = False
+        for key in keys:
             origin = first_origin.setdefault(key, event.origin)
-            if origin != event.origin:
-                if event.origin not in dropped:
-                    dropped.add(event.origin)
-                    stats = stats_by_path.get(event.origin.path)
-                    if stats is not None:
-                        stats.records -= 1
-                        stats.used -= 1
-                        stats.skip("duplicate insertId")
-                continue
+            duplicate = duplicate or origin != event.origin
+        if duplicate:
+            if event.origin not in dropped:
+                dropped.add(event.origin)
+                stats = stats_by_path.get(event.origin.path)
+                if stats is not None:
+                    stats.duplicates += 1
+            continue
         kept.append(event)
     return kept
 
@@ -183,15 +199,16 @@ def collect(sources: Iterable[Source], book: Matcher) -> tuple[list[JobLog], lis
 
     Jobs come sorted by job id (the unnamed job last); events inside a job in time order.
     """
-    jobs: dict[str | None, _JobAccumulator] = {}
+    jobs: dict[tuple[str, str], _JobAccumulator] = {}
     stats: list[InputStats] = []
     for source in sources:
         _read_source(source, book, jobs)
         stats.append(source.stats)
     stats_by_path = {s.path: s for s in stats}
     logs = []
-    for job_id in sorted(jobs, key=lambda j: (j is None, j or "")):
-        acc = jobs[job_id]
+    for key in sorted(jobs):
+        acc = jobs[key]
+        job_id = key[1] if key[0] == "" else None
         events = _dedupe(sorted(acc.events, key=_event_order), stats_by_path)
         spans = {
             task: tuple(

@@ -58,6 +58,8 @@ class InputStats:
     ``records`` the records produced; ``used`` the lines those records were
     made of; ``skipped`` the lines that produced no record, by reason in
     ``skip_reasons``. Invariant once reading is done: ``lines == used + skipped``.
+    ``duplicates`` counts records whose message another record (same entry
+    from another export, or the same insertId twice) already gave.
     """
 
     path: str
@@ -67,6 +69,7 @@ class InputStats:
     used: int = 0
     skipped: int = 0
     skip_reasons: Counter[str] = field(default_factory=Counter)
+    duplicates: int = 0
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` lines as skipped for ``reason``."""
@@ -82,6 +85,7 @@ class InputStats:
             "records": self.records,
             "skipped": self.skipped,
             "skip_reasons": dict(sorted(self.skip_reasons.items())),
+            "duplicates": self.duplicates,
         }
 
 

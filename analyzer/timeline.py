@@ -211,7 +211,9 @@ def _worker(
     if not starts and inside:
         # No runner line: the worker's first record marks its first start.
         starts.append(WorkerStart(inside[0].first, inside[0].vm, False, None))
-    for previous, span in itertools.pairwise(inside):
+    # Records without a VM label (text exports) say nothing about VM changes.
+    labelled = [s for s in inside if s.vm is not None]
+    for previous, span in itertools.pairwise(labelled):
         if span.vm == previous.vm:
             continue
         known = any(
