@@ -123,7 +123,9 @@ def _linked_job_id(events: Iterable[Event]) -> str | None:
     return None
 
 
-def _read_source(source: Source, book: Matcher, jobs: dict[str | None, _JobAccumulator]) -> None:
+def _read_source(
+    source: Source, book: Matcher, jobs: dict[tuple[str, str], _JobAccumulator]
+) -> None:
     local: dict[str | None, _JobAccumulator] = {}
     for record in source.records():
         acc = local.get(record.job_id)
