@@ -60,8 +60,9 @@ class FailOn(StrEnum):
     never = "never"
 
 
-def _stderr() -> Console:
-    return Console(stderr=True, highlight=False)
+def _say(message: str) -> None:
+    """One line on stderr, never wrapped (scripts grep it)."""
+    sys.stderr.write(f"jobdoctor: {message}\n")
 
 
 @contextmanager
@@ -71,16 +72,16 @@ def _reported_errors() -> Iterator[None]:
         yield
     except RuleError as exc:
         for problem in exc.problems:
-            _stderr().print(f"jobdoctor: {problem}", markup=False)
+            _say(f"{problem}")
         raise typer.Exit(EXIT_RULES) from None
     except PolicyError as exc:
-        _stderr().print(f"jobdoctor: {exc}", markup=False)
+        _say(f"{exc}")
         raise typer.Exit(EXIT_RULES) from None
     except (InputError, SourceError, JobDoctorError) as exc:
-        _stderr().print(f"jobdoctor: {exc}", markup=False)
+        _say(f"{exc}")
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
-        _stderr().print("jobdoctor: interrupted", markup=False)
+        _say("interrupted")
         raise typer.Exit(130) from None
     except BrokenPipeError:
         # The reader (head, less) went away: nothing left to say.
@@ -135,7 +136,7 @@ def diagnose(
     with _reported_errors():
         analysis = analyze(paths, rules_dirs=_rules_dirs(rules), policy_path=policy, job=job)
         for notice in analysis.notices:
-            _stderr().print(f"jobdoctor: {notice}", markup=False)
+            _say(f"{notice}")
         if job is not None and not analysis.diagnoses:
             raise InputError(f"job {job} is not in the inputs; run without --job to list them")
         if output is ReportFormat.json:
@@ -253,7 +254,7 @@ def rules_check(
         errors = sum(1 for p in problems if p.severity == "error")
         warnings = len(problems) - errors
         checked = ", ".join(str(d) for d in dirs) if dirs else str(builtin_rules_dir())
-        _stderr().print(f"checked {checked}: {errors} errors, {warnings} warnings", markup=False)
+        _say(f"checked {checked}: {errors} errors, {warnings} warnings")
     if errors:
         raise typer.Exit(EXIT_RULES)
 
