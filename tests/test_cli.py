@@ -103,6 +103,7 @@ def test_two_jobs_without_ids_are_not_merged() -> None:
         str(SAMPLES / "internal-error-exhausted.logs-explorer.txt"),
     )
     jobs = json.loads(out)["jobs"]
+    assert code == 0
     assert sorted(j["cause"]["category"] for j in jobs) == ["internal_error", "oom"]
 
 
@@ -115,6 +116,7 @@ def test_two_exports_of_one_job_are_one_job() -> None:
         str(SAMPLES / "user-code-exit1.stream-logs.txt"),
     )
     data = json.loads(out)
+    assert code == 0
     (job,) = data["jobs"]
     assert job["worker_restarts"] == {"workerpool0-0": 1}
     assert sum(i["duplicates"] for i in data["inputs"]) > 0
@@ -149,7 +151,7 @@ def test_binary_garbage_is_one_line_naming_file_and_line(tmp_path: Path) -> None
 def test_truncated_json_is_counted_not_fatal(tmp_path: Path) -> None:
     lines = (SAMPLES / "stockout-exhausted.jsonl").read_text().splitlines()
     broken = tmp_path / "broken.jsonl"
-    broken.write_text("\n".join(lines[:-1] + [lines[-1][:40]]) + "\n")
+    broken.write_text("\n".join([*lines[:-1], lines[-1][:40]]) + "\n")
     code, out, _ = run("diagnose", "--format", "json", str(broken))
     stats = json.loads(out)["inputs"][0]
     assert code == 0
