@@ -51,9 +51,9 @@ def test_broken_rules_are_reported_where_they_are(case: Path, tmp_path: Path) ->
     problems = check_rules([folder])
     got = [(Path(p.path).name, p.line, p.col, p.severity, p.message) for p in problems]
     for name, line, col, severity, start in expected:
-        assert any(
-            g[:4] == (name, line, col, severity) and g[4].startswith(start) for g in got
-        ), f"expected {name}:{line}:{col}: {severity} {start}\ngot: {got}"
+        assert any(g[:4] == (name, line, col, severity) and g[4].startswith(start) for g in got), (
+            f"expected {name}:{line}:{col}: {severity} {start}\ngot: {got}"
+        )
     # Nothing else is wrong in a fixture: one broken thing per case.
     assert len(got) == len(expected), got
 
