@@ -6,11 +6,12 @@ Only this module and the CLI know the whole pipeline
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzer.classify import collect
+from analyzer.changes import describe_changes
+from analyzer.classify import Collector, collect
 from analyzer.diagnosis import Diagnosis
 from analyzer.ingest import open_sources
 from analyzer.policy import RetryPolicy, load_policy
@@ -36,6 +37,7 @@ class Analysis:
             "schema": SCHEMA,
             "inputs": [s.to_dict() for s in self.inputs],
             "jobs": [d.to_dict() for d in self.diagnoses],
+            "notices": list(self.notices),
         }
 
 
@@ -76,3 +78,61 @@ def analyze(
 def diagnose(*paths: str | Path) -> list[Diagnosis]:
     """The diagnoses of every job in ``paths``, with the built-in rules and policy."""
     return list(analyze(paths).diagnoses)
+
+
+def follow_job(
+    project: str,
+    job_id: str,
+    on_change: Callable[[list[str], Diagnosis], None],
+    *,
+    since: str | None = None,
+    start: str | None = None,
+    endpoint: str | None = None,
+    interval: float = 5.0,
+    rules: RuleBook | None = None,
+    policy: RetryPolicy | None = None,
+) -> Diagnosis | None:
+    """Poll a job's logs, diagnose after every poll and report what changed, until it ends.
+
+    ``on_change`` gets the sentences of :func:`~analyzer.changes.describe_changes` and the new
+    diagnosis. Returns the last diagnosis (None if no log line arrived). Ctrl-C stops cleanly.
+    """
+    from analyzer.live import LiveQuery, follow, parse_window
+    from analyzer.records import InputStats, LogRecord
+
+    book = rules if rules is not None else RuleBook.load()
+    active_policy = policy if policy is not None else load_policy()
+    query = LiveQuery(project, job_id, parse_window(since, start, None), endpoint)
+    collector = Collector(book)
+    stats = InputStats(path=query.origin_path, format="cloud-logging-api")
+    latest: list[Diagnosis] = []
+
+    class _Batch:
+        def __init__(self, records: list[LogRecord]) -> None:
+            self._records = records
+
+        @property
+        def stats(self) -> InputStats:
+            return stats
+
+        def records(self) -> Iterator[LogRecord]:
+            for record in self._records:
+                stats.lines += 1
+                stats.used += 1
+                stats.records += 1
+                yield record
+
+    def on_records(records: list[LogRecord]) -> bool:
+        collector.read(_Batch(records))
+        logs = [log for log in collector.logs() if log.job_id == job_id]
+        if not logs:
+            return False
+        diagnosis = diagnose_timeline(build_timeline(logs[0]), active_policy)
+        changes = describe_changes(latest[-1] if latest else None, diagnosis)
+        latest[:] = [diagnosis]
+        if changes:
+            on_change(changes, diagnosis)
+        return diagnosis.observed_final
+
+    follow(query, on_records, interval=interval)
+    return latest[-1] if latest else None

@@ -196,30 +196,54 @@ def classify_records(sources: Iterable[Source], book: Matcher) -> Iterator[Event
                 yield Event.from_record(record, match)
 
 
-def collect(sources: Iterable[Source], book: Matcher) -> tuple[list[JobLog], list[InputStats]]:
-    """Read every source through ``book`` and return one :class:`JobLog` per job.
+class Collector:
+    """Reads sources into per-job accumulators; :meth:`logs` snapshots them as JobLogs.
 
-    Jobs come sorted by job id (the unnamed job last); events inside a job in time order.
+    Reading may go on after a snapshot (``jobdoctor diagnose --follow`` feeds each poll's
+    records and diagnoses again).
     """
-    jobs: dict[tuple[str, str], _JobAccumulator] = {}
-    stats: list[InputStats] = []
-    for source in sources:
-        _read_source(source, book, jobs)
-        stats.append(source.stats)
-    stats_by_path = {s.path: s for s in stats}
-    logs = []
-    for key in sorted(jobs):
-        acc = jobs[key]
-        job_id = key[1] if key[0] == "" else None
-        events = _dedupe(sorted(acc.events, key=_event_order), stats_by_path)
-        spans = {
-            task: tuple(
-                sorted(
-                    (VmSpan(vm, s.first, s.last, s.records) for vm, s in per_vm.items()),
-                    key=lambda span: span.first,
+
+    def __init__(self, book: Matcher) -> None:
+        self._book = book
+        self._jobs: dict[tuple[str, str], _JobAccumulator] = {}
+        self._stats: dict[str, InputStats] = {}
+
+    def read(self, source: Source) -> None:
+        """Consume ``source`` entirely."""
+        _read_source(source, self._book, self._jobs)
+        self._stats.setdefault(source.stats.path, source.stats)
+
+    @property
+    def stats(self) -> list[InputStats]:
+        """How each input was read, in reading order."""
+        return list(self._stats.values())
+
+    def logs(self) -> list[JobLog]:
+        """One :class:`JobLog` per job: sorted by job id (unnamed jobs last), events in time
+        order, duplicates dropped and counted on their inputs."""
+        for stats in self._stats.values():
+            stats.duplicates = 0
+        logs = []
+        for key in sorted(self._jobs):
+            acc = self._jobs[key]
+            job_id = key[1] if key[0] == "" else None
+            events = _dedupe(sorted(acc.events, key=_event_order), self._stats)
+            spans = {
+                task: tuple(
+                    sorted(
+                        (VmSpan(vm, s.first, s.last, s.records) for vm, s in per_vm.items()),
+                        key=lambda span: span.first,
+                    )
                 )
-            )
-            for task, per_vm in sorted(acc.spans.items())
-        }
-        logs.append(JobLog(job_id, tuple(events), spans, acc.records, acc.first, acc.last))
-    return logs, stats
+                for task, per_vm in sorted(acc.spans.items())
+            }
+            logs.append(JobLog(job_id, tuple(events), spans, acc.records, acc.first, acc.last))
+        return logs
+
+
+def collect(sources: Iterable[Source], book: Matcher) -> tuple[list[JobLog], list[InputStats]]:
+    """Read every source through ``book`` and return one :class:`JobLog` per job."""
+    collector = Collector(book)
+    for source in sources:
+        collector.read(source)
+    return collector.logs(), collector.stats

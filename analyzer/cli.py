@@ -115,9 +115,48 @@ PolicyOpt = Annotated[
 ]
 
 
+ProjectOpt = Annotated[
+    str | None,
+    typer.Option("--project", help="Read live from Cloud Logging in this project (with --job-id)."),
+]
+JobIdOpt = Annotated[
+    str | None, typer.Option("--job-id", help="The job id to read live (with --project).")
+]
+SinceOpt = Annotated[
+    str | None, typer.Option("--since", help="Live window: the last 30m, 12h, 7d (default 7d).")
+]
+StartOpt = Annotated[str | None, typer.Option("--start", help="Live window start (RFC 3339).")]
+EndOpt = Annotated[str | None, typer.Option("--end", help="Live window end (RFC 3339).")]
+EndpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-endpoint",
+        help="Cloud Logging API endpoint (also JOBDOCTOR_LOGGING_ENDPOINT), e.g. an emulator.",
+    ),
+]
+
+
+def _live_query(
+    project: str | None,
+    job_id: str | None,
+    since: str | None,
+    start: str | None,
+    end: str | None,
+    endpoint: str | None,
+) -> object:
+    from analyzer.live import LiveQuery, parse_window
+
+    if not project or not job_id:
+        raise InputError("live reading needs both --project and --job-id")
+    return LiveQuery(project, job_id, parse_window(since, start, end), endpoint)
+
+
 @app.command()
 def diagnose(
-    paths: PathsArg,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="Log files, directories, globs, or - for stdin.", show_default=False),
+    ] = None,
     job: Annotated[str | None, typer.Option("--job", help="Only this job id.")] = None,
     output: Annotated[
         ReportFormat, typer.Option("--format", "-f", help="Report format.")
@@ -127,16 +166,55 @@ def diagnose(
     ] = FailOn.never,
     rules: RulesOpt = None,
     policy: PolicyOpt = None,
+    project: ProjectOpt = None,
+    job_id: JobIdOpt = None,
+    since: SinceOpt = None,
+    start: StartOpt = None,
+    end: EndOpt = None,
+    api_endpoint: EndpointOpt = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", help="Live: poll, print what changes, stop when it ends.")
+    ] = False,
 ) -> None:
-    """Diagnose every job in the logs: state, retries, root cause, evidence, advice."""
-    from analyzer.api import analyze
-    from analyzer.diagnosis import JobState
-    from analyzer.report import render_json, render_markdown, render_text
+    """Diagnose every job in the logs: state, retries, root cause, evidence, advice.
 
+    Reads files, or live from Cloud Logging with --project and --job-id.
+    """
+    from analyzer.api import Analysis, analyze, analyze_sources
+    from analyzer.diagnosis import JobState
+    from analyzer.policy import load_policy
+    from analyzer.report import render_json, render_markdown, render_text
+    from analyzer.rulebook import RuleBook
+
+    live = project is not None or job_id is not None
     with _reported_errors():
-        analysis = analyze(paths, rules_dirs=_rules_dirs(rules), policy_path=policy, job=job)
+        if live and paths:
+            raise InputError("give log files or --project/--job-id, not both")
+        if not live and not paths:
+            raise InputError("no input: give log files, - for stdin, or --project and --job-id")
+        if follow and not live:
+            raise InputError("--follow reads live logs: give --project and --job-id")
+        book = RuleBook.load(_rules_dirs(rules))
+        active_policy = load_policy(policy)
+        if follow:
+            _follow(project or "", job_id or "", since, start, api_endpoint, book, active_policy)
+            return
+        analysis: Analysis
+        if live:
+            from analyzer.live import LiveQuery, LiveSource, describe_window
+
+            query = _live_query(project, job_id, since, start, end, api_endpoint)
+            assert isinstance(query, LiveQuery)
+            analysis = analyze_sources([LiveSource(query)], rules=book, policy=active_policy)
+            analysis = Analysis(
+                analysis.inputs, analysis.diagnoses, (*analysis.notices, describe_window(query))
+            )
+        else:
+            analysis = analyze(
+                paths or [], rules_dirs=_rules_dirs(rules), policy_path=policy, job=job
+            )
         for notice in analysis.notices:
-            _say(f"{notice}")
+            _say(notice)
         if job is not None and not analysis.diagnoses:
             raise InputError(f"job {job} is not in the inputs; run without --job to list them")
         if output is ReportFormat.json:
@@ -147,6 +225,69 @@ def diagnose(
             render_text(analysis, Console(highlight=False))
     if fail_on is FailOn.failed and any(d.state is JobState.FAILED for d in analysis.diagnoses):
         raise typer.Exit(EXIT_FAILED_JOB)
+
+
+def _follow(
+    project: str,
+    job_id: str,
+    since: str | None,
+    start: str | None,
+    endpoint: str | None,
+    book: object,
+    policy: object,
+) -> None:
+    from datetime import UTC, datetime
+
+    from analyzer.api import follow_job
+    from analyzer.diagnosis import Diagnosis
+    from analyzer.policy import RetryPolicy
+    from analyzer.rulebook import RuleBook
+
+    assert isinstance(book, RuleBook) and isinstance(policy, RetryPolicy)
+    _say(f"following job {job_id} in project {project}; Ctrl-C to stop")
+
+    def show(changes: list[str], diagnosis: Diagnosis) -> None:
+        now = datetime.now(UTC).strftime("%H:%M:%S")
+        for change in changes:
+            sys.stdout.write(f"{now}  {change}\n")
+        sys.stdout.flush()
+
+    last = follow_job(
+        project,
+        job_id,
+        show,
+        since=since,
+        start=start,
+        endpoint=endpoint,
+        rules=book,
+        policy=policy,
+    )
+    if last is not None and last.observed_final:
+        _say("the job has ended")
+
+
+@app.command()
+def fetch(
+    project: ProjectOpt = None,
+    job_id: JobIdOpt = None,
+    out: Annotated[
+        Path | None, typer.Option("-o", "--out", help="The JSONL file to write.")
+    ] = None,
+    since: SinceOpt = None,
+    start: StartOpt = None,
+    end: EndOpt = None,
+    api_endpoint: EndpointOpt = None,
+) -> None:
+    """Save a job's logs from Cloud Logging as sink-shaped JSONL, for offline and repeated use."""
+    from analyzer.live import LiveQuery, describe_window, fetch_to_file
+
+    with _reported_errors():
+        if out is None:
+            raise InputError("fetch needs -o FILE.jsonl")
+        query = _live_query(project, job_id, since, start, end, api_endpoint)
+        assert isinstance(query, LiveQuery)
+        count = fetch_to_file(query, out)
+        _say(f"wrote {count} entries to {out} ({describe_window(query)})")
 
 
 @app.command()
