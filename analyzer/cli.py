@@ -389,7 +389,8 @@ def rules_check(
 
     with _reported_errors():
         dirs = list(directory or [])
-        problems = check_rules(dirs, builtin=not dirs)
+        # User folders build on the built-in placeholders and may replace built-in rules.
+        problems = check_rules(dirs, builtin=True)
         for problem in problems:
             sys.stdout.write(f"{problem}\n")
         errors = sum(1 for p in problems if p.severity == "error")

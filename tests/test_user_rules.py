@@ -1,0 +1,79 @@
+"""User rule folders: the README's five-minute rule works as written, replaces by id, and
+arrives through --rules or JOBDOCTOR_RULES."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from analyzer.cli import app
+from analyzer.rulebook import check_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def readme_rule() -> str:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Write a rule in five minutes") :]
+    found = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert found, "the README lost its rule example"
+    return found.group(1)
+
+
+@pytest.fixture
+def my_rules(tmp_path: Path) -> Path:
+    folder = tmp_path / "my-rules"
+    folder.mkdir()
+    (folder / "preemption.yaml").write_text(readme_rule())
+    return folder
+
+
+def test_readme_rule_passes_rules_check(my_rules: Path) -> None:
+    assert [p for p in check_rules([my_rules], builtin=True) if p.severity == "error"] == []
+    result = runner.invoke(app, ["rules", "check", str(my_rules)])
+    assert result.exit_code == 0, result.stdout + result.stderr
+
+
+def test_readme_rule_is_used_by_explain_and_diagnose(
+    my_rules: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    message = "Instance was preempted in region: us-east1."
+    assert runner.invoke(app, ["explain", message]).exit_code == 1
+    result = runner.invoke(app, ["explain", "--format", "json", "--rules", str(my_rules), message])
+    data = json.loads(result.stdout)
+    assert (data["rule"], data["category"], data["fields"]["region"]) == (
+        "acme.spot-preempted",
+        "stockout",
+        "us-east1",
+    )
+    monkeypatch.setenv("JOBDOCTOR_RULES", str(my_rules))
+    assert runner.invoke(app, ["explain", message]).exit_code == 0
+
+
+def test_a_user_rule_replaces_a_builtin_one_with_a_notice(tmp_path: Path) -> None:
+    folder = tmp_path / "override"
+    folder.mkdir()
+    (folder / "internal.yaml").write_text(
+        "- id: vertex.internal-error\n"
+        "  category: internal_error\n"
+        "  templates:\n"
+        '    en: "Something internal broke."\n'
+        "  examples:\n"
+        "    match:\n"
+        '      - "Something internal broke."\n'
+        "    no_match:\n"
+        '      - "Internal error occurred for the current attempt."\n'
+    )
+    sample = ROOT / "sample_logs" / "success.jsonl"
+    result = runner.invoke(app, ["diagnose", "--rules", str(folder), str(sample)])
+    assert result.exit_code == 0
+    assert "vertex.internal-error" in result.stderr
+    explained = runner.invoke(
+        app, ["explain", "--rules", str(folder), "Internal error occurred for the current attempt."]
+    )
+    assert explained.exit_code == 1
