@@ -50,8 +50,10 @@ def next_step(
     event: str | None = None,
 ) -> str:
     """What the platform does after a failure of ``category`` (or a lifecycle ``event``)."""
+    table = _load(_advice_path())
     if category is None:
-        key = "next.event"
+        specific = f"next.event.{event}"
+        key = specific if specific in table else "next.event"
     elif category is Category.CANCELLED:
         key = "next.cancelled"
     elif category is Category.WORKER_RESTARTS_EXHAUSTED:
@@ -60,7 +62,7 @@ def next_step(
         key = "next.permanent"
     else:
         key = "next.retried"
-    entry = _load(_advice_path())[key]
+    entry = table[key]
     attempts = policy.attempts_allowed(category, exit_code) if category is not None else 1
     return " ".join(entry.get(lang) or entry["en"]).format(
         attempts=attempts,
