@@ -1,10 +1,17 @@
 """Reading one job's entries from Cloud Logging, as a :class:`~analyzer.records.Source`.
 
 :func:`iter_entries` is the one read loop ``LiveSource``, ``fetch_to_file`` and
-``follow`` share: ascending ``list_entries`` over an explicit window, each
-entry as its API JSON (``to_api_repr()``), retried with backoff on 429/503 by
-resuming after the last entry delivered (:class:`Cursor`), never restarting
-from the top and never delivering an entry twice.
+``follow`` share: ascending ``entries:list`` over an explicit window, retried
+with backoff on 429/503 by resuming after the last entry delivered
+(:class:`Cursor`), never restarting from the top, never delivering an entry twice.
+
+Entries are read as the API's JSON through the client's own authorized
+connection rather than through ``Client.list_entries``: that path turns each
+entry into a ``LogEntry`` whose first use of every log name builds a ``Logger``,
+and ``Logger()`` probes the GCE metadata server twice (up to 5 s each off GCP,
+again on every follow poll); ``LogEntry.to_api_repr()`` also drops
+``receiveTimestamp`` and cuts nanoseconds. ``list_entries`` stays the fallback
+if a future client lacks the connection.
 """
 
 from __future__ import annotations
@@ -107,6 +114,39 @@ def api_json(entry: Any) -> dict[str, Any]:
     return data
 
 
+def raw_entries(
+    client: Any, project: str, filter_: str, page_size: int = DEFAULT_PAGE_SIZE
+) -> Iterator[dict[str, Any]]:
+    """Yield the entries ``filter_`` selects in ``project``, oldest first, as the API sent them.
+
+    One ``entries:list`` request per page; errors are the client's
+    ``google.api_core.exceptions``.
+    """
+    api_request = getattr(getattr(client, "_connection", None), "api_request", None)
+    if api_request is None:
+        for entry in client.list_entries(
+            filter_=filter_, order_by="timestamp asc", page_size=page_size
+        ):
+            yield api_json(entry)
+        return
+    body: dict[str, Any] = {
+        "resourceNames": [f"projects/{project}"],
+        "filter": filter_,
+        "orderBy": "timestamp asc",
+        "pageSize": page_size,
+    }
+    while True:
+        page = api_request(method="POST", path="/entries:list", data=body)
+        for entry in page.get("entries", ()):
+            if isinstance(entry, dict):
+                yield entry
+        token = page.get("nextPageToken")
+        # The API may answer an empty page with a token (it ran out of time): keep going.
+        if not token:
+            return
+        body = {**body, "pageToken": token}
+
+
 def iter_entries(
     client: Any,
     query: LiveQuery,
@@ -127,10 +167,7 @@ def iter_entries(
     while True:
         filter_ = job_filter(query.job_id, cursor.resume_from(query.window.start), end)
         try:
-            for entry in client.list_entries(
-                filter_=filter_, order_by="timestamp asc", page_size=page_size
-            ):
-                data = api_json(entry)
+            for data in raw_entries(client, query.project, filter_, page_size):
                 if cursor.admit(data):
                     # The retry budget bounds consecutive failures, not a long read's total.
                     retries = 0
