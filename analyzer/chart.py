@@ -185,15 +185,15 @@ def timeline_marks(diagnosis: Diagnosis) -> list[Mark]:
                 worker_marks += found
                 row += 1
         for event in attempt.events:
-            failure = event.kind in (EventKind.ERROR, EventKind.DETAIL)
+            # Only failure messages: detail lines (a harmless ModuleNotFoundError, say) are
+            # evidence the card cites, not failures to draw.
+            failure = event.kind is EventKind.ERROR
             if not failure or event.timestamp is None or event.match.category is None:
                 continue
             task = _error_task(event) or event.task
             target = worker_rows.get(task or "", attempt_row)
             target_lane = lane if target == attempt_row else (task or lane)
             name = event.match.category.value
-            if event.match.detail:
-                name += f" ({event.match.detail})"
             worker_marks.append(
                 Mark(MarkKind.FAILURE, target, target_lane, attempt.number, event.timestamp,
                      None, event.match.category.value,
