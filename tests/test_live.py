@@ -7,6 +7,8 @@ here mocks the client, and nothing reaches the network.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -358,13 +360,34 @@ def test_no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     assert str(missing) not in message and "secret-key" not in message
 
 
-def test_no_credentials_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # No key file, no gcloud config, and no metadata-server probe (it would reach the network).
-    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
-    monkeypatch.setenv("NO_GCE_CHECK", "True")
-    with pytest.raises(SourceError, match="no credentials for Cloud Logging"):
-        list(LiveSource(LiveQuery(PROJECT, JOB, WINDOW)).records())
+def test_no_credentials_anywhere(tmp_path: Path) -> None:
+    # google-auth reads NO_GCE_CHECK when imported, so this runs in a fresh interpreter:
+    # no key file, no gcloud config, and no metadata-server probe (it would reach the network).
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GOOGLE_APPLICATION_CREDENTIALS", ENDPOINT_ENV)
+    }
+    env.update(CLOUDSDK_CONFIG=str(tmp_path), NO_GCE_CHECK="true")
+    script = (
+        "from datetime import UTC, datetime\n"
+        "from analyzer.errors import SourceError\n"
+        "from analyzer.live import LiveQuery, LiveSource, Window\n"
+        "w = Window(datetime(2024, 5, 6, tzinfo=UTC), datetime(2024, 5, 7, tzinfo=UTC))\n"
+        "try:\n"
+        f"    list(LiveSource(LiveQuery({PROJECT!r}, {JOB!r}, w)).records())\n"
+        "except SourceError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert done.stdout.startswith("no credentials for Cloud Logging"), done.stderr
 
 
 def test_plain_http_is_only_for_loopback() -> None:
