@@ -14,6 +14,7 @@ What it does:
   ``timestamp<"t"`` joined by ``AND``); any other filter is a 400, so a test
   notices when the client changed it (the library's 24-hour default included);
 - orders by timestamp, pages with an opaque ``nextPageToken``;
+- ``empty_pages``: first pages with no entries but a ``nextPageToken``;
 - scripted failures (``fail_next``, ``fail_on``): a 403 permission denied,
   a 403 API disabled, a 429, a 503, a 404 project.
 
@@ -143,6 +144,9 @@ class LoggingServer:
     entries: list[dict[str, Any]] = field(default_factory=list)
     requests: list[ReceivedRequest] = field(default_factory=list)
     default_page_size: int = 50
+    empty_pages: int = 0
+    """Answer this many first pages of each listing with no entries but a token (as the
+    real API does when it runs out of time scanning)."""
     _next_failures: list[Failure] = field(default_factory=list)
     _failures_on: dict[int, Failure] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -237,7 +241,13 @@ class LoggingServer:
         size = int(body.get("pageSize") or self.default_page_size)
         if not 0 < size <= 1000:
             raise ValueError("pageSize must be in 1..1000")
-        offset = _decode_token(body.get("pageToken"))
+        token = body.get("pageToken")
+        if str(token or "").startswith("empty:") or (not token and self.empty_pages):
+            done = int(str(token).removeprefix("empty:")) if token else 0
+            if done < self.empty_pages:
+                return {"nextPageToken": f"empty:{done + 1}"}
+            token = None
+        offset = _decode_token(token)
         page = selected[offset : offset + size]
         answer: dict[str, Any] = {"entries": page} if page else {}
         if offset + size < len(selected):

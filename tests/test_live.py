@@ -187,6 +187,18 @@ def test_source_reads_every_page_in_order(
     assert [b.get("pageToken") is None for b in bodies] == [True, False, False, False]
 
 
+def test_empty_pages_with_a_token_are_followed(server: LoggingServer) -> None:
+    server.empty_pages = 2
+    assert len(list(LiveSource(_query(server), page_size=5).records())) == 13
+    assert len(server.list_bodies) == 2 + 3
+
+
+def test_default_window_ends_on_a_whole_second() -> None:
+    window = parse_window(None, None, None, now=datetime(2024, 5, 8, 12, 0, 0, 250, tzinfo=UTC))
+    assert window.end == datetime(2024, 5, 8, 12, 0, 1, tzinfo=UTC)
+    assert str(window) == "2024-05-01T12:00:01Z .. 2024-05-08T12:00:01Z (7d)"
+
+
 def test_server_receives_exactly_the_filter_and_window(server: LoggingServer) -> None:
     query = _query(server)
     list(LiveSource(query).records())

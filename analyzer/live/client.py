@@ -2,10 +2,11 @@
 
 The client is forced onto its REST transport (``_use_grpc=False``): with gRPC
 installed it would otherwise take ``api_endpoint`` as a gRPC target, where a
-``http://`` URL (emulators, the test server) does not work, and the REST path
-is the one jobdoctor tests. Loopback ``http://`` endpoints get anonymous
-credentials; a non-loopback ``http://`` endpoint is refused, since it would
-send the user's token in clear text.
+``http://`` URL (emulators, the test server) does not work; jobdoctor reads
+through the client's REST connection anyway (see ``source.raw_entries``).
+Loopback ``http://`` endpoints get anonymous credentials; a non-loopback
+``http://`` endpoint is refused, since it would send the user's token in clear
+text.
 """
 
 from __future__ import annotations

@@ -106,6 +106,9 @@ def parse_window(
     Raises SourceError on a malformed value or an empty window.
     """
     current = (now or datetime.now(UTC)).astimezone(UTC)
+    if current.microsecond:
+        # Whole seconds read better in the report; rounding up keeps "now" inside the window.
+        current = current.replace(microsecond=0) + timedelta(seconds=1)
     if since is not None and start is not None:
         raise SourceError("give either --since or --start, not both")
     upper = _moment(end, "--end") if end is not None else current
