@@ -1,5 +1,52 @@
-"""jobdoctor: diagnose Vertex AI custom training jobs from their Cloud Logging logs."""
+"""jobdoctor: diagnose Vertex AI custom training jobs from their Cloud Logging logs.
+
+The notebook API::
+
+    from analyzer import diagnose, diagnose_frame, read_logs
+    jobs = diagnose_frame("exports/")     # one row per job
+    diagnose("exports/")[0]               # in Jupyter: verdict and per-worker timeline chart
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+# Loaded on first use: pandas must not load with the package (`jobdoctor explain` starts fast).
+_LAZY = {
+    "Analysis": "analyzer.api",
+    "analyze": "analyzer.api",
+    "diagnose": "analyzer.api",
+    "Diagnosis": "analyzer.diagnosis",
+    "read_logs": "analyzer.frames",
+    "diagnose_frame": "analyzer.frames",
+    "jobs_frame": "analyzer.frames",
+    "DiagnosisList": "analyzer.report.html",
+}
+__all__ = [
+    "Analysis",
+    "Diagnosis",
+    "DiagnosisList",
+    "analyze",
+    "diagnose",
+    "diagnose_frame",
+    "jobs_frame",
+    "read_logs",
+]
+
+if TYPE_CHECKING:
+    from analyzer.api import Analysis, analyze, diagnose
+    from analyzer.diagnosis import Diagnosis
+    from analyzer.frames import diagnose_frame, jobs_frame, read_logs
+    from analyzer.report.html import DiagnosisList
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'analyzer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analyzer.changes import describe_changes
 from analyzer.classify import Collector, collect
@@ -19,6 +20,9 @@ from analyzer.predict import diagnose_timeline
 from analyzer.records import InputStats, Source
 from analyzer.rulebook import RuleBook
 from analyzer.timeline import build_timeline
+
+if TYPE_CHECKING:
+    from analyzer.report.html import DiagnosisList
 
 SCHEMA = "jobdoctor.diagnosis/1"
 
@@ -75,9 +79,14 @@ def analyze(
     )
 
 
-def diagnose(*paths: str | Path) -> list[Diagnosis]:
-    """The diagnoses of every job in ``paths``, with the built-in rules and policy."""
-    return list(analyze(paths).diagnoses)
+def diagnose(*paths: str | Path) -> DiagnosisList:
+    """The diagnoses of every job in ``paths``, with the built-in rules and policy.
+
+    A list that Jupyter shows as a table of verdicts with each job's timeline chart.
+    """
+    from analyzer.report.html import DiagnosisList
+
+    return DiagnosisList(analyze(paths).diagnoses)
 
 
 def follow_job(

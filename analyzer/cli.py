@@ -55,6 +55,12 @@ class Lang(StrEnum):
     he = "he"
 
 
+class FleetFormat(StrEnum):
+    html = "html"
+    markdown = "markdown"
+    csv = "csv"
+
+
 class FailOn(StrEnum):
     failed = "failed"
     never = "never"
@@ -288,6 +294,30 @@ def fetch(
         assert isinstance(query, LiveQuery)
         count = fetch_to_file(query, out)
         _say(f"wrote {count} entries to {out} ({describe_window(query)})")
+
+
+@app.command()
+def report(
+    paths: PathsArg,
+    output: Annotated[
+        FleetFormat, typer.Option("--format", "-f", help="Report format.")
+    ] = FleetFormat.html,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="File to write (default: stdout).", dir_okay=False),
+    ] = None,
+    rules: RulesOpt = None,
+    policy: PolicyOpt = None,
+) -> None:
+    """Fleet report over many jobs: causes, retries, restarts, time lost, worst jobs, timelines."""
+    from analyzer.report.cli_report import report_command
+
+    with _reported_errors():
+        analysis = report_command(
+            paths, output.value, out, rules_dirs=_rules_dirs(rules), policy_path=policy
+        )
+        for notice in analysis.notices:
+            _say(notice)
 
 
 @app.command()

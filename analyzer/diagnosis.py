@@ -15,6 +15,7 @@ from typing import Any
 from analyzer.events import Category
 from analyzer.records import Origin
 from analyzer.timeline import JobTimeline
+from analyzer.tracebacks import ExceptionInfo
 
 
 class JobState(StrEnum):
@@ -35,8 +36,32 @@ class JobState(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class CascadeFailure:
+    """A later failure the root cause brought about (an NCCL timeout on another replica)."""
+
+    replica: str | None
+    detail: str | None
+    exit_code: int | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "replica": self.replica,
+            "detail": self.detail,
+            "exit_code": self.exit_code,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Cause:
-    """The root cause: the first initiating failure, with the lines that show it."""
+    """The root cause: the first initiating failure, with the lines that show it.
+
+    ``detail`` names a finer cause (a detail rule's name, or one jobdoctor derives such as
+    ``killed-no-traceback``); ``exception`` is the Python exception that ended the failing
+    process; ``signal``, ``exit_meaning`` and ``transient`` decode ``exit_code``;
+    ``cascade`` lists the failures on other replicas that followed from this one.
+    """
 
     category: Category
     rule: str
@@ -49,6 +74,11 @@ class Cause:
     attempt: int
     detail: str | None = None
     time: datetime | None = None
+    exception: ExceptionInfo | None = None
+    signal: str | None = None
+    exit_meaning: str | None = None
+    transient: bool | None = None
+    cascade: tuple[CascadeFailure, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +93,11 @@ class Cause:
             "detail": self.detail,
             "attempt": self.attempt,
             "time": _iso(self.time),
+            "exception": self.exception.to_dict() if self.exception else None,
+            "signal": self.signal,
+            "exit_meaning": self.exit_meaning,
+            "transient": self.transient,
+            "cascade": [c.to_dict() for c in self.cascade],
         }
 
 
@@ -75,6 +110,9 @@ class AttemptOutcome:
     end: datetime | None
     outcome: str
     restarts: int
+    lost_work: timedelta | None = None
+    startup_skew: timedelta | None = None
+    startup_race: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,7 +121,22 @@ class AttemptOutcome:
             "end": _iso(self.end),
             "outcome": self.outcome,
             "restarts": self.restarts,
+            "lost_work_seconds": _seconds(self.lost_work),
+            "startup_skew_seconds": _seconds(self.startup_skew),
+            "startup_race": self.startup_race,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SpecCheck:
+    """The job's recorded state and error code (from ``--job-spec``) against the prediction."""
+
+    state: str | None
+    error_code: int | None
+    agrees: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "error_code": self.error_code, "agrees": self.agrees}
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +154,8 @@ class Diagnosis:
     attempt_log: tuple[AttemptOutcome, ...]
     timeline: JobTimeline
     notes: tuple[str, ...] = ()
+    lost_work: timedelta | None = None
+    job_spec: SpecCheck | None = None
 
     @property
     def first_seen(self) -> datetime | None:
@@ -115,6 +170,12 @@ class Diagnosis:
         if self.first_seen is None or self.last_seen is None:
             return None
         return self.last_seen - self.first_seen
+
+    def _repr_html_(self) -> str:
+        """Jupyter's display: verdict, cause, attempts and the per-worker timeline chart."""
+        from analyzer.report.html import diagnosis_repr_html
+
+        return diagnosis_repr_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The job object of the ``jobdoctor.diagnosis/1`` JSON contract."""
@@ -131,7 +192,13 @@ class Diagnosis:
             "first_seen": _iso(self.first_seen),
             "last_seen": _iso(self.last_seen),
             "notes": list(self.notes),
+            "lost_work_seconds": _seconds(self.lost_work),
+            "job_spec": self.job_spec.to_dict() if self.job_spec else None,
         }
+
+
+def _seconds(delta: timedelta | None) -> float | None:
+    return None if delta is None else round(delta.total_seconds(), 3)
 
 
 def _iso(when: datetime | None) -> str | None:
