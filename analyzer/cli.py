@@ -200,6 +200,8 @@ def diagnose(
             raise InputError("no input: give log files, - for stdin, or --project and --job-id")
         if follow and not live:
             raise InputError("--follow reads live logs: give --project and --job-id")
+        if follow and end is not None:
+            raise InputError("--follow runs until the job ends: drop --end")
         book = RuleBook.load(_rules_dirs(rules))
         active_policy = load_policy(policy)
         if follow:
