@@ -17,6 +17,7 @@ import yaml
 
 from analyzer.errors import PolicyError
 from analyzer.events import Category
+from analyzer.rulebook.book import builtin_rules_dir
 
 _KEYS = (
     "max_worker_restarts",
@@ -28,10 +29,8 @@ _KEYS = (
 
 
 def builtin_policy_path() -> Path:
-    """The policy shipped with jobdoctor (inside the wheel, or the source tree's ``rules/``)."""
-    here = Path(__file__).resolve().parent
-    installed = here / "_rules" / "policy.yaml"
-    return installed if installed.exists() else here.parent / "rules" / "policy.yaml"
+    """The policy shipped with jobdoctor, beside the built-in rules."""
+    return builtin_rules_dir() / "policy.yaml"
 
 
 @dataclass(frozen=True, slots=True)
