@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -11,6 +12,7 @@ import yaml
 from analyzer.diagnosis import Cause, JobState
 from analyzer.errors import PolicyError
 from analyzer.events import Category
+from analyzer.jobspec import MACHINE_TYPES, JobSpec, larger_machine
 from analyzer.policy import RetryPolicy, builtin_policy_path
 
 
@@ -34,12 +36,46 @@ def _load(path: Path) -> Mapping[str, Mapping[str, tuple[str, ...]]]:
     return table
 
 
-def _key(cause: Cause | None, state: JobState, policy: RetryPolicy) -> str:
+def _keys(
+    cause: Cause | None, state: JobState, policy: RetryPolicy, table: Mapping[str, object]
+) -> list[str]:
+    """The advice entries for ``cause``: its finer detail's when we have one, else its
+    category's (transient exit codes have their own)."""
     if cause is None:
-        return "none.failed" if state is JobState.FAILED else "none.running"
+        return ["none.failed" if state is JobState.FAILED else "none.running"]
+    if cause.detail and f"{cause.category.value}.{cause.detail}" in table:
+        return [f"{cause.category.value}.{cause.detail}"]
     if cause.category is Category.USER_CODE_EXCEPTION and policy.is_transient(cause.exit_code):
-        return "user_code_exception.transient"
-    return cause.category.value
+        return ["user_code_exception.transient"]
+    if cause.category is Category.USER_CODE_EXCEPTION and cause.exception is not None:
+        return ["user_code_exception.exception"]
+    return [cause.category.value]
+
+
+def _metric(message: str) -> str:
+    found = re.search(r"exceed quota limits:\s*(\S+)", message)
+    return found.group(1).rstrip(".,") if found else "see the message"
+
+
+def _machine_values(cause: Cause | None, spec: JobSpec | None) -> dict[str, object] | None:
+    """The failing pool's machine and a larger one of its family, when the spec names them."""
+    if cause is None or spec is None:
+        return None
+    pool = spec.pool(cause.replica)
+    if pool is None or pool.machine_type is None:
+        return None
+    machine = MACHINE_TYPES.get(pool.machine_type)
+    larger = larger_machine(pool.machine_type)
+    if machine is None or larger is None:
+        return None
+    return {
+        "pool": pool.name,
+        "machine": machine.name,
+        "memory": f"{machine.memory_gb:g}",
+        "larger": larger.name,
+        "larger_memory": f"{larger.memory_gb:g}",
+        "small": machine.small,
+    }
 
 
 def next_step(
@@ -73,23 +109,45 @@ def next_step(
 
 
 def advice_for(
-    cause: Cause | None, state: JobState, policy: RetryPolicy, lang: str = "en"
+    cause: Cause | None,
+    state: JobState,
+    policy: RetryPolicy,
+    lang: str = "en",
+    spec: JobSpec | None = None,
 ) -> tuple[str, ...]:
-    """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English."""
+    """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
+
+    With the job's ``spec``, out-of-memory advice names the pool's machine type, its memory and
+    a larger type of the same family.
+    """
     if cause is None and state is JobState.SUCCEEDED:
         return ()
     table = _load(_advice_path())
-    entry = table.get(_key(cause, state, policy))
-    if entry is None:
-        return ()
-    lines = entry.get(lang) or entry["en"]
+    keys = _keys(cause, state, policy, table)
+    machine = _machine_values(cause, spec)
+    if machine is not None and cause is not None and cause.category is Category.OOM:
+        keys.append("oom.machine")
+        if machine["small"]:
+            keys.append("oom.small-machine")
+    exception = cause.exception if cause is not None else None
+    frame = exception.frame if exception is not None else None
     values: dict[str, object] = {
         "replica": cause.replica if cause and cause.replica else "the replica",
         "exit_code": cause.exit_code if cause and cause.exit_code is not None else "?",
         "region": cause.region if cause and cause.region else "the region",
-        "metric": "see the message",
+        "metric": _metric(cause.message) if cause else "see the message",
         "attempts": (
             policy.attempts_allowed(cause.category, cause.exit_code) if cause is not None else 1
         ),
+        "exception": exception.type if exception else "the exception",
+        "where": f"{frame.file}:{frame.line} ({frame.function})" if frame else "?",
+        "detail": cause.detail if cause and cause.detail else "",
+        "cascade": cause.cascade[0].replica if cause and cause.cascade else "the other replicas",
+        **(machine or {}),
     }
-    return tuple(line.format(**values) for line in lines)
+    lines: list[str] = []
+    for key in keys:
+        entry = table.get(key)
+        if entry is not None:
+            lines += [line.format(**values) for line in entry.get(lang) or entry["en"]]
+    return tuple(lines)

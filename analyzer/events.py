@@ -47,6 +47,9 @@ class EventKind(StrEnum):
     CHECKPOINT = "checkpoint"  # the user's code saved a checkpoint
     PROGRESS = "progress"  # the user's code reported training progress
     DETAIL = "detail"  # a finer cause (CUDA OOM, NCCL timeout, ...): evidence, not a verdict
+    TRACEBACK = "traceback"  # "Traceback (most recent call last):" starts a Python traceback
+    FRAME = "frame"  # '  File "...", line N, in fn' inside a traceback
+    EXCEPTION = "exception"  # the "SomeError: message" line that ends a traceback
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,17 @@ EXPECTED = {
     "vertex.internal-error": (EventKind.ERROR, Category.INTERNAL_ERROR),
     "vertex.quota": (EventKind.ERROR, Category.QUOTA),
     "vertex.detail.cuda-oom": (EventKind.DETAIL, Category.USER_CODE_EXCEPTION),
+    "python.detail.missing-module": (EventKind.DETAIL, Category.USER_CODE_EXCEPTION),
+    "distributed.detail.nccl-error": (EventKind.DETAIL, Category.USER_CODE_EXCEPTION),
+    "distributed.detail.rendezvous-timeout": (EventKind.DETAIL, Category.USER_CODE_EXCEPTION),
+    "storage.detail.permission-denied": (EventKind.DETAIL, Category.USER_CODE_EXCEPTION),
+    "storage.detail.file-not-found": (EventKind.DETAIL, Category.USER_CODE_EXCEPTION),
+    "system.detail.shm-exhausted": (EventKind.DETAIL, Category.USER_CODE_EXCEPTION),
+    "system.detail.disk-full": (EventKind.DETAIL, Category.USER_CODE_EXCEPTION),
+    "python.traceback": (EventKind.TRACEBACK, None),
+    "python.frame": (EventKind.FRAME, None),
+    "python.exception": (EventKind.EXCEPTION, None),
+    "progress.checkpoint": (EventKind.CHECKPOINT, None),
     "vertex.attempt-started": (EventKind.ATTEMPT_STARTED, None),
     "vertex.job-provisioning": (EventKind.JOB_PROVISIONING, None),
     "vertex.job-preparing": (EventKind.JOB_PREPARING, None),
@@ -102,11 +113,12 @@ def test_several_replicas_and_a_detail_in_text_order() -> None:
     )
     got = [(m.rule, m.field("replica")) for m in BOOK.match(text)]
     assert got == [
+        ("python.exception", None),  # the text starts with an exception line
         ("vertex.detail.cuda-oom", None),
         ("vertex.user-code-exception", "worker 0"),
         ("vertex.user-code-exception", "worker 4"),
     ]
-    assert BOOK.match(text)[0].detail == "cuda-oom"
+    assert BOOK.match(text)[1].detail == "cuda-oom"
 
 
 def test_values_keep_their_original_text() -> None:

@@ -1,0 +1,151 @@
+"""The exception behind a user-code failure: a Python traceback's final exception and frames.
+
+Tracebacks arrive two ways: as one log entry per line from the worker (rules turn the header,
+each frame and the exception line into events, and :func:`exception_from_events` puts them
+back together), or whole inside one multi-line text (a ``logger.exception`` record, or the
+traceback tail the service copies into its replica-exit error), parsed by :func:`parse_text`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from analyzer.events import Event, EventKind
+from analyzer.records import Origin
+
+_HEADER = "Traceback (most recent call last)"
+_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line (\d+), in (\S+)\s*$')
+_EXCEPTION = re.compile(
+    r"^\s*(?:\[rank\d+\]:\s*)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))"
+    r"(?::\s?(.*?))?\s*$"
+)
+# Where installed libraries and the interpreter live: not the user's own code.
+_LIBRARY = re.compile(r"/(?:site|dist)-packages/|/lib/python\d[\d.]*/|^<frozen |/bin/")
+_PACKAGE = re.compile(r"/(?:site|dist)-packages/([^/]+)/")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One frame of a traceback."""
+
+    file: str
+    line: int
+    function: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "function": self.function}
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionInfo:
+    """The exception that ended a process: type, message, and the deepest frame of user code.
+
+    ``origin`` is the line that shows the exception (evidence); ``frames`` are all frames,
+    outermost first.
+    """
+
+    type: str
+    message: str
+    frame: Frame | None
+    frames: tuple[Frame, ...] = ()
+    origin: Origin | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``cause.exception`` of the JSON contract."""
+        return {
+            "type": self.type,
+            "message": self.message,
+            "frame": self.frame.to_dict() if self.frame else None,
+        }
+
+
+def user_frame(frames: Sequence[Frame]) -> Frame | None:
+    """The deepest frame in the user's own code.
+
+    Library frames live under site-packages, dist-packages or the interpreter's lib directory;
+    but prebuilt containers pip-install the user's package into site-packages too, so the
+    package of the entry point (the first frame outside the interpreter's own modules) counts
+    as the user's. Falls back to the deepest frame when none looks like user code.
+    """
+    if not frames:
+        return None
+    own: set[str] = set()
+    for frame in frames:
+        if re.search(r"/lib/python\d[\d.]*/[^/]+$|^<frozen ", frame.file):
+            continue  # runpy and friends
+        package = _PACKAGE.search(frame.file)
+        if package:
+            own.add(package.group(1))
+        break
+    for frame in reversed(frames):
+        package = _PACKAGE.search(frame.file)
+        if (package and package.group(1) in own) or not _LIBRARY.search(frame.file):
+            return frame
+    return frames[-1]
+
+
+def parse_text(text: str, origin: Origin | None = None) -> ExceptionInfo | None:
+    """The last traceback in a multi-line ``text`` (None when it holds no complete one)."""
+    lines = text.splitlines()
+    start = max((i for i, line in enumerate(lines) if _HEADER in line), default=None)
+    if start is None:
+        return None
+    frames: list[Frame] = []
+    for line in lines[start + 1 :]:
+        frame = _FRAME.match(line)
+        if frame:
+            frames.append(Frame(frame.group(1), int(frame.group(2)), frame.group(3)))
+            continue
+        found = _EXCEPTION.match(line)
+        if found and not line.startswith("    "):  # four spaces: a source line, not the end
+            return ExceptionInfo(
+                found.group(1), found.group(2) or "", user_frame(frames), tuple(frames), origin
+            )
+    return None
+
+
+def _field(event: Event, name: str) -> str:
+    value = event.match.field(name)
+    return str(value) if value is not None else ""
+
+
+def exception_from_events(events: Iterable[Event]) -> ExceptionInfo | None:
+    """The last complete traceback among one process's events, in time order.
+
+    An exception line counts only when a traceback header came before it: the harmless
+    ``Error in sitecustomize`` ModuleNotFoundError of successful jobs has none.
+    """
+    found: ExceptionInfo | None = None
+    frames: list[Frame] | None = None
+    for event in events:
+        multi_line = "\n" in event.text.strip()
+        if event.kind is EventKind.TRACEBACK:
+            parsed = parse_text(event.text, event.origin) if multi_line else None
+            if parsed is not None:
+                found, frames = parsed, None
+            else:
+                frames = []
+        elif multi_line or frames is None:
+            continue
+        elif event.kind is EventKind.FRAME:
+            line = _field(event, "line")
+            frames.append(
+                Frame(
+                    _field(event, "file"),
+                    int(line) if line.isdigit() else 0,
+                    _field(event, "function"),
+                )
+            )
+        elif event.kind is EventKind.EXCEPTION:
+            found = ExceptionInfo(
+                _field(event, "exception"),
+                _field(event, "message"),
+                user_frame(frames),
+                tuple(frames),
+                event.origin,
+            )
+            frames = None
+    return found
