@@ -15,6 +15,7 @@ from analyzer.changes import describe_changes
 from analyzer.classify import Collector, collect
 from analyzer.diagnosis import Diagnosis
 from analyzer.ingest import open_sources
+from analyzer.jobspec import JobSpec, load_job_spec
 from analyzer.policy import RetryPolicy, load_policy
 from analyzer.predict import diagnose_timeline
 from analyzer.records import InputStats, Source
@@ -51,13 +52,18 @@ def analyze_sources(
     rules: RuleBook | None = None,
     policy: RetryPolicy | None = None,
     job: str | None = None,
+    job_spec: JobSpec | None = None,
 ) -> Analysis:
-    """Diagnose every job in ``sources`` (or only ``job``)."""
+    """Diagnose every job in ``sources`` (or only ``job``).
+
+    ``job_spec`` (the job's describe output) refines the policy, the advice and the state check
+    of the job it describes.
+    """
     book = rules if rules is not None else RuleBook.load()
     active_policy = policy if policy is not None else load_policy()
     logs, stats = collect(sources, book)
     diagnoses = tuple(
-        diagnose_timeline(build_timeline(log), active_policy)
+        diagnose_timeline(build_timeline(log), active_policy, job_spec)
         for log in logs
         if job is None or log.job_id == job
     )
@@ -70,12 +76,17 @@ def analyze(
     rules_dirs: Sequence[Path] = (),
     policy_path: Path | None = None,
     job: str | None = None,
+    job_spec_path: Path | None = None,
 ) -> Analysis:
-    """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them."""
+    """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them.
+
+    ``job_spec_path``: ``gcloud ai custom-jobs describe --format=json`` output of the job.
+    """
     book = RuleBook.load(tuple(rules_dirs))
     policy = load_policy(policy_path)
+    spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
     return analyze_sources(
-        open_sources([str(p) for p in paths]), rules=book, policy=policy, job=job
+        open_sources([str(p) for p in paths]), rules=book, policy=policy, job=job, job_spec=spec
     )
 
 
