@@ -20,7 +20,7 @@ from analyzer.records import SERVICE_TASK, Origin
 
 # Legacy replica names in service messages ("master 0") map to legacy task names
 # ("master-replica-0"); current ones ("workerpool0-0") are already task names.
-_LEGACY_REPLICA = regex.compile(r"^(master|worker|ps|evaluator|chief)[ _-]?(\d+)$")
+_LEGACY_REPLICA = regex.compile(r"^(master|worker|ps|evaluator|chief)[\s_-]*(\d+)$")
 
 # How close a runner start line must be to a VM change to be the same restart.
 _SAME_RESTART = timedelta(minutes=5)
