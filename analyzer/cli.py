@@ -181,6 +181,14 @@ def diagnose(
     follow: Annotated[
         bool, typer.Option("--follow", help="Live: poll, print what changes, stop when it ends.")
     ] = False,
+    job_spec: Annotated[
+        Path | None,
+        typer.Option(
+            "--job-spec",
+            help="The job's 'gcloud ai custom-jobs describe --format=json' output: machine "
+            "types, scheduling, recorded state.",
+        ),
+    ] = None,
 ) -> None:
     """Diagnose every job in the logs: state, retries, root cause, evidence, advice.
 
@@ -219,7 +227,11 @@ def diagnose(
             )
         else:
             analysis = analyze(
-                paths or [], rules_dirs=_rules_dirs(rules), policy_path=policy, job=job
+                paths or [],
+                rules_dirs=_rules_dirs(rules),
+                policy_path=policy,
+                job=job,
+                job_spec_path=job_spec,
             )
         for notice in analysis.notices:
             _say(notice)
