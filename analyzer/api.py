@@ -67,7 +67,13 @@ def analyze_sources(
         for log in logs
         if job is None or log.job_id == job
     )
-    return Analysis(tuple(stats), diagnoses, tuple(book.notices))
+    # A runaway pattern was cut short by its timeout: say so, since it may have missed a line.
+    slow = [
+        f"rule {rule} timed out on {count} message(s) and was skipped there;"
+        " run `jobdoctor rules check` on it"
+        for rule, count in sorted(book.timeouts.items())
+    ]
+    return Analysis(tuple(stats), diagnoses, (*book.notices, *slow))
 
 
 def analyze(

@@ -77,3 +77,29 @@ def test_a_user_rule_replaces_a_builtin_one_with_a_notice(tmp_path: Path) -> Non
         app, ["explain", "--rules", str(folder), "Internal error occurred for the current attempt."]
     )
     assert explained.exit_code == 1
+
+
+def test_a_runaway_user_pattern_is_reported_not_a_hang(tmp_path: Path) -> None:
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    (folder / "slow.yaml").write_text(
+        "- id: acme.slow\n"
+        "  category: internal_error\n"
+        "  pattern: '(a|aa)+$'\n"
+        "  literals: [a]\n"
+        "  examples:\n"
+        "    match:\n"
+        '      - "aaaa"\n'
+    )
+    entry = json.dumps(
+        {
+            "textPayload": "a" * 60 + "!",
+            "resource": {"labels": {"job_id": "1", "task_name": "service"}},
+            "timestamp": "2024-01-01T00:00:00Z",
+        }
+    )
+    log = tmp_path / "slow.jsonl"
+    log.write_text((entry + "\n") * 2)
+    result = runner.invoke(app, ["diagnose", "--rules", str(folder), str(log)])
+    assert result.exit_code == 0
+    assert "rule acme.slow timed out on 2 message(s)" in result.stderr
