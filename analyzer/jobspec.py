@@ -178,7 +178,11 @@ def parse_job_spec(data: Any) -> JobSpec:
     error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
     code = error.get("code")
     name = data.get("name")
-    job_id = name.rsplit("/", 1)[-1] if isinstance(name, str) and "/customJobs/" in name else None
+    job_id = (
+        name.rsplit("/", 1)[-1] or None
+        if isinstance(name, str) and "/customJobs/" in name
+        else None
+    )
     strategy = _get(scheduling, "strategy")
     return JobSpec(
         job_id=job_id,

@@ -19,7 +19,8 @@ from analyzer.records import Origin
 _HEADER = "Traceback (most recent call last)"
 _FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line (\d+), in (\S+)\s*$')
 _EXCEPTION = re.compile(
-    r"^\s*(?:\[rank\d+\]:\s*)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure))"
+    r"^\s*(?:\[rank\d+\]:\s*)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)"
+    r"|[a-z_][a-z0-9_.]*\.exceptions\.[A-Z]\w*)"
     r"(?::\s?(.*?))?\s*$"
 )
 # Where installed libraries and the interpreter live: not the user's own code.

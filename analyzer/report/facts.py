@@ -87,3 +87,31 @@ def evidence_events(diagnosis: Diagnosis) -> list[tuple[Origin, Event | None]]:
 def first_line(text: str, limit: int = 160) -> str:
     line = " ".join(text.strip().splitlines()[0].split()) if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def depth_facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
+    """Labelled facts of the root cause in depth: exception, exit code, cascade, lost work,
+    the job's record."""
+    facts: list[tuple[str, str]] = []
+    cause = diagnosis.cause
+    if cause is not None and cause.exception is not None:
+        exc = cause.exception
+        where = (
+            f" at {exc.frame.file}:{exc.frame.line} in {exc.frame.function}" if exc.frame else ""
+        )
+        facts.append(("exception", f"{exc.type}: {exc.message}{where}"))
+    if cause is not None and cause.exit_meaning is not None:
+        transient = ", transient: the job is retried" if cause.transient else ""
+        facts.append(("exit", f"{cause.exit_code}: {cause.exit_meaning}{transient}"))
+    if cause is not None:
+        for other in cause.cascade:
+            facts.append(
+                ("cascade", f"{other.replica} then failed ({other.detail}): {other.message}")
+            )
+    if diagnosis.lost_work is not None and diagnosis.lost_work.total_seconds() > 0:
+        facts.append(("lost work", f"{span(diagnosis.lost_work)} since the last checkpoints"))
+    if diagnosis.job_spec is not None:
+        spec = diagnosis.job_spec
+        verdict = "agrees" if spec.agrees else "DISAGREES"
+        facts.append(("job spec", f"{spec.state}, error code {spec.error_code}: {verdict}"))
+    return facts

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from analyzer.report.facts import clock, evidence_events, first_line, span, verdict_line
+from analyzer.report.facts import (
+    clock,
+    depth_facts,
+    evidence_events,
+    first_line,
+    span,
+    verdict_line,
+)
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
@@ -28,6 +35,8 @@ def render_markdown(analysis: Analysis) -> str:
                 text = first_line(event.text) if event else ""
                 out.append(f"- `{_cell(str(origin))}` {_cell(text)}")
             out.append("")
+        facts = depth_facts(diagnosis)
+        out += [f"- **{label}**: {_cell(fact)}" for label, fact in facts] + ([""] if facts else [])
         out += [
             "| attempt | start | end | duration | outcome | restarts |",
             "|---|---|---|---|---|---|",

@@ -15,6 +15,7 @@ from analyzer.diagnosis import Diagnosis, JobState
 from analyzer.report.facts import (
     cause_phrase,
     clock,
+    depth_facts,
     evidence_events,
     first_line,
     observed_word,
@@ -63,6 +64,8 @@ def _job_lines(diagnosis: Diagnosis) -> list[Text]:
                 body.append(f"  {clock(event.timestamp)}  {event.task or '-'}  ", style="dim")
                 body.append(first_line(event.text, 140))
             lines.append(_labelled("evidence" if index == 0 else "", body))
+    for label, fact in depth_facts(diagnosis):
+        lines.append(_labelled(label, fact))
     for index, attempt in enumerate(diagnosis.attempt_log):
         took = attempt.end - attempt.start if attempt.start and attempt.end else None
         body = Text(f"#{attempt.attempt}  {period(attempt.start, attempt.end)}  ")

@@ -51,6 +51,15 @@ SAMPLES: tuple[Sample, ...] = (
     Sample("truncated-stockout.jsonl", "truncated-stockout", "jsonl"),
     Sample("still-running.jsonl", "still-running", "jsonl"),
     Sample("project-wide.jsonl", "project-wide", "jsonl"),
+    Sample("cuda-oom.jsonl.gz", "cuda-oom", "jsonl"),
+    Sample("bare-137.jsonl.gz", "bare-137", "jsonl"),
+    Sample("nccl-cascade.jsonl.gz", "nccl-cascade", "jsonl"),
+    Sample("missing-module.jsonl.gz", "missing-module", "jsonl"),
+    Sample("permission-denied.jsonl.gz", "permission-denied", "jsonl"),
+    Sample("no-container-output.jsonl.gz", "no-container-output", "jsonl"),
+    Sample("file-not-found.jsonl.gz", "file-not-found", "jsonl"),
+    Sample("shm-sigbus.jsonl.gz", "shm-sigbus", "jsonl"),
+    Sample("long-checkpointed.jsonl.gz", "long-checkpointed", "jsonl"),
 )
 
 _FORMAT_NAMES = {

@@ -63,14 +63,23 @@ class Context:
         return JobBuilder(self.rng, self.job, tasks, runner=runner)
 
     def expected(
-        self, state: str, attempts: int, category: Category | None = None,
-        restarts: Mapping[str, int] | None = None, *, observed: bool = True,
+        self,
+        state: str,
+        attempts: int,
+        category: Category | None = None,
+        restarts: Mapping[str, int] | None = None,
+        *,
+        observed: bool = True,
     ) -> Expected:
         """The verdict, with ``retries = attempts - 1``."""
         return Expected(
-            state=state, observed_final=observed, attempts=attempts, retries=attempts - 1,
+            state=state,
+            observed_final=observed,
+            attempts=attempts,
+            retries=attempts - 1,
             category=None if category is None else category.value,
-            worker_restarts=dict(restarts or {}), job_id=self.job.job_id,
+            worker_restarts=dict(restarts or {}),
+            job_id=self.job.job_id,
         )
 
     def args(self) -> tuple[str, ...]:
@@ -80,7 +89,11 @@ class Context:
 
 
 def exit_message(
-    job: JobIdentity, replica: str, code: int, traceback: tuple[str, ...] = (), *,
+    job: JobIdentity,
+    replica: str,
+    code: int,
+    traceback: tuple[str, ...] = (),
+    *,
     elide: bool = False,
 ) -> str:
     """The service's replica-exit error as real logs show it.
@@ -106,8 +119,13 @@ def success(ctx: Context) -> JobPlan:
     end = t + int(minutes * MINUTE)
     b.run(CHIEF, t, end, Ending.SUCCEEDED)
     b.succeed(end + b.seconds(10, 40))
-    return b.build(ctx.expected("JOB_STATE_SUCCEEDED", 1), bucket=BUCKET, args=ctx.args(),
-                   chatter_per_minute=ctx.rate(120, minutes), seed=ctx.seed)
+    return b.build(
+        ctx.expected("JOB_STATE_SUCCEEDED", 1),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(120, minutes),
+        seed=ctx.seed,
+    )
 
 
 def vm_maintenance(ctx: Context) -> JobPlan:
@@ -133,8 +151,13 @@ def vm_maintenance(ctx: Context) -> JobPlan:
     end = start + int(length * MINUTE)
     b.run(CHIEF, start, end, Ending.SUCCEEDED)
     b.succeed(end + b.seconds(10, 40))
-    return b.build(ctx.expected("JOB_STATE_SUCCEEDED", 1, restarts={CHIEF: 2}), bucket=BUCKET,
-                   args=ctx.args(), chatter_per_minute=ctx.rate(120, minutes), seed=ctx.seed)
+    return b.build(
+        ctx.expected("JOB_STATE_SUCCEEDED", 1, restarts={CHIEF: 2}),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(120, minutes),
+        seed=ctx.seed,
+    )
 
 
 def user_code_exit1(ctx: Context) -> JobPlan:
@@ -157,7 +180,11 @@ def user_code_exit1(ctx: Context) -> JobPlan:
     b.fail(error, None)
     return b.build(
         ctx.expected("JOB_STATE_FAILED", 1, Category.USER_CODE_EXCEPTION, {CHIEF: 1}),
-        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(150, minutes), seed=ctx.seed)
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(150, minutes),
+        seed=ctx.seed,
+    )
 
 
 def transient_sigsegv(ctx: Context) -> JobPlan:
@@ -180,8 +207,11 @@ def transient_sigsegv(ctx: Context) -> JobPlan:
     b.succeed(end + b.seconds(10, 40))
     return b.build(
         ctx.expected("JOB_STATE_SUCCEEDED", 2, Category.USER_CODE_EXCEPTION),
-        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(120, first + second),
-        seed=ctx.seed)
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(120, first + second),
+        seed=ctx.seed,
+    )
 
 
 def oom(ctx: Context) -> JobPlan:
@@ -193,8 +223,13 @@ def oom(ctx: Context) -> JobPlan:
     killed = t + int(minutes * MINUTE)
     b.run(CHIEF, t, killed, Ending.KILLED)
     b.fail(killed + b.seconds(10, 40), OOM)
-    return b.build(ctx.expected("JOB_STATE_FAILED", 1, Category.OOM), bucket=BUCKET,
-                   args=ctx.args(), chatter_per_minute=ctx.rate(120, minutes), seed=ctx.seed)
+    return b.build(
+        ctx.expected("JOB_STATE_FAILED", 1, Category.OOM),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(120, minutes),
+        seed=ctx.seed,
+    )
 
 
 def _stockout_attempts(b: JobBuilder, t: int, count: int) -> list[int]:
@@ -214,8 +249,13 @@ def stockout_exhausted(ctx: Context) -> JobPlan:
     """No capacity on any of the 4 attempts (3 retries): failed."""
     b = ctx.builder()
     _stockout_attempts(b, ctx.t0, 4)
-    return b.build(ctx.expected("JOB_STATE_FAILED", 4, Category.STOCKOUT), bucket=BUCKET,
-                   args=ctx.args(), chatter_per_minute=1.0, seed=ctx.seed)
+    return b.build(
+        ctx.expected("JOB_STATE_FAILED", 4, Category.STOCKOUT),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=1.0,
+        seed=ctx.seed,
+    )
 
 
 def truncated_stockout(ctx: Context) -> JobPlan:
@@ -225,9 +265,14 @@ def truncated_stockout(ctx: Context) -> JobPlan:
     """
     b = ctx.builder()
     cutoff = _stockout_attempts(b, ctx.t0, 4)[1]
-    return b.build(ctx.expected("JOB_STATE_FAILED", 4, Category.STOCKOUT, observed=False),
-                   bucket=BUCKET, args=ctx.args(), chatter_per_minute=1.0, cutoff=cutoff,
-                   seed=ctx.seed)
+    return b.build(
+        ctx.expected("JOB_STATE_FAILED", 4, Category.STOCKOUT, observed=False),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=1.0,
+        cutoff=cutoff,
+        seed=ctx.seed,
+    )
 
 
 def internal_error_exhausted(ctx: Context) -> JobPlan:
@@ -245,8 +290,13 @@ def internal_error_exhausted(ctx: Context) -> JobPlan:
         if attempt == 2:
             b.say(failed + b.seconds(0.2, 1.5), NO_MORE_RETRIES)
         t = failed + b.seconds(30, 90)
-    return b.build(ctx.expected("JOB_STATE_FAILED", 3, Category.INTERNAL_ERROR), bucket=BUCKET,
-                   args=ctx.args(), chatter_per_minute=ctx.rate(120, minutes), seed=ctx.seed)
+    return b.build(
+        ctx.expected("JOB_STATE_FAILED", 3, Category.INTERNAL_ERROR),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(120, minutes),
+        seed=ctx.seed,
+    )
 
 
 def worker_restarts_exhausted(ctx: Context) -> JobPlan:
@@ -263,7 +313,9 @@ def worker_restarts_exhausted(ctx: Context) -> JobPlan:
     b.say(t + b.seconds(-8, 30), "Job is running.")
     traceback = noise.python_traceback(
         "OSError: [Errno 107] Transport endpoint is not connected: "
-        f"'/gcs/{BUCKET}/data/train-00017-of-00064.tfrecord'", depth=3)
+        f"'/gcs/{BUCKET}/data/train-00017-of-00064.tfrecord'",
+        depth=3,
+    )
     minutes = 0.0
     for _ in range(6):
         length = ctx.rng.uniform(2, 6)
@@ -281,7 +333,11 @@ def worker_restarts_exhausted(ctx: Context) -> JobPlan:
     b.succeed(end + b.seconds(10, 40))
     return b.build(
         ctx.expected("JOB_STATE_SUCCEEDED", 2, Category.WORKER_RESTARTS_EXHAUSTED, {CHIEF: 5}),
-        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(120, minutes), seed=ctx.seed)
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(120, minutes),
+        seed=ctx.seed,
+    )
 
 
 def multi_replica_failure(ctx: Context) -> JobPlan:
@@ -299,7 +355,8 @@ def multi_replica_failure(ctx: Context) -> JobPlan:
     crash = t + int(minutes * MINUTE)
     bad = "workerpool1-1"
     traceback = noise.python_traceback(
-        "ValueError: Expected input batch_size (48) to match target batch_size (64).", depth=5)
+        "ValueError: Expected input batch_size (48) to match target batch_size (64).", depth=5
+    )
     error = crash + b.seconds(25, 45)
     stop = error + b.seconds(5, 15)
     for task in tasks:
@@ -312,7 +369,11 @@ def multi_replica_failure(ctx: Context) -> JobPlan:
     b.fail(error, None)
     return b.build(
         ctx.expected("JOB_STATE_FAILED", 1, Category.USER_CODE_EXCEPTION, {bad: 1}),
-        bucket=BUCKET, args=ctx.args(), chatter_per_minute=ctx.rate(60, minutes), seed=ctx.seed)
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(60, minutes),
+        seed=ctx.seed,
+    )
 
 
 def still_running(ctx: Context) -> JobPlan:
@@ -322,9 +383,216 @@ def still_running(ctx: Context) -> JobPlan:
     b.say(t + b.seconds(-8, 30), "Job is running.")
     b.run(CHIEF, t, t + 3 * HOUR, Ending.OPEN)
     cutoff = t + 40 * MINUTE
-    return b.build(ctx.expected("JOB_STATE_RUNNING", 1, observed=False), bucket=BUCKET,
-                   args=ctx.args(), chatter_per_minute=ctx.rate(120, 40), cutoff=cutoff,
-                   seed=ctx.seed)
+    return b.build(
+        ctx.expected("JOB_STATE_RUNNING", 1, observed=False),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(120, 40),
+        cutoff=cutoff,
+        seed=ctx.seed,
+    )
+
+
+def _failing_chief(
+    ctx: Context,
+    last_words: tuple[str, ...],
+    code: int,
+    *,
+    minutes: tuple[float, float],
+    restart: bool = True,
+    tail: bool = True,
+) -> JobPlan:
+    """The chief prints ``last_words`` and exits ``code``; permanent: the job fails.
+
+    With ``restart`` the platform restarts it 17 s later (still installing when the error
+    arrives); with ``tail`` the service's error carries the traceback's tail.
+    """
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(-8, 30), "Job is running.")
+    length = ctx.rng.uniform(*minutes)
+    crash = t + int(length * MINUTE)
+    # No last words: killed from outside (the runner dies with it and reports nothing).
+    ending = Ending.EXCEPTION if last_words else Ending.KILLED
+    b.run(CHIEF, t, crash, ending, exit_code=code, traceback=last_words)
+    error = crash + b.seconds(22, 40)
+    shown = last_words if tail and last_words and last_words[0].startswith("Traceback") else ()
+    b.say(error, exit_message(ctx.job, CHIEF, code, shown, elide=True), "ERROR")
+    if restart:
+        b.run(CHIEF, crash + RESTART_DELAY, error + b.seconds(35, 55), Ending.KILLED)
+    b.fail(error, None)
+    return b.build(
+        ctx.expected(
+            "JOB_STATE_FAILED", 1, Category.USER_CODE_EXCEPTION, {CHIEF: 1} if restart else {}
+        ),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(60, length),
+        seed=ctx.seed,
+    )
+
+
+def cuda_oom(ctx: Context) -> JobPlan:
+    """PyTorch runs out of GPU memory (a user-code exception, exit 1; not a host OOM)."""
+    return _failing_chief(
+        ctx,
+        noise.python_traceback(
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; "
+            "15.77 GiB total capacity; 13.12 GiB already allocated; 1.02 GiB free)",
+            depth=5,
+        ),
+        1,
+        minutes=(5, 15),
+    )
+
+
+def bare_kill(ctx: Context) -> JobPlan:
+    """The chief is killed (137) with no last words and no memory message: OOM unproven."""
+    return _failing_chief(ctx, (), 137, minutes=(10, 25), restart=False)
+
+
+def missing_module(ctx: Context) -> JobPlan:
+    """The trainer imports a package its image lacks: ModuleNotFoundError at start-up."""
+    return _failing_chief(
+        ctx,
+        noise.python_traceback("ModuleNotFoundError: No module named 'transformers'", depth=0),
+        1,
+        minutes=(2, 3),
+    )
+
+
+def permission_denied(ctx: Context) -> JobPlan:
+    """The service account cannot read the training data: 403 from Cloud Storage."""
+    return _failing_chief(
+        ctx,
+        noise.python_traceback(
+            f"google.api_core.exceptions.Forbidden: 403 GET https://storage.googleapis.com/storage/"
+            f"v1/b/{BUCKET}-data/o/train.csv?alt=media: trainer@{PROJECT_ID}.iam.gserviceaccount"
+            ".com does not have storage.objects.get access to the Google Cloud Storage object. "
+            "Permission 'storage.objects.get' denied on resource (or it may not exist).",
+            depth=2,
+        ),
+        1,
+        minutes=(2, 4),
+    )
+
+
+def file_not_found(ctx: Context) -> JobPlan:
+    """The data path is wrong: FileNotFoundError on the mounted bucket."""
+    return _failing_chief(
+        ctx,
+        noise.python_traceback(
+            "FileNotFoundError: [Errno 2] No such file or directory: "
+            f"'/gcs/{BUCKET}/data/train-00000-of-00064.tfrecord'",
+            depth=3,
+        ),
+        1,
+        minutes=(2, 4),
+    )
+
+
+def shm_sigbus(ctx: Context) -> JobPlan:
+    """Data-loader workers exhaust /dev/shm: bus error, the process dies with 135 (SIGBUS)."""
+    return _failing_chief(
+        ctx,
+        (
+            "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+            "insufficient shared memory (shm).",
+        ),
+        135,
+        minutes=(8, 20),
+        restart=False,
+    )
+
+
+def no_container_output(ctx: Context) -> JobPlan:
+    """Exit 1 with not one container line in the logs (no roles/logging.logWriter)."""
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(-8, 30), "Job is running.")
+    error = b.say(t + b.seconds(60, 240), exit_message(ctx.job, CHIEF, 1), "ERROR")
+    b.fail(error, None)
+    return b.build(
+        ctx.expected("JOB_STATE_FAILED", 1, Category.USER_CODE_EXCEPTION),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=1.0,
+        seed=ctx.seed,
+    )
+
+
+def nccl_cascade(ctx: Context) -> JobPlan:
+    """``workerpool1-0`` raises first; ten minutes later the chief's NCCL collective fails.
+
+    The service names the chief (the last to fail); the initiating failure is the worker's.
+    """
+    worker = "workerpool1-0"
+    tasks = (CHIEF, worker)
+    b = ctx.builder(tasks)
+    t = b.provision(ctx.t0)
+    starts = {task: t + b.seconds(0, 40) for task in tasks}
+    b.say(max(starts.values()) + b.seconds(20, 50), "Job is running.")
+    minutes = ctx.rng.uniform(15, 30)
+    crash = t + int(minutes * MINUTE)
+    worker_tb = noise.python_traceback(
+        "RuntimeError: DataLoader worker (pid 812) exited unexpectedly with exit code 1.", depth=3
+    )
+    b.run(worker, starts[worker], crash, Ending.EXCEPTION, exit_code=1, traceback=worker_tb)
+    timeout = crash + 10 * MINUTE + b.seconds(0, 20)
+    chief_tb = (
+        "[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, "
+        "NumelIn=544997376, NumelOut=544997376, Timeout(ms)=600000) ran for 600061 "
+        "milliseconds before timing out.",
+        *noise.python_traceback(
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            "NCCLUtils.hpp:275, remote process exited or there was a network error, NCCL "
+            "version 2.18.1",
+            depth=2,
+        ),
+    )
+    b.run(CHIEF, starts[CHIEF], timeout, Ending.EXCEPTION, exit_code=1, traceback=chief_tb)
+    error = timeout + b.seconds(22, 40)
+    b.run(worker, crash + RESTART_DELAY, error + b.seconds(5, 15), Ending.KILLED)
+    b.say(error, exit_message(ctx.job, CHIEF, 1, chief_tb[1:], elide=True), "ERROR")
+    b.fail(error, None)
+    return b.build(
+        ctx.expected("JOB_STATE_FAILED", 1, Category.USER_CODE_EXCEPTION, {worker: 1}),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(60, minutes),
+        seed=ctx.seed,
+    )
+
+
+def long_checkpointed(ctx: Context) -> JobPlan:
+    """A 5.5-hour run that checkpoints every few minutes, moved twice by VM maintenance.
+
+    Each move throws away the work since the last checkpoint (the lost-work figure).
+    """
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(-8, 30), "Job is running.")
+    start, minutes = t, 0.0
+    for _ in range(2):
+        length = ctx.rng.uniform(100, 130)
+        minutes += length
+        moved = start + int(length * MINUTE)
+        b.run(CHIEF, start, moved, Ending.KILLED)
+        b.move(CHIEF)
+        start = moved + b.seconds(120, 300)
+    length = ctx.rng.uniform(80, 100)
+    minutes += length
+    end = start + int(length * MINUTE)
+    b.run(CHIEF, start, end, Ending.SUCCEEDED)
+    b.succeed(end + b.seconds(10, 40))
+    return b.build(
+        ctx.expected("JOB_STATE_SUCCEEDED", 1, restarts={CHIEF: 2}),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(200, minutes),
+        seed=ctx.seed,
+    )
 
 
 JobFunction = Callable[[Context], JobPlan]
@@ -348,9 +616,13 @@ class Scenario:
         plans = []
         for index, function in enumerate(self.jobs):
             job = JobIdentity(PROJECT_ID, PROJECT_NUMBER, new_job_id(rng), REGION, f"{REGION}-a")
-            ctx = Context(random.Random(f"{self.name}:{seed}:{index}"), job,
-                          t0 + index * rng.randint(4, 12) * MINUTE,
-                          f"{self.name}:{seed}:{index}", self.scale)
+            ctx = Context(
+                random.Random(f"{self.name}:{seed}:{index}"),
+                job,
+                t0 + index * rng.randint(4, 12) * MINUTE,
+                f"{self.name}:{seed}:{index}",
+                self.scale,
+            )
             plans.append(function(ctx))
         return plans
 
@@ -363,37 +635,93 @@ SCENARIOS: Mapping[str, Scenario] = {
     s.name: s
     for s in (
         _scenario("success", "one worker trains and exits 0; job succeeds", success),
-        _scenario("vm-maintenance-restart",
-                  "the worker moves to another VM twice (maintenance), resumes, succeeds",
-                  vm_maintenance),
-        _scenario("user-code-exit1",
-                  "Python exception, exit 1, worker restarted once; permanent: job failed",
-                  user_code_exit1),
-        _scenario("transient-sigsegv-retry",
-                  "custom container exits 139 (SIGSEGV, transient); retried; attempt 2 succeeds",
-                  transient_sigsegv),
+        _scenario(
+            "vm-maintenance-restart",
+            "the worker moves to another VM twice (maintenance), resumes, succeeds",
+            vm_maintenance,
+        ),
+        _scenario(
+            "user-code-exit1",
+            "Python exception, exit 1, worker restarted once; permanent: job failed",
+            user_code_exit1,
+        ),
+        _scenario(
+            "transient-sigsegv-retry",
+            "custom container exits 139 (SIGSEGV, transient); retried; attempt 2 succeeds",
+            transient_sigsegv,
+        ),
         _scenario("oom", "host out of memory ('Replicas low on memory'); failed, no retry", oom),
-        _scenario("stockout-exhausted",
-                  "no capacity in us-central1 on 4 attempts (3 retries); failed",
-                  stockout_exhausted),
-        _scenario("internal-error-exhausted",
-                  "internal error on 3 attempts, then 'will not be retried'; failed",
-                  internal_error_exhausted),
-        _scenario("worker-restarts-exhausted",
-                  "a worker fails 6 times (5 restarts used) so the job is retried; attempt 2 "
-                  "succeeds", worker_restarts_exhausted),
-        _scenario("multi-replica-worker-failure",
-                  "chief + 3 workers; workerpool1-1 raises, restarts once; job failed",
-                  multi_replica_failure),
-        _scenario("truncated-stockout",
-                  "stockout on attempts 1 and 2, then the log ends: predicted failed, 3 retries",
-                  truncated_stockout),
-        _scenario("still-running", "log ends 40 min into a healthy run: predicted running",
-                  still_running),
-        _scenario("project-wide",
-                  "project-wide sink: 5 jobs interleaved (success, exit 1, OOM, SIGSEGV retry, "
-                  "stockout)",
-                  success, user_code_exit1, oom, transient_sigsegv, stockout_exhausted,
-                  scale=0.3),
+        _scenario(
+            "stockout-exhausted",
+            "no capacity in us-central1 on 4 attempts (3 retries); failed",
+            stockout_exhausted,
+        ),
+        _scenario(
+            "internal-error-exhausted",
+            "internal error on 3 attempts, then 'will not be retried'; failed",
+            internal_error_exhausted,
+        ),
+        _scenario(
+            "worker-restarts-exhausted",
+            "a worker fails 6 times (5 restarts used) so the job is retried; attempt 2 succeeds",
+            worker_restarts_exhausted,
+        ),
+        _scenario(
+            "multi-replica-worker-failure",
+            "chief + 3 workers; workerpool1-1 raises, restarts once; job failed",
+            multi_replica_failure,
+        ),
+        _scenario(
+            "truncated-stockout",
+            "stockout on attempts 1 and 2, then the log ends: predicted failed, 3 retries",
+            truncated_stockout,
+        ),
+        _scenario(
+            "still-running", "log ends 40 min into a healthy run: predicted running", still_running
+        ),
+        _scenario(
+            "project-wide",
+            "project-wide sink: 5 jobs interleaved (success, exit 1, OOM, SIGSEGV retry, stockout)",
+            success,
+            user_code_exit1,
+            oom,
+            transient_sigsegv,
+            stockout_exhausted,
+            scale=0.3,
+        ),
+        _scenario(
+            "cuda-oom", "PyTorch CUDA out of memory: user-code exception, exit 1; failed", cuda_oom
+        ),
+        _scenario(
+            "bare-137", "the chief is killed (137) without a traceback: OOM unproven", bare_kill
+        ),
+        _scenario(
+            "nccl-cascade",
+            "workerpool1-0 raises first; the chief's NCCL collective times "
+            "out 10 min later; failed",
+            nccl_cascade,
+        ),
+        _scenario("missing-module", "ModuleNotFoundError at start-up; failed", missing_module),
+        _scenario(
+            "permission-denied",
+            "403 from Cloud Storage: the service account lacks storage.objects.get; failed",
+            permission_denied,
+        ),
+        _scenario(
+            "no-container-output",
+            "exit 1 and not one container line (no roles/logging.logWriter); failed",
+            no_container_output,
+        ),
+        _scenario(
+            "file-not-found", "FileNotFoundError on the mounted bucket; failed", file_not_found
+        ),
+        _scenario(
+            "shm-sigbus", "data-loader bus error (/dev/shm full), exit 135; failed", shm_sigbus
+        ),
+        _scenario(
+            "long-checkpointed",
+            "5.5-hour run checkpointing every few minutes, moved twice by VM maintenance; succeeds",
+            long_checkpointed,
+        ),
     )
 }

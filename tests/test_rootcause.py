@@ -1,0 +1,106 @@
+"""Root cause in depth over sample_logs/: detail, exception, frame, cascade, lost work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzer.api import analyze
+from analyzer.tracebacks import Frame, parse_text, user_frame
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# sample -> (detail, exception type, frame function, signal, cascade replicas)
+EXPECTED: dict[str, tuple[Any, ...]] = {
+    "cuda-oom.jsonl.gz": ("cuda-oom", "torch.cuda.OutOfMemoryError", "forward", None, []),
+    "bare-137.jsonl.gz": ("killed-no-traceback", None, None, "SIGKILL", []),
+    "nccl-cascade.jsonl.gz": (None, "RuntimeError", "__iter__", None, ["workerpool0-0"]),
+    "missing-module.jsonl.gz": ("missing-module", "ModuleNotFoundError", "<module>", None, []),
+    "permission-denied.jsonl.gz": (
+        "permission-denied",
+        "google.api_core.exceptions.Forbidden",
+        "train",
+        None,
+        [],
+    ),
+    "no-container-output.jsonl.gz": ("no-container-output", None, None, None, []),
+    "file-not-found.jsonl.gz": ("file-not-found", "FileNotFoundError", "__iter__", None, []),
+    "shm-sigbus.jsonl.gz": ("shm-exhausted", None, None, "SIGBUS", []),
+    "oom.stream-logs.txt": ("host-oom", None, None, None, []),
+    "user-code-exit1.jsonl": (None, "KeyError", "_decode", None, []),
+}
+
+
+def _job(name: str) -> Any:
+    (diagnosis,) = analyze([ROOT / "sample_logs" / name]).diagnoses
+    return diagnosis
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_sample_root_cause_in_depth(name: str) -> None:
+    detail, exc_type, function, signal, cascade = EXPECTED[name]
+    cause = _job(name).cause
+    assert cause is not None
+    assert cause.detail == detail
+    assert (cause.exception.type if cause.exception else None) == exc_type
+    frame = cause.exception.frame if cause.exception else None
+    assert (frame.function if frame else None) == function
+    assert cause.signal == signal
+    assert [c.replica for c in cause.cascade] == cascade
+
+
+def test_cascade_root_is_the_first_failing_replica() -> None:
+    cause = _job("nccl-cascade.jsonl.gz").cause
+    assert cause is not None and cause.replica == "workerpool1-0"
+    assert cause.cascade[0].detail == "nccl-error"
+
+
+def test_sitecustomize_traceback_of_a_successful_job_is_not_an_exception() -> None:
+    assert _job("success.jsonl").cause is None
+
+
+def test_lost_work_is_summed_over_restarts() -> None:
+    job = _job("long-checkpointed.jsonl.gz")
+    assert job.lost_work is not None
+    # Two VM moves, each losing the work since the last checkpoint (a few minutes apart).
+    assert 0 < job.lost_work.total_seconds() < 2 * 30 * 60
+    assert job.to_dict()["lost_work_seconds"] == job.attempt_log[0].to_dict()["lost_work_seconds"]
+
+
+def test_advice_names_the_finer_cause_in_every_language() -> None:
+    from analyzer.advice import advice_for
+    from analyzer.policy import load_policy
+
+    job = _job("cuda-oom.jsonl.gz")
+    for lang in ("en", "ja", "he"):
+        advice = advice_for(job.cause, job.state, load_policy(), lang)
+        assert advice and "{" not in " ".join(advice)
+    assert "GPU" in job.advice[0]
+
+
+def test_user_frame_skips_libraries_but_keeps_an_installed_trainer() -> None:
+    frames = [
+        Frame("/opt/python/3.10/lib/python3.10/runpy.py", 86, "_run_code"),
+        Frame("/root/.local/lib/python3.10/site-packages/trainer/task.py", 12, "main"),
+        Frame("/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", 1501, "call"),
+    ]
+    assert user_frame(frames) == frames[1]
+
+
+def test_parse_text_reads_the_service_traceback_tail() -> None:
+    text = (
+        "The replica workerpool0-0 exited with a non-zero status of 1. "
+        "Termination reason: Error. \n"
+        "Traceback (most recent call last):\n  [...]\n"
+        '  File "/app/train.py", line 7, in main\n    x = y[1]\nIndexError: list index out of range'
+        "\n\nTo find out more about why your job exited please check the logs: https://x"
+    )
+    found = parse_text(text)
+    assert found is not None
+    assert found.to_dict() == {
+        "type": "IndexError",
+        "message": "list index out of range",
+        "frame": {"file": "/app/train.py", "line": 7, "function": "main"},
+    }
