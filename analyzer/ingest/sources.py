@@ -81,6 +81,15 @@ class FileSource:
         """How the file was read; complete once :meth:`records` is exhausted."""
         return self._stats
 
+    def open_binary(self) -> BinaryIO:
+        """The file's raw bytes (still compressed if it is), for readers of their own."""
+        try:
+            return open(self._stats.path, "rb")
+        except OSError as error:
+            raise InputError(
+                f"{self._stats.path}: cannot be read ({error.strerror}), check the file"
+            ) from None
+
     def records(self) -> Iterator[LogRecord]:
         """The file's records, in file order."""
         try:

@@ -102,3 +102,8 @@ class RuleBook:
         caller may skip parsing lines for which this returns False.
         """
         return self._prefilter.may_match_raw(raw)
+
+    def may_match_texts(self, texts: Sequence[str]) -> list[int]:
+        """Indexes of the message ``texts`` some rule may match, in order: for every other
+        text :meth:`match` returns ``()``. One pass over a whole block of texts."""
+        return self._prefilter.select(texts)

@@ -11,14 +11,45 @@ skip JSON parsing for lines no rule can match.
 from __future__ import annotations
 
 import re
+import unicodedata
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
+from typing import Any
 
 from analyzer.rulebook.model import Rule
-from analyzer.rulebook.normalize import fold
+from analyzer.rulebook.normalize import INVISIBLE, fold
 
 # JSON writes non-ASCII as \uXXXX escapes (Go's encoder also escapes <, >, &, =
 # that way); decoding them is cheap and keeps the test exact.
 _JSON_UNICODE_ESCAPE = re.compile(rb"\\u([0-9a-fA-F]{4})")
+
+
+_INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE)) + "]")
+
+
+def _unchanged_by_fold(text: str) -> bool:
+    # An NFKC-normalised text holds no character that NFKC changes on its own, so fold() only
+    # removes invisible marks from it (checked for every code point in tests/test_fastpath.py).
+    return unicodedata.is_normalized("NFKC", text) and _INVISIBLE.search(text) is None
+
+
+def _hyperscan_database(literals: Sequence[str], encoding: str) -> Any:
+    """A Hyperscan block database of ``literals`` in ``encoding``, or None without the wheel."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[
+            "".join(f"\\x{byte:02x}" for byte in word.encode(encoding)).encode()
+            for word in literals
+        ],
+        ids=list(range(len(literals))),
+        flags=[0] * len(literals),
+    )
+    return database
 
 
 def _unescape(match: re.Match[bytes]) -> bytes:
@@ -40,7 +71,7 @@ class Prefilter:
     for every text.
     """
 
-    __slots__ = ("_always", "_any", "_by_literal", "_literals")
+    __slots__ = ("_always", "_any", "_by_literal", "_engines", "_literals")
 
     def __init__(self, literals_by_rule: Sequence[Iterable[str | None]]) -> None:
         by_literal: dict[str, list[int]] = {}
@@ -58,6 +89,8 @@ class Prefilter:
         # membership of each word is rechecked anyway in candidates().
         ordered = sorted(self._literals, key=len, reverse=True)
         self._any = re.compile("|".join(re.escape(word) for word in ordered)) if ordered else None
+        # Built on first use: only large inputs read through select() need them.
+        self._engines: tuple[Any, Any] | None = None
 
     @property
     def literals(self) -> tuple[str, ...]:
@@ -97,3 +130,56 @@ class Prefilter:
             return self._any.search(raw.decode("ascii").lower()) is not None
         text = raw.decode("utf-8", "replace")
         return self._any.search(fold(text).lower()) is not None
+
+    def select(self, texts: Sequence[str]) -> list[int]:
+        """Indexes of the ``texts`` for which :meth:`candidates` is not empty, in order.
+
+        The same answer as asking text by text, for a whole block at once: the probes are
+        joined and searched in one pass (by Hyperscan when installed, else by ``re``).
+        """
+        if self._always:
+            return list(range(len(texts)))
+        if self._any is None or not texts:
+            return []
+        joined = "\n".join(texts)
+        if joined.isascii():
+            probe = joined.lower()
+            lengths: Iterable[int] = map(len, texts)
+        else:
+            probes = [
+                text if text.isascii() or _unchanged_by_fold(text) else fold(text) for text in texts
+            ]
+            folded = "\n".join(probes)
+            probe = folded.lower()
+            if len(probe) != len(folded):
+                # lower() made some character longer (İ): lower each probe on its own.
+                probes = [p.lower() for p in probes]
+                probe = "\n".join(probes)
+            lengths = map(len, probes)
+        starts = list(accumulate((n + 1 for n in lengths), initial=0))
+        hits = {bisect_right(starts, at) - 1 for at in self._hit_offsets(probe)}
+        return sorted(hits)
+
+    def _hit_offsets(self, probe: str) -> Iterable[int]:
+        """Character offsets inside ``probe`` at which some literal occurs (ends or starts)."""
+        if self._engines is None:
+            self._engines = (
+                _hyperscan_database(self._literals, "utf-8"),
+                _hyperscan_database(self._literals, "utf-32-le"),
+            )
+        ascii_db, wide_db = self._engines
+        if ascii_db is None or self._any is None:
+            assert self._any is not None
+            return [found.start() for found in self._any.finditer(probe)]
+        offsets: list[int] = []
+        if probe.isascii():
+            data, width, database = probe.encode("ascii"), 1, ascii_db
+        else:
+            # Four bytes per character: a byte offset divided by four is a character offset.
+            data, width, database = probe.encode("utf-32-le"), 4, wide_db
+
+        def on_match(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            offsets.append((end - 1) // width)
+
+        database.scan(data, match_event_handler=on_match)
+        return offsets

@@ -1,0 +1,270 @@
+"""The fast reader of sink JSONL: full records only for lines a rule may match.
+
+:func:`~analyzer.ingest.jsonl.read_jsonl` builds a :class:`~analyzer.records.LogRecord` (with a
+parsed ``datetime``) for every line. Of a large export, most lines are training chatter that no
+rule matches, and all that the later stages need of them is who wrote them and when: job id,
+task, VM and timestamp. :class:`JsonlScanner` keeps exactly that, per ``(job, task, vm)`` key, as
+the earliest and latest timestamp *string* and a count, and hands out full records only for the
+lines whose message may match a rule (decided for a whole block of messages at once).
+
+Equality with the plain reader is the contract (``tests/test_fastpath.py``): the same lines
+counted the same way, the same records, the same first and last times. So a line takes the light
+path only when its shape is the common one; anything unusual (no text, a timestamp in another
+format, not an object) goes through the plain functions and comes out as a full record or the
+plain skip reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, BinaryIO
+
+import orjson
+
+from analyzer.ingest.entries import INVALID_JSON, record_or_reason
+from analyzer.ingest.jsonl import BLANK_LINE
+from analyzer.ingest.sniff import BOM
+from analyzer.records import InputStats, LogRecord, Origin
+
+# Which texts of a block may match a rule: the indexes, in any order.
+TextSelector = Callable[[Sequence[str]], Iterable[int]]
+
+SpanKey = tuple[str | None, str | None, str | None]  # (job id, task, vm)
+
+# Blocks of about this many bytes are read at once: big enough to amortise the per-block work,
+# small enough that memory stays flat whatever the input size.
+BLOCK_BYTES = 1 << 22
+
+# The sink's own timestamp form: nanoseconds, UTC. Equal-format strings compare like the times
+# they name, so they are kept as strings; the date part is checked once per distinct date.
+_CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{9}Z")
+
+
+def time_key(moment: datetime) -> str:
+    """The canonical timestamp string of an aware UTC ``moment`` (microseconds, 000 appended)."""
+    m = moment
+    return (
+        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}"
+        f".{m.microsecond:06d}000Z"
+    )
+
+
+@dataclass(slots=True)
+class SpanTally:
+    """Earliest and latest timestamp key and how many timed records one key has."""
+
+    first: str
+    last: str
+    records: int
+
+
+@dataclass(slots=True)
+class ScanTally:
+    """What a scan keeps of its lines: per-key time spans, untimed counts, candidate records.
+
+    ``spans`` and ``untimed`` are in order of first appearance (dicts keep insertion order),
+    which is what the plain path's per-job accumulators see too.
+    """
+
+    spans: dict[SpanKey, SpanTally] = field(default_factory=dict)
+    untimed: Counter[str | None] = field(default_factory=Counter)
+    candidates: list[LogRecord] = field(default_factory=list)
+
+    def merge(self, later: ScanTally) -> None:
+        """Add the tally of the input that follows this one."""
+        spans = self.spans
+        for key, tally in later.spans.items():
+            mine = spans.get(key)
+            if mine is None:
+                spans[key] = tally
+            else:
+                mine.records += tally.records
+                mine.first = min(mine.first, tally.first)
+                mine.last = max(mine.last, tally.last)
+        self.untimed.update(later.untimed)
+        self.candidates.extend(later.candidates)
+
+
+def _label(mapping: Any, key: str) -> str | None:
+    # Same test as analyzer.records: a non-empty string, or nothing.
+    if type(mapping) is dict:
+        value = mapping.get(key)
+        if type(value) is str and value:
+            return value
+    return None
+
+
+class JsonlScanner:
+    """Reads blocks of sink JSONL lines into a :class:`ScanTally`, counting every line.
+
+    ``select`` gets the message texts of a block and returns the indexes of those a rule may
+    match (it must never leave out one that matches: it is the rule book's prefilter).
+    ``at_start`` is False for a byte range that does not begin the input.
+    """
+
+    def __init__(self, stats: InputStats, select: TextSelector, *, at_start: bool = True) -> None:
+        self.stats = stats
+        # Only the first line of an input may carry a byte-order mark: not that of a later range.
+        self._at_start = at_start
+        self.tally = ScanTally()
+        self._select = select
+        self._valid_dates: dict[str, bool] = {}
+
+    def _valid_date(self, date: str) -> bool:
+        known = self._valid_dates.get(date)
+        if known is None:
+            try:
+                datetime.fromisoformat(date)
+                known = True
+            except ValueError:
+                known = False
+            self._valid_dates[date] = known
+        return known
+
+    def feed(self, lines: Sequence[bytes], first_number: int) -> None:
+        """Scan ``lines`` (without or with their line endings); the first is ``first_number``."""
+        stats = self.stats
+        path = stats.path
+        tally = self.tally
+        spans = tally.spans
+        loads = orjson.loads
+        decode_error = orjson.JSONDecodeError
+        canonical = _CANONICAL_TIME.fullmatch
+        valid_dates = self._valid_dates
+        # Light lines whose text the prefilter has yet to see. Their parsed entries are not
+        # kept: holding thousands of dicts costs more (allocation, GC) than parsing the few
+        # chosen lines again.
+        pending_numbers: list[int] = []
+        pending_texts: list[str] = []
+        # Lines read through the plain functions, always given to the rule book.
+        full: list[LogRecord] = []
+        blank = 0
+        used = 0
+        if self._at_start and lines and first_number == 1 and lines[0].startswith(BOM):
+            lines = [lines[0][len(BOM) :], *lines[1:]]
+        number = first_number - 1
+        for raw in lines:
+            number += 1
+            try:
+                entry = loads(raw)
+            except decode_error:
+                if raw.strip():
+                    stats.skip(INVALID_JSON)
+                else:
+                    blank += 1
+                continue
+            if type(entry) is dict:
+                # record_from_entry's lookups, inlined, with the timestamp left as a string.
+                resource = entry.get("resource")
+                rlabels = resource.get("labels") if type(resource) is dict else None
+                labels = entry.get("labels")
+                if type(labels) is not dict:
+                    labels = None
+                task = job = None
+                if type(rlabels) is dict:
+                    task = rlabels.get("task_name")
+                    job = rlabels.get("job_id")
+                if not (type(task) is str and task):
+                    task = _label(labels, "task_name") or _label(
+                        labels, "ml.googleapis.com/task_name"
+                    )
+                if not (type(job) is str and job):
+                    job = _label(labels, "ml.googleapis.com/job_id")
+                payload = entry.get("jsonPayload")
+                text = None
+                if type(payload) is dict:
+                    text = payload.get("message")
+                    if task is None:
+                        task = _label(payload.get("attrs"), "tag")
+                if type(text) is not str:
+                    text = entry.get("textPayload")
+                when = entry.get("timestamp") or entry.get("receiveTimestamp")
+                if (
+                    type(text) is str
+                    and type(when) is str
+                    and canonical(when)
+                    and (valid_dates.get(when[:10]) or self._valid_date(when[:10]))
+                ):
+                    used += 1
+                    vm = labels.get("compute.googleapis.com/resource_id") if labels else None
+                    key = (job, task, vm if type(vm) is str and vm else None)
+                    span = spans.get(key)
+                    if span is None:
+                        spans[key] = SpanTally(when, when, 1)
+                    else:
+                        span.records += 1
+                        if when < span.first:
+                            span.first = when
+                        elif when > span.last:
+                            span.last = when
+                    pending_numbers.append(number)
+                    pending_texts.append(text)
+                    continue
+            # Anything else: the plain functions decide, exactly as read_jsonl does.
+            outcome = record_or_reason(entry, Origin(path, number))
+            if isinstance(outcome, str):
+                stats.skip(outcome)
+                continue
+            used += 1
+            self._observe(outcome)
+            full.append(outcome)
+        if blank:
+            stats.skip(BLANK_LINE, blank)
+        stats.lines += len(lines)
+        stats.used += used
+        stats.records += used
+        chosen = sorted(self._select(pending_texts))
+        for index in chosen:
+            line = pending_numbers[index]
+            record = record_or_reason(loads(lines[line - first_number]), Origin(path, line))
+            # A light line is a well-formed entry, so this is always a record.
+            assert not isinstance(record, str)
+            full.append(record)
+        full.sort(key=_line_of)
+        tally.candidates.extend(full)
+
+    def _observe(self, record: LogRecord) -> None:
+        key = (record.job_id, record.task, record.vm)
+        if record.timestamp is None:
+            self.tally.untimed[record.job_id] += 1
+            return
+        when = time_key(record.timestamp)
+        span = self.tally.spans.get(key)
+        if span is None:
+            self.tally.spans[key] = SpanTally(when, when, 1)
+        else:
+            span.records += 1
+            span.first = min(span.first, when)
+            span.last = max(span.last, when)
+
+
+def _line_of(record: LogRecord) -> int:
+    return record.origin.line
+
+
+def read_blocks(
+    stream: BinaryIO, block_bytes: int = BLOCK_BYTES, limit: int = -1
+) -> Iterable[list[bytes]]:
+    """The lines of ``stream`` (without ``\\n``) in blocks of about ``block_bytes``.
+
+    Lines are split on ``\\n`` only, like iterating a binary file. With ``limit`` >= 0, reading
+    stops at the first line boundary at or after ``limit`` bytes.
+    """
+    remaining = limit
+    while remaining != 0:
+        size = block_bytes if remaining < 0 else min(block_bytes, remaining)
+        block = stream.read(size)
+        if not block:
+            return
+        if not block.endswith(b"\n"):
+            block += stream.readline()
+        if remaining > 0:
+            remaining = max(0, remaining - len(block))
+        lines = block.split(b"\n")
+        if not lines[-1]:
+            lines.pop()
+        yield lines

@@ -1,0 +1,198 @@
+"""Reading large sink files in several processes, with the single-process result.
+
+A file is cut into byte ranges at line boundaries; each range is scanned (and its candidate
+lines matched against the rule book) in a forked worker; the parent merges the ranges in file
+order, renumbering each range's lines after those of the ranges before it. Merging in order
+is what makes the result identical to one process reading the file from start to end: counts
+add up, earliest and latest times are minima and maxima, and first appearances keep their order.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import multiprocessing
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import BinaryIO, Protocol
+
+from analyzer.events import Event, RuleMatch
+from analyzer.ingest.fastjsonl import JsonlScanner, ScanTally, read_blocks
+from analyzer.records import InputStats, Origin
+
+# Below this many bytes in all, forking costs more than it saves.
+PARALLEL_MIN_BYTES = 48 << 20
+# Ranges this size keep every worker busy to the end and the progress bar moving.
+RANGE_BYTES = 16 << 20
+
+
+class BookLike(Protocol):
+    """What scanning needs of a rule book (``analyzer.rulebook.RuleBook`` is one)."""
+
+    @property
+    def timeouts(self) -> Counter[str]: ...
+
+    def match(self, text: str) -> tuple[RuleMatch, ...]: ...
+
+    def may_match_texts(self, texts: Sequence[str]) -> list[int]: ...
+
+
+@dataclass(slots=True)
+class RangeScan:
+    """What scanning one range (or one whole input) found."""
+
+    stats: InputStats
+    tally: ScanTally
+    events: list[Event] = field(default_factory=list)
+    timeouts: Counter[str] = field(default_factory=Counter)
+
+
+def scan_stream(
+    stream: BinaryIO,
+    stats: InputStats,
+    book: BookLike,
+    *,
+    at_start: bool = True,
+    limit: int = -1,
+    on_bytes: Callable[[int], None] | None = None,
+) -> RangeScan:
+    """Scan ``stream`` (up to ``limit`` bytes) into ``stats`` and a tally; match candidates.
+
+    Line numbers start at 1 for this stream: the caller renumbers ranges after the first.
+    """
+    scanner = JsonlScanner(stats, book.may_match_texts, at_start=at_start)
+    events: list[Event] = []
+    before = Counter(book.timeouts)
+    # Scanning makes no reference cycles, only millions of short-lived objects that would set
+    # off the cyclic collector thousands of times for nothing.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _scan_blocks(stream, scanner, book, events, limit, on_bytes)
+    finally:
+        if collecting:
+            gc.enable()
+    timeouts = Counter(book.timeouts)
+    timeouts.subtract(before)
+    return RangeScan(stats, scanner.tally, events, +timeouts)
+
+
+def _scan_blocks(
+    stream: BinaryIO,
+    scanner: JsonlScanner,
+    book: BookLike,
+    events: list[Event],
+    limit: int,
+    on_bytes: Callable[[int], None] | None,
+) -> None:
+    number = 1
+    for lines in read_blocks(stream, limit=limit):
+        scanner.feed(lines, number)
+        number += len(lines)
+        for record in scanner.tally.candidates:
+            for match in book.match(record.text):
+                events.append(Event.from_record(record, match))
+        scanner.tally.candidates.clear()
+        if on_bytes is not None:
+            on_bytes(sum(map(len, lines)) + len(lines))
+
+
+def line_ranges(path: str, size: int, piece: int = RANGE_BYTES) -> list[tuple[int, int]]:
+    """``[start, end)`` byte ranges of about ``piece`` bytes, each starting at a line start."""
+    cuts = [0]
+    with open(path, "rb") as stream:
+        for target in range(piece, size, piece):
+            if target <= cuts[-1]:
+                continue
+            stream.seek(target - 1)
+            stream.readline()  # to the end of the line holding byte target - 1
+            at = stream.tell()
+            if at >= size:
+                break
+            cuts.append(at)
+    cuts.append(size)
+    return list(itertools.pairwise(cuts))
+
+
+_BOOK: BookLike | None = None  # the parent's book, inherited by forked workers
+
+
+def _scan_range(task: tuple[int, str, int, int]) -> tuple[int, RangeScan]:
+    index, path, start, end = task
+    assert _BOOK is not None
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        found = scan_stream(
+            stream, InputStats(path=path), _BOOK, at_start=start == 0, limit=end - start
+        )
+    return index, found
+
+
+def processes_for(total_bytes: int, requested: int | None) -> int:
+    """How many processes to read ``total_bytes`` with (``requested`` None: by size and cores)."""
+    if requested is not None:
+        return max(1, requested)
+    env = os.environ.get("JOBDOCTOR_JOBS")
+    if env and env.isdigit():
+        return max(1, int(env))
+    if total_bytes < PARALLEL_MIN_BYTES:
+        return 1
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def scan_files(
+    paths: Sequence[str],
+    book: BookLike,
+    processes: int,
+    on_bytes: Callable[[int], None] | None = None,
+) -> Iterator[RangeScan]:
+    """One merged :class:`RangeScan` per path, in order, read by ``processes`` workers."""
+    global _BOOK
+    tasks: list[tuple[int, str, int, int]] = []
+    owner: list[int] = []
+    for number, path in enumerate(paths):
+        for start, end in line_ranges(path, os.path.getsize(path)):
+            tasks.append((len(tasks), path, start, end))
+            owner.append(number)
+    results: list[RangeScan | None] = [None] * len(tasks)
+    _BOOK = book
+    try:
+        # fork: the workers share the loaded rule book instead of loading or pickling it.
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            for index, found in pool.imap_unordered(_scan_range, tasks):
+                results[index] = found
+                if on_bytes is not None:
+                    on_bytes(tasks[index][3] - tasks[index][2])
+    finally:
+        _BOOK = None
+    merged: RangeScan | None = None
+    for index, result in enumerate(results):
+        assert result is not None
+        found = result
+        book.timeouts.update(found.timeouts)
+        if merged is None or owner[index] != owner[index - 1]:
+            if merged is not None:
+                yield merged
+            merged = found
+            continue
+        _append(merged, found)
+    if merged is not None:
+        yield merged
+
+
+def _append(merged: RangeScan, later: RangeScan) -> None:
+    """Add ``later``, the range right after those in ``merged``, renumbering its lines."""
+    base = merged.stats.lines
+    stats, other = merged.stats, later.stats
+    stats.lines += other.lines
+    stats.used += other.used
+    stats.records += other.records
+    stats.skipped += other.skipped
+    stats.skip_reasons.update(other.skip_reasons)
+    merged.tally.merge(later.tally)
+    merged.events.extend(
+        replace(event, origin=Origin(event.origin.path, event.origin.line + base))
+        for event in later.events
+    )

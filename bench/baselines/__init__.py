@@ -1,0 +1,1 @@
+"""Baselines jobdoctor's speed is measured against (each one runs as its own process)."""
