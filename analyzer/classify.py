@@ -229,19 +229,27 @@ def _identity(event: Event) -> tuple[object, ...]:
 
 
 def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> list[Event]:
-    """Drop events of entries already seen: a sink may deliver an entry twice, and two
-    exports of one job (a sink file and a stream-logs text) hold the same entries."""
-    first_origin: dict[tuple[object, ...], Origin] = {}
+    """Drop events of entries already seen: a sink may deliver an entry twice (same insertId),
+    and two exports of one job (a sink file and a stream-logs text) hold the same entries.
+
+    Within one input, the same words in the same second are two entries (a process printing a
+    line twice); so are two entries with different insertIds anywhere.
+    """
+    first: dict[tuple[object, ...], Event] = {}
     dropped: set[Origin] = set()
     kept: list[Event] = []
     for event in events:
-        keys = [_identity(event)]
-        if event.insert_id is not None:
-            keys.append((event.insert_id, event.timestamp))
         duplicate = False
-        for key in keys:
-            origin = first_origin.setdefault(key, event.origin)
-            duplicate = duplicate or origin != event.origin
+        if event.insert_id is not None:
+            seen = first.setdefault(("insertId", event.insert_id, event.timestamp), event)
+            duplicate = seen.origin != event.origin
+        seen = first.setdefault(_identity(event), event)
+        if not duplicate and seen.origin != event.origin:
+            other_input = seen.origin.path != event.origin.path
+            distinct_ids = None not in (seen.insert_id, event.insert_id) and (
+                seen.insert_id != event.insert_id
+            )
+            duplicate = other_input and not distinct_ids
         if duplicate:
             if event.origin not in dropped:
                 dropped.add(event.origin)
