@@ -95,6 +95,38 @@ def _reported_errors() -> Iterator[None]:
         raise typer.Exit(0) from None
 
 
+PROGRESS_MIN_BYTES = 50 << 20
+
+
+@contextmanager
+def _reading_progress(paths: list[str]) -> Iterator[None]:
+    """A progress bar on stderr while large inputs are read, only when stderr is a terminal."""
+    import os
+
+    if not sys.stderr.isatty():
+        yield
+        return
+    total = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+    if total < PROGRESS_MIN_BYTES:
+        yield
+        return
+    from rich.progress import Progress
+
+    from analyzer.classify import reading_progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("reading", total=total)
+
+        def advance(size: int, count: int) -> None:
+            bar.update(task, total=size, advance=count)
+
+        token = reading_progress.set(advance)
+        try:
+            yield
+        finally:
+            reading_progress.reset(token)
+
+
 def _rules_dirs(rules: list[Path] | None) -> tuple[Path, ...]:
     import os
 
@@ -226,13 +258,14 @@ def diagnose(
                 analysis.inputs, analysis.diagnoses, (*analysis.notices, describe_window(query))
             )
         else:
-            analysis = analyze(
-                paths or [],
-                rules_dirs=_rules_dirs(rules),
-                policy_path=policy,
-                job=job,
-                job_spec_path=job_spec,
-            )
+            with _reading_progress(paths or []):
+                analysis = analyze(
+                    paths or [],
+                    rules_dirs=_rules_dirs(rules),
+                    policy_path=policy,
+                    job=job,
+                    job_spec_path=job_spec,
+                )
         for notice in analysis.notices:
             _say(notice)
         if job is not None and not analysis.diagnoses:
