@@ -103,3 +103,11 @@ def test_a_runaway_user_pattern_is_reported_not_a_hang(tmp_path: Path) -> None:
     result = runner.invoke(app, ["diagnose", "--rules", str(folder), str(log)])
     assert result.exit_code == 0
     assert "rule acme.slow timed out on 2 message(s)" in result.stderr
+
+
+def test_docs_list_every_built_in_rule() -> None:
+    from analyzer.rulebook import RuleBook
+
+    docs = (ROOT / "docs" / "rules.md").read_text()
+    missing = [r.id for r in RuleBook.load().rules if f"`{r.id}`" not in docs]
+    assert missing == [], f"docs/rules.md does not list {missing}"
