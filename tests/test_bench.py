@@ -1,0 +1,38 @@
+"""Smoke test of the benchmark harness on a tiny export (it measures, it is not timed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench_module() -> object:
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_runs_every_contender_on_a_tiny_export(tmp_path: Path) -> None:
+    bench = _bench_module()
+    out = tmp_path / "results.json"
+    results = bench.main(  # type: ignore[attr-defined]
+        ["--size", "300KB", "--runs", "1", "--out", str(out), "--skip", "notebook-pandas"]
+    )
+    written = json.loads(out.read_text())
+    assert written == results
+    contenders = written["contenders"]
+    assert {"jobdoctor", "careful-python", "explain"} <= set(contenders)
+    for row in contenders.values():
+        assert row["median_s"] > 0 and row["peak_rss_mb"] > 0
+    assert written["input"]["bytes"] >= 300_000
+
+
+def test_sizes_parse() -> None:
+    bench = _bench_module()
+    assert bench.parse_size("200MB") == 200_000_000  # type: ignore[attr-defined]
+    assert bench.parse_size("1GB") == 1_000_000_000  # type: ignore[attr-defined]
