@@ -226,7 +226,7 @@ def diagnose(
 
     Reads files, or live from Cloud Logging with --project and --job-id.
     """
-    from analyzer.api import Analysis, analyze, analyze_sources
+    from analyzer.api import Analysis, analyze_sources
     from analyzer.diagnosis import JobState
     from analyzer.policy import load_policy
     from analyzer.report import render_json, render_markdown, render_text
@@ -258,13 +258,17 @@ def diagnose(
                 analysis.inputs, analysis.diagnoses, (*analysis.notices, describe_window(query))
             )
         else:
+            from analyzer.ingest import open_sources
+            from analyzer.jobspec import load_job_spec
+
+            spec = load_job_spec(job_spec) if job_spec is not None else None
             with _reading_progress(paths or []):
-                analysis = analyze(
-                    paths or [],
-                    rules_dirs=_rules_dirs(rules),
-                    policy_path=policy,
+                analysis = analyze_sources(
+                    open_sources(paths or []),
+                    rules=book,
+                    policy=active_policy,
                     job=job,
-                    job_spec_path=job_spec,
+                    job_spec=spec,
                 )
         for notice in analysis.notices:
             _say(notice)

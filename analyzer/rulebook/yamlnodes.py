@@ -98,7 +98,8 @@ class _Builder:
 def parse(text: str, path: str, problems: list[Problem]) -> Node | None:
     """Parse one YAML document; syntax errors are appended to ``problems``."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        # libyaml's loader keeps line and column marks too, and is several times faster.
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = exc.problem or exc.context or "invalid YAML"
