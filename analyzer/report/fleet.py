@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -19,17 +18,15 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from analyzer.diagnosis import Diagnosis, JobState
-from analyzer.events import Category, EventKind
+from analyzer.events import Category
 from analyzer.records import InputStats
 from analyzer.report.facts import clock, span, verdict_line
-from analyzer.timeline import Attempt
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
 
 _CATEGORIES = frozenset(c.value for c in Category)
 # How an attempt that did not fail ended: its time was not lost.
-_NOT_LOST = frozenset({"succeeded", "running", "pending", "queued"})
 WORST_JOBS = 10
 
 
@@ -37,8 +34,8 @@ WORST_JOBS = 10
 class JobSummary:
     """One job in one flat row: the verdict, the cause's fields, when, and what it cost.
 
-    ``restarts`` sums ``worker_restarts``; ``lost_work`` is :func:`lost_work`; ``verdict`` is
-    the one-line verdict of the text report.
+    ``restarts`` sums ``worker_restarts``; ``lost_work`` is the diagnosis's (see
+    :mod:`analyzer.work`); ``verdict`` is the one-line verdict of the text report.
     """
 
     job_id: str | None
@@ -65,47 +62,6 @@ class JobSummary:
 JOB_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(JobSummary))
 
 
-def _last_checkpoint(attempt: Attempt, task: str | None, before: datetime) -> datetime | None:
-    """The last checkpoint saved in ``attempt`` (by ``task`` when given) before ``before``."""
-    found: datetime | None = None
-    for event in attempt.events:
-        if event.kind is not EventKind.CHECKPOINT or event.timestamp is None:
-            continue
-        if task is not None and event.task != task:
-            continue
-        if event.timestamp <= before and (found is None or event.timestamp > found):
-            found = event.timestamp
-    return found
-
-
-def lost_work(diagnosis: Diagnosis) -> timedelta | None:
-    """Wall-clock time of work thrown away, as far as the logs show it.
-
-    A failed (or cancelled) attempt loses the time from its start, or from its last checkpoint,
-    to its end. In an attempt that went on (succeeded or still running), each worker restart
-    loses the time from that worker's previous start, or its last checkpoint since, to the
-    restart. Wall-clock, not machine-hours: jobdoctor does not know the machine count of a
-    pool. None when the logs have no timestamps.
-    """
-    outcomes = {a.attempt: a.outcome for a in diagnosis.attempt_log}
-    total = timedelta()
-    timed = False
-    for attempt in diagnosis.timeline.attempts:
-        if attempt.start is None or attempt.end is None:
-            continue
-        timed = True
-        if outcomes.get(attempt.number, "running") not in _NOT_LOST:
-            resumed = _last_checkpoint(attempt, None, attempt.end) or attempt.start
-            total += attempt.end - max(resumed, attempt.start)
-            continue
-        for worker in attempt.workers:
-            times = [s.time for s in worker.starts if s.time is not None]
-            for previous, restart in itertools.pairwise(times):
-                resumed = _last_checkpoint(attempt, worker.task, restart) or previous
-                total += restart - max(resumed, previous)
-    return total if timed else None
-
-
 def job_summary(diagnosis: Diagnosis) -> JobSummary:
     """The flat row of one diagnosis."""
     cause = diagnosis.cause
@@ -125,7 +81,7 @@ def job_summary(diagnosis: Diagnosis) -> JobSummary:
         first_seen=diagnosis.first_seen,
         last_seen=diagnosis.last_seen,
         duration=diagnosis.duration,
-        lost_work=lost_work(diagnosis),
+        lost_work=diagnosis.lost_work,
         records=diagnosis.timeline.records,
         verdict=verdict_line(diagnosis),
     )
