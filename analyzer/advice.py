@@ -103,7 +103,7 @@ def next_step(
     return " ".join(entry.get(lang) or entry["en"]).format(
         attempts=attempts,
         retries=attempts - 1,
-        restarts=policy.max_worker_restarts,
+        restarts=policy.worker_restart_budget,
         event=event or "",
     )
 

@@ -51,6 +51,14 @@ class RetryPolicy:
     spot: bool = False
     restart_job_on_worker_restart: bool = False
 
+    @property
+    def worker_restart_budget(self) -> int:
+        """Restarts in place a worker gets before the whole job is retried.
+
+        ``restartJobOnWorkerRestart`` restarts the whole job at a worker's first failure.
+        """
+        return 0 if self.restart_job_on_worker_restart else self.max_worker_restarts
+
     def is_transient(self, exit_code: int | None) -> bool:
         """Whether a user-code exit with ``exit_code`` is retried like a transient failure."""
         return exit_code is not None and exit_code in self.transient_exit_codes

@@ -103,11 +103,12 @@ def _nonzero_exits(worker: WorkerTimeline) -> int:
 
 def _exhausted_worker(attempt: Attempt, policy: RetryPolicy) -> WorkerTimeline | None:
     """A worker that failed again after using up its restarts, if any."""
+    budget = policy.worker_restart_budget
     for worker in attempt.workers:
-        failed_again = _nonzero_exits(worker) > policy.max_worker_restarts
-        if worker.budget_restarts >= policy.max_worker_restarts and (
-            failed_again or attempt.has(EventKind.JOB_FAILED)
-        ):
+        failed_again = _nonzero_exits(worker) > budget
+        # Without exit lines (custom containers), used-up restarts and "Job failed." say it.
+        used_up = 0 < budget <= worker.budget_restarts and attempt.has(EventKind.JOB_FAILED)
+        if failed_again or used_up:
             return worker
     return None
 
@@ -135,7 +136,7 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
             region=None,
             message=(
                 f"{worker.task} restarted {worker.budget_restarts} times"
-                f" (limit {policy.max_worker_restarts}) and failed again"
+                f" (limit {policy.worker_restart_budget}) and failed again"
             ),
             evidence=tuple(o for o in (origin,) if o is not None),
             attempt=attempt.number,

@@ -271,3 +271,16 @@ def test_bad_policy_files_name_the_line(tmp_path: Path) -> None:
     )
     with pytest.raises(PolicyError, match=r"policy.yaml:\d+: max_attempts.stockout must be"):
         load_policy(bad)
+
+
+def test_restart_job_on_worker_restart_retries_the_job_at_the_first_worker_failure() -> None:
+    policy = POLICY.with_scheduling(restart_job_on_worker_restart=True)
+    script = crashing_worker(0, fails_again=True)
+    diagnosis = script.diagnose(policy)
+    assert diagnosis.cause is not None
+    assert diagnosis.cause.category is Category.WORKER_RESTARTS_EXHAUSTED
+    assert diagnosis.attempts == 4 and not diagnosis.observed_final
+    assert crashing_worker(0, fails_again=True).diagnose().cause is not None
+    default = crashing_worker(0, fails_again=True).diagnose()
+    assert default.cause is not None
+    assert default.cause.category is Category.USER_CODE_EXCEPTION
