@@ -53,17 +53,18 @@ def analyze_sources(
     policy: RetryPolicy | None = None,
     job: str | None = None,
     job_spec: JobSpec | None = None,
+    lang: str = "en",
 ) -> Analysis:
     """Diagnose every job in ``sources`` (or only ``job``).
 
     ``job_spec`` (the job's describe output) refines the policy, the advice and the state check
-    of the job it describes.
+    of the job it describes; ``lang`` (en, ja, he) is the language of the advice.
     """
     book = rules if rules is not None else RuleBook.load()
     active_policy = policy if policy is not None else load_policy()
     logs, stats = collect(sources, book)
     diagnoses = tuple(
-        diagnose_timeline(build_timeline(log), active_policy, job_spec)
+        diagnose_timeline(build_timeline(log), active_policy, job_spec, lang)
         for log in logs
         if job is None or log.job_id == job
     )
@@ -83,6 +84,7 @@ def analyze(
     policy_path: Path | None = None,
     job: str | None = None,
     job_spec_path: Path | None = None,
+    lang: str = "en",
 ) -> Analysis:
     """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them.
 
@@ -92,7 +94,12 @@ def analyze(
     policy = load_policy(policy_path)
     spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
     return analyze_sources(
-        open_sources([str(p) for p in paths]), rules=book, policy=policy, job=job, job_spec=spec
+        open_sources([str(p) for p in paths]),
+        rules=book,
+        policy=policy,
+        job=job,
+        job_spec=spec,
+        lang=lang,
     )
 
 

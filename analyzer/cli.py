@@ -213,6 +213,7 @@ def diagnose(
     follow: Annotated[
         bool, typer.Option("--follow", help="Live: poll, print what changes, stop when it ends.")
     ] = False,
+    lang: Annotated[Lang, typer.Option("--lang", help="Language of the advice.")] = Lang.en,
     job_spec: Annotated[
         Path | None,
         typer.Option(
@@ -228,6 +229,7 @@ def diagnose(
     """
     from analyzer.api import Analysis, analyze_sources
     from analyzer.diagnosis import JobState
+    from analyzer.jobspec import load_job_spec
     from analyzer.policy import load_policy
     from analyzer.report import render_json, render_markdown, render_text
     from analyzer.rulebook import RuleBook
@@ -253,13 +255,19 @@ def diagnose(
 
             query = _live_query(project, job_id, since, start, end, api_endpoint)
             assert isinstance(query, LiveQuery)
-            analysis = analyze_sources([LiveSource(query)], rules=book, policy=active_policy)
+            spec = load_job_spec(job_spec) if job_spec is not None else None
+            analysis = analyze_sources(
+                [LiveSource(query)],
+                rules=book,
+                policy=active_policy,
+                job_spec=spec,
+                lang=lang.value,
+            )
             analysis = Analysis(
                 analysis.inputs, analysis.diagnoses, (*analysis.notices, describe_window(query))
             )
         else:
             from analyzer.ingest import open_sources
-            from analyzer.jobspec import load_job_spec
 
             spec = load_job_spec(job_spec) if job_spec is not None else None
             with _reading_progress(paths or []):
@@ -269,6 +277,7 @@ def diagnose(
                     policy=active_policy,
                     job=job,
                     job_spec=spec,
+                    lang=lang.value,
                 )
         for notice in analysis.notices:
             _say(notice)

@@ -368,7 +368,7 @@ _IN_PROGRESS = {
 
 
 def diagnose_timeline(
-    timeline: JobTimeline, policy: RetryPolicy, spec: JobSpec | None = None
+    timeline: JobTimeline, policy: RetryPolicy, spec: JobSpec | None = None, lang: str = "en"
 ) -> Diagnosis:
     """Replay ``policy`` over ``timeline`` and conclude.
 
@@ -467,7 +467,7 @@ def diagnose_timeline(
         retries=retries,
         worker_restarts=restarts_by_worker(timeline),
         cause=cause,
-        advice=advice_for(cause, state, policy, spec=spec),
+        advice=advice_for(cause, state, policy, lang, spec=spec),
         attempt_log=attempt_log,
         timeline=timeline,
         notes=tuple(notes),

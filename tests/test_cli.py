@@ -256,3 +256,11 @@ def test_readme_run_command_works_as_written() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\njob ") + done.stdout.startswith("job ") >= 13
+
+
+def test_diagnose_gives_advice_in_hebrew() -> None:
+    code, out, _ = run(
+        "diagnose", "--lang", "he", "--format", "json", str(SAMPLES / "stockout-exhausted.jsonl")
+    )
+    advice = " ".join(json.loads(out)["jobs"][0]["advice"])
+    assert code == 0 and re.search("[\u0590-\u05ff]", advice) and "us-central1" in advice
