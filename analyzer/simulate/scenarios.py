@@ -128,25 +128,27 @@ def success(ctx: Context) -> JobPlan:
     )
 
 
-def vm_maintenance(ctx: Context) -> JobPlan:
+def _moved_twice(
+    ctx: Context, leg: tuple[float, float], last: tuple[float, float], chatter: int
+) -> JobPlan:
     """Two VM-maintenance moves (new resource_id, same hostname), then success.
 
-    The moved process has no last words; the new one starts minutes later with
-    the runner's start lines and restores the last checkpoint. Moves count as
-    worker restarts (2) but not against the restart budget.
+    The moved process has no last words; the new one starts minutes later with the runner's
+    start lines and restores the last checkpoint. ``leg`` and ``last`` bound the minutes of
+    each run; moves count as worker restarts (2) but not against the restart budget.
     """
     b = ctx.builder()
     t = b.provision(ctx.t0)
     b.say(t + b.seconds(-8, 30), "Job is running.")
     start, minutes = t, 0.0
     for _ in range(2):
-        length = ctx.rng.uniform(40, 80)
+        length = ctx.rng.uniform(*leg)
         minutes += length
         moved = start + int(length * MINUTE)
         b.run(CHIEF, start, moved, Ending.KILLED)
         b.move(CHIEF)
         start = moved + b.seconds(120, 300)
-    length = ctx.rng.uniform(30, 60)
+    length = ctx.rng.uniform(*last)
     minutes += length
     end = start + int(length * MINUTE)
     b.run(CHIEF, start, end, Ending.SUCCEEDED)
@@ -155,9 +157,14 @@ def vm_maintenance(ctx: Context) -> JobPlan:
         ctx.expected("JOB_STATE_SUCCEEDED", 1, restarts={CHIEF: 2}),
         bucket=BUCKET,
         args=ctx.args(),
-        chatter_per_minute=ctx.rate(120, minutes),
+        chatter_per_minute=ctx.rate(chatter, minutes),
         seed=ctx.seed,
     )
+
+
+def vm_maintenance(ctx: Context) -> JobPlan:
+    """Two VM-maintenance moves within about three hours, then success."""
+    return _moved_twice(ctx, leg=(40, 80), last=(30, 60), chatter=120)
 
 
 def user_code_exit1(ctx: Context) -> JobPlan:
@@ -570,29 +577,7 @@ def long_checkpointed(ctx: Context) -> JobPlan:
 
     Each move throws away the work since the last checkpoint (the lost-work figure).
     """
-    b = ctx.builder()
-    t = b.provision(ctx.t0)
-    b.say(t + b.seconds(-8, 30), "Job is running.")
-    start, minutes = t, 0.0
-    for _ in range(2):
-        length = ctx.rng.uniform(100, 130)
-        minutes += length
-        moved = start + int(length * MINUTE)
-        b.run(CHIEF, start, moved, Ending.KILLED)
-        b.move(CHIEF)
-        start = moved + b.seconds(120, 300)
-    length = ctx.rng.uniform(80, 100)
-    minutes += length
-    end = start + int(length * MINUTE)
-    b.run(CHIEF, start, end, Ending.SUCCEEDED)
-    b.succeed(end + b.seconds(10, 40))
-    return b.build(
-        ctx.expected("JOB_STATE_SUCCEEDED", 1, restarts={CHIEF: 2}),
-        bucket=BUCKET,
-        args=ctx.args(),
-        chatter_per_minute=ctx.rate(200, minutes),
-        seed=ctx.seed,
-    )
+    return _moved_twice(ctx, leg=(100, 130), last=(80, 100), chatter=200)
 
 
 JobFunction = Callable[[Context], JobPlan]
