@@ -36,3 +36,16 @@ def test_sizes_parse() -> None:
     bench = _bench_module()
     assert bench.parse_size("200MB") == 200_000_000  # type: ignore[attr-defined]
     assert bench.parse_size("1GB") == 1_000_000_000  # type: ignore[attr-defined]
+
+
+def test_line_costs_runs_on_a_tiny_export(tmp_path: Path) -> None:
+    from analyzer.simulate import fleet
+
+    path = tmp_path / "tiny.jsonl"
+    path.write_bytes(b"".join(fleet(200_000, seed=1)))
+    spec = importlib.util.spec_from_file_location("line_costs", ROOT / "bench" / "line_costs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    costs = module.main([str(path), "--mb", "1"])
+    assert costs["orjson.loads"] > 0 and all(value >= 0 for value in costs.values())

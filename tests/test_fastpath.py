@@ -125,3 +125,68 @@ def test_normalised_text_needs_no_fold() -> None:
         if 0xD800 <= codepoint <= 0xDFFF or char in INVISIBLE or fold(char) == char:
             continue
         assert not unicodedata.is_normalized("NFKC", f"a{char}a"), hex(codepoint)
+
+
+# Lines a raw-bytes reader could misread: user payload keys that shadow the entry's own, keys
+# given twice (the last wins in orjson), the precedence of every label, escapes around and
+# inside rule words, text a rule matches only after folding, and damage in the middle of a line.
+_TAIL = (
+    '"logName":"projects/p/logs/x","receiveTimestamp":"2024-03-11T08:00:02.000000000Z",'
+    '"resource":{"labels":{"job_id":"111","project_id":"p","task_name":"workerpool0-0"},'
+    '"type":"ml_job"},"timestamp":"2024-03-11T08:00:01.123456789Z"}'
+)
+_RESOURCE_TAIL = _TAIL[_TAIL.index('"resource"') :]
+_TRICKY = [
+    # the user's payload carries its own timestamp, job id and task name
+    '{"insertId":"a","jsonPayload":{"job_id":"999","message":"step 1","task_name":"evil",'
+    '"timestamp":"2030-01-01T00:00:00.000000000Z"},"labels":{},' + _TAIL,
+    # the vm label given twice: the last one counts
+    '{"insertId":"b","jsonPayload":{"message":"step 2"},"labels":{'
+    '"compute.googleapis.com/resource_id":"1","compute.googleapis.com/resource_id":"2"},' + _TAIL,
+    # no resource labels: the job and task come from the entry's labels, then attrs.tag
+    '{"jsonPayload":{"attrs":{"tag":"workerpool0-1"},"message":"step 3"},'
+    '"labels":{"ml.googleapis.com/job_id":"111"},"timestamp":"2024-03-11T08:00:03.000000000Z"}',
+    '{"labels":{"ml.googleapis.com/task_name":"workerpool1-0","ml.googleapis.com/job_id":"111",'
+    '"task_name":"workerpool1-1"},"textPayload":"step 4","timestamp":"2024-03-11T08:00:04Z"}',
+    # only a receive time; an empty job id falls through to the labels
+    '{"resource":{"labels":{"job_id":"","task_name":"workerpool0-0"}},"labels":{'
+    '"ml.googleapis.com/job_id":"111"},"textPayload":"step 5",'
+    '"receiveTimestamp":"2024-03-11T08:00:05.000000000Z"}',
+    # a message that is not a string: the textPayload is the text
+    '{"jsonPayload":{"message":{"nested":"Job failed."}},"textPayload":"The replica '
+    'workerpool0-0 exited with a non-zero status of 1. Termination reason: Error.",'
+    + _RESOURCE_TAIL,
+    # the message given twice, the second not a string
+    '{"jsonPayload":{"message":"Job failed.","message":7},' + _RESOURCE_TAIL,
+    # rule words behind escapes, quotes, backslashes and full-width letters
+    '{"jsonPayload":{"message":"\\u004aob \\u0066ailed."},' + _RESOURCE_TAIL,
+    '{"jsonPayload":{"message":"say \\"Job failed.\\" \\\\ done"},' + _RESOURCE_TAIL,
+    '{"jsonPayload":{"message":"Ｊｏｂ ｆａｉｌｅｄ．"},' + _RESOURCE_TAIL,
+    '{"jsonPayload":{"message":"\\nfailed\\tJob failed.\\r"},' + _RESOURCE_TAIL,
+    # damage inside an otherwise well-formed line
+    '{"jsonPayload":{"message":"a\tb"},' + _RESOURCE_TAIL,
+    '{"jsonPayload":{"message":"bad \\x escape"},' + _RESOURCE_TAIL,
+    '{"jsonPayload":{"message":"two""quotes"},' + _RESOURCE_TAIL,
+    '{"jsonPayload":{"message":"trailing comma",},' + _RESOURCE_TAIL,
+    '{"jsonPayload":{"message":"lone \\ud800 surrogate"},' + _RESOURCE_TAIL,
+    '{"jsonPayload":{"message":"Job failed."}, "severity" : "ERROR" ,' + _RESOURCE_TAIL,
+]
+
+
+@pytest.mark.parametrize("line", range(len(_TRICKY)))
+def test_tricky_lines_inside_a_fleet(line: int, book: RuleBook, tmp_path: Path) -> None:
+    lines = list(fleet(150_000, seed=11))
+    lines.insert(len(lines) // 2, _TRICKY[line].encode() + b"\n")
+    path = tmp_path / "tricky.jsonl"
+    path.write_bytes(b"".join(lines))
+    _same([str(path)], book)
+
+
+def test_invalid_utf8_and_crlf_lines(book: RuleBook, tmp_path: Path) -> None:
+    lines = list(fleet(150_000, seed=12))
+    lines[3] = lines[3].replace(b'"message":"', b'"message":"\xff\xfe', 1)
+    lines[4] = lines[4].replace(b'"message":"', b'"message":"\xe2\x96', 1)
+    lines[6] = lines[6].rstrip(b"\n") + b"\r\n"
+    path = tmp_path / "bytes.jsonl"
+    path.write_bytes(b"".join(lines))
+    _same([str(path)], book)
