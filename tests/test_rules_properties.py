@@ -34,7 +34,7 @@ def test_offsets_point_into_the_original(text: str) -> None:
     normalized, offsets = normalize_with_offsets(text)
     assert normalized == normalize(text)
     assert len(offsets) == len(normalized) + 1
-    assert offsets == sorted(offsets)
+    assert list(offsets) == sorted(offsets)
     assert all(0 <= o <= len(text) for o in offsets)
 
 
@@ -88,3 +88,26 @@ def test_whitespace_and_bidi_damage_keeps_the_match(
         assert {k: normalize(str(v)) for k, v in after.fields.items()} == {
             k: normalize(str(v)) for k, v in before.fields.items()
         }
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab .:\t\n\r\x0b\x0c\x1c\x1f0")), max_size=60))
+def test_ascii_fast_path_offsets_equal_the_general_ones(text: str) -> None:
+    from analyzer.rulebook.normalize import _ascii_with_offsets
+
+    normalized, offsets = _ascii_with_offsets(text)
+    # The general algorithm, run on the same text with the ASCII shortcut out of the way.
+    out: list[str] = []
+    expected: list[int] = []
+    pending = -1
+    for index, char in enumerate(text):
+        if char.isspace():
+            pending = index if pending < 0 else pending
+            continue
+        if pending >= 0 and out:
+            out.append(" ")
+            expected.append(pending)
+        pending = -1
+        out.append(char)
+        expected.append(index)
+    expected.append(len(text))
+    assert (normalized, list(offsets)) == ("".join(out), expected)

@@ -157,7 +157,7 @@ def convert(value: str, field_type: FieldType, field: str) -> dict[str, str | in
 
 
 def _fields(
-    found: Match, captures: Sequence[Capture], offsets: list[int], original: str
+    found: Match, captures: Sequence[Capture], offsets: Sequence[int], original: str
 ) -> dict[str, str | int]:
     fields: dict[str, str | int] = {}
     for capture in captures:
@@ -175,7 +175,7 @@ class MatchTimeout(Exception):
 
 
 def find(
-    rule: Rule, normalized: str, offsets: list[int], original: str, timeout: float
+    rule: Rule, normalized: str, offsets: Sequence[int], original: str, timeout: float
 ) -> list[tuple[int, RuleMatch]]:
     """Every match of ``rule`` in ``normalized`` as (start, match), in text order.
 
