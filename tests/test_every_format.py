@@ -29,19 +29,25 @@ def test_scenario_in_format(scenario: str, fmt: str) -> None:
     write(simulate(scenario, seed=1), fmt, out, seed=1)
     analysis = analyze_sources([MemorySource(out.getvalue(), f"{scenario}.{fmt}")])
     got = sorted(
-        (
-            d.state.value,
-            d.observed_final,
-            d.attempts,
-            d.cause.category.value if d.cause else None,
-            {w: n for w, n in d.worker_restarts.items() if n},
-        )
-        for d in analysis.diagnoses
-    ), key=repr)
+        [
+            (
+                d.state.value,
+                d.observed_final,
+                d.attempts,
+                d.cause.category.value if d.cause else None,
+                {w: n for w, n in d.worker_restarts.items() if n},
+            )
+            for d in analysis.diagnoses
+        ],
+        key=repr,
+    )
     want = sorted(
-        (e.state, e.observed_final, e.attempts, e.category, dict(e.worker_restarts))
-        for e in expected(scenario, seed=1)
-    ), key=repr)
+        [
+            (e.state, e.observed_final, e.attempts, e.category, dict(e.worker_restarts))
+            for e in expected(scenario, seed=1)
+        ],
+        key=repr,
+    )
     assert got == want
     (stats,) = analysis.inputs
     assert stats.lines == stats.used + stats.skipped
