@@ -2,11 +2,12 @@
 
 Only this module prints or exits. Exit codes: 0 the analysis ran (whatever the jobs' fate),
 1 ``--fail-on failed`` and a job failed, 2 bad usage or unreadable input, 3 invalid rules or
-policy.
+policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceback).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ app.add_typer(rules_app, name="rules")
 EXIT_FAILED_JOB = 1
 EXIT_USAGE = 2
 EXIT_RULES = 3
+EXIT_INTERNAL = 70  # a bug in jobdoctor (sysexits' EX_SOFTWARE)
 
 
 class ReportFormat(StrEnum):
@@ -93,6 +95,18 @@ def _reported_errors() -> Iterator[None]:
         # The reader (head, less) went away: nothing left to say.
         sys.stderr.close()
         raise typer.Exit(0) from None
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as exc:
+        # A bug of ours: one line, no locals (they may hold log content); the traceback only
+        # when asked for.
+        if os.environ.get("JOBDOCTOR_DEBUG"):
+            raise
+        _say(
+            f"internal error: {type(exc).__name__}: {exc}; rerun with JOBDOCTOR_DEBUG=1"
+            " for the traceback and report it"
+        )
+        raise typer.Exit(EXIT_INTERNAL) from None
 
 
 PROGRESS_MIN_BYTES = 50 << 20
@@ -128,8 +142,6 @@ def _reading_progress(paths: list[str]) -> Iterator[None]:
 
 
 def _rules_dirs(rules: list[Path] | None) -> tuple[Path, ...]:
-    import os
-
     dirs = list(rules or [])
     env = os.environ.get("JOBDOCTOR_RULES")
     if env:

@@ -264,3 +264,18 @@ def test_diagnose_gives_advice_in_hebrew() -> None:
     )
     advice = " ".join(json.loads(out)["jobs"][0]["advice"])
     assert code == 0 and re.search("[\u0590-\u05ff]", advice) and "us-central1" in advice
+
+
+def test_an_internal_error_is_one_line_with_exit_70(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import analyzer.report.text
+
+    def broken(*_: object) -> None:
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(analyzer.report.text, "render_text", broken)
+    monkeypatch.setattr("analyzer.report.render_text", broken)
+    code, _, err = run("diagnose", str(SAMPLES / "success.jsonl"))
+    assert code == 70
+    assert "internal error: ZeroDivisionError: boom" in one_line_error(err)

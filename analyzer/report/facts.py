@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from analyzer.diagnosis import Diagnosis
-from analyzer.events import Event
+from analyzer.events import Event, EventKind
 from analyzer.records import Origin
 
 
@@ -109,7 +109,11 @@ def depth_facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
                 ("cascade", f"{other.replica} then failed ({other.detail}): {other.message}")
             )
     if diagnosis.lost_work is not None and diagnosis.lost_work.total_seconds() > 0:
-        facts.append(("lost work", f"{span(diagnosis.lost_work)} since the last checkpoints"))
+        saved = any(
+            e.kind is EventKind.CHECKPOINT for a in diagnosis.timeline.attempts for e in a.events
+        )
+        since = "since the last checkpoints" if saved else "no checkpoint was logged"
+        facts.append(("lost work", f"{span(diagnosis.lost_work)} ({since})"))
     if diagnosis.job_spec is not None:
         spec = diagnosis.job_spec
         verdict = "agrees" if spec.agrees else "DISAGREES"
