@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from analyzer.diagnosis import Diagnosis
 from analyzer.events import Event, EventKind
@@ -75,13 +75,24 @@ def span(delta: timedelta | None) -> str:
 
 
 def evidence_events(diagnosis: Diagnosis) -> list[tuple[Origin, Event | None]]:
-    """The cause's evidence lines with the events they came from (when known)."""
+    """The cause's evidence lines with the events they came from (when known).
+
+    The decisive message first, then the lines that back it in the order they happened, so the
+    story reads top to bottom.
+    """
     if diagnosis.cause is None:
         return []
     by_origin = {
         event.origin: event for attempt in diagnosis.timeline.attempts for event in attempt.events
     }
-    return [(origin, by_origin.get(origin)) for origin in diagnosis.cause.evidence]
+    first, *rest = [(origin, by_origin.get(origin)) for origin in diagnosis.cause.evidence]
+
+    def when(item: tuple[Origin, Event | None]) -> tuple[bool, datetime]:
+        event = item[1]
+        moment = event.timestamp if event is not None else None
+        return (moment is None, moment or datetime.min.replace(tzinfo=UTC))
+
+    return [first, *sorted(rest, key=when)]
 
 
 def first_line(text: str, limit: int = 160) -> str:
