@@ -170,12 +170,72 @@ _TRICKY = [
     '{"jsonPayload":{"message":"trailing comma",},' + _RESOURCE_TAIL,
     '{"jsonPayload":{"message":"lone \\ud800 surrogate"},' + _RESOURCE_TAIL,
     '{"jsonPayload":{"message":"Job failed."}, "severity" : "ERROR" ,' + _RESOURCE_TAIL,
+    # Each line below leaves the lean path of JsonlScanner.feed for the general code.
+    # no labels object at all, or one that is not an object (KeyError, AttributeError)
+    '{"jsonPayload":{"message":"Job failed."},' + _TAIL,
+    '{"jsonPayload":{"message":"Job failed."},"labels":["x"],' + _TAIL,
+    '{"jsonPayload":{"message":"Job failed."},"labels":"x",' + _TAIL,
+    # a jsonPayload without a message, one that is not an object, one that is null
+    '{"jsonPayload":{"levelname":"ERROR"},"labels":{},"textPayload":"Job failed.",' + _TAIL,
+    '{"jsonPayload":"Job failed.","labels":{},"textPayload":"step 6",' + _TAIL,
+    '{"jsonPayload":[1],"labels":{},"textPayload":"step 6",' + _TAIL,
+    '{"jsonPayload":null,"labels":{},"textPayload":"Job failed.",' + _TAIL,
+    # no message anywhere: the plain skip reason
+    '{"jsonPayload":{"levelname":"ERROR"},"labels":{},' + _TAIL,
+    # resource labels of the wrong type, an empty task, a job id that is not a string
+    '{"labels":{"ml.googleapis.com/job_id":"111"},"resource":{"labels":["workerpool0-0"]},'
+    '"textPayload":"step 7","timestamp":"2024-03-11T08:00:07.000000000Z"}',
+    '{"labels":{"ml.googleapis.com/job_id":"111"},"resource":"ml_job",'
+    '"textPayload":"step 7","timestamp":"2024-03-11T08:00:07.000000000Z"}',
+    '{"labels":{"task_name":"workerpool1-0"},"resource":{"labels":{"job_id":"111",'
+    '"task_name":""}},"textPayload":"step 8","timestamp":"2024-03-11T08:00:08.000000000Z"}',
+    '{"labels":{"ml.googleapis.com/job_id":"222"},"resource":{"labels":{"job_id":111,'
+    '"task_name":"workerpool0-0"}},"textPayload":"step 9",'
+    '"timestamp":"2024-03-11T08:00:09.000000000Z"}',
+    # a vm label that is empty or not a string: no vm, on the lean path too
+    '{"jsonPayload":{"message":"step 10"},"labels":{"compute.googleapis.com/resource_id":""},'
+    + _TAIL,
+    '{"jsonPayload":{"message":"step 11"},"labels":{"compute.googleapis.com/resource_id":7},'
+    + _TAIL,
+    # an empty timestamp: the receive time counts
+    '{"jsonPayload":{"message":"step 12"},"labels":{},' + _TAIL.replace(
+        '"timestamp":"2024-03-11T08:00:01.123456789Z"', '"timestamp":""'
+    ),
+]
+# Timestamps in a minute the fleet's own lines have already proven valid (and a few in new
+# minutes), each wrong in one place the lean check looks at; and non-ASCII digits, which
+# parse_timestamp rejects in the seconds and the first six digits of the fraction.
+_TIMES = [
+    "2024-03-11T08:00:60.000000000Z",
+    "2024-03-11T08:00:6.000000000Z",
+    "2024-03-11T08:00:0\u0663.000000000Z",
+    "2024-03-11T08:00:03.12345\u0666789Z",
+    "2024-03-11T08:00:03.12345678\u0669Z",
+    "2024-03-11T08:00:03.12345678Z",
+    "2024-03-11T08:00:03.1234567890Z",
+    "2024-03-11T08:00:03.123456789z",
+    "2024-03-11T08:00:03.123456789Z ",
+    "2024-03-11T08:00:03,123456789Z",
+    "2024-03-11T08:00:03.12345678xZ",
+    "2024-03-11T08:00:03.123456789+00:00",
+    "2024-03-11T24:00:03.123456789Z",
+    "2024-02-30T08:00:03.123456789Z",
+    "2024-02-29T08:00:03.123456789Z",
+    "\u0662024-03-11T08:00:03.123456789Z",
+    "2024-03-11T08:00:03.123456789Z",
+]
+_TRICKY += [
+    '{"jsonPayload":{"message":"Job failed."},"labels":{},'
+    + _TAIL.replace("2024-03-11T08:00:01.123456789Z", when)
+    for when in _TIMES
 ]
 
 
 @pytest.mark.parametrize("line", range(len(_TRICKY)))
 def test_tricky_lines_inside_a_fleet(line: int, book: RuleBook, tmp_path: Path) -> None:
     lines = list(fleet(150_000, seed=11))
+    # The fleet starts at 2024-03-11T08:00 (the tricky lines' minute): it is proven by then.
+    assert b'"timestamp":"2024-03-11T08:00:' in b"".join(lines[: len(lines) // 2])
     lines.insert(len(lines) // 2, _TRICKY[line].encode() + b"\n")
     path = tmp_path / "tricky.jsonl"
     path.write_bytes(b"".join(lines))
@@ -190,3 +250,23 @@ def test_invalid_utf8_and_crlf_lines(book: RuleBook, tmp_path: Path) -> None:
     path = tmp_path / "bytes.jsonl"
     path.write_bytes(b"".join(lines))
     _same([str(path)], book)
+
+
+def test_all_tricky_lines_in_one_block(book: RuleBook, tmp_path: Path) -> None:
+    # Together, so that the lean path's cached minutes and the block prefilter see them all.
+    lines = list(fleet(150_000, seed=13))
+    middle = len(lines) // 2
+    lines[middle:middle] = [line.encode() + b"\n" for line in _TRICKY]
+    path = tmp_path / "tricky.jsonl"
+    path.write_bytes(b"".join(lines))
+    _same([str(path)], book)
+
+
+def test_select_with_ascii_and_wide_texts(book: RuleBook) -> None:
+    # select() searches ASCII and wide texts apart and merges the indexes back into order.
+    texts = ["█ Job failed.", "plain", "Job failed.", "ｆａｉｌｅｄ █", "İNTERNAL", "x", "OOM"] * 3
+    prefilter = book._prefilter
+    expected = [i for i, t in enumerate(texts) if prefilter.candidates(t)]
+    assert expected and book.may_match_texts(texts) == expected
+    assert book.may_match_texts(["plain", "Job failed."]) == [1]
+    assert book.may_match_texts(["█", "ｆａｉｌｅｄ"]) == [1]

@@ -41,7 +41,20 @@ BLOCK_BYTES = 1 << 22
 
 # The sink's own timestamp form: nanoseconds, UTC. Equal-format strings compare like the times
 # they name, so they are kept as strings; the date part is checked once per distinct date.
-_CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{9}Z")
+# ASCII digits only: parse_timestamp rejects other Nd digits in the seconds and the first six
+# digits of the fraction, so a line carrying them must take the plain functions.
+_CANONICAL_TIME = re.compile(
+    r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{9}Z", re.ASCII
+)
+# Every character of that pattern has a fixed width, so a 30-character string matches exactly
+# when its first 17 characters (through the minute's colon) match the head of the pattern and
+# the other 13 match the tail. The lean path checks the tail with these seconds and, for the
+# fraction, str.isdecimal plus str.isascii (together: ASCII digits).
+_SECONDS = frozenset(f"{second:02d}." for second in range(60))
+# Bounds the memory of proven minutes (a year has 525,600): beyond it, the full check runs.
+_MAX_MINUTES = 1 << 16
+
+_VM_LABEL = "compute.googleapis.com/resource_id"
 
 
 def time_key(moment: datetime) -> str:
@@ -113,6 +126,8 @@ class JsonlScanner:
         self.tally = ScanTally()
         self._select = select
         self._valid_dates: dict[str, bool] = {}
+        # Minutes ("2024-03-11T08:00:") of timestamps that passed the full check.
+        self._good_minutes: set[str] = set()
 
     def _valid_date(self, date: str) -> bool:
         known = self._valid_dates.get(date)
@@ -125,6 +140,17 @@ class JsonlScanner:
             self._valid_dates[date] = known
         return known
 
+    def _canonical_time(self, when: str) -> bool:
+        """Whether ``when`` is a valid timestamp in the sink's canonical form.
+
+        Also remembers its minute (the first 17 characters) as proven, for the lean path.
+        """
+        if _CANONICAL_TIME.fullmatch(when) is None or not self._valid_date(when[:10]):
+            return False
+        if len(self._good_minutes) < _MAX_MINUTES:
+            self._good_minutes.add(when[:17])
+        return True
+
     def feed(self, lines: Sequence[bytes], first_number: int) -> None:
         """Scan ``lines`` (without or with their line endings); the first is ``first_number``."""
         stats = self.stats
@@ -133,8 +159,7 @@ class JsonlScanner:
         spans = tally.spans
         loads = orjson.loads
         decode_error = orjson.JSONDecodeError
-        canonical = _CANONICAL_TIME.fullmatch
-        valid_dates = self._valid_dates
+        good_minutes = self._good_minutes
         # Light lines whose text the prefilter has yet to see. Their parsed entries are not
         # kept: holding thousands of dicts costs more (allocation, GC) than parsing the few
         # chosen lines again.
@@ -157,6 +182,55 @@ class JsonlScanner:
                 else:
                     blank += 1
                 continue
+            # The lean path: the sink's common shape, read by direct subscripts. A line that
+            # does not fit (a key missing, a value of another type: subscripting a non-dict
+            # raises TypeError, .get on one AttributeError) goes on to the general code below,
+            # which gives the plain reader's answer for any line.
+            try:
+                rlabels = entry["resource"]["labels"]
+                task = rlabels["task_name"]
+                job = rlabels["job_id"]
+                when = entry["timestamp"]
+                payload = entry.get("jsonPayload")
+                text = payload["message"] if payload is not None else entry["textPayload"]
+                vm = entry["labels"].get(_VM_LABEL)
+            except (KeyError, TypeError, AttributeError):
+                pass
+            else:
+                # Non-empty resource labels win over every other label in record_from_entry,
+                # so task and job are final; a truthy timestamp hides receiveTimestamp.
+                if (
+                    type(text) is str is type(task) is type(job) is type(when)
+                    and task
+                    and job
+                    # _CANONICAL_TIME plus the date check, in cheap pieces: a minute already
+                    # proven valid, then the seconds, nine ASCII digits and Z. Anything else
+                    # (and each new minute) takes the full check.
+                    and (
+                        (
+                            when[:17] in good_minutes
+                            and when[17:20] in _SECONDS
+                            and when[29:] == "Z"
+                            and when[20:29].isdecimal()
+                            and when.isascii()
+                        )
+                        or self._canonical_time(when)
+                    )
+                ):
+                    used += 1
+                    key = (job, task, vm if type(vm) is str and vm else None)
+                    span = spans.get(key)
+                    if span is None:
+                        spans[key] = SpanTally(when, when, 1)
+                    else:
+                        span.records += 1
+                        if when < span.first:
+                            span.first = when
+                        elif when > span.last:
+                            span.last = when
+                    pending_numbers.append(number)
+                    pending_texts.append(text)
+                    continue
             if type(entry) is dict:
                 # record_from_entry's lookups, inlined, with the timestamp left as a string.
                 resource = entry.get("resource")
@@ -183,14 +257,9 @@ class JsonlScanner:
                 if type(text) is not str:
                     text = entry.get("textPayload")
                 when = entry.get("timestamp") or entry.get("receiveTimestamp")
-                if (
-                    type(text) is str
-                    and type(when) is str
-                    and canonical(when)
-                    and (valid_dates.get(when[:10]) or self._valid_date(when[:10]))
-                ):
+                if type(text) is str and type(when) is str and self._canonical_time(when):
                     used += 1
-                    vm = labels.get("compute.googleapis.com/resource_id") if labels else None
+                    vm = labels.get(_VM_LABEL) if labels else None
                     key = (job, task, vm if type(vm) is str and vm else None)
                     span = spans.get(key)
                     if span is None:
@@ -255,16 +324,24 @@ def read_blocks(
     stops at the first line boundary at or after ``limit`` bytes.
     """
     remaining = limit
+    # The unfinished last line of a block starts the next one: completing it in place would copy
+    # the whole block (bytes are immutable) for a few hundred bytes.
+    carry = b""
     while remaining != 0:
         size = block_bytes if remaining < 0 else min(block_bytes, remaining)
         block = stream.read(size)
         if not block:
-            return
-        if not block.endswith(b"\n"):
-            block += stream.readline()
+            break
         if remaining > 0:
-            remaining = max(0, remaining - len(block))
+            remaining -= len(block)
         lines = block.split(b"\n")
-        if not lines[-1]:
-            lines.pop()
-        yield lines
+        if carry:
+            lines[0] = carry + lines[0]
+        carry = lines.pop()
+        if lines:
+            yield lines
+    if carry and remaining == 0:
+        carry += stream.readline()
+    if carry:
+        # The last line, or the one the limit falls inside; without its "\n" if it had none.
+        yield [carry[:-1] if carry.endswith(b"\n") else carry]

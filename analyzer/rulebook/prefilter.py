@@ -14,7 +14,7 @@ import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from itertools import accumulate
+from itertools import accumulate, compress
 from typing import Any
 
 from analyzer.rulebook.model import Rule
@@ -141,22 +141,40 @@ class Prefilter:
             return list(range(len(texts)))
         if self._any is None or not texts:
             return []
-        joined = "\n".join(texts)
-        if joined.isascii():
-            probe = joined.lower()
-            lengths: Iterable[int] = map(len, texts)
-        else:
-            probes = [
-                text if text.isascii() or _unchanged_by_fold(text) else fold(text) for text in texts
-            ]
-            folded = "\n".join(probes)
-            probe = folded.lower()
-            if len(probe) != len(folded):
-                # lower() made some character longer (İ): lower each probe on its own.
-                probes = [p.lower() for p in probes]
-                probe = "\n".join(probes)
-            lengths = map(len, probes)
-        starts = list(accumulate((n + 1 for n in lengths), initial=0))
+        ascii_flags = [text.isascii() for text in texts]
+        if all(ascii_flags):
+            return self._select_ascii(texts)
+        # Most texts are ASCII. One wide text makes the joined block wide, and lower() and the
+        # search of a wide string cost several times more per character: search the ASCII
+        # texts on their own and pay that only for the others.
+        narrow = list(compress(range(len(texts)), ascii_flags))
+        wide = [index for index, flag in enumerate(ascii_flags) if not flag]
+        hits = [narrow[i] for i in self._select_ascii([texts[index] for index in narrow])]
+        hits += [wide[i] for i in self._select_wide([texts[index] for index in wide])]
+        return sorted(hits)
+
+    def _select_ascii(self, texts: Sequence[str]) -> list[int]:
+        # For ASCII, fold() is the identity and lower() keeps every length.
+        if not texts:
+            return []
+        return self._hit_indexes(map(len, texts), "\n".join(texts).lower())
+
+    def _select_wide(self, texts: Sequence[str]) -> list[int]:
+        probes = [
+            text if text.isascii() or _unchanged_by_fold(text) else fold(text) for text in texts
+        ]
+        folded = "\n".join(probes)
+        probe = folded.lower()
+        if len(probe) != len(folded):
+            # lower() made some character longer (İ): lower each probe on its own.
+            probes = [p.lower() for p in probes]
+            probe = "\n".join(probes)
+        return self._hit_indexes(map(len, probes), probe)
+
+    def _hit_indexes(self, lengths: Iterable[int], probe: str) -> list[int]:
+        """Indexes of the probes (of ``lengths``, joined by newlines into ``probe``) that hold
+        a literal, in order."""
+        starts = list(accumulate(map((1).__add__, lengths), initial=0))
         hits = {bisect_right(starts, at) - 1 for at in self._hit_offsets(probe)}
         return sorted(hits)
 
