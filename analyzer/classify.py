@@ -27,7 +27,16 @@ from analyzer.ingest import FileSource, Format
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED
 from analyzer.ingest.streams import decompressed
 from analyzer.parallel import RangeScan, processes_for, scan_files, scan_stream
-from analyzer.records import SERVICE_TASK, InputStats, LogRecord, Origin, Source, parse_timestamp
+from analyzer.records import (
+    SERVICE_TASK,
+    InputStats,
+    LogRecord,
+    Origin,
+    Source,
+    job_group,
+    parse_timestamp,
+    split_job_group,
+)
 
 # Set by a caller that shows progress (the CLI's bar): told the total bytes of the fast-path
 # inputs once, then each number of bytes read. A context variable, so the API keeps its shape.
@@ -68,7 +77,8 @@ class VmSpan:
 class JobLog:
     """Everything the later stages need of one job, in time order.
 
-    ``job_id`` is None when no input named the job (a stream-logs text without a console link).
+    ``job_id`` is None when no input named the job (a stream-logs text without a console link);
+    ``trial`` names the hyperparameter-tuning trial when the job is one trial of a tuning job.
     """
 
     job_id: str | None
@@ -77,6 +87,7 @@ class JobLog:
     records: int
     first_seen: datetime | None
     last_seen: datetime | None
+    trial: str | None = None
 
 
 @dataclass(slots=True)
@@ -153,9 +164,10 @@ def _linked_job_id(events: Iterable[Event]) -> str | None:
 def _read_source(source: Source, book: Matcher) -> dict[str | None, _JobAccumulator]:
     local: dict[str | None, _JobAccumulator] = {}
     for record in source.records():
-        acc = local.get(record.job_id)
+        group = job_group(record.job_id, record.trial)
+        acc = local.get(group)
         if acc is None:
-            acc = local[record.job_id] = _JobAccumulator()
+            acc = local[group] = _JobAccumulator()
         acc.observe(record)
         for match in book.match(record.text):
             acc.events.append(Event.from_record(record, match))
@@ -190,7 +202,7 @@ def _from_scan(scan: RangeScan) -> dict[str | None, _JobAccumulator]:
             acc = local[job_id] = _JobAccumulator()
         acc.records += count
     for event in scan.events:
-        local[event.job_id].events.append(event)
+        local[job_group(event.job_id, event.trial)].events.append(event)
     return local
 
 
@@ -348,7 +360,7 @@ class Collector:
         logs = []
         for key in sorted(self._jobs):
             acc = self._jobs[key]
-            job_id = key[1] if key[0] == "" else None
+            job_id, trial = split_job_group(key[1]) if key[0] == "" else (None, None)
             events = _dedupe(sorted(acc.events, key=_event_order), self._stats)
             spans = {
                 task: tuple(
@@ -359,7 +371,9 @@ class Collector:
                 )
                 for task, per_vm in sorted(acc.spans.items())
             }
-            logs.append(JobLog(job_id, tuple(events), spans, acc.records, acc.first, acc.last))
+            logs.append(
+                JobLog(job_id, tuple(events), spans, acc.records, acc.first, acc.last, trial)
+            )
         return logs
 
 

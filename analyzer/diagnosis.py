@@ -158,6 +158,11 @@ class Diagnosis:
     job_spec: SpecCheck | None = None
 
     @property
+    def trial(self) -> str | None:
+        """The hyperparameter-tuning trial this diagnosis is about, if any."""
+        return self.timeline.trial
+
+    @property
     def first_seen(self) -> datetime | None:
         return self.timeline.first_seen
 
@@ -181,6 +186,7 @@ class Diagnosis:
         """The job object of the ``jobdoctor.diagnosis/1`` JSON contract."""
         return {
             "job_id": self.job_id,
+            "trial": self.trial,
             "state": self.state.value,
             "observed_final": self.observed_final,
             "attempts": self.attempts,

@@ -86,6 +86,7 @@ class Event:
     origin: Origin
     vm: str | None = None
     insert_id: str | None = None
+    trial: str | None = None
 
     @property
     def kind(self) -> EventKind:
@@ -103,4 +104,5 @@ class Event:
             origin=record.origin,
             vm=record.vm,
             insert_id=record.insert_id,
+            trial=record.trial,
         )

@@ -89,6 +89,24 @@ class InputStats:
         }
 
 
+# Hyperparameter-tuning trials run as jobs of their own inside one job id (their service lines
+# carry the trial label too): they are grouped apart, under "<job id>\x1f<trial>".
+_TRIAL_SEPARATOR = "\x1f"
+
+
+def job_group(job_id: str | None, trial: str | None) -> str | None:
+    """The key records of one job (or one trial of a tuning job) are grouped under."""
+    if job_id is None or not trial:
+        return job_id
+    return f"{job_id}{_TRIAL_SEPARATOR}{trial}"
+
+
+def split_job_group(group: str) -> tuple[str, str | None]:
+    """The job id and trial (None when not a trial) of a :func:`job_group` key."""
+    job_id, _, trial = group.partition(_TRIAL_SEPARATOR)
+    return job_id, trial or None
+
+
 class Source(Protocol):
     """Anything that yields log records and accounts for its input.
 

@@ -141,13 +141,14 @@ class Attempt:
 
 @dataclass(frozen=True, slots=True)
 class JobTimeline:
-    """A job's attempts in order, and when it was seen at all."""
+    """A job's attempts in order, and when it was seen at all (``trial``: see JobLog)."""
 
     job_id: str | None
     attempts: tuple[Attempt, ...]
     first_seen: datetime | None
     last_seen: datetime | None
     records: int
+    trial: str | None = None
 
 
 def _split_attempts(events: tuple[Event, ...]) -> list[list[Event]]:
@@ -274,7 +275,9 @@ def build_timeline(log: JobLog) -> JobTimeline:
             for task in sorted(tasks)
         )
         attempts.append(Attempt(index + 1, tuple(group), workers, start, end))
-    return JobTimeline(log.job_id, tuple(attempts), log.first_seen, log.last_seen, log.records)
+    return JobTimeline(
+        log.job_id, tuple(attempts), log.first_seen, log.last_seen, log.records, log.trial
+    )
 
 
 def restarts_by_worker(timeline: JobTimeline) -> Mapping[str, int]:

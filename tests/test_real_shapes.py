@@ -51,3 +51,22 @@ def test_legacy_exception_and_worker_are_found() -> None:
 def test_legacy_sigkill_is_decoded() -> None:
     (diagnosis,) = analyze([FIXTURES / "legacy-oom.jsonl"]).diagnoses
     assert diagnosis.cause is not None and diagnosis.cause.signal == "SIGKILL"
+
+
+def test_tuning_trials_are_diagnosed_apart_on_both_paths() -> None:
+    from analyzer.classify import collect
+    from analyzer.ingest import open_sources
+    from analyzer.rulebook import RuleBook
+
+    path = FIXTURES / "hp-tuning-trials.jsonl"
+    trials = {d.trial: d for d in analyze([path]).diagnoses}
+    assert set(trials) == {"1", "2"}
+    assert trials["1"].state.value == "JOB_STATE_FAILED" and trials["1"].attempts == 1
+    assert trials["1"].cause is not None and trials["1"].cause.exception is not None
+    assert trials["2"].state.value == "JOB_STATE_SUCCEEDED" and trials["2"].cause is None
+    assert all(d.job_id == "5550001112223334445" for d in trials.values())
+    assert trials["1"].to_dict()["trial"] == "1"
+    book = RuleBook.load()
+    fast = collect(open_sources([str(path)]), book, fast=True)
+    plain = collect(open_sources([str(path)]), book, fast=False)
+    assert fast == plain

@@ -28,7 +28,7 @@ import orjson
 from analyzer.ingest.entries import INVALID_JSON, record_or_reason
 from analyzer.ingest.jsonl import BLANK_LINE
 from analyzer.ingest.sniff import BOM
-from analyzer.records import InputStats, LogRecord, Origin
+from analyzer.records import InputStats, LogRecord, Origin, job_group
 
 # Which texts of a block may match a rule: the indexes, in any order.
 TextSelector = Callable[[Sequence[str]], Iterable[int]]
@@ -55,6 +55,7 @@ _SECONDS = frozenset(f"{second:02d}." for second in range(60))
 _MAX_MINUTES = 1 << 16
 
 _VM_LABEL = "compute.googleapis.com/resource_id"
+_TRIAL_LABEL = "ml.googleapis.com/trial_id"
 
 
 def time_key(moment: datetime) -> str:
@@ -193,7 +194,9 @@ class JsonlScanner:
                 when = entry["timestamp"]
                 payload = entry.get("jsonPayload")
                 text = payload["message"] if payload is not None else entry["textPayload"]
-                vm = entry["labels"].get(_VM_LABEL)
+                labels = entry["labels"]
+                vm = labels.get(_VM_LABEL)
+                trial = labels.get("trial_id") or labels.get(_TRIAL_LABEL)
             except (KeyError, TypeError, AttributeError):
                 pass
             else:
@@ -203,6 +206,8 @@ class JsonlScanner:
                     type(text) is str is type(task) is type(job) is type(when)
                     and task
                     and job
+                    # A trial label of another type is left to the general code.
+                    and (trial is None or type(trial) is str)
                     # _CANONICAL_TIME plus the date check, in cheap pieces: a minute already
                     # proven valid, then the seconds, nine ASCII digits and Z. Anything else
                     # (and each new minute) takes the full check.
@@ -218,6 +223,8 @@ class JsonlScanner:
                     )
                 ):
                     used += 1
+                    if trial:
+                        job = job_group(job, trial)
                     key = (job, task, vm if type(vm) is str and vm else None)
                     span = spans.get(key)
                     if span is None:
@@ -248,6 +255,7 @@ class JsonlScanner:
                     )
                 if not (type(job) is str and job):
                     job = _label(labels, "ml.googleapis.com/job_id")
+                job = job_group(job, _label(labels, "trial_id") or _label(labels, _TRIAL_LABEL))
                 payload = entry.get("jsonPayload")
                 text = None
                 if type(payload) is dict:
@@ -297,9 +305,10 @@ class JsonlScanner:
         tally.candidates.extend(full)
 
     def _observe(self, record: LogRecord) -> None:
-        key = (record.job_id, record.task, record.vm)
+        job = job_group(record.job_id, record.trial)
+        key = (job, record.task, record.vm)
         if record.timestamp is None:
-            self.tally.untimed[record.job_id] += 1
+            self.tally.untimed[job] += 1
             return
         when = time_key(record.timestamp)
         span = self.tally.spans.get(key)

@@ -42,6 +42,8 @@ def cause_phrase(diagnosis: Diagnosis) -> str:
 def verdict_line(diagnosis: Diagnosis) -> str:
     """The one line a person reads first."""
     job = diagnosis.job_id or "(unknown job id)"
+    if diagnosis.trial:
+        job += f" trial {diagnosis.trial}"
     return (
         f"job {job}: {short_state(diagnosis)} ({observed_word(diagnosis)}), "
         f"{plural(diagnosis.attempts, 'attempt')}, {plural(diagnosis.retries, 'retry')}"

@@ -45,6 +45,8 @@ def _labelled(label: str, body: Text | str, style: str | None = None) -> Text:
 def _verdict(diagnosis: Diagnosis) -> Text:
     line = Text("job ", style="bold")
     line.append(diagnosis.job_id or "(job id not in the logs)", style="bold")
+    if diagnosis.trial:
+        line.append(f" trial {diagnosis.trial}", style="bold")
     line.append("  ")
     line.append(short_state(diagnosis), style=_STATE_STYLE.get(diagnosis.state, "bold cyan"))
     line.append(f" ({observed_word(diagnosis)})  ")
