@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzer.changes import describe_changes
-from analyzer.classify import Collector, collect
+from analyzer.classify import Collector
 from analyzer.diagnosis import Diagnosis
 from analyzer.ingest import open_sources
 from analyzer.jobspec import JobSpec, load_job_spec
@@ -62,7 +62,10 @@ def analyze_sources(
     """
     book = rules if rules is not None else RuleBook.load()
     active_policy = policy if policy is not None else load_policy()
-    logs, stats = collect(sources, book)
+    collector = Collector(book)
+    collector.read_all(sources)
+    logs, stats = collector.logs(), collector.stats
+    quiet = [f"{path}: no Vertex AI job message in it" for path in collector.without_jobs()]
     diagnoses = tuple(
         diagnose_timeline(build_timeline(log), active_policy, job_spec, lang)
         for log in logs
@@ -74,7 +77,7 @@ def analyze_sources(
         " run `jobdoctor rules check` on it"
         for rule, count in sorted(book.timeouts.items())
     ]
-    return Analysis(tuple(stats), diagnoses, (*book.notices, *slow))
+    return Analysis(tuple(stats), diagnoses, (*book.notices, *slow, *quiet))
 
 
 def analyze(

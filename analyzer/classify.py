@@ -352,14 +352,27 @@ class Collector:
         """How each input was read, in reading order."""
         return list(self._stats.values())
 
+    def without_jobs(self) -> list[str]:
+        """Inputs that named no job and held no message a rule knows (a README in a folder
+        of exports, say): there is nothing to diagnose in them."""
+        return [
+            key[1]
+            for key, acc in self._jobs.items()
+            if key[0] != "" and not acc.events and not acc.spans
+        ]
+
     def logs(self) -> list[JobLog]:
         """One :class:`JobLog` per job: sorted by job id (unnamed jobs last), events in time
-        order, duplicates dropped and counted on their inputs."""
+        order, duplicates dropped and counted on their inputs. Inputs of
+        :meth:`without_jobs` give none."""
         for stats in self._stats.values():
             stats.duplicates = 0
         logs = []
+        empty = set(self.without_jobs())
         for key in sorted(self._jobs):
             acc = self._jobs[key]
+            if key[0] != "" and key[1] in empty:
+                continue
             job_id, trial = split_job_group(key[1]) if key[0] == "" else (None, None)
             events = _dedupe(sorted(acc.events, key=_event_order), self._stats)
             spans = {

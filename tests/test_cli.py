@@ -279,3 +279,13 @@ def test_an_internal_error_is_one_line_with_exit_70(
     code, _, err = run("diagnose", str(SAMPLES / "success.jsonl"))
     assert code == 70
     assert "internal error: ZeroDivisionError: boom" in one_line_error(err)
+
+
+def test_a_text_file_without_any_job_is_a_notice_not_a_job(tmp_path: Path) -> None:
+    (tmp_path / "success.jsonl").write_bytes((SAMPLES / "success.jsonl").read_bytes())
+    (tmp_path / "README.md").write_text("# exports\nthe logs of last week\n")
+    code, out, err = run("diagnose", "--format", "json", str(tmp_path))
+    data = json.loads(out)
+    assert code == 0 and len(data["jobs"]) == 1
+    assert "README.md: no Vertex AI job message in it" in err
+    assert sum(i["records"] for i in data["inputs"]) > 0
