@@ -114,4 +114,6 @@ def original_span(offsets: Sequence[int], text: str, start: int, end: int) -> st
     # into several, so use the offset of the last normalised char, plus one).
     finish = offsets[end - 1] + 1
     piece = text[begin:finish]
+    if piece.isascii():  # no invisible mark is ASCII
+        return piece.strip()
     return "".join(c for c in piece if c not in INVISIBLE).strip()
