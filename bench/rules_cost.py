@@ -1,0 +1,56 @@
+"""What the finer-cause rules cost: diagnose a sink export with every shipped rule file, then
+with only the platform's own messages (errors, lifecycle, runner), interleaved, in-process.
+
+    python bench/rules_cost.py [FILE] [--runs 4]
+
+FILE defaults to the 200 MB export that ``bench/run.py`` makes. Issue 4 asks that the finer
+causes (tracebacks, frames, exceptions, details, checkpoints) not slow the common path
+measurably; this prints both medians and their difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from analyzer.api import analyze_sources
+from analyzer.ingest import open_sources
+from analyzer.rulebook import RuleBook, builtin_rules_dir
+
+HERE = Path(__file__).resolve().parent
+PLATFORM_FILES = ("errors.yaml", "lifecycle.yaml", "runner.yaml", "placeholders.yaml")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "file", nargs="?", default=str(HERE / "out" / "fleet-200000000-seed0.jsonl")
+    )
+    parser.add_argument("--runs", type=int, default=4)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        for name in PLATFORM_FILES:
+            shutil.copy(builtin_rules_dir() / name, Path(folder) / name)
+        books = {
+            "all rules": RuleBook.load(),
+            "platform messages only": RuleBook.load([Path(folder)], builtin=False),
+        }
+        times: dict[str, list[float]] = {name: [] for name in books}
+        for _ in range(args.runs):
+            for name, book in books.items():
+                started = time.perf_counter()
+                analyze_sources(open_sources([args.file]), rules=book)
+                times[name].append(time.perf_counter() - started)
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    for name, median in medians.items():
+        print(f"{name:24} {median:7.3f} s  ({len(books[name].rules)} rules)")
+    extra = medians["all rules"] - medians["platform messages only"]
+    print(f"{'finer causes cost':24} {extra:7.3f} s  ({extra / medians['all rules']:.0%})")
+
+
+if __name__ == "__main__":
+    main()
