@@ -49,3 +49,13 @@ def test_line_costs_runs_on_a_tiny_export(tmp_path: Path) -> None:
     spec.loader.exec_module(module)
     costs = module.main([str(path), "--mb", "1"])
     assert costs["orjson.loads"] > 0 and all(value >= 0 for value in costs.values())
+
+
+def test_rules_cost_compares_both_rule_sets(capsys: object) -> None:
+    spec = importlib.util.spec_from_file_location("rules_cost", ROOT / "bench" / "rules_cost.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main([str(ROOT / "sample_logs" / "project-wide.jsonl"), "--runs", "1"])
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "all rules" in out and "platform messages only" in out and "finer causes cost" in out
