@@ -186,7 +186,9 @@ class JsonlScanner:
             # The lean path: the sink's common shape, read by direct subscripts. A line that
             # does not fit (a key missing, a value of another type: subscripting a non-dict
             # raises TypeError, .get on one AttributeError) goes on to the general code below,
-            # which gives the plain reader's answer for any line.
+            # which gives the plain reader's answer for any line. Either way a light line ends
+            # in the one tally below.
+            light = False
             try:
                 rlabels = entry["resource"]["labels"]
                 task = rlabels["task_name"]
@@ -222,23 +224,10 @@ class JsonlScanner:
                         or self._canonical_time(when)
                     )
                 ):
-                    used += 1
+                    light = True
                     if trial:
                         job = job_group(job, trial)
-                    key = (job, task, vm if type(vm) is str and vm else None)
-                    span = spans.get(key)
-                    if span is None:
-                        spans[key] = SpanTally(when, when, 1)
-                    else:
-                        span.records += 1
-                        if when < span.first:
-                            span.first = when
-                        elif when > span.last:
-                            span.last = when
-                    pending_numbers.append(number)
-                    pending_texts.append(text)
-                    continue
-            if type(entry) is dict:
+            if not light and type(entry) is dict:
                 # record_from_entry's lookups, inlined, with the timestamp left as a string.
                 resource = entry.get("resource")
                 rlabels = resource.get("labels") if type(resource) is dict else None
@@ -266,21 +255,23 @@ class JsonlScanner:
                     text = entry.get("textPayload")
                 when = entry.get("timestamp") or entry.get("receiveTimestamp")
                 if type(text) is str and type(when) is str and self._canonical_time(when):
-                    used += 1
+                    light = True
                     vm = labels.get(_VM_LABEL) if labels else None
-                    key = (job, task, vm if type(vm) is str and vm else None)
-                    span = spans.get(key)
-                    if span is None:
-                        spans[key] = SpanTally(when, when, 1)
-                    else:
-                        span.records += 1
-                        if when < span.first:
-                            span.first = when
-                        elif when > span.last:
-                            span.last = when
-                    pending_numbers.append(number)
-                    pending_texts.append(text)
-                    continue
+            if light:
+                used += 1
+                key = (job, task, vm if type(vm) is str and vm else None)
+                span = spans.get(key)
+                if span is None:
+                    spans[key] = SpanTally(when, when, 1)
+                else:
+                    span.records += 1
+                    if when < span.first:
+                        span.first = when
+                    elif when > span.last:
+                        span.last = when
+                pending_numbers.append(number)
+                pending_texts.append(text)
+                continue
             # Anything else: the plain functions decide, exactly as read_jsonl does.
             outcome = record_or_reason(entry, Origin(path, number))
             if isinstance(outcome, str):
