@@ -133,6 +133,11 @@ def parse_timestamp(value: str) -> datetime:
     # The sink's own form, 2024-04-04T00:20:35.555006710Z, parsed without string surgery.
     if _SINK_TIME.fullmatch(value):
         return datetime.fromisoformat(value[:26]).replace(tzinfo=UTC)
+    return _parse_any_timestamp(value)
+
+
+def _parse_any_timestamp(value: str) -> datetime:
+    """:func:`parse_timestamp` for any RFC 3339 form (offsets, ``z``, any fraction length)."""
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
