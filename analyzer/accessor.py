@@ -35,8 +35,21 @@ FRAME_FORMAT = "dataframe"
 NO_TEXT = "no text"
 
 CLASSIFY_COLUMNS: tuple[str, ...] = (
-    "timestamp", "job_id", "task", "kind", "category", "detail", "rule", "lang", "replica",
-    "exit_code", "region", "reason", "text", "path", "line",
+    "timestamp",
+    "job_id",
+    "task",
+    "kind",
+    "category",
+    "detail",
+    "rule",
+    "lang",
+    "replica",
+    "exit_code",
+    "region",
+    "reason",
+    "text",
+    "path",
+    "line",
 )
 
 
@@ -171,22 +184,31 @@ class JobDoctorAccessor:
         for record in (r for source in self.sources() for r in source.records()):
             for match in book.match(record.text):
                 exit_code = match.field("exit_code")
-                rows.append((
-                    record.timestamp, record.job_id, record.task, match.kind.value,
-                    match.category.value if match.category else None, match.detail,
-                    match.rule, match.lang, _string(match.field("replica")),
-                    exit_code if isinstance(exit_code, int) else None,
-                    _string(match.field("region")), _string(match.field("reason")),
-                    record.text, record.origin.path, record.origin.line,
-                ))
+                rows.append(
+                    (
+                        record.timestamp,
+                        record.job_id,
+                        record.task,
+                        match.kind.value,
+                        match.category.value if match.category else None,
+                        match.detail,
+                        match.rule,
+                        match.lang,
+                        _string(match.field("replica")),
+                        exit_code if isinstance(exit_code, int) else None,
+                        _string(match.field("region")),
+                        _string(match.field("reason")),
+                        record.text,
+                        record.origin.path,
+                        record.origin.line,
+                    )
+                )
         frame = pd.DataFrame.from_records(rows, columns=list(CLASSIFY_COLUMNS))
         frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
         frame["exit_code"] = frame["exit_code"].astype("Int64")
         return frame
 
-    def analyze(
-        self, rules_dirs: Sequence[Path] = (), policy_path: Path | None = None
-    ) -> Analysis:
+    def analyze(self, rules_dirs: Sequence[Path] = (), policy_path: Path | None = None) -> Analysis:
         """The full :class:`~analyzer.api.Analysis` of the frame's records."""
         return analyze_sources(
             self.sources(),

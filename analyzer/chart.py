@@ -111,16 +111,21 @@ def _exit_tone(code: int | None, task: str, attempt: Attempt, outcome: str) -> s
     return Category.USER_CODE_EXCEPTION.value
 
 
-def _worker_marks(
-    worker: WorkerTimeline, attempt: Attempt, outcome: str, row: int
-) -> list[Mark]:
+def _worker_marks(worker: WorkerTimeline, attempt: Attempt, outcome: str, row: int) -> list[Mark]:
     lane, number = worker.task, attempt.number
     marks: list[Mark] = []
     if worker.first_seen is not None and worker.last_seen is not None:
         marks.append(
-            Mark(MarkKind.WORKER, row, lane, number, worker.first_seen, worker.last_seen,
-                 "neutral", f"{lane}: seen {_clock(worker.first_seen)} to "
-                 f"{_clock(worker.last_seen)}")
+            Mark(
+                MarkKind.WORKER,
+                row,
+                lane,
+                number,
+                worker.first_seen,
+                worker.last_seen,
+                "neutral",
+                f"{lane}: seen {_clock(worker.first_seen)} to {_clock(worker.last_seen)}",
+            )
         )
     last_exit_tone: str | None = None
     # Walk starts and exits in time order so that a restart takes the tone of the exit before it.
@@ -135,20 +140,60 @@ def _worker_marks(
             code = item.exit_code
             last_exit_tone = _exit_tone(code, lane, attempt, outcome)
             text = "exit" if code is None else f"exit {code}"
-            marks.append(Mark(MarkKind.EXIT, row, lane, number, when, None, last_exit_tone,
-                              f"{lane}: {text} at {_clock(when)}"))
+            marks.append(
+                Mark(
+                    MarkKind.EXIT,
+                    row,
+                    lane,
+                    number,
+                    when,
+                    None,
+                    last_exit_tone,
+                    f"{lane}: {text} at {_clock(when)}",
+                )
+            )
             continue
         if not started:
             started = True
-            marks.append(Mark(MarkKind.START, row, lane, number, when, None, "neutral",
-                              f"{lane}: started at {_clock(when)}"))
+            marks.append(
+                Mark(
+                    MarkKind.START,
+                    row,
+                    lane,
+                    number,
+                    when,
+                    None,
+                    "neutral",
+                    f"{lane}: started at {_clock(when)}",
+                )
+            )
         elif item.maintenance:
-            marks.append(Mark(MarkKind.VM_MOVE, row, lane, number, when, None, "maintenance",
-                              f"{lane}: restarted on another VM at {_clock(when)}"))
+            marks.append(
+                Mark(
+                    MarkKind.VM_MOVE,
+                    row,
+                    lane,
+                    number,
+                    when,
+                    None,
+                    "maintenance",
+                    f"{lane}: restarted on another VM at {_clock(when)}",
+                )
+            )
         else:
             tone = last_exit_tone or Category.USER_CODE_EXCEPTION.value
-            marks.append(Mark(MarkKind.RESTART, row, lane, number, when, None, tone,
-                              f"{lane}: restarted at {_clock(when)}"))
+            marks.append(
+                Mark(
+                    MarkKind.RESTART,
+                    row,
+                    lane,
+                    number,
+                    when,
+                    None,
+                    tone,
+                    f"{lane}: restarted at {_clock(when)}",
+                )
+            )
     return marks
 
 
@@ -171,9 +216,17 @@ def timeline_marks(diagnosis: Diagnosis) -> list[Mark]:
         attempt_marks: list[Mark] = []
         if attempt.start is not None and attempt.end is not None:
             attempt_marks.append(
-                Mark(MarkKind.ATTEMPT, row, lane, attempt.number, attempt.start, attempt.end,
-                     outcome, f"attempt {attempt.number}: {outcome}, {_clock(attempt.start)} "
-                     f"to {_clock(attempt.end)}")
+                Mark(
+                    MarkKind.ATTEMPT,
+                    row,
+                    lane,
+                    attempt.number,
+                    attempt.start,
+                    attempt.end,
+                    outcome,
+                    f"attempt {attempt.number}: {outcome}, {_clock(attempt.start)} "
+                    f"to {_clock(attempt.end)}",
+                )
             )
         row += 1
         worker_rows: dict[str, int] = {}
@@ -195,21 +248,49 @@ def timeline_marks(diagnosis: Diagnosis) -> list[Mark]:
             target_lane = lane if target == attempt_row else (task or lane)
             name = event.match.category.value
             worker_marks.append(
-                Mark(MarkKind.FAILURE, target, target_lane, attempt.number, event.timestamp,
-                     None, event.match.category.value,
-                     f"{name} at {_clock(event.timestamp)}: {_short(event.text)}")
+                Mark(
+                    MarkKind.FAILURE,
+                    target,
+                    target_lane,
+                    attempt.number,
+                    event.timestamp,
+                    None,
+                    event.match.category.value,
+                    f"{name} at {_clock(event.timestamp)}: {_short(event.text)}",
+                )
             )
         if not attempt_marks and not worker_marks:
             row = attempt_row  # nothing timed in this attempt: no empty rows
             continue
         marks += attempt_marks + worker_marks
-    return sorted(marks, key=lambda m: (m.row, m.kind not in (MarkKind.ATTEMPT, MarkKind.WORKER),
-                                        m.start))
+    return sorted(
+        marks, key=lambda m: (m.row, m.kind not in (MarkKind.ATTEMPT, MarkKind.WORKER), m.start)
+    )
 
 
 # Tick steps for the time axis, in seconds: the first that gives at most _MAX_TICKS ticks.
-_TICK_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
-               43200, 86400, 172800, 604800)
+_TICK_STEPS = (
+    1,
+    2,
+    5,
+    10,
+    15,
+    30,
+    60,
+    120,
+    300,
+    600,
+    900,
+    1800,
+    3600,
+    7200,
+    10800,
+    21600,
+    43200,
+    86400,
+    172800,
+    604800,
+)
 _MAX_TICKS = 8
 
 
@@ -277,19 +358,27 @@ def _shape(mark: Mark, x: float, y: float) -> str:
     colour = tone_colour(mark.tone)
     title = _title(mark.label)
     if mark.kind is MarkKind.START:
-        return (f'<circle cx="{_f(x)}" cy="{_f(y)}" r="4.5" fill="#fff" stroke="#333" '
-                f'stroke-width="1.5">{title}</circle>')
+        return (
+            f'<circle cx="{_f(x)}" cy="{_f(y)}" r="4.5" fill="#fff" stroke="#333" '
+            f'stroke-width="1.5">{title}</circle>'
+        )
     if mark.kind in (MarkKind.RESTART, MarkKind.VM_MOVE):
         fill = colour if mark.kind is MarkKind.RESTART else "#fff"
         points = f"{_f(x)},{_f(y - 6)} {_f(x + 5.5)},{_f(y + 4.5)} {_f(x - 5.5)},{_f(y + 4.5)}"
-        return (f'<polygon points="{points}" fill="{fill}" stroke="{colour}" '
-                f'stroke-width="1.5">{title}</polygon>')
+        return (
+            f'<polygon points="{points}" fill="{fill}" stroke="{colour}" '
+            f'stroke-width="1.5">{title}</polygon>'
+        )
     if mark.kind is MarkKind.EXIT:
-        return (f'<rect x="{_f(x - 1.5)}" y="{_f(y - 8)}" width="3" height="16" '
-                f'fill="{colour}">{title}</rect>')
+        return (
+            f'<rect x="{_f(x - 1.5)}" y="{_f(y - 8)}" width="3" height="16" '
+            f'fill="{colour}">{title}</rect>'
+        )
     points = f"{_f(x)},{_f(y - 7)} {_f(x + 7)},{_f(y)} {_f(x)},{_f(y + 7)} {_f(x - 7)},{_f(y)}"
-    return (f'<polygon points="{points}" fill="{colour}" stroke="#222" stroke-width="1">'
-            f"{title}</polygon>")
+    return (
+        f'<polygon points="{points}" fill="{colour}" stroke="#222" stroke-width="1">'
+        f"{title}</polygon>"
+    )
 
 
 def _bar(mark: Mark, scale: _Scale, y: float) -> str:
@@ -298,11 +387,15 @@ def _bar(mark: Mark, scale: _Scale, y: float) -> str:
     width = max(scale.x(mark.end) - x0, 2.0)
     colour = tone_colour(mark.tone)
     if mark.kind is MarkKind.ATTEMPT:
-        return (f'<rect x="{_f(x0)}" y="{_f(y - 8)}" width="{_f(width)}" height="16" rx="3" '
-                f'fill="{colour}" fill-opacity="0.22" stroke="{colour}" stroke-width="1.5">'
-                f"{_title(mark.label)}</rect>")
-    return (f'<rect x="{_f(x0)}" y="{_f(y - 4)}" width="{_f(width)}" height="8" rx="2" '
-            f'fill="{colour}">{_title(mark.label)}</rect>')
+        return (
+            f'<rect x="{_f(x0)}" y="{_f(y - 8)}" width="{_f(width)}" height="16" rx="3" '
+            f'fill="{colour}" fill-opacity="0.22" stroke="{colour}" stroke-width="1.5">'
+            f"{_title(mark.label)}</rect>"
+        )
+    return (
+        f'<rect x="{_f(x0)}" y="{_f(y - 4)}" width="{_f(width)}" height="8" rx="2" '
+        f'fill="{colour}">{_title(mark.label)}</rect>'
+    )
 
 
 # Shapes in the legend are grey: their colour on the chart is the category's.
@@ -330,9 +423,11 @@ def _legend(marks: Sequence[Mark], top: float) -> tuple[str, float]:
     x = float(_LABEL_WIDTH)
     for tone in tones:
         label = tone.replace("_", " ")
-        parts.append(f'<rect x="{x:.1f}" y="{top + 28:.1f}" width="12" height="12" rx="2" '
-                     f'fill="{tone_colour(tone)}"/>'
-                     f'<text x="{x + 16:.1f}" y="{top + 38:.1f}">{escape(label)}</text>')
+        parts.append(
+            f'<rect x="{x:.1f}" y="{top + 28:.1f}" width="12" height="12" rx="2" '
+            f'fill="{tone_colour(tone)}"/>'
+            f'<text x="{x + 16:.1f}" y="{top + 38:.1f}">{escape(label)}</text>'
+        )
         x += 30 + 7.2 * len(label)
     return "".join(parts), (48.0 if tones else 24.0)
 
@@ -364,19 +459,26 @@ def timeline_svg(diagnosis: Diagnosis) -> str:
     for row, (lane, is_attempt) in sorted(lanes.items()):
         band = top + row * _ROW
         if is_attempt:
-            parts.append(f'<rect x="0" y="{band}" width="{_WIDTH}" height="{_ROW}" '
-                         'fill="#f1f4f7"/>')
+            parts.append(
+                f'<rect x="0" y="{band}" width="{_WIDTH}" height="{_ROW}" fill="#f1f4f7"/>'
+            )
         text = lane if len(lane) <= _LANE_CHARS else lane[: _LANE_CHARS - 1] + "…"
         weight = ' font-weight="600"' if is_attempt else ""
         indent = 6 if is_attempt else 18
-        parts.append(f'<text x="{indent}" y="{band + _ROW / 2 + 4:.1f}"{weight}>{escape(text)}'
-                     f"{_title(lane)}</text>")
+        parts.append(
+            f'<text x="{indent}" y="{band + _ROW / 2 + 4:.1f}"{weight}>{escape(text)}'
+            f"{_title(lane)}</text>"
+        )
     for tick in time_ticks(scale.start, scale.end):
         x = scale.x(tick)
-        parts.append(f'<line x1="{_f(x)}" y1="{top}" x2="{_f(x)}" y2="{top + plot_height}" '
-                     'stroke="#d8dde3" stroke-dasharray="2,3"/>')
-        parts.append(f'<text x="{_f(x)}" y="{top - 8}" text-anchor="{_anchor(x)}" fill="#555">'
-                     f"{escape(_tick_label(tick, scale.start, scale.end))}</text>")
+        parts.append(
+            f'<line x1="{_f(x)}" y1="{top}" x2="{_f(x)}" y2="{top + plot_height}" '
+            'stroke="#d8dde3" stroke-dasharray="2,3"/>'
+        )
+        parts.append(
+            f'<text x="{_f(x)}" y="{top - 8}" text-anchor="{_anchor(x)}" fill="#555">'
+            f"{escape(_tick_label(tick, scale.start, scale.end))}</text>"
+        )
     for mark in marks:
         y = top + mark.row * _ROW + _ROW / 2
         if mark.end is not None:
@@ -407,8 +509,19 @@ class Bucket:
 
 
 # Bucket widths, in seconds, for failure counts over time.
-_BUCKET_STEPS = (60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400,
-                 28 * 86400)
+_BUCKET_STEPS = (
+    60,
+    300,
+    900,
+    1800,
+    3600,
+    3 * 3600,
+    6 * 3600,
+    12 * 3600,
+    86400,
+    7 * 86400,
+    28 * 86400,
+)
 
 
 def failure_buckets(
@@ -431,8 +544,11 @@ def failure_buckets(
     base = int((first - epoch).total_seconds() // width) * width
     count = int(((last - epoch).total_seconds() - base) // width) + 1
     buckets = [
-        Bucket(epoch + timedelta(seconds=base + i * width),
-               epoch + timedelta(seconds=base + (i + 1) * width), Counter())
+        Bucket(
+            epoch + timedelta(seconds=base + i * width),
+            epoch + timedelta(seconds=base + (i + 1) * width),
+            Counter(),
+        )
         for i in range(count)
     ]
     for when, category in points:
@@ -454,10 +570,12 @@ def failures_svg(failures: Iterable[tuple[datetime, str]]) -> str:
     step = max(1, _nice_step(highest))
     for value in range(0, highest + 1, step):
         y = top + plot_h - plot_h * value / highest
-        parts.append(f'<line x1="{left}" y1="{_f(y)}" x2="{left + plot_w}" y2="{_f(y)}" '
-                     'stroke="#e3e7ec"/>')
-        parts.append(f'<text x="{left - 6}" y="{_f(y + 4)}" text-anchor="end" fill="#555">'
-                     f"{value}</text>")
+        parts.append(
+            f'<line x1="{left}" y1="{_f(y)}" x2="{left + plot_w}" y2="{_f(y)}" stroke="#e3e7ec"/>'
+        )
+        parts.append(
+            f'<text x="{left - 6}" y="{_f(y + 4)}" text-anchor="end" fill="#555">{value}</text>'
+        )
     for index, bucket in enumerate(buckets):
         x = left + index * slot + slot * 0.12
         y = float(top + plot_h)
@@ -467,27 +585,39 @@ def failures_svg(failures: Iterable[tuple[datetime, str]]) -> str:
                 continue
             h = plot_h * n / highest
             y -= h
-            label = (f"{n} {category.replace('_', ' ')} from {_clock(bucket.start)} "
-                     f"to {_clock(bucket.end)} UTC")
-            parts.append(f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(slot * 0.76)}" '
-                         f'height="{_f(h)}" fill="{tone_colour(category)}">{_title(label)}'
-                         "</rect>")
+            label = (
+                f"{n} {category.replace('_', ' ')} from {_clock(bucket.start)} "
+                f"to {_clock(bucket.end)} UTC"
+            )
+            parts.append(
+                f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(slot * 0.76)}" '
+                f'height="{_f(h)}" fill="{tone_colour(category)}">{_title(label)}'
+                "</rect>"
+            )
     first, last = buckets[0].start, buckets[-1].end
     for tick in time_ticks(first, last, 7):
         x = left + plot_w * (tick - first).total_seconds() / (last - first).total_seconds()
-        parts.append(f'<line x1="{_f(x)}" y1="{top + plot_h}" x2="{_f(x)}" '
-                     f'y2="{top + plot_h + 5}" stroke="#777"/>')
-        parts.append(f'<text x="{_f(x)}" y="{top + plot_h + 18}" text-anchor="{_anchor(x)}" '
-                     f'fill="#555">{escape(_tick_label(tick, first, last))}</text>')
-    parts.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
-                 f'y2="{top + plot_h}" stroke="#777"/>')
+        parts.append(
+            f'<line x1="{_f(x)}" y1="{top + plot_h}" x2="{_f(x)}" '
+            f'y2="{top + plot_h + 5}" stroke="#777"/>'
+        )
+        parts.append(
+            f'<text x="{_f(x)}" y="{top + plot_h + 18}" text-anchor="{_anchor(x)}" '
+            f'fill="#555">{escape(_tick_label(tick, first, last))}</text>'
+        )
+    parts.append(
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
+        f'y2="{top + plot_h}" stroke="#777"/>'
+    )
     x = float(left)
     legend_y = top + plot_h + 34
     for category in categories:
         label = category.replace("_", " ")
-        parts.append(f'<rect x="{x:.1f}" y="{legend_y}" width="12" height="12" rx="2" '
-                     f'fill="{tone_colour(category)}"/><text x="{x + 16:.1f}" '
-                     f'y="{legend_y + 10}">{escape(label)}</text>')
+        parts.append(
+            f'<rect x="{x:.1f}" y="{legend_y}" width="12" height="12" rx="2" '
+            f'fill="{tone_colour(category)}"/><text x="{x + 16:.1f}" '
+            f'y="{legend_y + 10}">{escape(label)}</text>'
+        )
         x += 30 + 7.2 * len(label)
     height = legend_y + 20
     return (

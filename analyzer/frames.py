@@ -26,7 +26,15 @@ from analyzer.report.fleet import JOB_COLUMNS, job_summary
 
 # The columns of a record frame; the first five are what the accessor requires.
 RECORD_COLUMNS: tuple[str, ...] = (
-    "timestamp", "job_id", "task", "severity", "text", "path", "line", "vm", "trial",
+    "timestamp",
+    "job_id",
+    "task",
+    "severity",
+    "text",
+    "path",
+    "line",
+    "vm",
+    "trial",
     "insert_id",
 )
 

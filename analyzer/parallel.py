@@ -88,15 +88,14 @@ def _scan_blocks(
     on_bytes: Callable[[int], None] | None,
 ) -> None:
     number = 1
-    for lines in read_blocks(stream, limit=limit):
-        scanner.feed(lines, number)
-        number += len(lines)
+    for block in read_blocks(stream, limit=limit):
+        number += scanner.feed_block(block, number)
         for record in scanner.tally.candidates:
             for match in book.match(record.text):
                 events.append(Event.from_record(record, match))
         scanner.tally.candidates.clear()
         if on_bytes is not None:
-            on_bytes(sum(map(len, lines)) + len(lines))
+            on_bytes(len(block))
 
 
 def line_ranges(path: str, size: int, piece: int = RANGE_BYTES) -> list[tuple[int, int]]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import orjson
 
 from analyzer.records import LogRecord, Origin, parse_timestamp, record_from_entry
 
@@ -10,6 +13,35 @@ INVALID_JSON = "invalid JSON"
 NOT_AN_ENTRY = "not a LogEntry object"
 NO_MESSAGE = "no message text"
 INVALID_TIMESTAMP = "invalid timestamp"
+
+
+class InvalidJson(ValueError):
+    """A line that is not one JSON value."""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def load_json(raw: bytes) -> Any:
+    """The JSON value of ``raw`` (UTF-8), or InvalidJson.
+
+    orjson reads nearly every line. It also refuses numbers beyond a float's range (``1e999``),
+    which RFC 8259 leaves to the reader: such a line is read again by the standard library,
+    as infinity, so that an odd number in a field nobody reads does not cost the message (the
+    block decoder, which skips such fields, sees the same). What both refuse stays refused:
+    NaN and Infinity, lone surrogates, invalid UTF-8, raw control characters.
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        orjson.dumps(value)  # raises on a lone surrogate, which json lets through
+    except (UnicodeDecodeError, ValueError, RecursionError, TypeError, orjson.JSONEncodeError):
+        raise InvalidJson from None
+    return value
 
 
 def record_or_reason(entry: Any, origin: Origin) -> LogRecord | str:

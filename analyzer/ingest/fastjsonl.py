@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, BinaryIO
 
-import orjson
-
-from analyzer.ingest.entries import INVALID_JSON, record_or_reason
+from analyzer.ingest.blockdecode import Entry, decode_block
+from analyzer.ingest.entries import INVALID_JSON, InvalidJson, load_json, record_or_reason
 from analyzer.ingest.jsonl import BLANK_LINE
 from analyzer.ingest.sniff import BOM
-from analyzer.records import InputStats, LogRecord, Origin, job_group
+from analyzer.records import InputStats, LogRecord, Origin, job_group, parse_timestamp
 
 # Which texts of a block may match a rule: the indexes, in any order.
 TextSelector = Callable[[Sequence[str]], Iterable[int]]
@@ -43,9 +42,7 @@ BLOCK_BYTES = 1 << 22
 # they name, so they are kept as strings; the date part is checked once per distinct date.
 # ASCII digits only: parse_timestamp rejects other Nd digits in the seconds and the first six
 # digits of the fraction, so a line carrying them must take the plain functions.
-_CANONICAL_TIME = re.compile(
-    r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{9}Z", re.ASCII
-)
+_CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{9}Z", re.ASCII)
 # Every character of that pattern has a fixed width, so a 30-character string matches exactly
 # when its first 17 characters (through the minute's colon) match the head of the pattern and
 # the other 13 match the tail. The lean path checks the tail with these seconds and, for the
@@ -152,156 +149,178 @@ class JsonlScanner:
             self._good_minutes.add(when[:17])
         return True
 
-    def feed(self, lines: Sequence[bytes], first_number: int) -> None:
-        """Scan ``lines`` (without or with their line endings); the first is ``first_number``."""
-        stats = self.stats
-        path = stats.path
-        tally = self.tally
-        spans = tally.spans
-        loads = orjson.loads
-        decode_error = orjson.JSONDecodeError
+    def feed_block(self, block: bytes, first_number: int) -> int:
+        """Scan ``block`` (whole lines, the last ``\\n`` optional), whose first line is
+        ``first_number``; return how many lines it held."""
+        entries = decode_block(block)
+        if entries is not None:
+            self._feed_decoded(block, entries, first_number)
+            return len(entries)
+        lines = block.split(b"\n")
+        if lines[-1] == b"" and len(lines) > 1:
+            lines.pop()  # after the last line's "\n"
+        self.feed(lines, first_number)
+        return len(lines)
+
+    def _feed_decoded(self, block: bytes, entries: list[Entry], first_number: int) -> None:
+        """Scan a block decoded at once: the lean path, line by line only for odd lines."""
+        spans = self.tally.spans
         good_minutes = self._good_minutes
-        # Light lines whose text the prefilter has yet to see. Their parsed entries are not
-        # kept: holding thousands of dicts costs more (allocation, GC) than parsing the few
-        # chosen lines again.
-        pending_numbers: list[int] = []
-        pending_texts: list[str] = []
-        # Lines read through the plain functions, always given to the rule book.
-        full: list[LogRecord] = []
-        blank = 0
-        used = 0
+        # Indexes of the light lines and their texts, for the prefilter.
+        light: list[int] = []
+        texts: list[str] = []
+        odd: list[int] = []
+        for index, entry in enumerate(entries):
+            # The sink's common shape, read by attribute: a part that is missing (None) raises
+            # AttributeError, and the line goes to the plain functions like any unusual one.
+            try:
+                rlabels = entry.resource.labels  # type: ignore[union-attr]
+                task = rlabels.task_name  # type: ignore[union-attr]
+                job = rlabels.job_id  # type: ignore[union-attr]
+                payload = entry.jsonPayload
+                text = payload.message if payload is not None else entry.textPayload
+                labels = entry.labels
+                vm = labels.vm  # type: ignore[union-attr]
+                trial = labels.trial_id or labels.ml_trial_id  # type: ignore[union-attr]
+            except AttributeError:
+                odd.append(index)
+                continue
+            when = entry.timestamp
+            # Non-empty resource labels win over every other label in record_from_entry, so
+            # task and job are final; a truthy timestamp hides receiveTimestamp.
+            if not (
+                type(text) is str is type(task) is type(job) is type(when)
+                and task
+                and job
+                # A trial label of another type is left to the plain functions.
+                and (trial is None or type(trial) is str)
+                # _CANONICAL_TIME plus the date check, in cheap pieces: a minute already
+                # proven valid, then the seconds, nine ASCII digits and Z. Anything else (and
+                # each new minute) takes the full check.
+                and (
+                    (
+                        when[:17] in good_minutes
+                        and when[17:20] in _SECONDS
+                        and when[29:] == "Z"
+                        and when[20:29].isdecimal()
+                        and when.isascii()
+                    )
+                    or self._canonical_time(when)
+                )
+            ):
+                odd.append(index)
+                continue
+            if trial:
+                job = job_group(job, trial)
+            key = (job, task, vm if type(vm) is str and vm else None)
+            span = spans.get(key)
+            if span is None:
+                spans[key] = SpanTally(when, when, 1)
+            else:
+                span.records += 1
+                if when < span.first:
+                    span.first = when
+                elif when > span.last:
+                    span.last = when
+            light.append(index)
+            texts.append(text)
+        stats = self.stats
+        stats.lines += len(entries)
+        stats.used += len(light)
+        stats.records += len(light)
+        path = stats.path
+        full = [
+            _record(
+                entries[light[chosen]], texts[chosen], Origin(path, first_number + light[chosen])
+            )
+            for chosen in self._select(texts)
+        ]
+        if odd:
+            lines = block.split(b"\n")
+            pending = _Pending()
+            for index in odd:
+                self._read_line(lines[index], first_number + index, pending, full)
+            self._finish(pending, full)
+            full.sort(key=_line_of)
+        self.tally.candidates.extend(full)
+
+    def feed(self, lines: Sequence[bytes], first_number: int) -> None:
+        """Scan ``lines`` (without their line endings) one by one; the first is
+        ``first_number``. The path for blocks :func:`decode_block` cannot prove."""
         if self._at_start and lines and first_number == 1 and lines[0].startswith(BOM):
             lines = [lines[0][len(BOM) :], *lines[1:]]
-        number = first_number - 1
-        for raw in lines:
-            number += 1
-            try:
-                entry = loads(raw)
-            except decode_error:
-                if raw.strip():
-                    stats.skip(INVALID_JSON)
-                else:
-                    blank += 1
-                continue
-            # The lean path: the sink's common shape, read by direct subscripts. A line that
-            # does not fit (a key missing, a value of another type: subscripting a non-dict
-            # raises TypeError, .get on one AttributeError) goes on to the general code below,
-            # which gives the plain reader's answer for any line. Either way a light line ends
-            # in the one tally below.
-            light = False
-            try:
-                rlabels = entry["resource"]["labels"]
-                task = rlabels["task_name"]
-                job = rlabels["job_id"]
-                when = entry["timestamp"]
-                payload = entry.get("jsonPayload")
-                text = payload["message"] if payload is not None else entry["textPayload"]
-                labels = entry["labels"]
-                vm = labels.get(_VM_LABEL)
-                trial = labels.get("trial_id") or labels.get(_TRIAL_LABEL)
-            except (KeyError, TypeError, AttributeError):
-                pass
-            else:
-                # Non-empty resource labels win over every other label in record_from_entry,
-                # so task and job are final; a truthy timestamp hides receiveTimestamp.
-                if (
-                    type(text) is str is type(task) is type(job) is type(when)
-                    and task
-                    and job
-                    # A trial label of another type is left to the general code.
-                    and (trial is None or type(trial) is str)
-                    # _CANONICAL_TIME plus the date check, in cheap pieces: a minute already
-                    # proven valid, then the seconds, nine ASCII digits and Z. Anything else
-                    # (and each new minute) takes the full check.
-                    and (
-                        (
-                            when[:17] in good_minutes
-                            and when[17:20] in _SECONDS
-                            and when[29:] == "Z"
-                            and when[20:29].isdecimal()
-                            and when.isascii()
-                        )
-                        or self._canonical_time(when)
-                    )
-                ):
-                    light = True
-                    if trial:
-                        job = job_group(job, trial)
-            if not light and type(entry) is dict:
-                # record_from_entry's lookups, inlined, with the timestamp left as a string.
-                resource = entry.get("resource")
-                rlabels = resource.get("labels") if type(resource) is dict else None
-                labels = entry.get("labels")
-                if type(labels) is not dict:
-                    labels = None
-                task = job = None
-                if type(rlabels) is dict:
-                    task = rlabels.get("task_name")
-                    job = rlabels.get("job_id")
-                if not (type(task) is str and task):
-                    task = _label(labels, "task_name") or _label(
-                        labels, "ml.googleapis.com/task_name"
-                    )
-                if not (type(job) is str and job):
-                    job = _label(labels, "ml.googleapis.com/job_id")
-                job = job_group(job, _label(labels, "trial_id") or _label(labels, _TRIAL_LABEL))
-                payload = entry.get("jsonPayload")
-                text = None
-                if type(payload) is dict:
-                    text = payload.get("message")
-                    if task is None:
-                        task = _label(payload.get("attrs"), "tag")
-                if type(text) is not str:
-                    text = entry.get("textPayload")
-                when = entry.get("timestamp") or entry.get("receiveTimestamp")
-                if type(text) is str and type(when) is str and self._canonical_time(when):
-                    light = True
-                    vm = labels.get(_VM_LABEL) if labels else None
-            if light:
-                used += 1
-                key = (job, task, vm if type(vm) is str and vm else None)
-                span = spans.get(key)
-                if span is None:
-                    spans[key] = SpanTally(when, when, 1)
-                else:
-                    span.records += 1
-                    if when < span.first:
-                        span.first = when
-                    elif when > span.last:
-                        span.last = when
-                pending_numbers.append(number)
-                pending_texts.append(text)
-                continue
-            # Anything else: the plain functions decide, exactly as read_jsonl does.
-            outcome = record_or_reason(entry, Origin(path, number))
-            if isinstance(outcome, str):
-                stats.skip(outcome)
-                continue
-            used += 1
-            self._observe(outcome)
-            full.append(outcome)
-        if blank:
-            stats.skip(BLANK_LINE, blank)
-        stats.lines += len(lines)
-        stats.used += used
-        stats.records += used
-        chosen = sorted(self._select(pending_texts))
-        for index in chosen:
-            line = pending_numbers[index]
-            record = record_or_reason(loads(lines[line - first_number]), Origin(path, line))
+        self.stats.lines += len(lines)
+        pending = _Pending()
+        full: list[LogRecord] = []
+        for number, raw in enumerate(lines, first_number):
+            self._read_line(raw, number, pending, full)
+        self._finish(pending, full)
+        self.tally.candidates.extend(sorted(full, key=_line_of))
+
+    def _read_line(self, raw: bytes, number: int, pending: _Pending, full: list[LogRecord]) -> None:
+        """Read one line as :func:`~analyzer.ingest.jsonl.read_jsonl` does: count it, and
+        keep it as a light line (its text waiting for the prefilter) or as a full record."""
+        stats = self.stats
+        try:
+            entry = load_json(raw)
+        except InvalidJson:
+            stats.skip(INVALID_JSON if raw.strip() else BLANK_LINE)
+            return
+        if type(entry) is dict:
+            # record_from_entry's lookups, inlined, with the timestamp left as a string.
+            resource = entry.get("resource")
+            rlabels = resource.get("labels") if type(resource) is dict else None
+            labels = entry.get("labels")
+            if type(labels) is not dict:
+                labels = None
+            task = job = None
+            if type(rlabels) is dict:
+                task = rlabels.get("task_name")
+                job = rlabels.get("job_id")
+            if not (type(task) is str and task):
+                task = _label(labels, "task_name") or _label(labels, "ml.googleapis.com/task_name")
+            if not (type(job) is str and job):
+                job = _label(labels, "ml.googleapis.com/job_id")
+            job = job_group(job, _label(labels, "trial_id") or _label(labels, _TRIAL_LABEL))
+            payload = entry.get("jsonPayload")
+            text = None
+            if type(payload) is dict:
+                text = payload.get("message")
+                if task is None:
+                    task = _label(payload.get("attrs"), "tag")
+            if type(text) is not str:
+                text = entry.get("textPayload")
+            when = entry.get("timestamp") or entry.get("receiveTimestamp")
+            if type(text) is str and type(when) is str and self._canonical_time(when):
+                stats.used += 1
+                stats.records += 1
+                self._count_span((job, task, _label(labels, _VM_LABEL)), when)
+                pending.numbers.append(number)
+                pending.lines.append(raw)
+                pending.texts.append(text)
+                return
+        # Anything else: the plain functions decide, exactly as read_jsonl does.
+        outcome = record_or_reason(entry, Origin(stats.path, number))
+        if isinstance(outcome, str):
+            stats.skip(outcome)
+            return
+        stats.used += 1
+        stats.records += 1
+        self._observe(outcome)
+        full.append(outcome)
+
+    def _finish(self, pending: _Pending, full: list[LogRecord]) -> None:
+        """Add to ``full`` the full records of the pending light lines a rule may match."""
+        for index in self._select(pending.texts):
+            number = pending.numbers[index]
+            record = record_or_reason(
+                load_json(pending.lines[index]), Origin(self.stats.path, number)
+            )
             # A light line is a well-formed entry, so this is always a record.
             assert not isinstance(record, str)
             full.append(record)
-        full.sort(key=_line_of)
-        tally.candidates.extend(full)
 
-    def _observe(self, record: LogRecord) -> None:
-        job = job_group(record.job_id, record.trial)
-        key = (job, record.task, record.vm)
-        if record.timestamp is None:
-            self.tally.untimed[job] += 1
-            return
-        when = time_key(record.timestamp)
+    def _count_span(self, key: SpanKey, when: str) -> None:
         span = self.tally.spans.get(key)
         if span is None:
             self.tally.spans[key] = SpanTally(when, when, 1)
@@ -310,6 +329,47 @@ class JsonlScanner:
             span.first = min(span.first, when)
             span.last = max(span.last, when)
 
+    def _observe(self, record: LogRecord) -> None:
+        job = job_group(record.job_id, record.trial)
+        if record.timestamp is None:
+            self.tally.untimed[job] += 1
+        else:
+            self._count_span((job, record.task, record.vm), time_key(record.timestamp))
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Light lines read one by one whose text the prefilter has yet to see.
+
+    Their parsed entries are not kept: holding thousands of dicts costs more (allocation, GC)
+    than parsing the few chosen lines again.
+    """
+
+    numbers: list[int] = field(default_factory=list)
+    lines: list[bytes] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+
+
+def _record(entry: Entry, text: str, origin: Origin) -> LogRecord:
+    """The record :func:`~analyzer.records.record_from_entry` makes of a light line's entry."""
+    labels = entry.labels
+    rlabels = entry.resource.labels  # type: ignore[union-attr]
+    assert labels is not None and rlabels is not None
+    severity = entry.severity
+    insert_id = entry.insertId
+    vm = labels.vm
+    return LogRecord(
+        timestamp=parse_timestamp(entry.timestamp),
+        job_id=rlabels.job_id,
+        task=rlabels.task_name,
+        severity=severity if type(severity) is str else "DEFAULT",
+        text=text,
+        origin=origin,
+        vm=vm if type(vm) is str and vm else None,
+        trial=labels.trial_id or labels.ml_trial_id or None,
+        insert_id=insert_id if type(insert_id) is str else None,
+    )
+
 
 def _line_of(record: LogRecord) -> int:
     return record.origin.line
@@ -317,31 +377,21 @@ def _line_of(record: LogRecord) -> int:
 
 def read_blocks(
     stream: BinaryIO, block_bytes: int = BLOCK_BYTES, limit: int = -1
-) -> Iterable[list[bytes]]:
-    """The lines of ``stream`` (without ``\\n``) in blocks of about ``block_bytes``.
+) -> Iterable[bytes]:
+    """``stream`` in blocks of about ``block_bytes`` that end at line ends (``\\n``).
 
-    Lines are split on ``\\n`` only, like iterating a binary file. With ``limit`` >= 0, reading
-    stops at the first line boundary at or after ``limit`` bytes.
+    Only the input's last line may lack its ``\\n``. With ``limit`` >= 0, reading stops at the
+    first line end at or after ``limit`` bytes.
     """
     remaining = limit
-    # The unfinished last line of a block starts the next one: completing it in place would copy
-    # the whole block (bytes are immutable) for a few hundred bytes.
-    carry = b""
     while remaining != 0:
-        size = block_bytes if remaining < 0 else min(block_bytes, remaining)
-        block = stream.read(size)
+        block = stream.read(block_bytes if remaining < 0 else min(block_bytes, remaining))
         if not block:
-            break
+            return
+        if not block.endswith(b"\n"):
+            # The rest of the block's last line: one copy of the block, far cheaper than
+            # splitting it into lines.
+            block += stream.readline()
         if remaining > 0:
-            remaining -= len(block)
-        lines = block.split(b"\n")
-        if carry:
-            lines[0] = carry + lines[0]
-        carry = lines.pop()
-        if lines:
-            yield lines
-    if carry and remaining == 0:
-        carry += stream.readline()
-    if carry:
-        # The last line, or the one the limit falls inside; without its "\n" if it had none.
-        yield [carry[:-1] if carry.endswith(b"\n") else carry]
+            remaining = max(0, remaining - len(block))
+        yield block

@@ -16,9 +16,13 @@ import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
-import orjson
-
-from analyzer.ingest.entries import INVALID_JSON, NOT_AN_ENTRY, record_or_reason
+from analyzer.ingest.entries import (
+    INVALID_JSON,
+    NOT_AN_ENTRY,
+    InvalidJson,
+    load_json,
+    record_or_reason,
+)
 from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, LogRecord, Origin
 
@@ -191,8 +195,8 @@ def _close_element(
         outcome = NOT_AN_ENTRY
     else:
         try:
-            outcome = record_or_reason(orjson.loads(raw), Origin(path, first_line))
-        except orjson.JSONDecodeError:
+            outcome = record_or_reason(load_json(raw), Origin(path, first_line))
+        except InvalidJson:
             outcome = INVALID_JSON
     if isinstance(outcome, str):
         ledger.entry(first_line, last_line, outcome)

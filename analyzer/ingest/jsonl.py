@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
-import orjson
-
-from analyzer.ingest.entries import INVALID_JSON, record_or_reason
+from analyzer.ingest.entries import INVALID_JSON, InvalidJson, load_json, record_or_reason
 from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, LogRecord, Origin
 
@@ -45,8 +43,8 @@ def read_jsonl(
             stats.skip(REJECTED)
             continue
         try:
-            entry = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            entry = load_json(raw)
+        except InvalidJson:
             stats.skip(INVALID_JSON)
             continue
         outcome = record_or_reason(entry, Origin(path, number))

@@ -26,8 +26,7 @@ from analyzer.simulate.plan import Expected, merge_jobs
 from analyzer.simulate.scenarios import SCENARIOS, Scenario
 from analyzer.simulate.writers import FORMATS, write
 
-__all__ = ["FORMATS", "SCENARIOS", "Expected", "Scenario", "expected", "fleet", "simulate",
-           "write"]
+__all__ = ["FORMATS", "SCENARIOS", "Expected", "Scenario", "expected", "fleet", "simulate", "write"]
 
 
 def _scenario(name: str) -> Scenario:

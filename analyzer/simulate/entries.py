@@ -91,11 +91,13 @@ def new_node_name(rng: random.Random) -> str:
     """The name of the VM (a GKE node) a worker runs on."""
     hexa = "0123456789abcdef"
     alnum = "abcdefghijklmnopqrstuvwxyz0123456789"
-    return (f"gk3-cml-{rng.randint(1000, 1299):04d}-{rng.randint(0, 999999):06d}-"
-            f"{''.join(rng.choice(hexa) for _ in range(4))}-nap-"
-            f"{''.join(rng.choice(alnum) for _ in range(8))}-"
-            f"{''.join(rng.choice(hexa) for _ in range(8))}-"
-            f"{''.join(rng.choice(alnum) for _ in range(4))}")
+    return (
+        f"gk3-cml-{rng.randint(1000, 1299):04d}-{rng.randint(0, 999999):06d}-"
+        f"{''.join(rng.choice(hexa) for _ in range(4))}-nap-"
+        f"{''.join(rng.choice(alnum) for _ in range(8))}-"
+        f"{''.join(rng.choice(hexa) for _ in range(8))}-"
+        f"{''.join(rng.choice(alnum) for _ in range(4))}"
+    )
 
 
 def new_insert_id(rng: random.Random) -> str:

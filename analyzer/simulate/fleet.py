@@ -27,9 +27,19 @@ from analyzer.simulate.writers import sink_lines
 
 # Weighted like a real project: mostly successes, failures of every kind now and then.
 _MIX: tuple[JobFunction, ...] = (
-    success, success, success, success, vm_maintenance, user_code_exit1, user_code_exit1,
-    transient_sigsegv, oom, stockout_exhausted, internal_error_exhausted,
-    worker_restarts_exhausted, multi_replica_failure,
+    success,
+    success,
+    success,
+    success,
+    vm_maintenance,
+    user_code_exit1,
+    user_code_exit1,
+    transient_sigsegv,
+    oom,
+    stockout_exhausted,
+    internal_error_exhausted,
+    worker_restarts_exhausted,
+    multi_replica_failure,
 )
 _CONCURRENT = 4  # jobs interleaved at a time: memory stays bounded by this
 _SCALE = 25.0  # chatter multiplier: benchmark files are mostly training noise

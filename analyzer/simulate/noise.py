@@ -172,21 +172,27 @@ def runner_start(
     index = int(task.rsplit("-", 1)[1])
     # The runner prints the job spec as protobuf JSON: compact, "=" escaped as \u003d.
     job_args = ",".join('"' + a.replace("=", "\\u003d") + '"' for a in args)
-    spec = (f'{{"python_module":"trainer.task","package_uris":["{package}"],'
-            f'"job_args":[{job_args}]}}')
+    spec = (
+        f'{{"python_module":"trainer.task","package_uris":["{package}"],"job_args":[{job_args}]}}'
+    )
     tarball = package.rsplit("/", 1)[1]
     yield f"Updating master address to local address {node}", "INFO"
     yield "Running run_module.py", "INFO"
-    yield (f'Running task with arguments: --cluster={cluster} '
-           f'--task={{"type": "{pool}", "index": {index}}} --job={spec}', "INFO")
+    yield (
+        f"Running task with arguments: --cluster={cluster} "
+        f'--task={{"type": "{pool}", "index": {index}}} --job={spec}',
+        "INFO",
+    )
     yield "Running module trainer.task.", "INFO"
     yield f"Downloading the package: {package}", "INFO"
     yield f"Running command: gsutil -q cp {package} {tarball}", "INFO"
     for _ in range(2):
         yield from ((line, "ERROR") for line in _SITECUSTOMIZE)
     yield f"Installing the package: {package}", "INFO"
-    yield (f"Running command: pip3 install --user --upgrade --force-reinstall --no-deps "
-           f"{tarball}", "INFO")
+    yield (
+        f"Running command: pip3 install --user --upgrade --force-reinstall --no-deps {tarball}",
+        "INFO",
+    )
     yield from ((line, "INFO") for line in (*_PIP_BUILD, *_PIP_WHEEL))
     yield from ((line, "ERROR") for line in _PIP_STDERR)
     yield f"Running command: pip3 install --user {tarball}", "INFO"

@@ -144,8 +144,9 @@ def _render_run(
     # What a process says before training; cut short when it is killed early.
     preamble: list[noise.Line] = []
     if run.runner:
-        preamble += noise.runner_start(run.task, run.machine.node, run.cluster, plan.package,
-                                       plan.args)
+        preamble += noise.runner_start(
+            run.task, run.machine.node, run.cluster, plan.package, plan.args
+        )
     else:
         # A custom container has no runner: its first words are the user's own.
         preamble.append((f"Starting trainer with args: {list(plan.args)}", None))
@@ -221,17 +222,22 @@ class JobBuilder:
     def provision(self, t: int) -> int:
         """An attempt's start lines from ``t``; returns when workers start (new VMs)."""
         self.say(t, "Waiting for job to be provisioned.")
-        t = self.say(t + self.seconds(0.05, 8), "Vertex AI is provisioning job running framework. "
-                     "First time usage might take couple of minutes, and subsequent runs can be "
-                     "much faster.")
+        t = self.say(
+            t + self.seconds(0.05, 8),
+            "Vertex AI is provisioning job running framework. "
+            "First time usage might take couple of minutes, and subsequent runs can be "
+            "much faster.",
+        )
         t = self.say(t + self.seconds(0.05, 90), "Vertex AI is setting up this job.")
         t = self.say(t + self.seconds(0.05, 30), "Waiting for training program to start.")
         t = self.say(t + self.seconds(0.3, 2), "Job is preparing.")
         suffixes = {task.rsplit("-", 1)[0]: new_pool_suffix(self.rng) for task in self.tasks}
         self.machines = {
-            task: Machine(new_resource_id(self.rng),
-                          new_hostname(suffixes[task.rsplit("-", 1)[0]], task),
-                          new_node_name(self.rng))
+            task: Machine(
+                new_resource_id(self.rng),
+                new_hostname(suffixes[task.rsplit("-", 1)[0]], task),
+                new_node_name(self.rng),
+            )
             for task in self.tasks
         }
         # Nodes come up for minutes; "Job is running." may precede or follow the workers' lines.
@@ -240,8 +246,9 @@ class JobBuilder:
     def move(self, task: str) -> Machine:
         """The worker moves to another VM: new resource id, same hostname."""
         old = self.machines[task]
-        self.machines[task] = Machine(new_resource_id(self.rng), old.hostname,
-                                      new_node_name(self.rng))
+        self.machines[task] = Machine(
+            new_resource_id(self.rng), old.hostname, new_node_name(self.rng)
+        )
         return self.machines[task]
 
     def run(self, task: str, start: int, end: int, ending: Ending, **kw: Any) -> Run:
@@ -250,8 +257,16 @@ class JobBuilder:
         chief = [h for t, h in hosts.items() if t.startswith("workerpool0-")]
         workers = [h for t, h in hosts.items() if not t.startswith("workerpool0-")]
         cluster = {"chief": chief, **({"worker": workers} if workers else {})}
-        run = Run(task, self.machines[task], start, end, ending, runner=self.runner,
-                  cluster=json.dumps(cluster), **kw)
+        run = Run(
+            task,
+            self.machines[task],
+            start,
+            end,
+            ending,
+            runner=self.runner,
+            cluster=json.dumps(cluster),
+            **kw,
+        )
         self.runs.append(run)
         return run
 
@@ -270,9 +285,14 @@ class JobBuilder:
         return self.say(t + self.seconds(1, 6), "Job completed successfully.")
 
     def build(
-        self, expected: Expected, *, bucket: str, args: tuple[str, ...],
+        self,
+        expected: Expected,
+        *,
+        bucket: str,
+        args: tuple[str, ...],
         chatter_per_minute: float,
-        cutoff: int | None = None, seed: str = "",
+        cutoff: int | None = None,
+        seed: str = "",
     ) -> JobPlan:
         """The frozen plan."""
         return JobPlan(

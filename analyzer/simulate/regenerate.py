@@ -44,8 +44,9 @@ SAMPLES: tuple[Sample, ...] = (
     Sample("transient-sigsegv-retry.jsonl", "transient-sigsegv-retry", "jsonl"),
     Sample("oom.stream-logs.txt", "oom", "stream-logs"),
     Sample("stockout-exhausted.jsonl", "stockout-exhausted", "jsonl"),
-    Sample("internal-error-exhausted.logs-explorer.txt", "internal-error-exhausted",
-           "logs-explorer"),
+    Sample(
+        "internal-error-exhausted.logs-explorer.txt", "internal-error-exhausted", "logs-explorer"
+    ),
     Sample("worker-restarts-exhausted.jsonl", "worker-restarts-exhausted", "jsonl"),
     Sample("multi-replica-worker-failure.jsonl.gz", "multi-replica-worker-failure", "jsonl"),
     Sample("truncated-stockout.jsonl", "truncated-stockout", "jsonl"),
@@ -168,16 +169,20 @@ def generate(seed: int = SEED) -> dict[str, bytes]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write (or ``--check``) the sample folder; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m analyzer.simulate.regenerate",
-                                     description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m analyzer.simulate.regenerate", description=__doc__
+    )
     parser.add_argument("--root", type=Path, default=Path("."), help="the repository root")
     parser.add_argument("--check", action="store_true", help="report drift, write nothing")
     args = parser.parse_args(argv)
     files = generate()
     root: Path = args.root
     if args.check:
-        stale = [name for name, data in files.items()
-                 if not (root / name).is_file() or (root / name).read_bytes() != data]
+        stale = [
+            name
+            for name, data in files.items()
+            if not (root / name).is_file() or (root / name).read_bytes() != data
+        ]
         for name in stale:
             print(f"{root / name}: differs from the simulator; regenerate", file=sys.stderr)
         return 1 if stale else 0
