@@ -14,6 +14,7 @@ from analyzer.errors import PolicyError
 from analyzer.events import Category
 from analyzer.jobspec import MACHINE_TYPES, JobSpec, larger_machine
 from analyzer.policy import RetryPolicy, builtin_policy_path
+from analyzer.yamlload import safe_load
 
 
 def _advice_path() -> Path:
@@ -23,7 +24,7 @@ def _advice_path() -> Path:
 @cache
 def _load(path: Path) -> Mapping[str, Mapping[str, tuple[str, ...]]]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise PolicyError(f"{path}: cannot read the advice file ({exc})") from exc
     if not isinstance(data, dict):

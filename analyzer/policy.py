@@ -18,6 +18,7 @@ import yaml
 from analyzer.errors import PolicyError
 from analyzer.events import Category
 from analyzer.rulebook.book import builtin_rules_dir
+from analyzer.yamlload import compose, safe_load
 
 _KEYS = (
     "max_worker_restarts",
@@ -104,7 +105,7 @@ def _key_lines(path: Path, text: str) -> dict[str, int]:
     """1-based line of each top-level and nested key, for error messages."""
     lines: dict[str, int] = {}
     try:
-        node = yaml.compose(text)
+        node = compose(text)
     except yaml.YAMLError:
         return lines
 
@@ -131,7 +132,7 @@ def load_policy(path: Path | None = None) -> RetryPolicy:
     except OSError as exc:
         raise PolicyError(f"{source}: cannot read the policy file ({exc.strerror})") from exc
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else str(source)

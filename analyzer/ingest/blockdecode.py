@@ -134,7 +134,7 @@ class _Guard:
         """Whether every line of ``block`` starts with ``{`` and ends with ``}``."""
         return (
             block[:1] == b"{"
-            and block[-2:] in (b"}\n", b"}", b"")
+            and block.endswith((b"}\n", b"}"))
             and not self._any(self._structure, block)
         )
 

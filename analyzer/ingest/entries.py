@@ -38,10 +38,28 @@ def load_json(raw: bytes) -> Any:
         pass
     try:
         value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-        orjson.dumps(value)  # raises on a lone surrogate, which json lets through
-    except (UnicodeDecodeError, ValueError, RecursionError, TypeError, orjson.JSONEncodeError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise InvalidJson from None
+    if _has_lone_surrogate(value):  # json lets "\ud800" through; orjson and msgspec do not
+        raise InvalidJson
     return value
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def record_or_reason(entry: Any, origin: Origin) -> LogRecord | str:

@@ -18,6 +18,11 @@ from analyzer.rulebook.prefilter import Prefilter, literals_of
 # Long enough for any sane template on a multi-kilobyte error text, short
 # enough that a pathological user pattern costs a log file seconds, not hours.
 DEFAULT_TIMEOUT = 0.05
+# Logs repeat themselves (pip's output on every attempt, the same lifecycle messages for every
+# job, the same frames in every traceback), so match() remembers its answers: up to this many
+# texts of at most this many characters (a few megabytes at worst), then it starts afresh.
+_CACHE_ENTRIES = 4096
+_CACHE_TEXT_CHARS = 1024
 
 
 def builtin_rules_dir() -> Path:
@@ -46,6 +51,9 @@ class RuleBook:
     timeout: float = DEFAULT_TIMEOUT
     timeouts: Counter[str] = field(default_factory=Counter, compare=False)
     _prefilter: Prefilter = field(init=False, repr=False, compare=False)
+    _answers: dict[str, tuple[RuleMatch, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         prefilter = Prefilter([literals_of(rule) for rule in self.rules])
@@ -79,21 +87,38 @@ class RuleBook:
 
     def match(self, text: str) -> tuple[RuleMatch, ...]:
         """Every rule match in ``text``, in text order; () for most lines, fast."""
-        candidates = self._prefilter.candidates(text)
+        answers = self._answers
+        known = answers.get(text)
+        if known is not None:
+            return known
+        found, complete = self._match(text)
+        # An answer cut short by a timeout is not remembered: each time counts as one.
+        if complete and len(text) <= _CACHE_TEXT_CHARS:
+            if len(answers) >= _CACHE_ENTRIES:
+                answers.clear()
+            answers[text] = found
+        return found
+
+    def _match(self, text: str) -> tuple[tuple[RuleMatch, ...], bool]:
+        """:meth:`match`, and whether no rule ran out of time."""
+        probe = self._prefilter.probe(text)
+        candidates = self._prefilter.candidates_in(probe)
         if not candidates:
-            return ()
+            return (), True
         normalized, offsets = normalize_with_offsets(text)
         found: list[tuple[int, int, RuleMatch]] = []
+        complete = True
         for index in candidates:
             rule = self.rules[index]
             try:
-                matches = find(rule, normalized, offsets, text, self.timeout)
+                matches = find(rule, normalized, offsets, text, self.timeout, probe)
             except MatchTimeout:
                 self.timeouts[rule.id] += 1
+                complete = False
                 continue
             found.extend((start, index, match) for start, match in matches)
         found.sort(key=lambda item: item[:2])
-        return tuple(match for _, _, match in found)
+        return tuple(match for _, _, match in found), complete
 
     def may_match(self, raw: bytes) -> bool:
         """False only when no rule can match the message inside the raw line ``raw``.

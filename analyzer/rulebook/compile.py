@@ -175,16 +175,25 @@ class MatchTimeout(Exception):
 
 
 def find(
-    rule: Rule, normalized: str, offsets: Sequence[int], original: str, timeout: float
+    rule: Rule,
+    normalized: str,
+    offsets: Sequence[int],
+    original: str,
+    timeout: float,
+    probe: str | None = None,
 ) -> list[tuple[int, RuleMatch]]:
     """Every match of ``rule`` in ``normalized`` as (start, match), in text order.
 
-    All templates are tried; where matches of several templates overlap, the
-    one starting first wins, then the longest (the full sentence over its
-    shorter form). Raises :class:`MatchTimeout` when a regex runs too long.
+    All templates are tried, except, given the prefilter's ``probe`` of the text, those none of
+    whose literal words it holds (they cannot match: the prefilter's own premise). Where matches
+    of several templates overlap, the one starting first wins, then the longest (the full
+    sentence over its shorter form). Raises :class:`MatchTimeout` when a regex runs too long.
     """
     spans: list[tuple[int, int, int, Match]] = []
     for index, template in enumerate(rule.templates):
+        literals = template.literals
+        if probe is not None and literals and not any(word in probe for word in literals):
+            continue
         try:
             for found in template.regex.finditer(normalized, timeout=timeout):
                 if found.end() > found.start():

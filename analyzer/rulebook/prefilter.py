@@ -103,7 +103,10 @@ class Prefilter:
 
     def candidates(self, text: str) -> tuple[int, ...]:
         """Indexes of the rules that may match ``text``, in rule order; () for most lines."""
-        probe = self.probe(text)
+        return self.candidates_in(self.probe(text))
+
+    def candidates_in(self, probe: str) -> tuple[int, ...]:
+        """:meth:`candidates` of the text whose :meth:`probe` is ``probe``."""
         if self._any is None or self._any.search(probe) is None:
             return self._always
         found = set(self._always)

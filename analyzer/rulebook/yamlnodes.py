@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from analyzer.rulebook.model import Location, Problem
+from analyzer.yamlload import compose
 
 Scalar = str | int | float | bool | None
 
@@ -99,7 +100,7 @@ def parse(text: str, path: str, problems: list[Problem]) -> Node | None:
     """Parse one YAML document; syntax errors are appended to ``problems``."""
     try:
         # libyaml's loader keeps line and column marks too, and is several times faster.
-        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        root = compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = exc.problem or exc.context or "invalid YAML"
