@@ -19,13 +19,16 @@ from dataclasses import dataclass, field, replace
 from typing import BinaryIO, Protocol
 
 from analyzer.events import Event, RuleMatch
+from analyzer.ingest import blockdecode
 from analyzer.ingest.fastjsonl import JsonlScanner, ScanTally, read_blocks
 from analyzer.records import InputStats, Origin
 
 # Below this many bytes in all, forking costs more than it saves.
 PARALLEL_MIN_BYTES = 48 << 20
-# Ranges this size keep every worker busy to the end and the progress bar moving.
+# Ranges this size keep the progress bar moving; a worker's work is split into a few.
 RANGE_BYTES = 16 << 20
+MIN_RANGE_BYTES = 4 << 20
+RANGES_PER_PROCESS = 6
 
 
 class BookLike(Protocol):
@@ -151,11 +154,17 @@ def scan_files(
     global _BOOK
     tasks: list[tuple[int, str, int, int]] = []
     owner: list[int] = []
-    for number, path in enumerate(paths):
-        for start, end in line_ranges(path, os.path.getsize(path)):
+    sizes = [os.path.getsize(path) for path in paths]
+    # Several ranges per process, of one size, so that the processes finish together.
+    piece = max(MIN_RANGE_BYTES, -(-sum(sizes) // (processes * RANGES_PER_PROCESS)))
+    for number, (path, size) in enumerate(zip(paths, sizes, strict=True)):
+        for start, end in line_ranges(path, size, piece):
             tasks.append((len(tasks), path, start, end))
             owner.append(number)
     results: list[RangeScan | None] = [None] * len(tasks)
+    # Built once here rather than once in every worker.
+    blockdecode.available()
+    book.may_match_texts(["warm up"])
     _BOOK = book
     try:
         # fork: the workers share the loaded rule book instead of loading or pickling it.
