@@ -35,8 +35,9 @@ TextSelector = Callable[[Sequence[str]], Iterable[int]]
 SpanKey = tuple[str | None, str | None, str | None]  # (job id, task, vm)
 
 # Blocks of about this many bytes are read at once: big enough to amortise the per-block work,
-# small enough that memory stays flat whatever the input size.
-BLOCK_BYTES = 1 << 22
+# small enough that a block and the objects decoded from it stay in the CPU's caches (half a
+# megabyte measured 10% faster than 4 MB) and that memory stays flat whatever the input size.
+BLOCK_BYTES = 1 << 19
 
 # The sink's own timestamp form: nanoseconds, UTC. Equal-format strings compare like the times
 # they name, so they are kept as strings; the date part is checked once per distinct date.
