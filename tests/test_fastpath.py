@@ -10,6 +10,8 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from analyzer.api import Analysis
 from analyzer.classify import collect
@@ -19,6 +21,7 @@ from analyzer.policy import load_policy
 from analyzer.predict import diagnose_timeline
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.normalize import INVISIBLE, fold
+from analyzer.rulebook.prefilter import _unchanged_by_fold
 from analyzer.simulate import SCENARIOS, fleet, simulate, write
 from analyzer.timeline import build_timeline
 
@@ -127,6 +130,41 @@ def test_normalised_text_needs_no_fold() -> None:
         assert not unicodedata.is_normalized("NFKC", f"a{char}a"), hex(codepoint)
 
 
+# Combining marks, compatibility forms, invisible marks, Hangul jamo: what NFKC changes.
+_FOLDABLE = st.text(
+    alphabet=st.sampled_from(
+        [
+            "a",
+            "e",
+            "\u0301",
+            "\u0327",
+            "\uff21",
+            "\u2160",
+            "\u200b",
+            "\u1100",
+            "\u1161",
+            "\u11a8",
+            "\u00e9",
+            "\u0130",
+            "\n",
+            " ",
+            "\u3099",
+            "\u304b",
+        ]
+    )
+    | st.characters(),
+    max_size=8,
+)
+
+
+@given(st.lists(_FOLDABLE, max_size=6))
+def test_one_fold_check_for_joined_texts(texts: list[str]) -> None:
+    # select() checks the newline-joined wide texts at once: normalisation never crosses a
+    # newline, so that is the same as checking each.
+    joined = "\n".join(texts)
+    assert _unchanged_by_fold(joined) == all(_unchanged_by_fold(text) for text in texts)
+
+
 # Lines a raw-bytes reader could misread: user payload keys that shadow the entry's own, keys
 # given twice (the last wins in orjson), the precedence of every label, escapes around and
 # inside rule words, text a rule matches only after folding, and damage in the middle of a line.
@@ -198,9 +236,8 @@ _TRICKY = [
     '{"jsonPayload":{"message":"step 11"},"labels":{"compute.googleapis.com/resource_id":7},'
     + _TAIL,
     # an empty timestamp: the receive time counts
-    '{"jsonPayload":{"message":"step 12"},"labels":{},' + _TAIL.replace(
-        '"timestamp":"2024-03-11T08:00:01.123456789Z"', '"timestamp":""'
-    ),
+    '{"jsonPayload":{"message":"step 12"},"labels":{},'
+    + _TAIL.replace('"timestamp":"2024-03-11T08:00:01.123456789Z"', '"timestamp":""'),
 ]
 # Timestamps in a minute the fleet's own lines have already proven valid (and a few in new
 # minutes), each wrong in one place the lean check looks at; and non-ASCII digits, which

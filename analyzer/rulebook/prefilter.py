@@ -144,7 +144,7 @@ class Prefilter:
             return list(range(len(texts)))
         if self._any is None or not texts:
             return []
-        ascii_flags = [text.isascii() for text in texts]
+        ascii_flags = list(map(str.isascii, texts))
         if all(ascii_flags):
             return self._select_ascii(texts)
         # Most texts are ASCII. One wide text makes the joined block wide, and lower() and the
@@ -163,10 +163,16 @@ class Prefilter:
         return self._hit_indexes(map(len, texts), "\n".join(texts).lower())
 
     def _select_wide(self, texts: Sequence[str]) -> list[int]:
-        probes = [
-            text if text.isascii() or _unchanged_by_fold(text) else fold(text) for text in texts
-        ]
-        folded = "\n".join(probes)
+        folded = "\n".join(texts)
+        # Normalisation never reaches across a newline (a starter nothing composes with), so
+        # the joined texts are unchanged by fold() exactly when each one is: one check for all.
+        if _unchanged_by_fold(folded):
+            probes = list(texts)
+        else:
+            probes = [
+                text if text.isascii() or _unchanged_by_fold(text) else fold(text) for text in texts
+            ]
+            folded = "\n".join(probes)
         probe = folded.lower()
         if len(probe) != len(folded):
             # lower() made some character longer (İ): lower each probe on its own.
