@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, BinaryIO
 
+from analyzer.events import RuleMatch
 from analyzer.ingest.blockdecode import Entry, decode_block
 from analyzer.ingest.entries import INVALID_JSON, InvalidJson, load_json, record_or_reason
 from analyzer.ingest.jsonl import BLANK_LINE
@@ -33,6 +34,7 @@ from analyzer.records import InputStats, LogRecord, Origin, job_group, parse_tim
 TextSelector = Callable[[Sequence[str]], Iterable[int]]
 
 SpanKey = tuple[str | None, str | None, str | None]  # (job id, task, vm)
+Candidate = tuple[LogRecord, tuple[RuleMatch, ...] | None]
 
 # Blocks of about this many bytes are read at once: big enough to amortise the per-block work,
 # small enough that a block and the objects decoded from it stay in the CPU's caches (half a
@@ -84,7 +86,8 @@ class ScanTally:
 
     spans: dict[SpanKey, SpanTally] = field(default_factory=dict)
     untimed: Counter[str | None] = field(default_factory=Counter)
-    candidates: list[LogRecord] = field(default_factory=list)
+    # Each with the rule matches already found for it, or None when not looked for yet.
+    candidates: list[Candidate] = field(default_factory=list)
 
     def merge(self, later: ScanTally) -> None:
         """Add the tally of the input that follows this one."""
@@ -114,12 +117,24 @@ class JsonlScanner:
     """Reads blocks of sink JSONL lines into a :class:`ScanTally`, counting every line.
 
     ``select`` gets the message texts of a block and returns the indexes of those a rule may
-    match (it must never leave out one that matches: it is the rule book's prefilter).
+    match (it must never leave out one that matches: it is the rule book's prefilter);
+    ``matches``, when given, tells whether a rule matches a text, and the light lines no rule
+    matches are not handed out.
     ``at_start`` is False for a byte range that does not begin the input.
     """
 
-    def __init__(self, stats: InputStats, select: TextSelector, *, at_start: bool = True) -> None:
+    def __init__(
+        self,
+        stats: InputStats,
+        select: TextSelector,
+        *,
+        matches: Callable[[str], tuple[RuleMatch, ...]] | None = None,
+        at_start: bool = True,
+    ) -> None:
         self.stats = stats
+        # With the rule book's match (which remembers its answers), a light line the prefilter
+        # let through becomes a record only when a rule really matches it: about half of them.
+        self._matches = matches
         # Only the first line of an input may carry a byte-order mark: not that of a later range.
         self._at_start = at_start
         self.tally = ScanTally()
@@ -230,20 +245,23 @@ class JsonlScanner:
         stats.used += len(light)
         stats.records += len(light)
         path = stats.path
-        full = [
-            _record(
-                entries[light[chosen]], texts[chosen], Origin(path, first_number + light[chosen])
-            )
-            for chosen in self._select(texts)
-        ]
+        matches = self._matches
+        chosen: list[Candidate] = []
+        for index in self._select(texts):
+            found = matches(texts[index]) if matches is not None else None
+            if found is None or found:
+                origin = Origin(path, first_number + light[index])
+                chosen.append((_record(entries[light[index]], texts[index], origin), found))
         if odd:
             lines = block.split(b"\n")
             pending = _Pending()
+            full: list[LogRecord] = []
             for index in odd:
                 self._read_line(lines[index], first_number + index, pending, full)
             self._finish(pending, full)
-            full.sort(key=_line_of)
-        self.tally.candidates.extend(full)
+            chosen += [(record, None) for record in full]
+            chosen.sort(key=_line_of)
+        self.tally.candidates.extend(chosen)
 
     def feed(self, lines: Sequence[bytes], first_number: int) -> None:
         """Scan ``lines`` (without their line endings) one by one; the first is
@@ -256,7 +274,8 @@ class JsonlScanner:
         for number, raw in enumerate(lines, first_number):
             self._read_line(raw, number, pending, full)
         self._finish(pending, full)
-        self.tally.candidates.extend(sorted(full, key=_line_of))
+        full.sort(key=_record_line)
+        self.tally.candidates.extend((record, None) for record in full)
 
     def _read_line(self, raw: bytes, number: int, pending: _Pending, full: list[LogRecord]) -> None:
         """Read one line as :func:`~analyzer.ingest.jsonl.read_jsonl` does: count it, and
@@ -372,7 +391,11 @@ def _record(entry: Entry, text: str, origin: Origin) -> LogRecord:
     )
 
 
-def _line_of(record: LogRecord) -> int:
+def _line_of(candidate: Candidate) -> int:
+    return candidate[0].origin.line
+
+
+def _record_line(record: LogRecord) -> int:
     return record.origin.line
 
 
