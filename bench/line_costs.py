@@ -2,12 +2,13 @@
 
     python bench/line_costs.py [FILE] [--mb 50]
 
-What it answers: is deciding a line from its raw bytes cheaper than ``orjson.loads``? Each
-contender runs over the same lines, gc off, best of two passes, and prints microseconds per
-line: splitting a block into lines, ``orjson.loads``, the fast path's whole ``feed`` (parse,
-bookkeeping, block prefilter), a raw-bytes "skeleton" proof of validity in Python (split on
-quotes, look the structure up), a Hyperscan grammar for the compact sink layout (one scan per
-block, anchored per line), the raw-block literal scan, and ``RuleBook.match`` per candidate.
+What it answers: where the fast path's time goes, and whether deciding a line from its raw
+bytes is cheaper than parsing it. Each contender runs over the same lines, gc off, best of
+two passes, and prints microseconds per line: splitting a block into lines, ``orjson.loads``,
+the block guard, msgspec's block decoding, the fast path's whole ``feed_block`` and the
+line-by-line fallback, a raw-bytes "skeleton" proof of validity in Python (split on quotes,
+look the structure up), a Hyperscan grammar for the compact sink layout (one scan per block,
+anchored per line), the raw-block literal scan, and ``RuleBook.match`` per candidate.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pathlib import Path
 
 import orjson
 
-from analyzer.ingest.fastjsonl import JsonlScanner
+from analyzer.ingest import blockdecode
+from analyzer.ingest.fastjsonl import BLOCK_BYTES, JsonlScanner
 from analyzer.records import InputStats
 from analyzer.rulebook import RuleBook
 
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     with args.file.open("rb") as stream:
         data = stream.read(int(args.mb * 1e6))
     data = data[: data.rfind(b"\n") + 1]
-    blocks = [data[i : i + (1 << 22)] for i in range(0, len(data), 1 << 22)]
+    blocks = [data[i : i + BLOCK_BYTES] for i in range(0, len(data), BLOCK_BYTES)]
     blocks = _at_line_ends(blocks)
     lines = [line for block in blocks for line in block.split(b"\n")[:-1]]
     book = RuleBook.load()
@@ -90,17 +92,40 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     costs["orjson.loads"] = _best(parse, count)
 
-    def feed() -> list[object]:
-        scanner = JsonlScanner(InputStats(path="x"), book.may_match_texts)
+    if blockdecode.available():
+        checks = blockdecode._GUARD
+        assert isinstance(checks, blockdecode._Guard)
+
+        def guard() -> None:
+            for block in blocks:
+                checks.one_object_per_line(block)
+                checks.valid_utf8(block)
+
+        costs["block guard (one object per line, UTF-8) per block"] = _best(guard, count)
+    costs["msgspec decode_lines per block"] = _best(
+        lambda: [blockdecode._DECODER.decode_lines(block) for block in blocks], count
+    )
+
+    def feed(line_by_line: bool) -> list[object]:
+        scanner = JsonlScanner(InputStats(path="x"), book.may_match_texts, matches=book.match)
         found: list[object] = []
+        number = 1
         for block in blocks:
-            scanner.feed(block.split(b"\n")[:-1], 1)
+            if line_by_line:
+                lines = block.split(b"\n")[:-1]
+                scanner.feed(lines, number)
+                number += len(lines)
+            else:
+                number += scanner.feed_block(block, number)
             found.extend(scanner.tally.candidates)
             scanner.tally.candidates.clear()
         return found
 
-    candidates = feed()
-    costs["fast path feed (split + parse + bookkeeping + prefilter)"] = _best(feed, count)
+    candidates = feed(False)
+    costs["fast path feed_block (guard, decode, bookkeeping, prefilter, match)"] = _best(
+        lambda: feed(False), count
+    )
+    costs["line-by-line feed (the fallback: orjson per line)"] = _best(lambda: feed(True), count)
     skeletons: dict[bytes, bool] = {}
 
     def skeleton() -> None:
@@ -139,7 +164,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                     database.scan(block, match_event_handler=on_match)  # type: ignore[attr-defined]
 
             costs[name] = _best(scan, count)
-    texts = [getattr(record, "text", "") for record in candidates]
+    texts = [candidate[0].text for candidate in candidates]  # type: ignore[index]
     match_total = _best(lambda: [book.match(text) for text in texts], count)
     costs[f"RuleBook.match of the {len(texts)} candidates, per input line"] = match_total
     gc.enable()
