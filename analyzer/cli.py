@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from analyzer.errors import InputError, JobDoctorError, PolicyError, RuleError, SourceError
 
@@ -124,6 +123,7 @@ def _reading_progress(paths: list[str]) -> Iterator[None]:
     if total < PROGRESS_MIN_BYTES:
         yield
         return
+    from rich.console import Console
     from rich.progress import Progress
 
     from analyzer.classify import reading_progress
@@ -243,7 +243,7 @@ def diagnose(
     from analyzer.diagnosis import JobState
     from analyzer.jobspec import load_job_spec
     from analyzer.policy import load_policy
-    from analyzer.report import render_json, render_markdown, render_text
+    from analyzer.report import render_json, render_markdown
     from analyzer.rulebook import RuleBook
 
     live = project is not None or job_id is not None
@@ -300,6 +300,10 @@ def diagnose(
         elif output is ReportFormat.markdown:
             sys.stdout.write(render_markdown(analysis))
         else:
+            from rich.console import Console
+
+            from analyzer.report.text import render_text
+
             render_text(analysis, Console(highlight=False))
     if fail_on is FailOn.failed and any(d.state is JobState.FAILED for d in analysis.diagnoses):
         raise typer.Exit(EXIT_FAILED_JOB)
@@ -432,6 +436,7 @@ def explain(
 
 
 def _print_explanation(result: object) -> None:
+    from rich.console import Console
     from rich.text import Text
 
     from analyzer.explain import Explanation
