@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import itertools
 import random
+import re
 import unicodedata
 from pathlib import Path
 
@@ -260,6 +261,15 @@ _TIMES = [
     "2024-02-29T08:00:03.123456789Z",
     "\u0662024-03-11T08:00:03.123456789Z",
     "2024-03-11T08:00:03.123456789Z",
+    # protobuf's shorter forms (the fraction's trailing zeros left out), right and wrong
+    "2024-03-11T08:00:03Z",
+    "2024-03-11T08:00:03.120Z",
+    "2024-03-11T08:00:03.123456Z",
+    "2024-02-30T08:00:03.123Z",
+    "2024-03-11T24:00:03Z",
+    "2024-03-11T08:00:03.1\u0663\u0663Z",
+    "2024-03-11T08:00:03.123z",
+    "2024-03-11T08:00:03:123Z",
 ]
 _TRICKY += [
     '{"jsonPayload":{"message":"Job failed."},"labels":{},'
@@ -295,6 +305,20 @@ def test_all_tricky_lines_in_one_block(book: RuleBook, tmp_path: Path) -> None:
     middle = len(lines) // 2
     lines[middle:middle] = [line.encode() + b"\n" for line in _TRICKY]
     path = tmp_path / "tricky.jsonl"
+    path.write_bytes(b"".join(lines))
+    _same([str(path)], book)
+
+
+@pytest.mark.parametrize("digits", [0, 3, 6])
+def test_shorter_timestamp_forms(digits: int, book: RuleBook, tmp_path: Path) -> None:
+    # Every line's fraction cut to what protobuf writes when the other digits are zeros.
+    fraction = rb"\.(\d{%d})\d*Z" % digits
+    short = rb".\1Z" if digits else rb"Z"
+    lines = [re.sub(fraction, short, line) for line in fleet(150_000, seed=14)]
+    assert any(
+        re.search(rb'"timestamp":"[^"]{%d}"' % (20 + digits + bool(digits)), line) for line in lines
+    )
+    path = tmp_path / "short.jsonl"
     path.write_bytes(b"".join(lines))
     _same([str(path)], book)
 

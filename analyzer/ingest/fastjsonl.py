@@ -165,6 +165,24 @@ class JsonlScanner:
             self._good_minutes.add(when[:17])
         return True
 
+    def _canonical_key(self, when: str) -> str | None:
+        """``when`` in the sink's canonical form, if it is a valid timestamp in that form or
+        in one of the shorter forms protobuf's JSON writes when the last digits of the
+        fraction are zeros (none, 3 or 6 digits: ``...:05Z``, ``...:05.120Z``); else None.
+
+        The key is the time :func:`time_key` gives the parsed timestamp, so lines read either
+        way compare right.
+        """
+        size = len(when)
+        if size != 30:
+            if size == 20 and when[19] == "Z":
+                when = when[:19] + ".000000000Z"
+            elif (size == 24 or size == 27) and when[19] == "." and when[-1] == "Z":
+                when = when[:-1] + "0" * (30 - size) + "Z"
+            else:
+                return None
+        return when if self._canonical_time(when) else None
+
     def feed_block(self, block: bytes, first_number: int) -> int:
         """Scan ``block`` (whole lines, the last ``\\n`` optional), whose first line is
         ``first_number``; return how many lines it held."""
@@ -221,7 +239,7 @@ class JsonlScanner:
                         and when[20:29].isdecimal()
                         and when.isascii()
                     )
-                    or self._canonical_time(when)
+                    or (when := self._canonical_key(when)) is not None
                 )
             ):
                 odd.append(index)
@@ -311,10 +329,10 @@ class JsonlScanner:
             if type(text) is not str:
                 text = entry.get("textPayload")
             when = entry.get("timestamp") or entry.get("receiveTimestamp")
-            if type(text) is str and type(when) is str and self._canonical_time(when):
+            if type(text) is str and type(when) is str and (key := self._canonical_key(when)):
                 stats.used += 1
                 stats.records += 1
-                self._count_span((job, task, _label(labels, _VM_LABEL)), when)
+                self._count_span((job, task, _label(labels, _VM_LABEL)), key)
                 pending.numbers.append(number)
                 pending.lines.append(raw)
                 pending.texts.append(text)
