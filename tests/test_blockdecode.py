@@ -197,8 +197,7 @@ _REFUSED: dict[str, Callable[[], bytes]] = {
     "blank line": lambda: _with(3, b"\n"),
     "whitespace-only line": lambda: _with(3, b"   \t \n"),
     "blank last line": lambda: _BLOCK + b"\n",
-    "crlf everywhere": lambda: _BLOCK.replace(b"\n", b"\r\n"),
-    "one crlf line": lambda: _with(3, _LINES[3].rstrip(b"\n") + b"\r\n"),
+    "a lone carriage return ending a line": lambda: _with(3, _LINES[3].rstrip(b"\n") + b"\r\r\n"),
     "two objects, space": lambda: _with(3, b'{"a":1} {"b":2}\n'),
     "two objects, adjacent": lambda: _with(3, b'{"a":1}{"b":2}\n'),
     "two entries on one line": lambda: _with(3, _LINES[3].rstrip(b"\n") + _LINES[4]),
@@ -313,6 +312,8 @@ def _assert_read_as_plain(block: bytes) -> None:
 _TAIL = _LINES[3][_LINES[3].index(b'"logName"') :].rstrip(b"\n")
 _ACCEPTED: dict[str, Callable[[], bytes]] = {
     "fleet block": lambda: _BLOCK,
+    "crlf everywhere": lambda: _BLOCK.replace(b"\n", b"\r\n"),
+    "one crlf line": lambda: _with(3, _LINES[3].rstrip(b"\n") + b"\r\n"),
     "one line": lambda: _LINES[3],
     "braces inside strings": lambda: _with(
         3, b'{"{":"}","textPayload":"{ } }{ {","x":["}"],"insertId":"}{",' + _TAIL + b"\n"

@@ -309,6 +309,13 @@ def test_all_tricky_lines_in_one_block(book: RuleBook, tmp_path: Path) -> None:
     _same([str(path)], book)
 
 
+def test_crlf_export(book: RuleBook, tmp_path: Path) -> None:
+    # Windows line ends on every line: decoded a block at once, like the plain reader reads it.
+    path = tmp_path / "crlf.jsonl"
+    path.write_bytes(b"".join(line.replace(b"\n", b"\r\n") for line in fleet(150_000, seed=15)))
+    _same([str(path)], book)
+
+
 @pytest.mark.parametrize("digits", [0, 3, 6])
 def test_shorter_timestamp_forms(digits: int, book: RuleBook, tmp_path: Path) -> None:
     # Every line's fraction cut to what protobuf writes when the other digits are zeros.

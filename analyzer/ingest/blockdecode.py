@@ -8,7 +8,8 @@ the rest without building it: about half the cost. But a block decoded at once i
 question as each line decoded alone, and msgspec checks skipped fields less than it checks the
 fields it builds. Two Hyperscan passes over the raw block settle the difference:
 
-- every line must hold exactly one object: each line starts with ``{`` and ends with ``}`` (so
+- every line must hold exactly one object: each line starts with ``{`` and ends with ``}``
+  (before its ``\\n`` or ``\\r\\n``; so
   no value can continue onto the next line: strings hold no raw newline, and after a ``}`` a
   value can only go on with ``,``, ``]`` or ``}``), and there are as many values as lines;
 - the block must be valid UTF-8 (msgspec does not check the strings it skips).
@@ -46,8 +47,9 @@ _BAD_CHAR = (
     rb"|\xF4(?:[^\x80-\x8F]|[\x80-\x8F](?:[^\x80-\xBF]|[\x80-\xBF](?:[^\x80-\xBF]|$)|$)|$)"
 )
 INVALID_UTF8 = rb"^(?:" + _VALID_CHAR + rb")*(?:" + _BAD_CHAR + rb")"
-# A line that does not end with "}" or (after a line end) does not start with "{".
-_NOT_ONE_OBJECT = (rb"[^}]\n", rb"\n[^{]")
+# A line that does not end with "}" (before "\n" or "\r\n") or, after a line end, does not
+# start with "{".
+_NOT_ONE_OBJECT = (rb"[^}\r]\n", rb"[^}]\r\n", rb"\n[^{]")
 
 
 class ResourceLabels(msgspec.Struct, gc=False):
@@ -131,10 +133,11 @@ class _Guard:
         return bool(found)
 
     def one_object_per_line(self, block: bytes) -> bool:
-        """Whether every line of ``block`` starts with ``{`` and ends with ``}``."""
+        """Whether every line of ``block`` starts with ``{`` and ends with ``}`` (and then
+        ``\\n`` or ``\\r\\n``)."""
         return (
             block[:1] == b"{"
-            and block.endswith((b"}\n", b"}"))
+            and block.endswith((b"}\n", b"}\r\n", b"}", b"}\r"))
             and not self._any(self._structure, block)
         )
 
