@@ -5,7 +5,14 @@ parsed ``datetime``) for every line. Of a large export, most lines are training 
 rule matches, and all that the later stages need of them is who wrote them and when: job id,
 task, VM and timestamp. :class:`JsonlScanner` keeps exactly that, per ``(job, task, vm)`` key, as
 the earliest and latest timestamp *string* and a count, and hands out full records only for the
-lines whose message may match a rule (decided for a whole block of messages at once).
+lines whose message a rule matches (the prefilter decides for a whole block of messages at once,
+then the rule book, which remembers its answers).
+
+A block is read one of two ways. Normally :func:`~analyzer.ingest.blockdecode.decode_block`
+decodes it in one msgspec call into small structs of just those fields, once two Hyperscan
+passes have proven that this reads every line as the line-by-line reader would. A block it
+declines (a blank line, invalid UTF-8, no Hyperscan...) is read line by line with
+:func:`~analyzer.ingest.entries.load_json`.
 
 Equality with the plain reader is the contract (``tests/test_fastpath.py``): the same lines
 counted the same way, the same records, the same first and last times. So a line takes the light
