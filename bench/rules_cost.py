@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> None:
         books = {
             "all rules": RuleBook.load(),
             "platform messages only": RuleBook.load([Path(folder)], builtin=False),
+            # The control: the same rules loaded again. Its difference from the first is what
+            # this machine's noise alone makes of identical work.
+            "all rules, again": RuleBook.load(),
         }
         noise, dropped = _without_finer_lines(Path(args.file), books)
         for label, path in (("the export", args.file), ("its noise only", str(noise))):
@@ -53,9 +56,10 @@ def main(argv: list[str] | None = None) -> None:
 def _compare(path: str, books: dict[str, RuleBook], runs: int) -> None:
     times: dict[str, list[float]] = {name: [] for name in books}
     for run in range(runs):
-        # Each goes first every other run: the first of a pair runs on a slightly different
+        # The order turns every run: the first of a series runs on a slightly different
         # machine state (caches, frequency), a bias as large as what is measured here.
-        order = list(books.items()) if run % 2 == 0 else list(reversed(books.items()))
+        items = list(books.items())
+        order = items[run % len(items) :] + items[: run % len(items)]
         for name, book in order:
             started = time.perf_counter()
             analyze_sources(open_sources([path]), rules=book)
@@ -65,6 +69,8 @@ def _compare(path: str, books: dict[str, RuleBook], runs: int) -> None:
         print(f"  {name:24} {median:7.3f} s  ({len(books[name].rules)} rules)")
     extra = medians["all rules"] - medians["platform messages only"]
     print(f"  {'finer causes cost':24} {extra:7.3f} s  ({extra / medians['all rules']:.0%})")
+    noise = abs(medians["all rules"] - medians["all rules, again"])
+    print(f"  {'noise (same rules twice)':24} {noise:7.3f} s  ({noise / medians['all rules']:.0%})")
 
 
 def _without_finer_lines(path: Path, books: dict[str, RuleBook]) -> tuple[Path, int]:
