@@ -20,7 +20,8 @@ from analyzer.rulebook.prefilter import Prefilter, literals_of
 DEFAULT_TIMEOUT = 0.05
 # Logs repeat themselves (pip's output on every attempt, the same lifecycle messages for every
 # job, the same frames in every traceback), so match() remembers its answers: up to this many
-# texts of at most this many characters (a few megabytes at worst), then it starts afresh.
+# texts of at most this many characters (4 MB of text at worst, 16 MB if all of it is wide),
+# then it starts afresh.
 _CACHE_ENTRIES = 4096
 _CACHE_TEXT_CHARS = 1024
 
