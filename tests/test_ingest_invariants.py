@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzer.errors import InputError
-from analyzer.ingest import MemorySource
+from analyzer.ingest import MemorySource, gcloud_json
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 SAMPLES = sorted(p.read_bytes() for p in FIXTURES.glob("*.*") if p.stat().st_size)
@@ -116,3 +116,60 @@ def test_valid_jsonl_gives_every_entry(items: list[dict[str, object]]) -> None:
     records = list(source.records())
     assert [r.text for r in records] == [item["textPayload"] for item in items]
     assert source.stats.lines == source.stats.used == len(items)
+
+
+def _read_both_ways(data: bytes) -> tuple[object, object]:
+    """What the gcloud reader makes of ``data``: with whole elements read at once, and with
+    every byte through the scanner."""
+
+    def read() -> object:
+        try:
+            source = MemorySource(data)
+        except InputError as error:
+            return str(error)
+        records = [(r.origin.line, r.text, r.timestamp, r.job_id) for r in source.records()]
+        stats = source.stats
+        return records, stats.lines, stats.used, stats.skipped, dict(stats.skip_reasons)
+
+    fast = read()
+    original = gcloud_json._indented_element
+    gcloud_json._indented_element = lambda chunk, position: None
+    try:
+        slow = read()
+    finally:
+        gcloud_json._indented_element = original
+    return fast, slow
+
+
+nested = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='a}{\n\\" ', max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=6,
+)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {"textPayload": st.text(max_size=20)},
+            optional={
+                "jsonPayload": nested,
+                "labels": st.dictionaries(st.text(max_size=4), nested),
+            },
+        ),
+        max_size=6,
+    ),
+    st.sampled_from([1, 2, 4, "\t"]),
+    st.integers(min_value=0),
+    st.binary(max_size=12),
+)
+def test_gcloud_elements_at_once_read_as_byte_by_byte(
+    items: list[dict[str, object]], indent: int | str, cut: int, noise: bytes
+) -> None:
+    # Indented arrays, whole and damaged: the at-once reading never changes an answer.
+    data = json.dumps(items, indent=indent).encode()
+    at = cut % (len(data) + 1)
+    for variant in (data, data[:at], data[:at] + noise + data[at:], data[:at] + data[at + 7 :]):
+        fast, slow = _read_both_ways(variant)
+        assert fast == slow

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
+
+import orjson
 
 from analyzer.ingest.entries import (
     INVALID_JSON,
@@ -34,6 +36,8 @@ CHUNK_SIZE = 1 << 20
 _STRUCTURE = re.compile(rb'[{}\[\]"]')
 _STRING_STOP = re.compile(rb'["\\]')
 _ARRAY_SYNTAX = b" \t\r\n,"
+# Array syntax up to an element's "{" alone on its line, after its indentation.
+_ELEMENT_START = re.compile(rb"[ \t\r\n,]*\n([ \t]*)\{(?=\r?\n)")
 
 
 class _Ledger:
@@ -46,6 +50,10 @@ class _Ledger:
 
     def syntax_until(self, line: int) -> None:
         """Lines up to ``line`` not yet accounted hold array syntax (used) or stray text."""
+        if not self.stray:
+            self.stats.used += max(0, line - self.accounted)
+            self.accounted = max(self.accounted, line)
+            return
         for number in range(self.accounted + 1, line + 1):
             reason = self.stray.pop(number, None)
             if reason is None:
@@ -68,8 +76,9 @@ class _Ledger:
             self.stats.used += count
         else:
             self.stats.skip(reason, count)
-        for number in range(start, last + 1):
-            self.stray.pop(number, None)
+        if self.stray:
+            for number in range(start, last + 1):
+                self.stray.pop(number, None)
         self.accounted = last
 
 
@@ -126,6 +135,21 @@ def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Ite
     size = len(chunk)
     position = 0
     while position < size:
+        if scan.depth == 1 and scan.open_depth == -1 and not scan.in_string:
+            # Between two elements of the array: try the whole next element at once.
+            element = _indented_element(chunk, position)
+            if element is not None:
+                start, close, entry = element
+                first_line, last_line = scan.line_at(chunk, start), scan.line_at(chunk, close)
+                outcome = record_or_reason(entry, Origin(path, first_line))
+                if isinstance(outcome, str):
+                    ledger.entry(first_line, last_line, outcome)
+                else:
+                    ledger.entry(first_line, last_line, None)
+                    ledger.stats.records += 1
+                    yield outcome
+                position = close + 1
+                continue
         if scan.in_string:
             if scan.escaped:
                 scan.escaped = False
@@ -168,6 +192,32 @@ def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Ite
             scan.depth -= 1
             if scan.depth == scan.open_depth:
                 yield from _close_element(chunk, match.start(), position, scan, ledger, path)
+
+
+def _indented_element(chunk: bytes, position: int) -> tuple[int, int, dict[str, Any]] | None:
+    """The next element of an indented array (gcloud's layout), read at once: its ``{`` and
+    ``}`` offsets and its object; None when what follows is anything else.
+
+    gcloud writes each element's ``{`` on a line of its own and its ``}`` on a line of its own
+    with the same indentation, and nothing inside an element is that shallow. The first such
+    ``}`` after the ``{`` ends the element if the bytes between them parse as one object: a
+    ``}`` of a nested value would leave the object open. Whatever does not fit (compact JSON,
+    another layout, a damaged element, one that runs past the chunk) is left to the byte-by-byte
+    scanner, which gives the same answer for these.
+    """
+    found = _ELEMENT_START.match(chunk, position)
+    if found is None:
+        return None
+    start = found.end() - 1
+    close = chunk.find(b"\n" + found.group(1) + b"}", start)
+    if close == -1:
+        return None
+    close += len(found.group(1)) + 1
+    try:
+        entry = orjson.loads(chunk[start : close + 1])
+    except orjson.JSONDecodeError:
+        return None
+    return (start, close, entry) if type(entry) is dict else None
 
 
 def _mark_stray(chunk: bytes, start: int, stop: int, scan: _Scanner, ledger: _Ledger) -> None:
