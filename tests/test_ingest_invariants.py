@@ -10,13 +10,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzer.errors import InputError
-from analyzer.ingest import MemorySource, gcloud_json
+from analyzer.ingest import MemorySource, gcloud_json, stream_logs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 SAMPLES = sorted(p.read_bytes() for p in FIXTURES.glob("*.*") if p.stat().st_size)
@@ -173,3 +174,26 @@ def test_gcloud_elements_at_once_read_as_byte_by_byte(
     for variant in (data, data[:at], data[:at] + noise + data[at:], data[:at] + data[at + 7 :]):
         fast, slow = _read_both_ways(variant)
         assert fast == slow
+
+
+_DIGIT = st.sampled_from("0123456789") | st.sampled_from("\u0663\u0669\uff11")  # some non-ASCII
+
+
+@SETTINGS
+@given(
+    st.lists(_DIGIT, min_size=18, max_size=18),
+    st.sampled_from("+-"),
+    st.integers(min_value=0, max_value=14),
+    st.integers(min_value=0, max_value=33),
+)
+def test_stream_logs_time_is_strptimes_answer(
+    digits: list[str], sign: str, month: int, day: int
+) -> None:
+    # The fast reading of a stream-logs time agrees with strptime, its definition, everywhere.
+    d = "".join(digits)
+    value = f"{d[0:4]}-{month:02d}-{day:02d} {d[4:6]}:{d[6:8]}:{d[8:10]} {sign}{d[10:14]}"
+    try:
+        expected = datetime.strptime(value, "%Y-%m-%d %H:%M:%S %z").astimezone(UTC)
+    except ValueError:
+        expected = None
+    assert stream_logs._parse_time(value) == expected

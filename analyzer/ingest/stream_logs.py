@@ -74,14 +74,33 @@ class StreamLine:
         )
 
 
+def _parse_time(value: str) -> datetime | None:
+    """``value`` (``2024-05-08 16:47:59 +0000``) as aware UTC, or None when it is no time.
+
+    ``strptime`` is the definition; ``fromisoformat`` gives its answer twenty times faster for
+    ASCII digits and an offset's minutes under 60 (beyond that strptime refuses and
+    fromisoformat does not), and anything it refuses is asked of strptime.
+    """
+    if value.isascii() and value[23] < "6":
+        try:
+            return datetime.fromisoformat(f"{value[:19]}{value[20:23]}:{value[23:]}").astimezone(
+                UTC
+            )
+        except ValueError:
+            pass
+    try:
+        return datetime.strptime(value, "%Y-%m-%d %H:%M:%S %z").astimezone(UTC)
+    except ValueError:
+        return None
+
+
 def parse_line(text: str) -> StreamLine | None:
     """The fields of a stream-logs line, or None when ``text`` is not one."""
     prefix = _PREFIX.match(text)
     if prefix is None:
         return None
-    try:
-        timestamp = datetime.strptime(prefix["time"], "%Y-%m-%d %H:%M:%S %z").astimezone(UTC)
-    except ValueError:
+    timestamp = _parse_time(prefix["time"])
+    if timestamp is None:
         return None
     rest = text[prefix.end() :]
     task: str | None
