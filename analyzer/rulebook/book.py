@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from analyzer.errors import RuleError
@@ -26,6 +27,7 @@ _CACHE_ENTRIES = 4096
 _CACHE_TEXT_CHARS = 1024
 
 
+@cache  # asked for every job's advice: the answer never changes while running
 def builtin_rules_dir() -> Path:
     """The shipped rule directory.
 
