@@ -373,3 +373,15 @@ def test_stream_logs_legacy_trial_column_with_tabs() -> None:
     [record], _ = drain(MemorySource(data))
     assert (record.task, record.trial, record.text) == ("worker-replica-1", "7", "step 3")
     assert record.timestamp == utc("2019-05-02 17:00:00")
+
+
+def test_binary_characters_are_the_controls_text_never_holds() -> None:
+    # Every code point: binary when undecodable (U+FFFD) or a control character other than
+    # backspace, tab, line ends, form feed and ANSI escape.
+    from analyzer.ingest.sniff import _BINARY_CHAR
+
+    text_controls = set(b"\t\n\r\f\v\x1b\x08")
+    everything = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    found = {ord(m.group()) for m in _BINARY_CHAR.finditer(everything)}
+    expected = {c for c in range(32) if c not in text_controls} | {0xFFFD}
+    assert found == expected

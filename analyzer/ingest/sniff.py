@@ -38,16 +38,13 @@ _EXPLORER_LINE = re.compile(
     rb"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{1,9} [A-Za-z+\-][\w+\-:]*[ \t]*$"
 )
 
-# Control characters that real text logs carry (tabs, form feeds, ANSI colours).
-_TEXT_CONTROLS = frozenset(b"\t\n\r\f\v\x1b\x08")
+# What text is not: an undecodable byte (replaced by U+FFFD) or a control character other
+# than those real text logs carry (backspace, tab, line ends, form feed, ANSI escape).
+_BINARY_CHAR = re.compile("[\ufffd\x00-\x07\x0e-\x1a\x1c-\x1f]")
 
 
 def _line_of(head: bytes, offset: int) -> int:
     return head.count(b"\n", 0, offset) + 1
-
-
-def _is_binary_char(char: str) -> bool:
-    return char == "\ufffd" or (ord(char) < 32 and ord(char) not in _TEXT_CONTROLS)
 
 
 def _check_text(head: bytes, name: str) -> None:
@@ -60,10 +57,12 @@ def _check_text(head: bytes, name: str) -> None:
         )
     # A sample may cut a multi-byte character: decode incrementally, not final.
     text = codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=False)
-    bad = [index for index, char in enumerate(text) if _is_binary_char(char)]
+    bad = len(_BINARY_CHAR.findall(text))
     # A few bad bytes are a damaged text log (kept, replaced); many are not text at all.
-    if bad and len(bad) * 10 >= len(text):
-        line = text.count("\n", 0, bad[0]) + 1
+    if bad and bad * 10 >= len(text):
+        first = _BINARY_CHAR.search(text)
+        assert first is not None
+        line = text.count("\n", 0, first.start()) + 1
         raise InputError(
             f"{name}: binary data (undecodable bytes) at line {line}, "
             "pass a log export (JSON, JSON lines or text), decompressed or .gz"
