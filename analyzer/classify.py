@@ -24,9 +24,7 @@ import regex
 
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource, Format
-from analyzer.ingest.sources import TRUNCATED_COMPRESSED
-from analyzer.ingest.streams import decompressed
-from analyzer.parallel import RangeScan, processes_for, scan_files, scan_stream
+from analyzer.parallel import RangeScan, processes_for, scan_file, scan_files
 from analyzer.records import (
     SERVICE_TASK,
     InputStats,
@@ -46,6 +44,10 @@ reading_progress: ContextVar[Callable[[int, int], None] | None] = ContextVar(
 
 # The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
 _JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
+
+
+# Logs compress about sixfold: what a gzip file's bytes weigh when deciding on processes.
+GZIP_EXPANSION = 6
 
 
 class Matcher(Protocol):
@@ -317,7 +319,7 @@ class Collector:
         book = self._book
         if not _is_fast(book):
             raise TypeError("the fast path needs a rule book with may_match_texts")
-        plain = [s for s in files if not _is_gzip(s.stats.path)]
+        compressed = {s.stats.path for s in files if _is_gzip(s.stats.path)}
         sizes = {s.stats.path: os.path.getsize(s.stats.path) for s in files}
         total = sum(sizes.values())
         progress = reading_progress.get()
@@ -325,26 +327,21 @@ class Collector:
         if progress is not None:
             progress(total, 0)
             on_bytes = lambda count: progress(total, count)  # noqa: E731
-        processes = processes_for(sum(sizes[s.stats.path] for s in plain), self._processes)
+        # What there is to read, counting compressed bytes at what they usually expand to.
+        weight = sum(size * (GZIP_EXPANSION if p in compressed else 1) for p, size in sizes.items())
+        processes = processes_for(weight, self._processes)
         scans: dict[int, RangeScan] = {}
-        if processes > 1 and plain:
-            found = scan_files([s.stats.path for s in plain], book, processes, on_bytes)
-            for source, scan in zip(plain, found, strict=True):
+        # One compressed file is one task: a pool would only add its start-up.
+        if processes > 1 and (len(files) > 1 or not compressed):
+            paths = [s.stats.path for s in files]
+            found = scan_files(paths, book, processes, on_bytes, compressed=compressed)
+            for source, scan in zip(files, found, strict=True):
                 _add_stats(source.stats, scan.stats)
                 scan.stats = source.stats
                 scans[id(source)] = scan
+            return scans
         for source in files:
-            if id(source) in scans:
-                continue
-            assert isinstance(source, FileSource)
-            with source.open_binary() as raw:
-                stream, guard = decompressed(raw)
-                scan = scan_stream(stream, source.stats, book, on_bytes=on_bytes)
-                if guard is not None and guard.damaged:
-                    # As the plain reader does: the lost tail counts as one skipped line.
-                    source.stats.lines += 1
-                    source.stats.skip(TRUNCATED_COMPRESSED)
-            scans[id(source)] = scan
+            scans[id(source)] = scan_file(source.stats.path, source.stats, book, on_bytes)
         return scans
 
     @property

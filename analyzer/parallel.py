@@ -14,15 +14,18 @@ import itertools
 import multiprocessing
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol
 
 import msgspec
 
+from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import blockdecode
 from analyzer.ingest.fastjsonl import JsonlScanner, ScanTally, read_blocks
+from analyzer.ingest.sources import TRUNCATED_COMPRESSED
+from analyzer.ingest.streams import decompressed
 from analyzer.records import InputStats, Origin
 
 # Below this many bytes in all, forking costs more than it saves.
@@ -127,14 +130,46 @@ _EVENTS_ENCODER = msgspec.msgpack.Encoder()
 _EVENTS_DECODER = msgspec.msgpack.Decoder(list[Event])
 
 
-def _scan_range(task: tuple[int, str, int, int]) -> tuple[int, RangeScan]:
+def scan_file(
+    path: str,
+    stats: InputStats,
+    book: BookLike,
+    on_bytes: Callable[[int], None] | None = None,
+) -> RangeScan:
+    """Scan the whole file at ``path``, gzip-compressed or not, into ``stats``.
+
+    A damaged compressed stream ends early; as the plain reader does, the lost tail counts as
+    one skipped line.
+    """
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror}), check the file") from None
+    with raw:
+        stream, guard = decompressed(raw)
+        found = scan_stream(stream, stats, book, on_bytes=on_bytes)
+        if guard is not None and guard.damaged:
+            stats.lines += 1
+            stats.skip(TRUNCATED_COMPRESSED)
+    return found
+
+
+# A task: its index, the path, and the byte range to read; end -1: the whole file, which may
+# be compressed.
+Task = tuple[int, str, int, int]
+
+
+def _scan_range(task: Task) -> tuple[int, RangeScan]:
     index, path, start, end = task
     assert _BOOK is not None
-    with open(path, "rb") as stream:
-        stream.seek(start)
-        found = scan_stream(
-            stream, InputStats(path=path), _BOOK, at_start=start == 0, limit=end - start
-        )
+    if end == -1:
+        found = scan_file(path, InputStats(path=path), _BOOK)
+    else:
+        with open(path, "rb") as stream:
+            stream.seek(start)
+            found = scan_stream(
+                stream, InputStats(path=path), _BOOK, at_start=start == 0, limit=end - start
+            )
     found.packed_events = _EVENTS_ENCODER.encode(found.events)
     found.events = []
     return index, found
@@ -157,16 +192,23 @@ def scan_files(
     book: BookLike,
     processes: int,
     on_bytes: Callable[[int], None] | None = None,
+    *,
+    compressed: Collection[str] = (),
 ) -> Iterator[RangeScan]:
-    """One merged :class:`RangeScan` per path, in order, read by ``processes`` workers."""
+    """One merged :class:`RangeScan` per path, in order, read by ``processes`` workers.
+
+    A plain file is cut into byte ranges; one in ``compressed`` (gzip, which cannot be entered
+    in the middle) is one task, read whole by one worker.
+    """
     global _BOOK
-    tasks: list[tuple[int, str, int, int]] = []
+    tasks: list[Task] = []
     owner: list[int] = []
     sizes = [os.path.getsize(path) for path in paths]
     # Several ranges per process, of one size, so that the processes finish together.
     piece = max(MIN_RANGE_BYTES, -(-sum(sizes) // (processes * RANGES_PER_PROCESS)))
     for number, (path, size) in enumerate(zip(paths, sizes, strict=True)):
-        for start, end in line_ranges(path, size, piece):
+        ranges = [(0, -1)] if path in compressed else line_ranges(path, size, piece)
+        for start, end in ranges:
             tasks.append((len(tasks), path, start, end))
             owner.append(number)
     results: list[RangeScan | None] = [None] * len(tasks)
@@ -182,7 +224,8 @@ def scan_files(
                 found.packed_events = b""
                 results[index] = found
                 if on_bytes is not None:
-                    on_bytes(tasks[index][3] - tasks[index][2])
+                    _, path, start, end = tasks[index]
+                    on_bytes((os.path.getsize(path) if end == -1 else end) - start)
     finally:
         _BOOK = None
     merged: RangeScan | None = None

@@ -3,6 +3,7 @@ plain path's analysis: the whole ``to_dict`` document, input statistics included
 
 from __future__ import annotations
 
+import gzip
 import io
 import itertools
 import random
@@ -307,6 +308,18 @@ def test_all_tricky_lines_in_one_block(book: RuleBook, tmp_path: Path) -> None:
     path = tmp_path / "tricky.jsonl"
     path.write_bytes(b"".join(lines))
     _same([str(path)], book)
+
+
+def test_compressed_files_across_processes(book: RuleBook, tmp_path: Path) -> None:
+    # Each gzip file is one worker's task; a truncated one loses its tail the same way.
+    paths = []
+    for seed in range(3):
+        path = tmp_path / f"part-{seed}.jsonl.gz"
+        path.write_bytes(gzip.compress(b"".join(fleet(600_000, seed=20 + seed))))
+        paths.append(str(path))
+    damaged = Path(paths[1])
+    damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size * 3 // 4])
+    _same(paths, book, processes=2)
 
 
 def test_crlf_export(book: RuleBook, tmp_path: Path) -> None:

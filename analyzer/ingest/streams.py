@@ -40,26 +40,37 @@ class ReplayReader(io.RawIOBase):
 
 
 class GzipGuard(io.RawIOBase):
-    """Decompress ``raw``; a truncated or corrupt stream ends early and sets ``damaged``."""
+    """Decompress ``raw``; a truncated or corrupt stream ends early and sets ``damaged``.
+
+    It decompresses in pieces of ``BUFFER_SIZE`` whatever the reader asks for: gzip drops what
+    a read had decompressed when it meets the damage, so with pieces of one size every reader
+    (line by line, or in blocks of half a megabyte) keeps the same bytes of a damaged file.
+    """
 
     def __init__(self, raw: BinaryIO) -> None:
         super().__init__()
         self._gzip = gzip.GzipFile(fileobj=raw, mode="rb")
         self.damaged = False
+        self._piece = b""
+        self._at = 0  # bytes of the piece already handed out
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        if self.damaged:
-            return 0
-        try:
-            data = self._gzip.read(len(buffer))
-        except (EOFError, OSError, zlib.error):
-            self.damaged = True
-            return 0
-        memoryview(buffer).cast("B")[: len(data)] = data
-        return len(data)
+        if self._at == len(self._piece):
+            if self.damaged:
+                return 0
+            try:
+                self._piece = self._gzip.read(BUFFER_SIZE)
+            except (EOFError, OSError, zlib.error):
+                self.damaged = True
+                return 0
+            self._at = 0
+        count = min(len(buffer), len(self._piece) - self._at)
+        memoryview(buffer).cast("B")[:count] = self._piece[self._at : self._at + count]
+        self._at += count
+        return count
 
     def close(self) -> None:
         self._gzip.close()
