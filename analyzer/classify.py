@@ -24,7 +24,8 @@ import regex
 
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource, Format
-from analyzer.parallel import RangeScan, processes_for, scan_file, scan_files
+from analyzer.ingest.sources import StreamSource
+from analyzer.parallel import RangeScan, processes_for, scan_binary, scan_file, scan_files
 from analyzer.records import (
     SERVICE_TASK,
     InputStats,
@@ -319,6 +320,14 @@ class Collector:
         book = self._book
         if not _is_fast(book):
             raise TypeError("the fast path needs a rule book with may_match_texts")
+        scans: dict[int, RangeScan] = {}
+        # A stream (stdin) is read here, in this process, as it comes.
+        for source in files:
+            if isinstance(source, StreamSource):
+                scans[id(source)] = scan_binary(source.open_binary(), source.stats, book)
+        files = [s for s in files if id(s) not in scans]
+        if not files:
+            return scans
         compressed = {s.stats.path for s in files if _is_gzip(s.stats.path)}
         sizes = {s.stats.path: os.path.getsize(s.stats.path) for s in files}
         total = sum(sizes.values())
@@ -330,7 +339,6 @@ class Collector:
         # What there is to read, counting compressed bytes at what they usually expand to.
         weight = sum(size * (GZIP_EXPANSION if p in compressed else 1) for p, size in sizes.items())
         processes = processes_for(weight, self._processes)
-        scans: dict[int, RangeScan] = {}
         # One compressed file is one task: a pool would only add its start-up.
         if processes > 1 and (len(files) > 1 or not compressed):
             paths = [s.stats.path for s in files]
@@ -398,7 +406,7 @@ def _is_gzip(path: str) -> bool:
 
 def _fast_eligible(source: Source, book: Matcher) -> bool:
     return (
-        isinstance(source, FileSource)
+        isinstance(source, FileSource | StreamSource)
         and source.stats.format == Format.CLOUD_LOGGING_JSONL.value
         and _is_fast(book)
     )

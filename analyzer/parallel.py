@@ -136,21 +136,31 @@ def scan_file(
     book: BookLike,
     on_bytes: Callable[[int], None] | None = None,
 ) -> RangeScan:
-    """Scan the whole file at ``path``, gzip-compressed or not, into ``stats``.
-
-    A damaged compressed stream ends early; as the plain reader does, the lost tail counts as
-    one skipped line.
-    """
+    """Scan the whole file at ``path``, gzip-compressed or not, into ``stats``."""
     try:
         raw = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as error:
         raise InputError(f"{path}: cannot be read ({error.strerror}), check the file") from None
     with raw:
-        stream, guard = decompressed(raw)
-        found = scan_stream(stream, stats, book, on_bytes=on_bytes)
-        if guard is not None and guard.damaged:
-            stats.lines += 1
-            stats.skip(TRUNCATED_COMPRESSED)
+        return scan_binary(raw, stats, book, on_bytes)
+
+
+def scan_binary(
+    raw: BinaryIO,
+    stats: InputStats,
+    book: BookLike,
+    on_bytes: Callable[[int], None] | None = None,
+) -> RangeScan:
+    """Scan a whole binary stream (a file, stdin), gzip-compressed or not, into ``stats``.
+
+    A damaged compressed stream ends early; as the plain reader does, the lost tail counts as
+    one skipped line.
+    """
+    stream, guard = decompressed(raw)
+    found = scan_stream(stream, stats, book, on_bytes=on_bytes)
+    if guard is not None and guard.damaged:
+        stats.lines += 1
+        stats.skip(TRUNCATED_COMPRESSED)
     return found
 
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from analyzer.api import Analysis
 from analyzer.classify import collect
 from analyzer.ingest import open_sources
+from analyzer.ingest.sources import StreamSource
 from analyzer.parallel import line_ranges
 from analyzer.policy import load_policy
 from analyzer.predict import diagnose_timeline
@@ -320,6 +321,22 @@ def test_compressed_files_across_processes(book: RuleBook, tmp_path: Path) -> No
     damaged = Path(paths[1])
     damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size * 3 // 4])
     _same(paths, book, processes=2)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_stdin_takes_the_fast_path_too(compress: bool, book: RuleBook) -> None:
+    # A sink export piped in (gsutil cat ... | jobdoctor diagnose -): read as it comes.
+    data = b"".join(fleet(300_000, seed=16))
+    data = gzip.compress(data)[:-300] if compress else data  # the gzip one is truncated too
+
+    def analysis(fast: bool) -> object:
+        source = StreamSource(io.BytesIO(data), "<stdin>")
+        logs, stats = collect([source], book, fast=fast)
+        policy = load_policy()
+        diagnoses = tuple(diagnose_timeline(build_timeline(log), policy) for log in logs)
+        return Analysis(tuple(stats), diagnoses).to_dict()
+
+    assert analysis(fast=True) == analysis(fast=False)
 
 
 def test_crlf_export(book: RuleBook, tmp_path: Path) -> None:

@@ -118,12 +118,17 @@ class StreamSource:
         """How the stream was read; complete once :meth:`records` is exhausted."""
         return self._stats
 
-    def records(self) -> Iterator[LogRecord]:
-        """The stream's records; a stream can be read only once."""
+    def open_binary(self) -> BinaryIO:
+        """The stream's raw bytes, its sniffed head first, for readers of their own; a stream
+        can be read only once."""
         if self._used:
             raise InputError(f"{self._stats.path}: already read, a stream can be read only once")
         self._used = True
-        return _records(self._stream, self._stats)
+        return self._stream
+
+    def records(self) -> Iterator[LogRecord]:
+        """The stream's records; a stream can be read only once."""
+        return _records(self.open_binary(), self._stats)
 
 
 class MemorySource:
