@@ -5,8 +5,8 @@
 Makes (once, cached under bench/out/) a sink JSONL export of many jobs, mostly noise, then
 times, interleaved, each command as its own process: ``jobdoctor diagnose --format json``,
 the careful-Python baseline, the notebook (pandas) baseline and ``rg -c`` for the same
-literals; and ``jobdoctor explain``. Prints medians, MB/s, ratios to jobdoctor and peak RSS
-(from ``wait4``), and writes them as JSON.
+literals; and ``jobdoctor explain``. Prints medians (and best runs), MB/s, ratios to jobdoctor
+and peak RSS (from ``wait4``), and writes them as JSON.
 """
 
 from __future__ import annotations
@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "contenders": {
             name: {
                 "median_s": round(medians[name], 3),
+                # On a shared machine the best run is the steadier figure of what the code
+                # costs; the median is what a user waits, noise included.
+                "best_s": round(min(times[name]), 3),
                 "runs_s": [round(t, 3) for t in times[name]],
                 "mb_per_s": None if name == "explain" else round(actual / 1e6 / medians[name], 1),
                 "ratio_to_jobdoctor": None if base is None else round(medians[name] / base, 2),
@@ -137,11 +140,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"input {path.name}: {actual / 1e6:.0f} MB, median of {args.runs} interleaved runs")
-    print(f"{'':18}{'median s':>10}{'MB/s':>9}{'x jobdoctor':>13}{'peak RSS MB':>13}")
+    print(f"{'':18}{'median s':>10}{'best s':>9}{'MB/s':>9}{'x jobdoctor':>13}{'peak RSS MB':>13}")
     for name, row in results["contenders"].items():  # type: ignore[union-attr]
         speed = "" if row["mb_per_s"] is None else f"{row['mb_per_s']:.0f}"
         ratio = "" if row["ratio_to_jobdoctor"] is None else f"{row['ratio_to_jobdoctor']:.2f}"
-        print(f"{name:18}{row['median_s']:>10.3f}{speed:>9}{ratio:>13}{row['peak_rss_mb']:>13.1f}")
+        print(
+            f"{name:18}{row['median_s']:>10.3f}{row['best_s']:>9.3f}{speed:>9}{ratio:>13}"
+            f"{row['peak_rss_mb']:>13.1f}"
+        )
     print(f"written to {args.out}")
     return results
 
