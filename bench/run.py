@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RG_LITERALS = (
@@ -114,6 +115,19 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             rss[name] = max(rss[name], peak)
     medians = {name: statistics.median(values) for name, values in times.items()}
     base = medians.get("jobdoctor")
+    rows: dict[str, dict[str, Any]] = {
+        name: {
+            "median_s": round(medians[name], 3),
+            # On a shared machine the best run is the steadier figure of what the code
+            # costs; the median is what a user waits, noise included.
+            "best_s": round(min(times[name]), 3),
+            "runs_s": [round(t, 3) for t in times[name]],
+            "mb_per_s": None if name == "explain" else round(actual / 1e6 / medians[name], 1),
+            "ratio_to_jobdoctor": None if base is None else round(medians[name] / base, 2),
+            "peak_rss_mb": round(rss[name] / 1024, 1),
+        }
+        for name in times
+    }
     results: dict[str, object] = {
         "input": {"path": str(path), "bytes": actual, "lines": _count_lines(path)},
         "machine": {
@@ -123,25 +137,13 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "processor": platform.processor() or platform.machine(),
         },
         "runs": args.runs,
-        "contenders": {
-            name: {
-                "median_s": round(medians[name], 3),
-                # On a shared machine the best run is the steadier figure of what the code
-                # costs; the median is what a user waits, noise included.
-                "best_s": round(min(times[name]), 3),
-                "runs_s": [round(t, 3) for t in times[name]],
-                "mb_per_s": None if name == "explain" else round(actual / 1e6 / medians[name], 1),
-                "ratio_to_jobdoctor": None if base is None else round(medians[name] / base, 2),
-                "peak_rss_mb": round(rss[name] / 1024, 1),
-            }
-            for name in times
-        },
+        "contenders": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"input {path.name}: {actual / 1e6:.0f} MB, median of {args.runs} interleaved runs")
     print(f"{'':18}{'median s':>10}{'best s':>9}{'MB/s':>9}{'x jobdoctor':>13}{'peak RSS MB':>13}")
-    for name, row in results["contenders"].items():  # type: ignore[union-attr]
+    for name, row in rows.items():
         speed = "" if row["mb_per_s"] is None else f"{row['mb_per_s']:.0f}"
         ratio = "" if row["ratio_to_jobdoctor"] is None else f"{row['ratio_to_jobdoctor']:.2f}"
         print(
