@@ -100,8 +100,7 @@ class FrameSource:
     def records(self) -> Iterator[LogRecord]:
         """The frame's rows as records; each call reads again and resets the counts."""
         stats = self._stats
-        stats.lines = stats.records = stats.used = stats.skipped = 0
-        stats.skip_reasons.clear()
+        stats.restart()
         frame = self._frame
         size = len(frame)
         times = _timestamps(frame["timestamp"])

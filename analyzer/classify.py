@@ -25,7 +25,7 @@ import regex
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource, Format
 from analyzer.ingest.sources import StreamSource
-from analyzer.parallel import RangeScan, processes_for, scan_binary, scan_file, scan_files
+from analyzer.parallel import RangeScan, processes_for, scan_binary, scan_files
 from analyzer.records import (
     SERVICE_TASK,
     InputStats,
@@ -321,19 +321,15 @@ class Collector:
         if not _is_fast(book):
             raise TypeError("the fast path needs a rule book with may_match_texts")
         scans: dict[int, RangeScan] = {}
-        # A stream (stdin) is read here, in this process, as it comes.
-        for source in files:
-            if isinstance(source, StreamSource):
-                scans[id(source)] = scan_binary(source.open_binary(), source.stats, book)
-        files = [s for s in files if id(s) not in scans]
-        if not files:
-            return scans
+        # A stream (stdin) is read in this process, as it comes; files maybe in several.
+        here: list[FileSource | StreamSource] = [s for s in files if isinstance(s, StreamSource)]
+        files = [s for s in files if not isinstance(s, StreamSource)]
         compressed = {s.stats.path for s in files if _is_gzip(s.stats.path)}
         sizes = {s.stats.path: os.path.getsize(s.stats.path) for s in files}
         total = sum(sizes.values())
         progress = reading_progress.get()
         on_bytes: Callable[[int], None] | None = None
-        if progress is not None:
+        if progress is not None and files:
             progress(total, 0)
             on_bytes = lambda count: progress(total, count)  # noqa: E731
         # What there is to read, counting compressed bytes at what they usually expand to.
@@ -347,9 +343,15 @@ class Collector:
                 _add_stats(source.stats, scan.stats)
                 scan.stats = source.stats
                 scans[id(source)] = scan
-            return scans
-        for source in files:
-            scans[id(source)] = scan_file(source.stats.path, source.stats, book, on_bytes)
+        else:
+            for source in files:
+                assert isinstance(source, FileSource)
+                here.append(source)
+        for source in here:
+            # A stream's bytes are not in the progress total.
+            counted = on_bytes if isinstance(source, FileSource) else None
+            with source.open_binary() as raw:
+                scans[id(source)] = scan_binary(raw, source.stats, book, counted)
         return scans
 
     @property

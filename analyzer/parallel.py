@@ -20,11 +20,10 @@ from typing import BinaryIO, Protocol
 
 import msgspec
 
-from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import blockdecode
 from analyzer.ingest.fastjsonl import JsonlScanner, ScanTally, read_blocks
-from analyzer.ingest.sources import TRUNCATED_COMPRESSED
+from analyzer.ingest.sources import TRUNCATED_COMPRESSED, open_file
 from analyzer.ingest.streams import decompressed
 from analyzer.records import InputStats, Origin
 
@@ -137,11 +136,7 @@ def scan_file(
     on_bytes: Callable[[int], None] | None = None,
 ) -> RangeScan:
     """Scan the whole file at ``path``, gzip-compressed or not, into ``stats``."""
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror}), check the file") from None
-    with raw:
+    with open_file(path) as raw:
         return scan_binary(raw, stats, book, on_bytes)
 
 

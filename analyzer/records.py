@@ -72,6 +72,11 @@ class InputStats:
     skip_reasons: Counter[str] = field(default_factory=Counter)
     duplicates: int = 0
 
+    def restart(self) -> None:
+        """Zero the line counts, for a source that is read again from its start."""
+        self.lines = self.records = self.used = self.skipped = 0
+        self.skip_reasons.clear()
+
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` lines as skipped for ``reason``."""
         self.skipped += count

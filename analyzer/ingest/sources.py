@@ -64,16 +64,21 @@ def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bytes]:
     return sniff(head, name), head
 
 
+def open_file(path: str) -> BinaryIO:
+    """The file at ``path`` opened for reading bytes; InputError naming it when it cannot be."""
+    try:
+        return open(path, "rb")
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror}), check the file") from None
+
+
 class FileSource:
     """A file on disk (plain or gzip), sniffed when created and reopened by :meth:`records`."""
 
     def __init__(self, path: str) -> None:
         self._stats = InputStats(path=path)
-        try:
-            with open(path, "rb") as stream:
-                found, _ = _sniff_stream(stream, path)
-        except OSError as error:
-            raise InputError(f"{path}: cannot be read ({error.strerror}), check the file") from None
+        with open_file(path) as stream:
+            found, _ = _sniff_stream(stream, path)
         self._stats.format = found.value
 
     @property
@@ -83,22 +88,11 @@ class FileSource:
 
     def open_binary(self) -> BinaryIO:
         """The file's raw bytes (still compressed if it is), for readers of their own."""
-        try:
-            return open(self._stats.path, "rb")
-        except OSError as error:
-            raise InputError(
-                f"{self._stats.path}: cannot be read ({error.strerror}), check the file"
-            ) from None
+        return open_file(self._stats.path)
 
     def records(self) -> Iterator[LogRecord]:
         """The file's records, in file order."""
-        try:
-            stream = open(self._stats.path, "rb")  # noqa: SIM115 - closed by _records
-        except OSError as error:
-            raise InputError(
-                f"{self._stats.path}: cannot be read ({error.strerror}), check the file"
-            ) from None
-        return _records(stream, self._stats)
+        return _records(self.open_binary(), self._stats)
 
 
 class StreamSource:
@@ -147,9 +141,7 @@ class MemorySource:
 
     def records(self) -> Iterator[LogRecord]:
         """The data's records; each call reads again and resets the counts."""
-        stats = self._stats
-        stats.lines = stats.records = stats.used = stats.skipped = 0
-        stats.skip_reasons.clear()
+        self._stats.restart()
         return _records(io.BytesIO(self._data), self._stats)
 
 
