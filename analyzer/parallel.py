@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import itertools
-import multiprocessing
 import os
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -25,6 +24,7 @@ from analyzer.ingest import blockdecode
 from analyzer.ingest.fastjsonl import JsonlScanner, ScanTally, read_blocks
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED, open_file
 from analyzer.ingest.streams import decompressed
+from analyzer.processes import run_forked
 from analyzer.records import InputStats, Origin
 
 # Below this many bytes in all, forking costs more than it saves.
@@ -164,8 +164,8 @@ def scan_binary(
 Task = tuple[int, str, int, int]
 
 
-def _scan_range(task: Task) -> tuple[int, RangeScan]:
-    index, path, start, end = task
+def _scan_range(task: Task) -> RangeScan:
+    _, path, start, end = task
     assert _BOOK is not None
     if end == -1:
         found = scan_file(path, InputStats(path=path), _BOOK)
@@ -177,7 +177,7 @@ def _scan_range(task: Task) -> tuple[int, RangeScan]:
             )
     found.packed_events = _EVENTS_ENCODER.encode(found.events)
     found.events = []
-    return index, found
+    return found
 
 
 def processes_for(total_bytes: int, requested: int | None) -> int:
@@ -199,11 +199,13 @@ def scan_files(
     on_bytes: Callable[[int], None] | None = None,
     *,
     compressed: Collection[str] = (),
+    while_waiting: Callable[[], None] | None = None,
 ) -> Iterator[RangeScan]:
     """One merged :class:`RangeScan` per path, in order, read by ``processes`` workers.
 
     A plain file is cut into byte ranges; one in ``compressed`` (gzip, which cannot be entered
-    in the middle) is one task, read whole by one worker.
+    in the middle) is one task, read whole by one worker. ``while_waiting`` is called once the
+    workers are running: work of this process that can overlap the scan.
     """
     global _BOOK
     tasks: list[Task] = []
@@ -222,15 +224,13 @@ def scan_files(
     book.may_match_texts(["warm up"])
     _BOOK = book
     try:
-        # fork: the workers share the loaded rule book instead of loading or pickling it.
-        with multiprocessing.get_context("fork").Pool(processes) as pool:
-            for index, found in pool.imap_unordered(_scan_range, tasks):
-                found.events = _EVENTS_DECODER.decode(found.packed_events)
-                found.packed_events = b""
-                results[index] = found
-                if on_bytes is not None:
-                    _, path, start, end = tasks[index]
-                    on_bytes((os.path.getsize(path) if end == -1 else end) - start)
+        for index, found in run_forked(tasks, _scan_range, processes, while_waiting):
+            found.events = _EVENTS_DECODER.decode(found.packed_events)
+            found.packed_events = b""
+            results[index] = found
+            if on_bytes is not None:
+                _, path, start, end = tasks[index]
+                on_bytes((os.path.getsize(path) if end == -1 else end) - start)
     finally:
         _BOOK = None
     merged: RangeScan | None = None

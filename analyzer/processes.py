@@ -1,0 +1,164 @@
+"""Running tasks in forked worker processes, with nothing more than pipes.
+
+``multiprocessing.Pool`` costs about 30 ms before its first task runs (its import, handler
+threads, a queue per direction), a tenth of a large scan here. The scan needs only this: forked
+workers that share the parent's memory (the loaded rule book), take the next task when they
+are free, and send each result back when it is done.
+
+- The tasks are handed out through one pipe holding a token per group of tasks, written at
+  once before forking. Each token is 4 bytes and the whole write fits in ``PIPE_BUF``, so it is
+  atomic and no reader ever gets half a token: a worker reads a token, runs its tasks, and
+  reads the next one until the pipe is empty.
+- Each worker sends its results on a pipe of its own, each a length-prefixed pickle, as soon as
+  it has one, so the caller can show progress.
+- A worker that fails sends the exception, which the caller raises. A worker that dies without
+  a word (killed) is reported as such. Workers leave with ``os._exit``: never through the
+  caller's stack.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import select
+import signal
+import struct
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar, cast
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# A token is a 4-byte task group number; the token pipe is written once, atomically.
+_TOKEN = struct.Struct("<I")
+_MAX_TOKENS = select.PIPE_BUF // _TOKEN.size
+_LENGTH = struct.Struct("<Q")
+_READ_BYTES = 1 << 20
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended without sending its results (killed by a signal, say)."""
+
+
+def run_forked(
+    tasks: Sequence[T],
+    work: Callable[[T], R],
+    processes: int,
+    while_waiting: Callable[[], None] | None = None,
+) -> Iterator[tuple[int, R]]:
+    """``(index, work(tasks[index]))`` for every task, in the order they finish, computed by
+    ``processes`` forked workers; ``while_waiting`` runs here once the workers have started.
+
+    Results travel by pickle. An exception raised by ``work`` is raised here.
+    """
+    if not tasks:
+        if while_waiting is not None:
+            while_waiting()
+        return
+    group = -(-len(tasks) // _MAX_TOKENS)
+    groups = -(-len(tasks) // group)
+    token_read, token_write = os.pipe()
+    os.write(token_write, b"".join(_TOKEN.pack(number) for number in range(groups)))
+    os.close(token_write)
+    workers: dict[int, int] = {}  # result pipe -> pid
+    try:
+        for _ in range(min(processes, groups)):
+            result_read, result_write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the worker
+                os.close(result_read)
+                _serve(tasks, work, group, token_read, result_write)
+            os.close(result_write)
+            workers[result_read] = pid
+        os.close(token_read)
+        token_read = -1
+        if while_waiting is not None:
+            while_waiting()
+        for index, result in _results(workers):
+            yield index, cast(R, result)
+    finally:
+        if token_read >= 0:
+            os.close(token_read)
+        _stop(workers)
+
+
+def _serve(tasks: Sequence[T], work: Callable[[T], R], group: int, tokens: int, out: int) -> None:
+    """A worker's life: take task groups until none are left, send each result; exit."""
+    code = 0
+    try:
+        while token := os.read(tokens, _TOKEN.size):
+            (number,) = _TOKEN.unpack(token)
+            for index in range(number * group, min(len(tasks), (number + 1) * group)):
+                _send(out, ("done", index, work(tasks[index])))
+    except BaseException as error:  # every failure goes back to the caller
+        code = 1
+        # Unless it cannot be pickled, or the caller is gone: then the exit status tells.
+        with contextlib.suppress(BaseException):
+            _send(out, ("failed", -1, error))
+    finally:
+        os._exit(code)
+
+
+def _send(out: int, message: object) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(out, view) :]
+
+
+def _results(workers: dict[int, int]) -> Iterator[tuple[int, object]]:
+    """Read every worker's messages until each has closed its pipe."""
+    pending = {fd: bytearray() for fd in workers}
+    while pending:
+        ready, _, _ = select.select(list(pending), [], [])
+        for fd in ready:
+            chunk = os.read(fd, _READ_BYTES)
+            buffer = pending[fd]
+            if chunk:
+                buffer += chunk
+                yield from _messages(buffer)
+                continue
+            del pending[fd]
+            os.close(fd)
+            pid = workers.pop(fd)
+            _, status = os.waitpid(pid, 0)
+            if buffer or os.waitstatus_to_exitcode(status) != 0:
+                raise WorkerDied(_death(status))
+
+
+def _messages(buffer: bytearray) -> Iterator[tuple[int, object]]:
+    """The whole messages at the start of ``buffer``, removed from it."""
+    at = 0
+    while len(buffer) - at >= _LENGTH.size:
+        (size,) = _LENGTH.unpack_from(buffer, at)
+        end = at + _LENGTH.size + size
+        if len(buffer) < end:
+            break
+        with memoryview(buffer) as view:
+            kind, index, payload = pickle.loads(view[at + _LENGTH.size : end])
+        at = end
+        if kind == "failed":
+            del buffer[:at]
+            raise payload
+        yield index, payload
+    del buffer[:at]
+
+
+def _death(status: int) -> str:
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        return f"a worker process was killed by signal {signal.Signals(-code).name}"
+    return f"a worker process ended with status {code} before sending its results"
+
+
+def _stop(workers: dict[int, int]) -> None:
+    """Stop and reap the workers still running (the caller stopped early or failed)."""
+    for fd, pid in workers.items():
+        os.close(fd)
+        try:
+            os.kill(pid, signal.SIGTERM)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    workers.clear()

@@ -1,0 +1,97 @@
+"""The forked workers behind the parallel scan: every task once, failures brought home."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from analyzer.processes import WorkerDied, run_forked
+
+
+def _square(value: int) -> int:
+    return value * value
+
+
+def _pid(_: int) -> int:
+    return os.getpid()
+
+
+@pytest.mark.parametrize("count", [1, 2, 7, 1024, 1025, 5000])
+@pytest.mark.parametrize("processes", [1, 2, 3])
+def test_every_task_runs_once(count: int, processes: int) -> None:
+    # Over 1,024 tasks, tokens stand for groups of tasks: every task still runs exactly once.
+    results = dict(run_forked(list(range(count)), _square, processes))
+    assert results == {index: index * index for index in range(count)}
+
+
+def test_tasks_are_shared_between_workers() -> None:
+    pids = {pid for _, pid in run_forked(list(range(400)), _slow_pid, 2)}
+    assert len(pids) == 2
+    assert os.getpid() not in pids
+
+
+def _slow_pid(_: int) -> int:
+    # Long enough that one worker cannot empty the token pipe before the other starts.
+    os.sched_yield()
+    sum(range(20_000))
+    return os.getpid()
+
+
+def test_no_tasks_still_runs_the_waiting_work() -> None:
+    called: list[bool] = []
+    assert list(run_forked([], _square, 2, lambda: called.append(True))) == []
+    assert called == [True]
+
+
+def test_waiting_work_runs_while_workers_run() -> None:
+    called: list[int] = []
+    results = list(run_forked([1, 2, 3], _square, 2, lambda: called.append(os.getpid())))
+    assert called == [os.getpid()]
+    assert sorted(value for _, value in results) == [1, 4, 9]
+
+
+class Boom(ValueError):
+    """An error raised inside a worker."""
+
+
+def _fail_on_three(value: int) -> int:
+    if value == 3:
+        raise Boom(f"task {value} failed")
+    return value
+
+
+def test_an_exception_in_a_worker_is_raised_here() -> None:
+    with pytest.raises(Boom, match="task 3 failed"):
+        list(run_forked(list(range(6)), _fail_on_three, 2))
+
+
+def _kill_self(value: int) -> int:
+    if value == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return value
+
+
+def test_a_killed_worker_is_reported() -> None:
+    with pytest.raises(WorkerDied, match="killed by signal SIGKILL"):
+        list(run_forked([0, 1, 2], _kill_self, 1))
+
+
+def test_large_results_cross_the_pipe_whole() -> None:
+    # Several megabytes per result: more than a pipe holds, read while the workers write.
+    results = dict(run_forked([3, 5, 7, 11], _blob, 2))
+    assert results == {index: _blob(value) for index, value in enumerate([3, 5, 7, 11])}
+
+
+def _blob(value: int) -> bytes:
+    return bytes([value]) * (3 << 20)
+
+
+def test_stopping_early_reaps_the_workers() -> None:
+    results = run_forked(list(range(50)), _slow_pid, 2)
+    next(results)
+    results.close()
+    # No child is left behind: waiting for any child finds none.
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
