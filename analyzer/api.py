@@ -11,18 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.changes import describe_changes
 from analyzer.classify import Collector
-from analyzer.diagnosis import Diagnosis
 from analyzer.ingest import open_sources
-from analyzer.jobspec import JobSpec, load_job_spec
-from analyzer.policy import RetryPolicy, load_policy
-from analyzer.predict import diagnose_timeline
 from analyzer.records import InputStats, Source
 from analyzer.rulebook import RuleBook
-from analyzer.timeline import build_timeline
 
+# What turns the scanned logs into diagnoses is imported while the scan runs (see
+# _load_diagnosing), not here: a third of start-up, out of the way of the scan.
 if TYPE_CHECKING:
+    from analyzer.diagnosis import Diagnosis
+    from analyzer.jobspec import JobSpec
+    from analyzer.policy import RetryPolicy
     from analyzer.report.html import DiagnosisList
 
 SCHEMA = "jobdoctor.diagnosis/1"
@@ -61,9 +60,13 @@ def analyze_sources(
     of the job it describes; ``lang`` (en, ja, he) is the language of the advice.
     """
     book = rules if rules is not None else RuleBook.load()
-    active_policy = policy if policy is not None else load_policy()
     collector = Collector(book)
-    collector.read_all(sources)
+    collector.read_all(sources, while_waiting=_load_diagnosing)
+    from analyzer.policy import load_policy
+    from analyzer.predict import diagnose_timeline
+    from analyzer.timeline import build_timeline
+
+    active_policy = policy if policy is not None else load_policy()
     logs, stats = collector.logs(), collector.stats
     quiet = [f"{path}: no Vertex AI job message in it" for path in collector.without_jobs()]
     diagnoses = tuple(
@@ -80,6 +83,13 @@ def analyze_sources(
     return Analysis(tuple(stats), diagnoses, (*book.notices, *slow, *quiet))
 
 
+def _load_diagnosing() -> None:
+    """Import what diagnosing needs; called while worker processes scan the inputs."""
+    import analyzer.changes
+    import analyzer.predict
+    import analyzer.report  # noqa: F401
+
+
 def analyze(
     paths: Sequence[str | Path],
     *,
@@ -93,6 +103,9 @@ def analyze(
 
     ``job_spec_path``: ``gcloud ai custom-jobs describe --format=json`` output of the job.
     """
+    from analyzer.jobspec import load_job_spec
+    from analyzer.policy import load_policy
+
     book = RuleBook.load(tuple(rules_dirs))
     policy = load_policy(policy_path)
     spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
@@ -133,8 +146,12 @@ def follow_job(
     ``on_change`` gets the sentences of :func:`~analyzer.changes.describe_changes` and the new
     diagnosis. Returns the last diagnosis (None if no log line arrived). Ctrl-C stops cleanly.
     """
+    from analyzer.changes import describe_changes
     from analyzer.live import LiveQuery, follow, parse_window
-    from analyzer.records import InputStats, LogRecord
+    from analyzer.policy import load_policy
+    from analyzer.predict import diagnose_timeline
+    from analyzer.records import LogRecord
+    from analyzer.timeline import build_timeline
 
     book = rules if rules is not None else RuleBook.load()
     active_policy = policy if policy is not None else load_policy()

@@ -302,21 +302,28 @@ class Collector:
         """Consume ``source`` entirely."""
         self.read_all([source])
 
-    def read_all(self, sources: Iterable[Source]) -> None:
-        """Consume every source, in order; large sink files are read by several processes."""
+    def read_all(
+        self, sources: Iterable[Source], *, while_waiting: Callable[[], None] | None = None
+    ) -> None:
+        """Consume every source, in order; large sink files are read by several processes.
+
+        ``while_waiting`` is called while those processes read, if there are any.
+        """
         book = self._book
         pending = list(sources)
         fast_files = [s for s in pending if self._fast and _fast_eligible(s, book)]
         scans: dict[int, RangeScan] = {}
         if fast_files:
-            scans = self._scan(fast_files)
+            scans = self._scan(fast_files, while_waiting)
         for source in pending:
             scan = scans.get(id(source))
             local = _from_scan(scan) if scan is not None else _read_source(source, book)
             _settle(local, source, self._jobs)
             self._stats.setdefault(source.stats.path, source.stats)
 
-    def _scan(self, files: list[Source]) -> dict[int, RangeScan]:
+    def _scan(
+        self, files: list[Source], while_waiting: Callable[[], None] | None
+    ) -> dict[int, RangeScan]:
         book = self._book
         if not _is_fast(book):
             raise TypeError("the fast path needs a rule book with may_match_texts")
@@ -338,7 +345,9 @@ class Collector:
         # One compressed file is one task: a pool would only add its start-up.
         if processes > 1 and (len(files) > 1 or not compressed):
             paths = [s.stats.path for s in files]
-            found = scan_files(paths, book, processes, on_bytes, compressed=compressed)
+            found = scan_files(
+                paths, book, processes, on_bytes, compressed=compressed, while_waiting=while_waiting
+            )
             for source, scan in zip(files, found, strict=True):
                 _add_stats(source.stats, scan.stats)
                 scan.stats = source.stats

@@ -239,11 +239,10 @@ def diagnose(
 
     Reads files, or live from Cloud Logging with --project and --job-id.
     """
+    # Only what reading needs: the rest loads while worker processes scan (analyzer.api).
     from analyzer.api import Analysis, analyze_sources
-    from analyzer.diagnosis import JobState
     from analyzer.jobspec import load_job_spec
     from analyzer.policy import load_policy
-    from analyzer.report import render_json, render_markdown
     from analyzer.rulebook import RuleBook
 
     live = project is not None or job_id is not None
@@ -295,6 +294,9 @@ def diagnose(
             _say(notice)
         if job is not None and not analysis.diagnoses:
             raise InputError(f"job {job} is not in the inputs; run without --job to list them")
+        from analyzer.diagnosis import JobState
+        from analyzer.report import render_json, render_markdown
+
         if output is ReportFormat.json:
             sys.stdout.write(render_json(analysis))
         elif output is ReportFormat.markdown:
