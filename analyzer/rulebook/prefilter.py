@@ -34,6 +34,46 @@ def _unchanged_by_fold(text: str) -> bool:
     return unicodedata.is_normalized("NFKC", text) and _INVISIBLE.search(text) is None
 
 
+# Non-ASCII characters that leave a text's probe unchanged but for ASCII case: each is its own
+# NFKC form, is not an invisible mark, and is its own lower case (tests/test_prefilter_inert.py
+# checks every one). A text of ASCII and these is searched as UTF-8, ASCII letters caselessly,
+# with no folding and no lower(). These are what training output holds: Latin-1 signs,
+# Hebrew letters, dashes, quotes and bullets, arrows, box drawing and block elements (progress
+# bars), check marks, kana, CJK ideographs, Hangul syllables, emoji.
+INERT_RANGES = (
+    (0x00B0, 0x00B1),
+    (0x00B7, 0x00B7),
+    (0x00D7, 0x00D7),
+    (0x00F7, 0x00F7),
+    (0x05D0, 0x05EA),
+    (0x2013, 0x2014),
+    (0x2018, 0x2019),
+    (0x201C, 0x201D),
+    (0x2022, 0x2022),
+    (0x2190, 0x2193),
+    (0x2500, 0x259F),
+    (0x2713, 0x2718),
+    (0x3001, 0x3002),
+    (0x3041, 0x3096),
+    (0x30A1, 0x30FA),
+    (0x30FC, 0x30FC),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7A3),
+    (0x1F300, 0x1F64F),
+    (0x1F680, 0x1F6FF),
+    (0x1F900, 0x1F9FF),
+)
+_NOT_INERT = (
+    "[^\\x00-\\x7f"
+    + "".join(f"\\x{{{first:x}}}-\\x{{{last:x}}}" for first, last in INERT_RANGES)
+    + "]"
+).encode()
+
+
+def _byte_pattern(word: str, encoding: str) -> bytes:
+    return "".join(f"\\x{byte:02x}" for byte in word.encode(encoding)).encode()
+
+
 def _hyperscan_database(literals: Sequence[str], encoding: str) -> Any:
     """A Hyperscan block database of ``literals`` in ``encoding``, or None without the wheel."""
     try:
@@ -42,12 +82,26 @@ def _hyperscan_database(literals: Sequence[str], encoding: str) -> Any:
         return None
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     database.compile(
-        expressions=[
-            "".join(f"\\x{byte:02x}" for byte in word.encode(encoding)).encode()
-            for word in literals
-        ],
+        expressions=[_byte_pattern(word, encoding) for word in literals],
         ids=list(range(len(literals))),
         flags=[0] * len(literals),
+    )
+    return database
+
+
+def _caseless_database(literals: Sequence[str]) -> Any:
+    """A Hyperscan database of ``literals`` in UTF-8, ASCII letters caseless (ids 0...), plus
+    one pattern (id ``len(literals)``) matching every character outside :data:`INERT_RANGES`
+    and ASCII; None without the wheel."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[*(_byte_pattern(word, "utf-8") for word in literals), _NOT_INERT],
+        ids=list(range(len(literals) + 1)),
+        flags=[hyperscan.HS_FLAG_CASELESS] * len(literals) + [hyperscan.HS_FLAG_UTF8],
     )
     return database
 
@@ -71,7 +125,7 @@ class Prefilter:
     for every text.
     """
 
-    __slots__ = ("_always", "_any", "_by_literal", "_engines", "_literals")
+    __slots__ = ("_always", "_any", "_by_literal", "_caseless", "_engines", "_literals")
 
     def __init__(self, literals_by_rule: Sequence[Iterable[str | None]]) -> None:
         by_literal: dict[str, list[int]] = {}
@@ -90,6 +144,7 @@ class Prefilter:
         ordered = sorted(self._literals, key=len, reverse=True)
         self._any = re.compile("|".join(re.escape(word) for word in ordered)) if ordered else None
         # Built on first use: only large inputs read through select() need them.
+        self._caseless: Any = False  # False: not built yet; None: no Hyperscan
         self._engines: tuple[Any, Any] | None = None
 
     @property
@@ -137,13 +192,23 @@ class Prefilter:
     def select(self, texts: Sequence[str]) -> list[int]:
         """Indexes of the ``texts`` for which :meth:`candidates` is not empty, in order.
 
-        The same answer as asking text by text, for a whole block at once: the probes are
-        joined and searched in one pass (by Hyperscan when installed, else by ``re``).
+        The same answer as asking text by text, for a whole block at once: with Hyperscan, one
+        caseless search of the texts' UTF-8 (:meth:`_select_utf8`); else the probes are joined
+        and searched by ``re``, ASCII and wide texts apart.
         """
         if self._always:
             return list(range(len(texts)))
         if self._any is None or not texts:
             return []
+        if self._caseless is False:
+            self._caseless = _caseless_database(self._literals)
+        if self._caseless is not None:
+            try:
+                encoded = list(map(str.encode, texts))
+            except UnicodeEncodeError:  # a lone surrogate: not for Hyperscan's UTF-8 mode
+                pass
+            else:
+                return self._select_utf8(texts, encoded)
         ascii_flags = list(map(str.isascii, texts))
         if all(ascii_flags):
             return self._select_ascii(texts)
@@ -154,6 +219,32 @@ class Prefilter:
         wide = [index for index, flag in enumerate(ascii_flags) if not flag]
         hits = [narrow[i] for i in self._select_ascii([texts[index] for index in narrow])]
         hits += [wide[i] for i in self._select_wide([texts[index] for index in wide])]
+        return sorted(hits)
+
+    def _select_utf8(self, texts: Sequence[str], encoded: Sequence[bytes]) -> list[int]:
+        """:meth:`select` by one caseless search of the texts' UTF-8 (``encoded``).
+
+        For a text of ASCII and inert characters the probe differs from the text only in the
+        case of ASCII letters, and literals are lower case: a caseless search of the text finds
+        what a search of the probe finds. A text holding any other character (the search
+        reports where) is decided the exact way, by :meth:`candidates`.
+        """
+        literal_ends: list[int] = []
+        other_ends: list[int] = []
+        not_inert = len(self._literals)
+
+        def on_match(id_: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            (other_ends if id_ == not_inert else literal_ends).append(end)
+
+        self._caseless.scan(b"\n".join(encoded), match_event_handler=on_match)
+        if not literal_ends and not other_ends:
+            return []
+        starts = list(accumulate(map((1).__add__, map(len, encoded)), initial=0))
+        hits = {bisect_right(starts, end - 1) - 1 for end in literal_ends}
+        if other_ends:
+            unsure = {bisect_right(starts, end - 1) - 1 for end in other_ends}
+            hits -= unsure
+            hits.update(index for index in unsure if self.candidates(texts[index]))
         return sorted(hits)
 
     def _select_ascii(self, texts: Sequence[str]) -> list[int]:
@@ -203,7 +294,8 @@ class Prefilter:
             data, width, database = probe.encode("ascii"), 1, ascii_db
         else:
             # Four bytes per character: a byte offset divided by four is a character offset.
-            data, width, database = probe.encode("utf-32-le"), 4, wide_db
+            # (A lone surrogate, which no literal holds, is passed through as one.)
+            data, width, database = probe.encode("utf-32-le", "surrogatepass"), 4, wide_db
 
         def on_match(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
             offsets.append((end - 1) // width)
