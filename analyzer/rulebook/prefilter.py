@@ -89,21 +89,23 @@ def _hyperscan_database(literals: Sequence[str], encoding: str) -> Any:
     return database
 
 
-def _caseless_database(literals: Sequence[str]) -> Any:
-    """A Hyperscan database of ``literals`` in UTF-8, ASCII letters caseless (ids 0...), plus
-    one pattern (id ``len(literals)``) matching every character outside :data:`INERT_RANGES`
-    and ASCII; None without the wheel."""
+def _caseless_databases(literals: Sequence[str]) -> tuple[Any, Any] | None:
+    """Two Hyperscan databases: ``literals`` in UTF-8, ASCII letters caseless; and one
+    pattern matching every character outside :data:`INERT_RANGES` and ASCII. None without
+    the wheel. Apart, they compile in a third of the time one database of both takes."""
     try:
         import hyperscan
     except ImportError:
         return None
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(
-        expressions=[*(_byte_pattern(word, "utf-8") for word in literals), _NOT_INERT],
-        ids=list(range(len(literals) + 1)),
-        flags=[hyperscan.HS_FLAG_CASELESS] * len(literals) + [hyperscan.HS_FLAG_UTF8],
+    words = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    words.compile(
+        expressions=[_byte_pattern(word, "utf-8") for word in literals],
+        ids=list(range(len(literals))),
+        flags=[hyperscan.HS_FLAG_CASELESS] * len(literals),
     )
-    return database
+    others = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    others.compile(expressions=[_NOT_INERT], ids=[0], flags=[hyperscan.HS_FLAG_UTF8])
+    return words, others
 
 
 def _unescape(match: re.Match[bytes]) -> bytes:
@@ -201,7 +203,7 @@ class Prefilter:
         if self._any is None or not texts:
             return []
         if self._caseless is False:
-            self._caseless = _caseless_database(self._literals)
+            self._caseless = _caseless_databases(self._literals)
         if self._caseless is not None:
             try:
                 encoded = list(map(str.encode, texts))
@@ -231,12 +233,18 @@ class Prefilter:
         """
         literal_ends: list[int] = []
         other_ends: list[int] = []
-        not_inert = len(self._literals)
 
-        def on_match(id_: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            (other_ends if id_ == not_inert else literal_ends).append(end)
+        def on_literal(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            literal_ends.append(end)
 
-        self._caseless.scan(b"\n".join(encoded), match_event_handler=on_match)
+        def on_other(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            other_ends.append(end)
+
+        words, others = self._caseless
+        data = b"\n".join(encoded)
+        words.scan(data, match_event_handler=on_literal)
+        if not data.isascii():
+            others.scan(data, match_event_handler=on_other)
         if not literal_ends and not other_ends:
             return []
         starts = list(accumulate(map((1).__add__, map(len, encoded)), initial=0))
