@@ -9,13 +9,9 @@ from itertools import chain
 from typing import BinaryIO
 
 from analyzer.errors import InputError
-from analyzer.ingest.explorer import read_logs_explorer
-from analyzer.ingest.gcloud_json import read_gcloud_json
 from analyzer.ingest.jsonl import read_jsonl
 from analyzer.ingest.paths import STDIN, expand_paths
-from analyzer.ingest.plain import read_plain_text
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format, sniff
-from analyzer.ingest.stream_logs import read_stream_logs
 from analyzer.ingest.streams import ReplayReader, buffered, decompressed, read_head
 from analyzer.records import InputStats, LogRecord, Source
 
@@ -34,21 +30,38 @@ def _read_empty(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     yield from ()
 
 
-READERS: dict[Format, Reader] = {
-    Format.CLOUD_LOGGING_JSONL: read_jsonl,
-    Format.GCLOUD_JSON: read_gcloud_json,
-    Format.STREAM_LOGS: read_stream_logs,
-    Format.LOGS_EXPLORER: read_logs_explorer,
-    Format.PLAIN_TEXT: read_plain_text,
-    Format.EMPTY: _read_empty,
-}
+def reader_for(form: Format) -> Reader:
+    """The reader of inputs in ``form``.
+
+    The readers of the text formats are imported when first needed: a run over sink exports,
+    the large case, does not pay for them at start-up.
+    """
+    if form is Format.CLOUD_LOGGING_JSONL:
+        return read_jsonl
+    if form is Format.GCLOUD_JSON:
+        from analyzer.ingest.gcloud_json import read_gcloud_json
+
+        return read_gcloud_json
+    if form is Format.STREAM_LOGS:
+        from analyzer.ingest.stream_logs import read_stream_logs
+
+        return read_stream_logs
+    if form is Format.LOGS_EXPLORER:
+        from analyzer.ingest.explorer import read_logs_explorer
+
+        return read_logs_explorer
+    if form is Format.PLAIN_TEXT:
+        from analyzer.ingest.plain import read_plain_text
+
+        return read_plain_text
+    return _read_empty
 
 
 def _records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Decompress if needed, then read ``stream`` with the reader of ``stats.format``."""
     with stream:
         readable, guard = decompressed(stream)
-        yield from READERS[Format(stats.format)](readable, stats)
+        yield from reader_for(Format(stats.format))(readable, stats)
         if guard is not None and guard.damaged:
             # The lost tail's lines cannot be known: count it as one skipped line.
             stats.lines += 1
