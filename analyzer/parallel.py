@@ -97,14 +97,14 @@ def _scan_blocks(
     on_bytes: Callable[[int], None] | None,
 ) -> None:
     number = 1
-    for block in read_blocks(stream, limit=limit):
-        number += scanner.feed_block(block, number)
+    for data, end in read_blocks(stream, limit=limit):
+        number += scanner.feed_block(data, number, end)
         for record, found in scanner.tally.candidates:
             for match in book.match(record.text) if found is None else found:
                 events.append(Event.from_record(record, match))
         scanner.tally.candidates.clear()
         if on_bytes is not None:
-            on_bytes(len(block))
+            on_bytes(end)
 
 
 def line_ranges(path: str, size: int, piece: int = RANGE_BYTES) -> list[tuple[int, int]]:

@@ -502,8 +502,8 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[Entry] | None
     """What every decode_block call of the fast path returned."""
     results: list[list[Entry] | None] = []
 
-    def spy(block: bytes) -> list[Entry] | None:
-        entries = decode_block(block)
+    def spy(block: bytes, end: int | None = None) -> list[Entry] | None:
+        entries = decode_block(block, end)
         results.append(entries)
         return entries
 

@@ -121,7 +121,7 @@ class _Guard:
         )
         return database
 
-    def _any(self, database: Any, block: bytes) -> bool:
+    def _any(self, database: Any, block: bytes | memoryview) -> bool:
         found: list[int] = []
 
         def stop(_id: int, _start: int, end: int, _flags: int, _context: object) -> bool:
@@ -132,18 +132,20 @@ class _Guard:
             database.scan(block, match_event_handler=stop)
         return bool(found)
 
-    def one_object_per_line(self, block: bytes) -> bool:
-        """Whether every line of ``block`` starts with ``{`` and ends with ``}`` (and then
-        ``\\n`` or ``\\r\\n``)."""
+    def one_object_per_line(
+        self, data: bytes, end: int | None = None, view: bytes | memoryview | None = None
+    ) -> bool:
+        """Whether every line of ``data[:end]`` (``view``, if given, is the same bytes without
+        a copy) starts with ``{`` and ends with ``}`` (and then ``\\n`` or ``\\r\\n``)."""
         return (
-            block[:1] == b"{"
-            and block.endswith((b"}\n", b"}\r\n", b"}", b"}\r"))
-            and not self._any(self._structure, block)
+            data[:1] == b"{"
+            and data.endswith((b"}\n", b"}\r\n", b"}", b"}\r"), 0, end)
+            and not self._any(self._structure, data[:end] if view is None else view)
         )
 
-    def valid_utf8(self, block: bytes) -> bool:
-        """Whether ``block`` is valid UTF-8."""
-        return block.isascii() or not self._any(self._utf8, block)
+    def valid_utf8(self, data: bytes, view: bytes | memoryview | None = None) -> bool:
+        """Whether ``data`` is valid UTF-8, or, given ``view`` (a start of ``data``), that."""
+        return data.isascii() or not self._any(self._utf8, data if view is None else view)
 
 
 def _load_guard() -> _Guard | None:
@@ -165,34 +167,43 @@ def available() -> bool:
     return _GUARD is not None
 
 
-def count_lines(block: bytes) -> int:
-    """How many lines ``block`` holds (the last one may lack its ``\\n``).
+def count_lines(data: bytes, end: int | None = None) -> int:
+    """How many lines ``data[:end]`` holds (the last one may lack its ``\\n``).
 
     Line ends are found with ``bytes.find`` (memchr), twice as fast here as ``bytes.count``,
     which looks at one byte at a time.
     """
+    if end is None:
+        end = len(data)
     lines = 0
-    find = block.find
-    at = find(b"\n")
+    find = data.find
+    at = find(b"\n", 0, end)
     while at >= 0:
         lines += 1
-        at = find(b"\n", at + 1)
-    return lines + (not block.endswith(b"\n") and bool(block))
+        at = find(b"\n", at + 1, end)
+    return lines + (end > 0 and data[end - 1] != 0x0A)
 
 
-def decode_block(block: bytes) -> list[Entry] | None:
-    """The entries of ``block`` (whole lines, the last ``\\n`` optional), one per line; None
-    when only reading line by line gives the right answer (or Hyperscan is missing)."""
+def decode_block(data: bytes, end: int | None = None) -> list[Entry] | None:
+    """The entries of the block ``data[:end]`` (whole lines, the last ``\\n`` optional), one
+    per line; None when only reading line by line gives the right answer (or Hyperscan is
+    missing). ``data`` may go on after ``end`` (a read cut at its last line end): it is not
+    copied."""
     if not available():
         return None
     guard = _GUARD
     assert isinstance(guard, _Guard)
-    if not block or not guard.one_object_per_line(block) or not guard.valid_utf8(block):
+    if end is None:
+        end = len(data)
+    if not end:
+        return None
+    view = data if end == len(data) else memoryview(data)[:end]
+    if not guard.one_object_per_line(data, end, view) or not guard.valid_utf8(data, view):
         return None
     try:
-        entries = _DECODER.decode_lines(block)
+        entries = _DECODER.decode_lines(view)
     except _DECODE_ERRORS:
         return None
-    if len(entries) != count_lines(block):
+    if len(entries) != count_lines(data, end):
         return None
     return entries

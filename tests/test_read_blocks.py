@@ -1,0 +1,96 @@
+"""read_blocks: whole lines, every byte once, the limit kept, whether or not it can seek back."""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyzer.ingest.blockdecode import count_lines
+from analyzer.ingest.fastjsonl import Block, read_blocks
+
+
+def _expected_end(content: bytes, start: int, limit: int) -> int:
+    """Where reading from ``start`` stops: the end, or the first line end at or after
+    ``limit`` bytes."""
+    if limit < 0 or start + limit >= len(content):
+        return len(content)
+    if limit == 0:
+        return start
+    at = content.find(b"\n", start + limit - 1)
+    return len(content) if at < 0 else at + 1
+
+
+def _check(blocks: list[Block], content: bytes, start: int, end: int) -> None:
+    assert b"".join(data[:stop] for data, stop in blocks) == content[start:end]
+    for index, (data, stop) in enumerate(blocks):
+        assert 0 < stop <= len(data)
+        if index < len(blocks) - 1:
+            assert data[stop - 1 : stop] == b"\n"  # every block but the last ends a line
+        assert count_lines(data, stop) == count_lines(data[:stop])
+
+
+_CONTENT = st.lists(
+    st.binary(max_size=40).map(lambda line: line.replace(b"\n", b"")), max_size=30
+).flatmap(lambda lines: st.sampled_from([b"\n".join(lines), b"\n".join(lines) + b"\n"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    content=_CONTENT,
+    block_bytes=st.integers(1, 64),
+    start_fraction=st.floats(0, 1),
+    limit=st.integers(-1, 200),
+)
+def test_a_file_is_read_again_from_each_cut(
+    content: bytes, block_bytes: int, start_fraction: float, limit: int
+) -> None:
+    # A file can seek: each read is cut at its last line end and the next one starts there.
+    start = int(len(content) * start_fraction)
+    descriptor, name = tempfile.mkstemp()
+    try:
+        os.write(descriptor, content)
+        os.close(descriptor)
+        with open(name, "rb") as stream:
+            stream.seek(start)
+            blocks = list(read_blocks(stream, block_bytes, limit))
+    finally:
+        os.unlink(name)
+    _check(blocks, content, start, _expected_end(content, start, limit))
+
+
+@settings(max_examples=200, deadline=None)
+@given(content=_CONTENT, block_bytes=st.integers(1, 64), limit=st.integers(-1, 200))
+def test_a_stream_carries_the_next_line_over(content: bytes, block_bytes: int, limit: int) -> None:
+    # A stream (stdin, gzip) cannot seek: the start of the next line waits for the next read.
+    blocks = list(read_blocks(io.BytesIO(content), block_bytes, limit))
+    _check(blocks, content, 0, _expected_end(content, 0, limit))
+
+
+def test_a_pipe_reads_like_a_file() -> None:
+    content = b"".join(b'{"n":%d}\n' % n for n in range(5000))
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the writer
+        os.close(read)
+        with os.fdopen(write, "wb") as out:
+            out.write(content)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as stream:
+        blocks = list(read_blocks(stream, 1000))
+    os.waitpid(pid, 0)
+    _check(blocks, content, 0, len(content))
+
+
+def test_a_line_longer_than_many_blocks(tmp_path: Path) -> None:
+    content = b"a\n" + b"x" * 10_000 + b"\nb\n"
+    _check(list(read_blocks(io.BytesIO(content), 7)), content, 0, len(content))
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(content)
+    with open(path, "rb") as stream:
+        _check(list(read_blocks(stream, 7)), content, 0, len(content))
