@@ -25,7 +25,7 @@ import regex
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource, Format
 from analyzer.ingest.sources import StreamSource
-from analyzer.parallel import RangeScan, processes_for, scan_binary, scan_files
+from analyzer.parallel import GZIP_EXPANSION, RangeScan, processes_for, scan_binary, scan_files
 from analyzer.records import (
     SERVICE_TASK,
     InputStats,
@@ -45,10 +45,6 @@ reading_progress: ContextVar[Callable[[int, int], None] | None] = ContextVar(
 
 # The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
 _JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
-
-
-# Logs compress about sixfold: what a gzip file's bytes weigh when deciding on processes.
-GZIP_EXPANSION = 6
 
 
 class Matcher(Protocol):

@@ -27,12 +27,15 @@ from analyzer.ingest.streams import decompressed
 from analyzer.processes import run_forked
 from analyzer.records import InputStats, Origin
 
+# Logs compress about sixfold: what a gzip file's bytes weigh when sharing out the work.
+GZIP_EXPANSION = 6
 # Below this many bytes in all, forking costs more than it saves.
 PARALLEL_MIN_BYTES = 48 << 20
-# Ranges this size keep the progress bar moving; a worker's work is split into a few.
-RANGE_BYTES = 16 << 20
+# The smallest range a file is cut into: below it, a range's own costs (a scanner, its caches,
+# sending its result) begin to show.
 MIN_RANGE_BYTES = 4 << 20
-RANGES_PER_PROCESS = 6
+# The largest: the progress bar moves when a range is done.
+MAX_RANGE_BYTES = 32 << 20
 
 
 class BookLike(Protocol):
@@ -107,13 +110,23 @@ def _scan_blocks(
             on_bytes(end)
 
 
-def line_ranges(path: str, size: int, piece: int = RANGE_BYTES) -> list[tuple[int, int]]:
-    """``[start, end)`` byte ranges of about ``piece`` bytes, each starting at a line start."""
+def line_ranges(
+    path: str, size: int, smallest: int = MIN_RANGE_BYTES, processes: int = 1
+) -> list[tuple[int, int]]:
+    """``[start, end)`` byte ranges covering the file, each starting at a line start.
+
+    Guided: each range is a ``1 / (2 * processes)`` share of what is left, between
+    ``smallest`` and :data:`MAX_RANGE_BYTES`. The last ranges are small, so that the
+    processes, taking the next range as they get free, finish within a small range of each
+    other.
+    """
     cuts = [0]
     with open(path, "rb") as stream:
-        for target in range(piece, size, piece):
-            if target <= cuts[-1]:
-                continue
+        while True:
+            share = min(MAX_RANGE_BYTES, (size - cuts[-1]) // (2 * processes))
+            target = cuts[-1] + max(smallest, share)
+            if target >= size:
+                break
             stream.seek(target - 1)
             stream.readline()  # to the end of the line holding byte target - 1
             at = stream.tell()
@@ -211,10 +224,11 @@ def scan_files(
     tasks: list[Task] = []
     owner: list[int] = []
     sizes = [os.path.getsize(path) for path in paths]
-    # Several ranges per process, of one size, so that the processes finish together.
-    piece = max(MIN_RANGE_BYTES, -(-sum(sizes) // (processes * RANGES_PER_PROCESS)))
     for number, (path, size) in enumerate(zip(paths, sizes, strict=True)):
-        ranges = [(0, -1)] if path in compressed else line_ranges(path, size, piece)
+        if path in compressed:
+            ranges = [(0, -1)]
+        else:
+            ranges = line_ranges(path, size, MIN_RANGE_BYTES, processes)
         for start, end in ranges:
             tasks.append((len(tasks), path, start, end))
             owner.append(number)
@@ -223,8 +237,12 @@ def scan_files(
     blockdecode.available()
     book.may_match_texts(["warm up"])
     _BOOK = book
+    # The largest first (a compressed file weighs what it expands to): the processes then
+    # finish together, whatever the mix of files.
+    order = sorted(tasks, key=lambda task: -_weight(task, sizes[owner[task[0]]]))
     try:
-        for index, found in run_forked(tasks, _scan_range, processes, while_waiting):
+        for position, found in run_forked(order, _scan_range, processes, while_waiting):
+            index = order[position][0]
             found.events = _EVENTS_DECODER.decode(found.packed_events)
             found.packed_events = b""
             results[index] = found
@@ -246,6 +264,12 @@ def scan_files(
         _append(merged, found)
     if merged is not None:
         yield merged
+
+
+def _weight(task: Task, size: int) -> int:
+    """The bytes ``task`` reads, a compressed file's counted at what it expands to."""
+    _, _, start, end = task
+    return size * GZIP_EXPANSION if end == -1 else end - start
 
 
 def _append(merged: RangeScan, later: RangeScan) -> None:

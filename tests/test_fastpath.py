@@ -75,12 +75,12 @@ def test_fleet_split_across_processes(book: RuleBook, tmp_path: Path) -> None:
     # Small ranges: many cuts, each renumbered after the ones before it.
     import analyzer.parallel as parallel
 
-    pieces = parallel.RANGE_BYTES
-    parallel.RANGE_BYTES = 256 << 10
+    smallest = parallel.MIN_RANGE_BYTES
+    parallel.MIN_RANGE_BYTES = 256 << 10
     try:
         _same([str(path)], book, processes=2)
     finally:
-        parallel.RANGE_BYTES = pieces
+        parallel.MIN_RANGE_BYTES = smallest
 
 
 def test_damaged_lines_are_counted_the_same(book: RuleBook, tmp_path: Path) -> None:
@@ -102,10 +102,15 @@ def test_line_ranges_cover_the_file_at_line_starts(tmp_path: Path) -> None:
     path = tmp_path / "lines.txt"
     data = b"".join(b"x" * random.randrange(1, 50) + b"\n" for _ in range(500))
     path.write_bytes(data)
-    ranges = line_ranges(str(path), len(data), piece=300)
-    assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
-    for (_, end), (start, _) in itertools.pairwise(ranges):
-        assert end == start and data[start - 1 : start] == b"\n"
+    for smallest, processes in [(300, 1), (300, 2), (64, 3), (10_000, 2), (1, 1)]:
+        ranges = line_ranges(str(path), len(data), smallest, processes)
+        assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
+        for (_, end), (start, _) in itertools.pairwise(ranges):
+            assert end == start and data[start - 1 : start] == b"\n"
+        # Guided: never growing along the file, but for the last, cut short by the end.
+        sizes = [end - start for start, end in ranges]
+        assert all(b <= a + 50 for a, b in itertools.pairwise(sizes[:-1])), sizes
+        assert len(ranges) > 1 or smallest >= len(data) // 2
 
 
 def test_select_agrees_with_candidates(book: RuleBook) -> None:
