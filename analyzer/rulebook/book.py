@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache as cache_forever
 from pathlib import Path
 
+import regex
+
+from analyzer import cache
 from analyzer.errors import RuleError
 from analyzer.events import RuleMatch
 from analyzer.rulebook.compile import MatchTimeout, find
@@ -27,7 +30,7 @@ _CACHE_ENTRIES = 4096
 _CACHE_TEXT_CHARS = 1024
 
 
-@cache  # asked for every job's advice: the answer never changes while running
+@cache_forever  # asked for every job's advice: the answer never changes while running
 def builtin_rules_dir() -> Path:
     """The shipped rule directory.
 
@@ -39,6 +42,26 @@ def builtin_rules_dir() -> Path:
     if installed.is_dir():
         return installed
     return package.parent / "rules"
+
+
+@cache_forever
+def _code_files() -> tuple[Path, ...]:
+    """The sources of the classes a cached rule book is made of."""
+    package = Path(__file__).resolve().parent
+    return (
+        *sorted(package.glob("*.py")),
+        package.parent / "events.py",
+        package.parent / "errors.py",
+    )
+
+
+def _dir_part(directory: Path | None) -> str | list[Path]:
+    """What of a rule directory a cache key covers: whether it is one, and its files."""
+    if directory is None:
+        return "end of layer"
+    if not directory.is_dir():
+        return f"not a directory: {directory}"
+    return sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +97,25 @@ class RuleBook:
         if builtin:
             layers.append([builtin_rules_dir()])
         layers.append([Path(d) for d in extra_dirs])
+        # The same rule files, code and regex version: the book built last time (analyzer.cache).
+        name = cache.key(
+            regex.__version__,
+            _code_files(),
+            *(_dir_part(directory) for layer in layers for directory in (*layer, None)),
+        )
+        found = cache.load("rulebook", name)
+        if isinstance(found, cls):
+            return found
         loaded = load(layers)
         errors = tuple(str(p) for p in loaded.problems if p.severity == "error")
         if errors:
             noun = "problem" if len(errors) == 1 else "problems"
             raise RuleError(f"invalid rules: {len(errors)} {noun}; first: {errors[0]}", errors)
-        return cls(rules=loaded.rules, notices=loaded.notices)
+        book = cls(rules=loaded.rules, notices=loaded.notices)
+        if cache.cache_dir() is not None:
+            book._prefilter.warm()  # kept with the book: compiled once, not every run
+            cache.store("rulebook", name, book)
+        return book
 
     def rule(self, rule_id: str) -> Rule:
         """The rule with id ``rule_id`` (KeyError when there is none)."""

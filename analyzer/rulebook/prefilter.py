@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress
 from typing import Any
 
+from analyzer import cache
 from analyzer.rulebook.model import Rule
 from analyzer.rulebook.normalize import INVISIBLE, fold
 
@@ -149,6 +150,30 @@ class Prefilter:
         self._caseless: Any = False  # False: not built yet; None: no Hyperscan
         self._engines: tuple[Any, Any] | None = None
 
+    def warm(self) -> None:
+        """Build the Hyperscan databases :meth:`select` uses now rather than on first use."""
+        if self._caseless is False:
+            # No literal, nothing to search for (and Hyperscan refuses an empty database).
+            self._caseless = _caseless_databases(self._literals) if self._literals else None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Hyperscan databases do not pickle: they travel as their serialized bytes. The
+        # fallback engines (_engines) are rarely needed and are built again when they are.
+        state = {name: getattr(self, name) for name in self.__slots__}
+        state["_engines"] = None
+        if self._caseless:
+            state["_caseless"] = tuple(map(cache.dump_hyperscan, self._caseless))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        if self._caseless:
+            try:
+                self._caseless = tuple(map(cache.load_hyperscan, self._caseless))
+            except Exception:  # another Hyperscan build: compile them again when needed
+                self._caseless = False
+
     @property
     def literals(self) -> tuple[str, ...]:
         """The distinct literal words, lower-cased."""
@@ -202,8 +227,7 @@ class Prefilter:
             return list(range(len(texts)))
         if self._any is None or not texts:
             return []
-        if self._caseless is False:
-            self._caseless = _caseless_databases(self._literals)
+        self.warm()
         if self._caseless is not None:
             try:
                 encoded = list(map(str.encode, texts))

@@ -1,0 +1,168 @@
+"""The start-up cache: a cached rule book and cached Hyperscan databases work like new ones,
+and a changed rule file, a damaged or foreign cache, or no cache at all change nothing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from analyzer import cache
+from analyzer.ingest import blockdecode
+from analyzer.rulebook import RuleBook, loader
+
+SAMPLE_TEXTS = [
+    "The replica workerpool0-0 exited with a non-zero status of 137. "
+    "Termination reason: OOMKilled.",
+    "Resources are insufficient in region: us-central1",
+    "Epoch 3/20:  14%|████                          | 221/1500 [01:21<07:50, 2.72it/s]",
+    "ＯＯＭ while loading the model",
+    "Traceback (most recent call last):",
+    "plain training output",
+]
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "cache"
+    monkeypatch.setenv(cache.CACHE_ENV, str(directory))
+    return directory
+
+
+def _no_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: object) -> None:
+        raise AssertionError("the rules were loaded again instead of read from the cache")
+
+    monkeypatch.setattr("analyzer.rulebook.book.load", refuse)
+
+
+def _shape(book: RuleBook) -> list[tuple[object, ...]]:
+    # Compiled patterns compare by identity: compare what they were compiled from.
+    return [
+        (rule.id, rule.category, [(t.lang, t.regex.pattern, t.literals) for t in rule.templates])
+        for rule in book.rules
+    ]
+
+
+def _examples(book: RuleBook) -> list[str]:
+    texts = list(SAMPLE_TEXTS)
+    for rule in book.rules:
+        texts += [example.text for example in rule.match_examples]
+        texts += [example.text for example in rule.no_match_examples]
+    return texts
+
+
+def test_a_cached_book_matches_like_a_new_one(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fresh = RuleBook.load()
+    assert len(list(cache_dir.glob("rulebook-*.pickle"))) == 1
+    _no_loading(monkeypatch)
+    cached = RuleBook.load()
+    assert cached is not fresh and _shape(cached) == _shape(fresh)
+    texts = _examples(fresh)
+    assert [cached.match(text) for text in texts] == [fresh.match(text) for text in texts]
+    # Its Hyperscan databases came with it, and select as the new book's do.
+    assert cached.may_match_texts(texts) == fresh.may_match_texts(texts)
+
+
+def test_a_changed_rule_file_is_loaded_again(cache_dir: Path, tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    rule = rules / "mine.yaml"
+    rule.write_text(
+        "- id: team.quota\n"
+        "  category: quota\n"
+        "  templates:\n"
+        '    en: "Team quota reached."\n'
+        "  examples:\n"
+        "    match:\n"
+        '      - "Team quota reached."\n',
+        encoding="utf-8",
+    )
+    first = RuleBook.load([rules])
+    assert first.rule("team.quota")
+    rule.write_text(rule.read_text().replace("team.quota", "team.budget"), encoding="utf-8")
+    second = RuleBook.load([rules])
+    assert second.rule("team.budget") and len(list(cache_dir.glob("rulebook-*"))) == 2
+    rule.unlink()
+    rules.rmdir()
+    with pytest.raises(Exception, match="not a directory"):
+        RuleBook.load([rules])
+
+
+def test_a_damaged_cache_is_built_again(cache_dir: Path) -> None:
+    fresh = RuleBook.load()
+    for path in cache_dir.glob("rulebook-*.pickle"):
+        path.write_bytes(b"not a pickle")
+    again = RuleBook.load()
+    assert _shape(again) == _shape(fresh)
+    assert all(p.read_bytes() != b"not a pickle" for p in cache_dir.glob("rulebook-*"))
+
+
+def test_a_directory_others_may_write_is_not_read(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    RuleBook.load()
+    cache_dir.chmod(0o777)
+    assert cache.load("rulebook", "anything") is None
+    monkeypatch.setattr("analyzer.rulebook.book.load", _count_loads(loader.load))
+    RuleBook.load()
+    assert _LOADS == [1]
+
+
+_LOADS: list[int] = []
+
+
+def _count_loads(real: object) -> object:
+    _LOADS.clear()
+
+    def counted(*args: object) -> object:
+        _LOADS.append(1)
+        return real(*args)  # type: ignore[operator]
+
+    return counted
+
+
+@pytest.mark.parametrize("setting", ["off", ""])
+def test_the_cache_can_be_turned_off(setting: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cache.CACHE_ENV, setting)
+    assert cache.cache_dir() is None
+    cache.store("rulebook", "x", 1)
+    assert cache.load("rulebook", "x") is None
+    assert RuleBook.load().rules
+
+
+def test_an_unwritable_cache_is_no_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the cache directory would go")
+    monkeypatch.setenv(cache.CACHE_ENV, str(blocked / "cache"))
+    cache.store("rulebook", "x", 1)
+    assert cache.load("rulebook", "x") is None
+    assert RuleBook.load().rules
+
+
+def test_the_default_place_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(cache.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.cache_dir() == tmp_path / "jobdoctor"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache.cache_dir() == Path(os.path.expanduser("~")) / ".cache" / "jobdoctor"
+
+
+@pytest.mark.skipif(not blockdecode.available(), reason="Hyperscan is not installed")
+def test_cached_guard_databases_decide_as_new_ones(cache_dir: Path) -> None:
+    blocks = [
+        b'{"a":1}\n{"b":"\xc3\xa9"}\n',
+        b'{"a":1}\n{"b":"\xc3"}\n',
+        b'{"a":1} {"b":2}\n',
+        b"{}\r\n[]\r\n",
+    ]
+    new = blockdecode._load_guard()
+    assert new is not None and list(cache_dir.glob("guard-*"))
+    cached = blockdecode._load_guard()
+    assert cached is not None and cached._structure is not new._structure
+    for block in blocks:
+        assert cached.valid_utf8(block) == new.valid_utf8(block)
+        assert cached.one_object_per_line(block) == new.one_object_per_line(block)
