@@ -87,7 +87,8 @@ def _load_diagnosing() -> None:
     """Import what diagnosing needs; called while worker processes scan the inputs."""
     import analyzer.changes
     import analyzer.predict
-    import analyzer.report  # noqa: F401
+    import analyzer.report
+    import analyzer.yamlload  # noqa: F401  (the built-in policy and the advice are YAML)
 
 
 def analyze(

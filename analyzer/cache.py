@@ -27,6 +27,9 @@ from typing import Any
 CACHE_ENV = "JOBDOCTOR_CACHE_DIR"
 # Bumped when what is cached changes shape in a way the sources hashed below would not show.
 _FORMAT = b"jobdoctor-cache-1"
+# Files kept per kind: the newest, so that a few rule setups in turn all stay cached and the
+# files of old versions go.
+_KEEP = 8
 
 
 def cache_dir() -> Path | None:
@@ -93,12 +96,23 @@ def store(kind: str, name: str, value: object) -> None:
         # Atomic: a run reading at the same time sees the old file or the whole new one.
         os.replace(temporary, directory / f"{kind}-{name}.pickle")
         temporary = None
+        _prune(directory, kind)
     except OSError:
         pass
     finally:
         if temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
+
+
+def _prune(directory: Path, kind: str) -> None:
+    """Remove all but the newest :data:`_KEEP` files of ``kind``."""
+    files = sorted(
+        directory.glob(f"{kind}-*.pickle"), key=lambda path: path.stat().st_mtime, reverse=True
+    )
+    for path in files[_KEEP:]:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def dump_hyperscan(database: Any) -> bytes:

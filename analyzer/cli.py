@@ -256,9 +256,19 @@ def diagnose(
         if follow and end is not None:
             raise InputError("--follow runs until the job ends: drop --end")
         book = RuleBook.load(_rules_dirs(rules))
-        active_policy = load_policy(policy)
+        # A policy file of the user's is checked before reading; the built-in one is loaded
+        # once the logs are read (with YAML, while worker processes scan them).
+        active_policy = load_policy(policy) if policy is not None else None
         if follow:
-            _follow(project or "", job_id or "", since, start, api_endpoint, book, active_policy)
+            _follow(
+                project or "",
+                job_id or "",
+                since,
+                start,
+                api_endpoint,
+                book,
+                active_policy or load_policy(),
+            )
             return
         analysis: Analysis
         if live:

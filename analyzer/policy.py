@@ -13,12 +13,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from analyzer.errors import PolicyError
 from analyzer.events import Category
 from analyzer.rulebook.book import builtin_rules_dir
-from analyzer.yamlload import compose, safe_load
 
 _KEYS = (
     "max_worker_restarts",
@@ -103,6 +100,10 @@ class RetryPolicy:
 
 def _key_lines(path: Path, text: str) -> dict[str, int]:
     """1-based line of each top-level and nested key, for error messages."""
+    import yaml
+
+    from analyzer.yamlload import compose
+
     lines: dict[str, int] = {}
     try:
         node = compose(text)
@@ -126,6 +127,10 @@ def load_policy(path: Path | None = None) -> RetryPolicy:
 
     Raises PolicyError naming the file, the line and what to change.
     """
+    import yaml
+
+    from analyzer.yamlload import safe_load
+
     source = path or builtin_policy_path()
     try:
         text = source.read_text(encoding="utf-8")

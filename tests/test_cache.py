@@ -34,7 +34,7 @@ def _no_loading(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args: object) -> None:
         raise AssertionError("the rules were loaded again instead of read from the cache")
 
-    monkeypatch.setattr("analyzer.rulebook.book.load", refuse)
+    monkeypatch.setattr(loader, "load", refuse)
 
 
 def _shape(book: RuleBook) -> list[tuple[object, ...]]:
@@ -107,7 +107,7 @@ def test_a_directory_others_may_write_is_not_read(
     RuleBook.load()
     cache_dir.chmod(0o777)
     assert cache.load("rulebook", "anything") is None
-    monkeypatch.setattr("analyzer.rulebook.book.load", _count_loads(loader.load))
+    monkeypatch.setattr(loader, "load", _count_loads(loader.load))
     RuleBook.load()
     assert _LOADS == [1]
 
@@ -166,3 +166,14 @@ def test_cached_guard_databases_decide_as_new_ones(cache_dir: Path) -> None:
     for block in blocks:
         assert cached.valid_utf8(block) == new.valid_utf8(block)
         assert cached.one_object_per_line(block) == new.one_object_per_line(block)
+
+
+def test_old_files_go(cache_dir: Path) -> None:
+    for number in range(12):
+        cache.store("rulebook", f"n{number:02d}", number)
+        os.utime(cache_dir / f"rulebook-n{number:02d}.pickle", (number, number))
+    cache.store("guard", "g", 0)
+    kept = sorted(path.name for path in cache_dir.glob("rulebook-*"))
+    assert len(kept) == 8 and kept[0] == "rulebook-n04.pickle"
+    assert [cache.load("rulebook", f"n{n:02d}") for n in (3, 11)] == [None, 11]
+    assert cache.load("guard", "g") == 0

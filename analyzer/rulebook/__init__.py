@@ -13,10 +13,25 @@ See ``docs/rules.md`` for how to write a rule.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from analyzer.rulebook.book import DEFAULT_TIMEOUT, RuleBook, builtin_rules_dir
-from analyzer.rulebook.check import check_rules
 from analyzer.rulebook.model import Problem, Rule
 from analyzer.rulebook.normalize import normalize
+
+if TYPE_CHECKING:
+    from analyzer.rulebook.check import check_rules
+
+
+def __getattr__(name: str) -> Any:
+    # check_rules brings the YAML loader, which a run reading its rules from the cache
+    # (analyzer.cache) does without.
+    if name == "check_rules":
+        from analyzer.rulebook.check import check_rules
+
+        return check_rules
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_TIMEOUT",

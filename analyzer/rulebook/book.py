@@ -14,7 +14,6 @@ from analyzer import cache
 from analyzer.errors import RuleError
 from analyzer.events import RuleMatch
 from analyzer.rulebook.compile import MatchTimeout, find
-from analyzer.rulebook.loader import load
 from analyzer.rulebook.model import Rule
 from analyzer.rulebook.normalize import normalize_with_offsets
 from analyzer.rulebook.prefilter import Prefilter, literals_of
@@ -106,6 +105,8 @@ class RuleBook:
         found = cache.load("rulebook", name)
         if isinstance(found, cls):
             return found
+        from analyzer.rulebook.loader import load  # and YAML: only to build the book
+
         loaded = load(layers)
         errors = tuple(str(p) for p in loaded.problems if p.severity == "error")
         if errors:
