@@ -37,6 +37,11 @@ def _load(path: Path) -> Mapping[str, Mapping[str, tuple[str, ...]]]:
     return table
 
 
+def load_advice() -> None:
+    """Read the built-in advice file now (it is read once, when first needed)."""
+    _load(_advice_path())
+
+
 def _keys(
     cause: Cause | None, state: JobState, policy: RetryPolicy, table: Mapping[str, object]
 ) -> list[str]:

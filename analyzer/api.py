@@ -84,11 +84,15 @@ def analyze_sources(
 
 
 def _load_diagnosing() -> None:
-    """Import what diagnosing needs; called while worker processes scan the inputs."""
+    """Import and read what diagnosing needs; called while worker processes scan the inputs."""
     import analyzer.changes
     import analyzer.predict
-    import analyzer.report
-    import analyzer.yamlload  # noqa: F401  (the built-in policy and the advice are YAML)
+    import analyzer.report  # noqa: F401
+    from analyzer.advice import load_advice
+    from analyzer.policy import load_policy
+
+    load_policy()
+    load_advice()
 
 
 def analyze(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -123,10 +124,19 @@ def _key_lines(path: Path, text: str) -> dict[str, int]:
 
 
 def load_policy(path: Path | None = None) -> RetryPolicy:
-    """Load and validate a policy file (the built-in one by default).
+    """Load and validate a policy file (the built-in one by default, read once).
 
     Raises PolicyError naming the file, the line and what to change.
     """
+    return _builtin_policy() if path is None else _read_policy(path)
+
+
+@cache
+def _builtin_policy() -> RetryPolicy:
+    return _read_policy(None)
+
+
+def _read_policy(path: Path | None) -> RetryPolicy:
     import yaml
 
     from analyzer.yamlload import safe_load
