@@ -61,8 +61,12 @@ _CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d
 _SECONDS = frozenset(f"{second:02d}." for second in range(60))
 # Where no minute is proven yet: not ASCII, unlike every timestamp the lean check lets pass.
 _NO_MINUTE = "\uffff" * 17
-# Bounds the memory of proven minutes (a year has 525,600): beyond it, the full check runs.
+# Bounds the memory of proven minutes (a year has 525,600) and of dates: beyond it, the full
+# check runs.
 _MAX_MINUTES = 1 << 16
+
+_VALID_DATES: dict[str, bool] = {}
+_GOOD_MINUTES: set[str] = set()
 
 _VM_LABEL = "compute.googleapis.com/resource_id"
 _TRIAL_LABEL = "ml.googleapis.com/trial_id"
@@ -149,9 +153,11 @@ class JsonlScanner:
         self._at_start = at_start
         self.tally = ScanTally()
         self._select = select
-        self._valid_dates: dict[str, bool] = {}
-        # Minutes ("2024-03-11T08:00:") of timestamps that passed the full check.
-        self._good_minutes: set[str] = set()
+        # Which dates are real, and the minutes ("2024-03-11T08:00:") of timestamps that passed
+        # the full check: facts about strings, shared by every scanner of the process (a
+        # worker reads several ranges of one export, which mostly share their minutes).
+        self._valid_dates = _VALID_DATES
+        self._good_minutes = _GOOD_MINUTES
 
     def _valid_date(self, date: str) -> bool:
         known = self._valid_dates.get(date)
@@ -161,7 +167,8 @@ class JsonlScanner:
                 known = True
             except ValueError:
                 known = False
-            self._valid_dates[date] = known
+            if len(self._valid_dates) < _MAX_MINUTES:
+                self._valid_dates[date] = known
         return known
 
     def _canonical_time(self, when: str) -> bool:
