@@ -10,7 +10,7 @@ from pathlib import Path
 
 import regex
 
-from analyzer import cache
+from analyzer import __version__, cache
 from analyzer.errors import RuleError
 from analyzer.events import RuleMatch
 from analyzer.rulebook.compile import MatchTimeout, find
@@ -98,6 +98,7 @@ class RuleBook:
         layers.append([Path(d) for d in extra_dirs])
         # The same rule files, code and regex version: the book built last time (analyzer.cache).
         name = cache.key(
+            __version__,
             regex.__version__,
             _code_files(),
             *(_dir_part(directory) for layer in layers for directory in (*layer, None)),
