@@ -27,6 +27,8 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar, cast
 
+from analyzer.errors import JobDoctorError
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -37,7 +39,7 @@ _LENGTH = struct.Struct("<Q")
 _READ_BYTES = 1 << 20
 
 
-class WorkerDied(RuntimeError):
+class WorkerDied(JobDoctorError):
     """A worker process ended without sending its results (killed by a signal, say)."""
 
 
@@ -148,8 +150,14 @@ def _messages(buffer: bytearray) -> Iterator[tuple[int, object]]:
 def _death(status: int) -> str:
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
-        return f"a worker process was killed by signal {signal.Signals(-code).name}"
-    return f"a worker process ended with status {code} before sending its results"
+        how = f"was killed by signal {signal.Signals(-code).name}"
+    else:
+        how = f"ended with status {code} before sending its results"
+    # Most likely the system ran out of memory, or someone stopped it: say what to try.
+    return (
+        f"a worker process {how}; run again, or with JOBDOCTOR_JOBS=1 to read in this"
+        " process only"
+    )
 
 
 def _stop(workers: dict[int, int]) -> None:
