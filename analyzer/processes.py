@@ -155,8 +155,7 @@ def _death(status: int) -> str:
         how = f"ended with status {code} before sending its results"
     # Most likely the system ran out of memory, or someone stopped it: say what to try.
     return (
-        f"a worker process {how}; run again, or with JOBDOCTOR_JOBS=1 to read in this"
-        " process only"
+        f"a worker process {how}; run again, or with JOBDOCTOR_JOBS=1 to read in this process only"
     )
 
 
