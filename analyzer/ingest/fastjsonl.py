@@ -223,6 +223,11 @@ class JsonlScanner:
         good_minutes = self._good_minutes
         # Not ASCII, so never the start of a timestamp that passes the checks below.
         minute = _NO_MINUTE
+        # The previous line's worker and span (none yet: no job id is None).
+        last_job: str | None = None
+        last_task: str | None = None
+        last_vm: str | None = None
+        span = SpanTally("", "", 0)
         # Indexes of the light lines and their texts, for the prefilter.
         light: list[int] = []
         texts: list[str] = []
@@ -274,16 +279,21 @@ class JsonlScanner:
                 continue
             if trial:
                 job = job_group(job, trial)
-            key = (job, task, vm if type(vm) is str and vm else None)
-            span = spans.get(key)
-            if span is None:
-                spans[key] = SpanTally(when, when, 1)
-            else:
-                span.records += 1
-                if when < span.first:
-                    span.first = when
-                elif when > span.last:
-                    span.last = when
+            if type(vm) is not str or not vm:
+                vm = None
+            # Lines of one worker often come together: its span is looked up once a run.
+            if job != last_job or task != last_task or vm != last_vm:
+                key = (job, task, vm)
+                known = spans.get(key)
+                if known is None:
+                    known = spans[key] = SpanTally(when, when, 0)
+                span = known
+                last_job, last_task, last_vm = job, task, vm
+            span.records += 1
+            if when < span.first:
+                span.first = when
+            elif when > span.last:
+                span.last = when
             light.append(index)
             texts.append(text)
         stats = self.stats
