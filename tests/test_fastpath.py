@@ -251,6 +251,8 @@ _TRICKY = [
 # minutes), each wrong in one place the lean check looks at; and non-ASCII digits, which
 # parse_timestamp rejects in the seconds and the first six digits of the fraction.
 _TIMES = [
+    # No minute proven yet must not let any string through (the lean path's start value).
+    "\uffff" * 17 + "05.123456789Z",
     "2024-03-11T08:00:60.000000000Z",
     "2024-03-11T08:00:6.000000000Z",
     "2024-03-11T08:00:0\u0663.000000000Z",
@@ -293,6 +295,20 @@ def test_tricky_lines_inside_a_fleet(line: int, book: RuleBook, tmp_path: Path) 
     lines.insert(len(lines) // 2, _TRICKY[line].encode() + b"\n")
     path = tmp_path / "tricky.jsonl"
     path.write_bytes(b"".join(lines))
+    _same([str(path)], book)
+
+
+@pytest.mark.parametrize("when", ["\uffff" * 17 + "05.123456789Z", "2024-03-11T08:00:05.1Z"])
+def test_an_odd_time_on_the_first_line_of_a_block(
+    when: str, book: RuleBook, tmp_path: Path
+) -> None:
+    # Before the block has proven any minute: the first line decides alone.
+    lines = list(fleet(150_000, seed=14))
+    first = '{"jsonPayload":{"message":"Job failed."},"labels":{},' + _TAIL.replace(
+        "2024-03-11T08:00:01.123456789Z", when
+    )
+    path = tmp_path / "first.jsonl"
+    path.write_bytes(first.encode() + b"\n" + b"".join(lines))
     _same([str(path)], book)
 
 

@@ -54,13 +54,13 @@ BLOCK_BYTES = 1 << 19
 # ASCII digits only: parse_timestamp rejects other Nd digits in the seconds and the first six
 # digits of the fraction, so a line carrying them must take the plain functions.
 _CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{9}Z", re.ASCII)
-# Every character of that pattern has a fixed width, so a 30-character string matches exactly
-# when its first 17 characters (through the minute's colon) match the head of the pattern and
-# the other 13 match the tail. The lean path checks the tail with these seconds and, for the
-# fraction, str.isdecimal plus str.isascii (together: ASCII digits).
-_SECONDS = frozenset(f"{second:02d}." for second in range(60))
-# Where no minute is proven yet: not ASCII, unlike every timestamp the lean check lets pass.
-_NO_MINUTE = "\uffff" * 17
+# Every character of that pattern has a fixed width, so a string matches exactly when its first
+# 17 characters (through the minute's colon) are a proven minute and the rest matches the tail:
+# seconds, nine ASCII digits and Z, to the end.
+_SECONDS_TO_Z = re.compile(r"[0-5]\d\.\d{9}Z", re.ASCII).fullmatch
+# Where no minute is proven yet: lone surrogates, which no decoded string holds (msgspec refuses
+# them), so no timestamp starts with it.
+_NO_MINUTE = "\ud800" * 17
 # Bounds the memory of proven minutes (a year has 525,600) and of dates: beyond it, the full
 # check runs.
 _MAX_MINUTES = 1 << 16
@@ -221,8 +221,8 @@ class JsonlScanner:
         The block is the first ``len(entries)`` lines of ``data``."""
         spans = self.tally.spans
         good_minutes = self._good_minutes
-        # Not ASCII, so never the start of a timestamp that passes the checks below.
         minute = _NO_MINUTE
+        seconds_to_z = _SECONDS_TO_Z
         # The previous line's worker and span (none yet: no job id is None).
         last_job: str | None = None
         last_task: str | None = None
@@ -256,9 +256,9 @@ class JsonlScanner:
                 and job
                 # A trial label of another type is left to the plain functions.
                 and (trial is None or type(trial) is str)
-                # _CANONICAL_TIME plus the date check, in cheap pieces: a minute already
-                # proven valid, then the seconds, nine ASCII digits and Z. Anything else (and
-                # each new minute) takes the full check.
+                # _CANONICAL_TIME plus the date check, in two cheap pieces: a minute already
+                # proven valid, then the tail. Anything else (and each new minute) takes the
+                # full check.
                 and (
                     (
                         # The last proven minute (most lines share their neighbour's) is
@@ -267,10 +267,7 @@ class JsonlScanner:
                             when.startswith(minute)
                             or (when[:17] in good_minutes and (minute := when[:17]) != "")
                         )
-                        and when[17:20] in _SECONDS
-                        and when[29:] == "Z"
-                        and when[20:29].isdecimal()
-                        and when.isascii()
+                        and seconds_to_z(when, 17) is not None
                     )
                     or (when := self._canonical_key(when)) is not None
                 )
