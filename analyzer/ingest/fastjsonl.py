@@ -228,11 +228,10 @@ class JsonlScanner:
         last_task: str | None = None
         last_vm: str | None = None
         span = SpanTally("", "", 0)
-        # Indexes of the light lines and their texts, for the prefilter.
-        light: list[int] = []
+        # The light lines' texts, for the prefilter, and the indexes of the odd lines.
         texts: list[str] = []
         odd: list[int] = []
-        for index, entry in enumerate(entries):
+        for entry in entries:
             # The sink's common shape, read by attribute: a part that is missing (None) raises
             # AttributeError, and the line goes to the plain functions like any unusual one.
             try:
@@ -245,7 +244,7 @@ class JsonlScanner:
                 vm = labels.vm  # type: ignore[union-attr]
                 trial = labels.trial_id or labels.ml_trial_id  # type: ignore[union-attr]
             except AttributeError:
-                odd.append(index)
+                odd.append(len(texts) + len(odd))  # this line's index
                 continue
             when = entry.timestamp
             # Non-empty resource labels win over every other label in record_from_entry, so
@@ -272,7 +271,7 @@ class JsonlScanner:
                     or (when := self._canonical_key(when)) is not None
                 )
             ):
-                odd.append(index)
+                odd.append(len(texts) + len(odd))  # this line's index
                 continue
             if trial:
                 job = job_group(job, trial)
@@ -291,12 +290,16 @@ class JsonlScanner:
                 span.first = when
             elif when > span.last:
                 span.last = when
-            light.append(index)
             texts.append(text)
         stats = self.stats
         stats.lines += len(entries)
-        stats.used += len(light)
-        stats.records += len(light)
+        stats.used += len(texts)
+        stats.records += len(texts)
+        # The line of each text: all of them in order, but for the odd ones.
+        light: Sequence[int] = range(len(entries))
+        if odd:
+            skipped = set(odd)
+            light = [index for index in light if index not in skipped]
         path = stats.path
         matches = self._matches
         chosen: list[Candidate] = []
