@@ -15,14 +15,17 @@ code, and nothing from anywhere else is unpickled.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+try:  # built into CPython: hashlib would load OpenSSL first (3 ms of every run)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - another Python
+    from hashlib import blake2b
 
 CACHE_ENV = "JOBDOCTOR_CACHE_DIR"
 # Bumped when what is cached changes shape in a way the sources hashed below would not show.
@@ -43,7 +46,7 @@ def cache_dir() -> Path | None:
 
 def key(*parts: bytes | str | Iterable[Path]) -> str:
     """A cache key of ``parts``: strings, bytes, or files (their paths and contents)."""
-    digest = hashlib.sha256(_FORMAT)
+    digest = blake2b(_FORMAT, digest_size=32)
     digest.update(sys.version.encode())
     for part in parts:
         if isinstance(part, bytes | str):
@@ -87,6 +90,8 @@ def store(kind: str, name: str, value: object) -> None:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # something in it cannot be pickled: not worth failing a run over
         return
+    import tempfile
+
     temporary = None
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -13,11 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from analyzer.errors import InputError, JobDoctorError, PolicyError, RuleError, SourceError
+
+if TYPE_CHECKING:
+    from analyzer.jobspec import JobSpec
+    from analyzer.policy import RetryPolicy
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -186,6 +190,20 @@ EndpointOpt = Annotated[
 ]
 
 
+def _load_policy(path: Path | None) -> RetryPolicy:
+    from analyzer.policy import load_policy
+
+    return load_policy(path)
+
+
+def _load_job_spec(path: Path | None) -> JobSpec | None:
+    if path is None:
+        return None
+    from analyzer.jobspec import load_job_spec
+
+    return load_job_spec(path)
+
+
 def _live_query(
     project: str | None,
     job_id: str | None,
@@ -241,8 +259,6 @@ def diagnose(
     """
     # Only what reading needs: the rest loads while worker processes scan (analyzer.api).
     from analyzer.api import Analysis, analyze_sources
-    from analyzer.jobspec import load_job_spec
-    from analyzer.policy import load_policy
     from analyzer.rulebook import RuleBook
 
     live = project is not None or job_id is not None
@@ -258,7 +274,7 @@ def diagnose(
         book = RuleBook.load(_rules_dirs(rules))
         # A policy file of the user's is checked before reading; the built-in one is loaded
         # once the logs are read (with YAML, while worker processes scan them).
-        active_policy = load_policy(policy) if policy is not None else None
+        active_policy = _load_policy(policy) if policy is not None else None
         if follow:
             _follow(
                 project or "",
@@ -267,7 +283,7 @@ def diagnose(
                 start,
                 api_endpoint,
                 book,
-                active_policy or load_policy(),
+                active_policy or _load_policy(None),
             )
             return
         analysis: Analysis
@@ -276,7 +292,7 @@ def diagnose(
 
             query = _live_query(project, job_id, since, start, end, api_endpoint)
             assert isinstance(query, LiveQuery)
-            spec = load_job_spec(job_spec) if job_spec is not None else None
+            spec = _load_job_spec(job_spec)
             analysis = analyze_sources(
                 [LiveSource(query)],
                 rules=book,
@@ -290,7 +306,7 @@ def diagnose(
         else:
             from analyzer.ingest import open_sources
 
-            spec = load_job_spec(job_spec) if job_spec is not None else None
+            spec = _load_job_spec(job_spec)
             with _reading_progress(paths or []):
                 analysis = analyze_sources(
                     open_sources(paths or []),
