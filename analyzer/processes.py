@@ -9,8 +9,12 @@ are free, and send each result back when it is done.
   once before forking. Each token is 4 bytes and the whole write fits in ``PIPE_BUF``, so it is
   atomic and no reader ever gets half a token: a worker reads a token, runs its tasks, and
   reads the next one until the pipe is empty.
-- Each worker sends its results on a pipe of its own, each a length-prefixed pickle, as soon as
-  it has one, so the caller can show progress.
+- The caller is one of the processes: after its own work that can overlap the scan
+  (``while_waiting``), it takes tasks like the workers, and between two of them reads what the
+  workers sent. With as many processes as cores, nothing waits for a core.
+- Each worker sends its results on a pipe of its own (made large, so that it rarely waits for
+  the caller to read), each a length-prefixed pickle, as soon as it has one, so the caller can
+  show progress.
 - A worker that fails sends the exception, which the caller raises. A worker that dies without
   a word (killed) is reported as such. Workers leave with ``os._exit``: never through the
   caller's stack.
@@ -19,6 +23,7 @@ are free, and send each result back when it is done.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pickle
 import select
@@ -37,6 +42,7 @@ _TOKEN = struct.Struct("<I")
 _MAX_TOKENS = select.PIPE_BUF // _TOKEN.size
 _LENGTH = struct.Struct("<Q")
 _READ_BYTES = 1 << 20
+_PIPE_BYTES = 1 << 20
 
 
 class WorkerDied(JobDoctorError):
@@ -50,8 +56,10 @@ def run_forked(
     while_waiting: Callable[[], None] | None = None,
 ) -> Iterator[tuple[int, R]]:
     """``(index, work(tasks[index]))`` for every task, in the order they finish, computed by
-    ``processes`` forked workers; ``while_waiting`` runs here once the workers have started.
+    ``processes`` processes: this one and ``processes - 1`` forked workers.
 
+    ``while_waiting`` runs here once the workers have started, before this process takes its
+    first task: with one process per core, that work then shares no core with the workers'.
     Results travel by pickle. An exception raised by ``work`` is raised here.
     """
     if not tasks:
@@ -65,23 +73,31 @@ def run_forked(
     os.close(token_write)
     workers: dict[int, int] = {}  # result pipe -> pid
     try:
-        for _ in range(min(processes, groups)):
+        for _ in range(min(processes, groups) - 1):
             result_read, result_write = os.pipe()
+            # Room for a few results: a worker need not wait while this process works.
+            with contextlib.suppress(AttributeError, OSError):
+                fcntl.fcntl(result_write, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
             pid = os.fork()
             if pid == 0:  # the worker
                 os.close(result_read)
                 _serve(tasks, work, group, token_read, result_write)
             os.close(result_write)
             workers[result_read] = pid
-        os.close(token_read)
-        token_read = -1
         if while_waiting is not None:
             while_waiting()
-        for index, result in _results(workers):
-            yield index, cast(R, result)
+        received = {fd: bytearray() for fd in workers}
+        # This process takes task groups too; between tasks it reads what the workers sent.
+        while token := os.read(token_read, _TOKEN.size):
+            (number,) = _TOKEN.unpack(token)
+            for index in range(number * group, min(len(tasks), (number + 1) * group)):
+                yield index, work(tasks[index])
+                for done, result in _results(workers, received, wait=False):
+                    yield done, cast(R, result)
+        for done, result in _results(workers, received, wait=True):
+            yield done, cast(R, result)
     finally:
-        if token_read >= 0:
-            os.close(token_read)
+        os.close(token_read)
         _stop(workers)
 
 
@@ -109,24 +125,28 @@ def _send(out: int, message: object) -> None:
         view = view[os.write(out, view) :]
 
 
-def _results(workers: dict[int, int]) -> Iterator[tuple[int, object]]:
-    """Read every worker's messages until each has closed its pipe."""
-    pending = {fd: bytearray() for fd in workers}
-    while pending:
-        ready, _, _ = select.select(list(pending), [], [])
+def _results(
+    workers: dict[int, int], received: dict[int, bytearray], *, wait: bool
+) -> Iterator[tuple[int, object]]:
+    """The workers' messages: those that have arrived, or (``wait``) all of them, until every
+    worker has closed its pipe. A worker that closed its pipe is reaped."""
+    while received:
+        ready, _, _ = select.select(list(received), [], [], None if wait else 0)
         for fd in ready:
             chunk = os.read(fd, _READ_BYTES)
-            buffer = pending[fd]
+            buffer = received[fd]
             if chunk:
                 buffer += chunk
                 yield from _messages(buffer)
                 continue
-            del pending[fd]
+            del received[fd]
             os.close(fd)
             pid = workers.pop(fd)
             _, status = os.waitpid(pid, 0)
             if buffer or os.waitstatus_to_exitcode(status) != 0:
                 raise WorkerDied(_death(status))
+        if not wait:
+            return
 
 
 def _messages(buffer: bytearray) -> Iterator[tuple[int, object]]:

@@ -26,10 +26,14 @@ def test_every_task_runs_once(count: int, processes: int) -> None:
     assert results == {index: index * index for index in range(count)}
 
 
-def test_tasks_are_shared_between_workers() -> None:
-    pids = {pid for _, pid in run_forked(list(range(400)), _slow_pid, 2)}
-    assert len(pids) == 2
-    assert os.getpid() not in pids
+def test_tasks_are_shared_between_this_process_and_the_workers() -> None:
+    pids = {pid for _, pid in run_forked(list(range(400)), _slow_pid, 3)}
+    assert len(pids) == 3
+    assert os.getpid() in pids
+
+
+def test_one_process_is_this_one() -> None:
+    assert {pid for _, pid in run_forked(list(range(20)), _pid, 1)} == {os.getpid()}
 
 
 def _slow_pid(_: int) -> int:
@@ -45,11 +49,12 @@ def test_no_tasks_still_runs_the_waiting_work() -> None:
     assert called == [True]
 
 
-def test_waiting_work_runs_while_workers_run() -> None:
+def test_waiting_work_runs_before_this_process_works() -> None:
     called: list[int] = []
-    results = list(run_forked([1, 2, 3], _square, 2, lambda: called.append(os.getpid())))
-    assert called == [os.getpid()]
+    results = run_forked([1, 2, 3], _square, 2, lambda: called.append(os.getpid()))
+    assert called == []
     assert sorted(value for _, value in results) == [1, 4, 9]
+    assert called == [os.getpid()]
 
 
 class Boom(ValueError):
@@ -67,15 +72,19 @@ def test_an_exception_in_a_worker_is_raised_here() -> None:
         list(run_forked(list(range(6)), _fail_on_three, 2))
 
 
-def _kill_self(value: int) -> int:
-    if value == 1:
+_CALLER = os.getpid()
+
+
+def _kill_worker(value: int) -> int:
+    if os.getpid() != _CALLER:
         os.kill(os.getpid(), signal.SIGKILL)
+    sum(range(200_000))  # the caller is slow: the worker gets a task
     return value
 
 
 def test_a_killed_worker_is_reported() -> None:
     with pytest.raises(WorkerDied, match="killed by signal SIGKILL"):
-        list(run_forked([0, 1, 2], _kill_self, 1))
+        list(run_forked(list(range(8)), _kill_worker, 2))
 
 
 def test_large_results_cross_the_pipe_whole() -> None:
