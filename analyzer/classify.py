@@ -13,6 +13,7 @@ identical to the plain path's (``tests/test_fastpath.py``); ``fast=False`` reads
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -43,6 +44,8 @@ reading_progress: ContextVar[Callable[[int, int], None] | None] = ContextVar(
     "reading_progress", default=None
 )
 
+# A text's first line: up to the first of the line boundaries str.splitlines() knows.
+_FIRST_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
 # The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
 _JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
 
@@ -232,8 +235,8 @@ def _identity(event: Event) -> tuple[object, ...]:
     """What makes two events the same entry, across exports of different precision."""
     if event.timestamp is None:
         return (event.insert_id, event.origin.path, event.origin.line)
-    text = event.text.strip()
-    head = " ".join(text.splitlines()[0].split()) if text else ""
+    # The first line, as splitlines() cuts it, without splitting a long traceback whole.
+    head = " ".join(_FIRST_LINE.match(event.text.strip()).group().split())  # type: ignore[union-attr]
     # stream-logs keeps whole seconds only: compare at that precision.
     second = event.timestamp.replace(microsecond=0)
     return (event.match.rule, event.task, head, second)
@@ -253,9 +256,9 @@ def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> lis
         duplicate = False
         if event.insert_id is not None:
             seen = first.setdefault(("insertId", event.insert_id, event.timestamp), event)
-            duplicate = seen.origin != event.origin
+            duplicate = seen is not event and seen.origin != event.origin
         seen = first.setdefault(_identity(event), event)
-        if not duplicate and seen.origin != event.origin:
+        if not duplicate and seen is not event and seen.origin != event.origin:
             other_input = seen.origin.path != event.origin.path
             distinct_ids = None not in (seen.insert_id, event.insert_id) and (
                 seen.insert_id != event.insert_id
