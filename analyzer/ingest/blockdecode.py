@@ -71,8 +71,8 @@ class Labels(msgspec.Struct, gc=False):
     """The entry's ``labels`` that bookkeeping reads (every other label is skipped)."""
 
     vm: Any = msgspec.field(default=None, name="compute.googleapis.com/resource_id")
-    trial_id: Any = None
     ml_trial_id: Any = msgspec.field(default=None, name="ml.googleapis.com/trial_id")
+    trial_id: Any = None
 
 
 class Payload(msgspec.Struct, gc=False):
@@ -86,16 +86,18 @@ class Entry(msgspec.Struct, gc=False):
 
     Values whose type varies in the wild are ``Any``, so that an odd one reaches the plain
     reader's checks instead of failing the whole block. ``gc=False``: decoded JSON holds no
-    reference cycles.
+    reference cycles. The fields (here and in the structs inside) are in the order the sink
+    writes its keys, alphabetical: msgspec looks a key up from the field after the last one
+    found, so in that order each lookup is one comparison.
     """
 
-    timestamp: Any = None
-    textPayload: Any = None  # the LogEntry fields keep their JSON names
+    insertId: Any = None  # the LogEntry fields keep their JSON names
     jsonPayload: Payload | None = None
-    resource: Resource | None = None
     labels: Labels | None = None
+    resource: Resource | None = None
     severity: Any = None
-    insertId: Any = None
+    textPayload: Any = None
+    timestamp: Any = None
 
 
 _DECODER = msgspec.json.Decoder(Entry)
