@@ -67,9 +67,11 @@ def load(kind: str, name: str) -> object | None:
     if directory is None:
         return None
     try:
-        # Only a directory of this user's that nobody else may write to.
+        # Only a directory of this user's that nobody else may write to (where there are
+        # POSIX owners and modes).
         status = directory.stat()
-        if status.st_uid != os.getuid() or status.st_mode & 0o022:
+        getuid = getattr(os, "getuid", None)
+        if getuid is not None and (status.st_uid != getuid() or status.st_mode & 0o022):
             return None
         data = (directory / f"{kind}-{name}.pickle").read_bytes()
     except OSError:

@@ -194,7 +194,11 @@ def _scan_range(task: Task) -> RangeScan:
 
 
 def processes_for(total_bytes: int, requested: int | None) -> int:
-    """How many processes to read ``total_bytes`` with (``requested`` None: by size and cores)."""
+    """How many processes to read ``total_bytes`` with (``requested`` None: by size and cores).
+
+    One where processes cannot be forked (Windows)."""
+    if not hasattr(os, "fork"):
+        return 1
     if requested is not None:
         return max(1, requested)
     env = os.environ.get("JOBDOCTOR_JOBS")
@@ -202,7 +206,10 @@ def processes_for(total_bytes: int, requested: int | None) -> int:
         return max(1, int(env))
     if total_bytes < PARALLEL_MIN_BYTES:
         return 1
-    return max(1, len(os.sched_getaffinity(0)))
+    # The cores this process may run on (Linux), else all of them (macOS).
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 def scan_files(

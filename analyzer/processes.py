@@ -23,7 +23,6 @@ are free, and send each result back when it is done.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import pickle
 import select
@@ -39,7 +38,7 @@ R = TypeVar("R")
 
 # A token is a 4-byte task group number; the token pipe is written once, atomically.
 _TOKEN = struct.Struct("<I")
-_MAX_TOKENS = select.PIPE_BUF // _TOKEN.size
+_MAX_TOKENS = getattr(select, "PIPE_BUF", 512) // _TOKEN.size  # POSIX: at least 512
 _LENGTH = struct.Struct("<Q")
 _READ_BYTES = 1 << 20
 _PIPE_BYTES = 1 << 20
@@ -75,9 +74,7 @@ def run_forked(
     try:
         for _ in range(min(processes, groups) - 1):
             result_read, result_write = os.pipe()
-            # Room for a few results: a worker need not wait while this process works.
-            with contextlib.suppress(AttributeError, OSError):
-                fcntl.fcntl(result_write, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+            _enlarge(result_write)
             pid = os.fork()
             if pid == 0:  # the worker
                 os.close(result_read)
@@ -99,6 +96,17 @@ def run_forked(
     finally:
         os.close(token_read)
         _stop(workers)
+
+
+def _enlarge(pipe: int) -> None:
+    """Room in ``pipe`` for a few results: a worker need not wait while this process works.
+    (Linux only; elsewhere the pipe keeps its size.)"""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):
+        pass
 
 
 def _serve(tasks: Sequence[T], work: Callable[[T], R], group: int, tokens: int, out: int) -> None:

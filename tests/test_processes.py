@@ -104,3 +104,18 @@ def test_stopping_early_reaps_the_workers() -> None:
     # No child is left behind: waiting for any child finds none.
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
+
+
+def test_process_count_where_fork_or_affinity_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from analyzer.parallel import PARALLEL_MIN_BYTES, processes_for
+
+    monkeypatch.delenv("JOBDOCTOR_JOBS", raising=False)
+    big = PARALLEL_MIN_BYTES * 4
+    # macOS: no sched_getaffinity, so every core counts.
+    monkeypatch.delattr(os, "sched_getaffinity")
+    assert processes_for(big, None) == max(1, os.cpu_count() or 1)
+    assert processes_for(1, None) == 1
+    # Windows: no fork, so one process, whatever is asked.
+    monkeypatch.delattr(os, "fork")
+    assert processes_for(big, None) == 1
+    assert processes_for(big, 4) == 1
