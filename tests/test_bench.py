@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import shutil
 from pathlib import Path
+
+import pytest
+
+from analyzer.simulate import fleet
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,3 +65,21 @@ def test_rules_cost_compares_both_rule_sets(capsys: object) -> None:
     module.main([str(ROOT / "sample_logs" / "project-wide.jsonl"), "--runs", "1"])
     out = capsys.readouterr().out  # type: ignore[attr-defined]
     assert "all rules" in out and "platform messages only" in out and "finer causes cost" in out
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instruction_count_of_a_small_export(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    export = tmp_path / "small.jsonl"
+    with export.open("wb") as stream:
+        stream.writelines(fleet(1_200_000, seed=3))
+    spec = importlib.util.spec_from_file_location("bench_instr", ROOT / "bench" / "instructions.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main([str(export), "--mb", "1"]) == 0  # type: ignore[attr-defined]
+    lines, per_line = re.findall(r"^(\d+) lines|([\d,]+) per line$", capsys.readouterr().out, re.M)
+    assert int(lines[0]) > 500
+    # A scan costs thousands of instructions per line, not nothing and not millions.
+    assert 2_000 < int(per_line[1].replace(",", "")) < 500_000
