@@ -55,7 +55,10 @@ def key(*parts: bytes | str | Iterable[Path]) -> str:
             continue
         for path in part:
             name = str(path).encode()
-            content = path.read_bytes()
+            try:
+                content = path.read_bytes()
+            except OSError:  # gone, or unreadable: whoever reads it reports that
+                content = b"\xff unreadable"
             digest.update(len(name).to_bytes(8, "little") + name)
             digest.update(len(content).to_bytes(8, "little") + content)
     return digest.hexdigest()

@@ -177,3 +177,12 @@ def test_old_files_go(cache_dir: Path) -> None:
     assert len(kept) == 8 and kept[0] == "rulebook-n04.pickle"
     assert [cache.load("rulebook", f"n{n:02d}") for n in (3, 11)] == [None, 11]
     assert cache.load("guard", "g") == 0
+
+
+def test_a_file_that_cannot_be_read_is_part_of_the_key(tmp_path: Path) -> None:
+    present = tmp_path / "a.yaml"
+    present.write_text("x")
+    missing = tmp_path / "gone.py"
+    assert cache.key([present, missing]) == cache.key([present, missing])
+    missing.write_text("y")
+    assert cache.key([present, missing]) != cache.key([present, tmp_path / "gone-too.py"])
