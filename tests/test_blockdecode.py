@@ -239,6 +239,18 @@ _REFUSED: dict[str, Callable[[], bytes]] = {
     ),
     "trailing comma in logName": lambda: _edit(3, b'"logName":', b'"logName":[1,],"n":'),
     "vertical tab as whitespace": lambda: _edit(3, b'"logName":', b'"logName":\x0b'),
+    # A LogEntry's labels, timestamp and textPayload are strings: the decoder checks that, and a
+    # block with another type anywhere is read line by line (orjson keeps the last of a key
+    # given twice; msgspec checks each).
+    "a number for a timestamp": lambda: _with(3, b'{"timestamp":7,"textPayload":"t"}\n'),
+    "a number for a job id": lambda: _edit(3, b'"job_id":"', b'"job_id":7,"x":"'),
+    "an object for a trial label": lambda: _with(
+        3, b'{"labels":{"ml.googleapis.com/trial_id":{}},"textPayload":"t"}\n'
+    ),
+    "a zero for a trial label": lambda: _with(3, b'{"labels":{"trial_id":0}}\n'),
+    "a number, then a string, for a text": lambda: _with(
+        3, b'{"textPayload":1,"textPayload":"t",' + _TAIL + b"\n"
+    ),
 }
 
 
@@ -336,7 +348,9 @@ _ACCEPTED: dict[str, Callable[[], bytes]] = {
     ),
     "field given twice": lambda: _with(
         3,
-        b'{"severity":"INFO","severity":"ERROR","textPayload":1,"textPayload":"t",' + _TAIL + b"\n",
+        b'{"severity":"INFO","severity":"ERROR","textPayload":"x","textPayload":"t",'
+        + _TAIL
+        + b"\n",
     ),
     "non-ascii and escapes": lambda: _edit(
         _JSON_AT,
@@ -345,8 +359,8 @@ _ACCEPTED: dict[str, Callable[[], bytes]] = {
     ),
     "odd types in Any fields": lambda: _with(
         3,
-        b'{"timestamp":7,"textPayload":null,"severity":[1,{"a":2}],"insertId":false,'
-        b'"jsonPayload":null,"labels":{"trial_id":0,"ml.googleapis.com/trial_id":{}},'
+        b'{"textPayload":null,"severity":[1,{"a":2}],"insertId":false,'
+        b'"jsonPayload":{"message":{"m":1}},"labels":{"trial_id":null},'
         b'"resource":{"labels":null}}\n',
     ),
     "empty object": lambda: _with(3, b"{}\n"),

@@ -57,8 +57,8 @@ _NOT_ONE_OBJECT = (rb"[^}\r]\n", rb"[^}]\r\n", rb"\n[^{]")
 class ResourceLabels(msgspec.Struct, gc=False):
     """``resource.labels`` of an entry: the fields worker identity is read from."""
 
-    job_id: Any = None
-    task_name: Any = None
+    job_id: str | None = None
+    task_name: str | None = None
 
 
 class Resource(msgspec.Struct, gc=False):
@@ -70,9 +70,9 @@ class Resource(msgspec.Struct, gc=False):
 class Labels(msgspec.Struct, gc=False):
     """The entry's ``labels`` that bookkeeping reads (every other label is skipped)."""
 
-    vm: Any = msgspec.field(default=None, name="compute.googleapis.com/resource_id")
-    ml_trial_id: Any = msgspec.field(default=None, name="ml.googleapis.com/trial_id")
-    trial_id: Any = None
+    vm: str | None = msgspec.field(default=None, name="compute.googleapis.com/resource_id")
+    ml_trial_id: str | None = msgspec.field(default=None, name="ml.googleapis.com/trial_id")
+    trial_id: str | None = None
 
 
 class Payload(msgspec.Struct, gc=False):
@@ -84,11 +84,15 @@ class Payload(msgspec.Struct, gc=False):
 class Entry(msgspec.Struct, gc=False):
     """The fields of a ``LogEntry`` a record of the common shape is made of.
 
-    Values whose type varies in the wild are ``Any``, so that an odd one reaches the plain
-    reader's checks instead of failing the whole block. ``gc=False``: decoded JSON holds no
-    reference cycles. The fields (here and in the structs inside) are in the order the sink
-    writes its keys, alphabetical: msgspec looks a key up from the field after the last one
-    found, so in that order each lookup is one comparison.
+    A LogEntry's labels (job, task, VM, trial), timestamp and textPayload are strings: typed
+    so, msgspec checks them in C, and a block holding another type for one of them (a
+    hand-made file) fails as a whole and is read line by line, where the plain reader's checks
+    decide. What varies in the wild (severity, insertId, a jsonPayload's message) is ``Any``
+    and checked by the bookkeeping. ``gc=False``: decoded JSON holds no reference cycles.
+
+    The fields (here and in the structs inside) are in the order the sink writes its keys,
+    alphabetical: msgspec looks a key up from the field after the last one found, so in that
+    order each lookup is one comparison.
     """
 
     insertId: Any = None  # the LogEntry fields keep their JSON names
@@ -96,8 +100,8 @@ class Entry(msgspec.Struct, gc=False):
     labels: Labels | None = None
     resource: Resource | None = None
     severity: Any = None
-    textPayload: Any = None
-    timestamp: Any = None
+    textPayload: str | None = None
+    timestamp: str | None = None
 
 
 _DECODER = msgspec.json.Decoder(Entry)

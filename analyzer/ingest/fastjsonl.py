@@ -248,13 +248,13 @@ class JsonlScanner:
                 continue
             when = entry.timestamp
             # Non-empty resource labels win over every other label in record_from_entry, so
-            # task and job are final; a truthy timestamp hides receiveTimestamp.
+            # task and job are final; a truthy timestamp hides receiveTimestamp. The decoder has
+            # checked that these labels and the timestamp are strings (or missing).
             if not (
-                type(text) is str is type(task) is type(job) is type(when)
-                and task
+                task
                 and job
-                # A trial label of another type is left to the plain functions.
-                and (trial is None or type(trial) is str)
+                and when
+                and type(text) is str
                 # _CANONICAL_TIME plus the date check, in two cheap pieces: a minute already
                 # proven valid, then the tail. Anything else (and each new minute) takes the
                 # full check.
@@ -275,7 +275,7 @@ class JsonlScanner:
                 continue
             if trial:
                 job = job_group(job, trial)
-            if type(vm) is not str or not vm:
+            if not vm:
                 vm = None
             # Lines of one worker often come together: its span is looked up once a run.
             if job != last_job or task != last_task or vm != last_vm:
@@ -430,7 +430,7 @@ def _record(entry: Entry, text: str, origin: Origin) -> LogRecord:
     """The record :func:`~analyzer.records.record_from_entry` makes of a light line's entry."""
     labels = entry.labels
     rlabels = entry.resource.labels  # type: ignore[union-attr]
-    assert labels is not None and rlabels is not None
+    assert labels is not None and rlabels is not None and entry.timestamp is not None
     severity = entry.severity
     insert_id = entry.insertId
     vm = labels.vm
