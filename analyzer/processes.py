@@ -28,7 +28,7 @@ import pickle
 import select
 import signal
 import struct
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TypeVar, cast
 
 from analyzer.errors import JobDoctorError
@@ -53,7 +53,7 @@ def run_forked(
     work: Callable[[T], R],
     processes: int,
     while_waiting: Callable[[], None] | None = None,
-) -> Iterator[tuple[int, R]]:
+) -> Generator[tuple[int, R], None, None]:
     """``(index, work(tasks[index]))`` for every task, in the order they finish, computed by
     ``processes`` processes: this one and ``processes - 1`` forked workers.
 
