@@ -14,10 +14,11 @@ fields it builds. Two Hyperscan passes over the raw block settle the difference:
   value can only go on with ``,``, ``]`` or ``}``), and there are as many values as lines;
 - the block must be valid UTF-8 (msgspec does not check the strings it skips).
 
-A block that fails goes back to the line-by-line reader, which gives every line its own answer.
-(Numbers beyond a float's range, which msgspec skips and orjson refuses, are read by
-:func:`~analyzer.ingest.entries.load_json` too.) Without Hyperscan there is no cheap proof, and
-every block is read line by line.
+A block that fails goes back to the line-by-line reader, which gives every line its own answer;
+so does a block where msgspec finds a LogEntry string field (a label, the timestamp, the text)
+holding another type. (Numbers beyond a float's range, which msgspec skips and orjson refuses,
+are read by :func:`~analyzer.ingest.entries.load_json` too.) Without Hyperscan there is no cheap
+proof, and every block is read line by line.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ then the rule book, which remembers its answers).
 A block is read one of two ways. Normally :func:`~analyzer.ingest.blockdecode.decode_block`
 decodes it in one msgspec call into small structs of just those fields, once two Hyperscan
 passes have proven that this reads every line as the line-by-line reader would. A block it
-declines (a blank line, invalid UTF-8, no Hyperscan...) is read line by line with
-:func:`~analyzer.ingest.entries.load_json`.
+declines (a blank line, invalid UTF-8, a label that is not a string, no Hyperscan...) is read
+line by line with :func:`~analyzer.ingest.entries.load_json`. Blocks come from
+:func:`read_blocks`, which cuts each read at its last line end without copying it.
 
 Equality with the plain reader is the contract (``tests/test_fastpath.py``): the same lines
 counted the same way, the same records, the same first and last times. So a line takes the light
