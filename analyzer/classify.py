@@ -26,7 +26,14 @@ import regex
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource, Format
 from analyzer.ingest.sources import StreamSource
-from analyzer.parallel import GZIP_EXPANSION, RangeScan, processes_for, scan_binary, scan_files
+from analyzer.parallel import (
+    GZIP_EXPANSION,
+    PARALLEL_MIN_BYTES,
+    RangeScan,
+    processes_for,
+    scan_binary,
+    scan_files,
+)
 from analyzer.records import (
     SERVICE_TASK,
     InputStats,
@@ -348,7 +355,7 @@ class Collector:
                 paths, book, processes, on_bytes, compressed=compressed, while_waiting=while_waiting
             )
             for source, scan in zip(files, found, strict=True):
-                _add_stats(source.stats, scan.stats)
+                source.stats.add(scan.stats)
                 scan.stats = source.stats
                 scans[id(source)] = scan
         else:
@@ -356,10 +363,16 @@ class Collector:
                 assert isinstance(source, FileSource)
                 here.append(source)
         for source in here:
-            # A stream's bytes are not in the progress total.
+            # A stream's bytes are not in the progress total. A stream, or one compressed file,
+            # is read here and, when long, scanned by forked workers as it comes.
             counted = on_bytes if isinstance(source, FileSource) else None
+            path = source.stats.path
+            size = sizes.get(path, PARALLEL_MIN_BYTES)  # a stream's size is not known
+            workers = processes_for(
+                size * (GZIP_EXPANSION if path in compressed else 1), self._processes
+            )
             with source.open_binary() as raw:
-                scans[id(source)] = scan_binary(raw, source.stats, book, counted)
+                scans[id(source)] = scan_binary(raw, source.stats, book, counted, workers)
         return scans
 
     @property
@@ -420,14 +433,6 @@ def _fast_eligible(source: Source, book: Matcher) -> bool:
         and source.stats.format == Format.CLOUD_LOGGING_JSONL.value
         and _is_fast(book)
     )
-
-
-def _add_stats(stats: InputStats, more: InputStats) -> None:
-    stats.lines += more.lines
-    stats.used += more.used
-    stats.records += more.records
-    stats.skipped += more.skipped
-    stats.skip_reasons.update(more.skip_reasons)
 
 
 def collect(

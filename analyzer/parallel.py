@@ -10,6 +10,7 @@ add up, earliest and latest times are minima and maxima, and first appearances k
 from __future__ import annotations
 
 import gc
+import io
 import itertools
 import os
 from collections import Counter
@@ -24,11 +25,13 @@ from analyzer.ingest import blockdecode
 from analyzer.ingest.fastjsonl import JsonlScanner, ScanTally, read_blocks
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED, open_file
 from analyzer.ingest.streams import decompressed
-from analyzer.processes import run_forked
+from analyzer.processes import run_forked, run_streamed
 from analyzer.records import InputStats, Origin
 
 # Logs compress about sixfold: what a gzip file's bytes weigh when sharing out the work.
 GZIP_EXPANSION = 6
+# A stream (stdin, a gzip file) is handed to workers in chunks of about this many bytes.
+CHUNK_BYTES = 4 << 20
 # Below this many bytes in all, forking costs more than it saves.
 PARALLEL_MIN_BYTES = 48 << 20
 # The smallest range a file is cut into: below it, a range's own costs (a scanner, its caches,
@@ -158,18 +161,91 @@ def scan_binary(
     stats: InputStats,
     book: BookLike,
     on_bytes: Callable[[int], None] | None = None,
+    processes: int = 1,
 ) -> RangeScan:
     """Scan a whole binary stream (a file, stdin), gzip-compressed or not, into ``stats``.
 
-    A damaged compressed stream ends early; as the plain reader does, the lost tail counts as
-    one skipped line.
+    With ``processes`` > 1, a stream longer than a chunk is read here and scanned by that many
+    forked workers (:func:`_scan_split`). A damaged compressed stream ends early; as the plain
+    reader does, the lost tail counts as one skipped line.
     """
     stream, guard = decompressed(raw)
-    found = scan_stream(stream, stats, book, on_bytes=on_bytes)
+    if processes > 1:
+        found = _scan_split(stream, stats, book, processes, on_bytes)
+    else:
+        found = scan_stream(stream, stats, book, on_bytes=on_bytes)
     if guard is not None and guard.damaged:
         stats.lines += 1
         stats.skip(TRUNCATED_COMPRESSED)
     return found
+
+
+def _scan_split(
+    stream: BinaryIO,
+    stats: InputStats,
+    book: BookLike,
+    processes: int,
+    on_bytes: Callable[[int], None] | None,
+) -> RangeScan:
+    """Scan a stream that can be read only once (stdin, a gzip file) with ``processes`` forked
+    workers: this process reads it (decompressing), cuts it into chunks of whole lines and
+    hands them out; the chunks' scans are merged in order, as file ranges are."""
+    chunks = _chunks(stream)
+    first = next(chunks, None)
+    second = next(chunks, None)
+    if first is None or second is None:  # one chunk at most: not worth a fork
+        data = b"".join(first or ())
+        if on_bytes is not None:
+            on_bytes(len(data))
+        return scan_stream(io.BytesIO(data), stats, book)
+    path = stats.path
+    blockdecode.available()
+    book.may_match_texts(["warm up"])
+
+    def scan_chunk(index: int, data: bytes) -> RangeScan:
+        found = scan_stream(io.BytesIO(data), InputStats(path=path), book, at_start=index == 0)
+        found.packed_events = _EVENTS_ENCODER.encode(found.events)
+        found.events = []
+        return found
+
+    sizes: dict[int, int] = {}
+
+    def items() -> Iterator[tuple[bytes | memoryview, ...]]:
+        for index, parts in enumerate(itertools.chain((first, second), chunks)):
+            sizes[index] = sum(len(part) for part in parts)
+            yield parts
+
+    results: dict[int, RangeScan] = {}
+    for index, found in run_streamed(items(), scan_chunk, processes):
+        found.events = _EVENTS_DECODER.decode(found.packed_events)
+        found.packed_events = b""
+        results[index] = found
+        if on_bytes is not None:
+            on_bytes(sizes[index])
+    for found in results.values():
+        book.timeouts.update(found.timeouts)  # counted in the workers, not here
+    merged = results[0]
+    for index in range(1, len(results)):
+        _append(merged, results[index])
+    stats.add(merged.stats)
+    merged.stats = stats
+    return merged
+
+
+def _chunks(stream: BinaryIO) -> Iterator[tuple[bytes | memoryview, ...]]:
+    """``stream`` in chunks of whole lines of about :data:`CHUNK_BYTES`, each given in parts:
+    the end of the line the previous read cut, then this read up to its last line end. Only the
+    last chunk may end without a line end."""
+    carried = b""
+    while chunk := stream.read(CHUNK_BYTES):
+        cut = chunk.rfind(b"\n") + 1
+        if cut == 0:  # a line longer than a chunk
+            carried += chunk
+            continue
+        yield (carried, memoryview(chunk)[:cut])
+        carried = chunk[cut:]
+    if carried:
+        yield (carried,)
 
 
 # A task: its index, the path, and the byte range to read; end -1: the whole file, which may
@@ -282,12 +358,7 @@ def _weight(task: Task, size: int) -> int:
 def _append(merged: RangeScan, later: RangeScan) -> None:
     """Add ``later``, the range right after those in ``merged``, renumbering its lines."""
     base = merged.stats.lines
-    stats, other = merged.stats, later.stats
-    stats.lines += other.lines
-    stats.used += other.used
-    stats.records += other.records
-    stats.skipped += other.skipped
-    stats.skip_reasons.update(other.skip_reasons)
+    merged.stats.add(later.stats)
     merged.tally.merge(later.tally)
     for event in later.events:
         # The events were just decoded and nothing else holds them: renumber them in place.

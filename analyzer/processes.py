@@ -40,6 +40,7 @@ R = TypeVar("R")
 _TOKEN = struct.Struct("<I")
 _MAX_TOKENS = getattr(select, "PIPE_BUF", 512) // _TOKEN.size  # POSIX: at least 512
 _LENGTH = struct.Struct("<Q")
+_ITEM = struct.Struct("<QQ")  # a streamed item's index and size
 _READ_BYTES = 1 << 20
 _PIPE_BYTES = 1 << 20
 
@@ -96,6 +97,146 @@ def run_forked(
     finally:
         os.close(token_read)
         _stop(workers)
+
+
+def run_streamed(
+    items: Iterator[Sequence[bytes | memoryview]],
+    work: Callable[[int, bytes], R],
+    processes: int,
+    *,
+    in_flight: int = 2,
+) -> Generator[tuple[int, R], None, None]:
+    """``(index, work(index, item))`` for every item, in the order they finish, computed by
+    ``processes`` forked workers while this process produces the items (reading a stream).
+    An item is given in parts, which the worker receives joined (so they are not joined here).
+
+    Unlike :func:`run_forked`, the work is not known before forking: each item is sent to a
+    worker through a pipe of its own, the least busy first, with at most ``in_flight`` items
+    waiting per worker (so at most that many items are held here). A worker ends when its pipe
+    is closed. Results travel by pickle; an exception raised by ``work`` is raised here.
+    """
+    inboxes: dict[int, int] = {}  # worker's input pipe (written here) -> its result pipe
+    workers: dict[int, int] = {}  # result pipe -> pid
+    try:
+        for _ in range(max(1, processes)):
+            item_read, item_write = os.pipe()
+            result_read, result_write = os.pipe()
+            _enlarge(item_write)
+            _enlarge(result_write)
+            pid = os.fork()
+            if pid == 0:  # the worker: none of the other workers' pipes stay open in it
+                for fd in (item_write, result_read, *inboxes, *workers):
+                    os.close(fd)
+                _serve_items(work, item_read, result_write)
+            os.close(item_read)
+            os.close(result_write)
+            os.set_blocking(item_write, False)
+            inboxes[item_write] = result_read
+            workers[result_read] = pid
+        yield from _distribute(items, inboxes, workers, in_flight)
+    finally:
+        for fd in inboxes:
+            os.close(fd)
+        _stop(workers)
+
+
+def _distribute(
+    items: Iterator[Sequence[bytes | memoryview]],
+    inboxes: dict[int, int],
+    workers: dict[int, int],
+    in_flight: int,
+) -> Iterator[tuple[int, R]]:
+    """Send ``items`` to the workers' input pipes (``inboxes``, closed here once drained) and
+    yield the workers' results as they come, until every worker has closed its result pipe."""
+    waiting = dict.fromkeys(inboxes, 0)  # items sent to each open input pipe, not yet answered
+    unsent: dict[int, list[memoryview]] = {fd: [] for fd in inboxes}
+    inbox_of = {result: inbox for inbox, result in inboxes.items()}
+    received = {fd: bytearray() for fd in workers}
+    index = 0
+    more = True
+    while received:
+        while more and waiting:
+            inbox = min(waiting, key=waiting.__getitem__)  # the least busy worker
+            if waiting[inbox] >= in_flight:
+                break
+            item = next(items, None)
+            if item is None:
+                more = False
+                break
+            parts = [memoryview(part) for part in item]
+            size = sum(part.nbytes for part in parts)
+            unsent[inbox] += [memoryview(_ITEM.pack(index, size)), *parts]
+            waiting[inbox] += 1
+            index += 1
+        if not more:
+            # Nothing more to send: a worker whose pipe is drained gets its end of input.
+            for inbox in [fd for fd in waiting if not unsent[fd]]:
+                _close_inbox(inbox, inboxes, waiting, unsent)
+        writable = [fd for fd in waiting if unsent[fd]]
+        readable, can_write, _ = select.select(list(received), writable, [])
+        for inbox in can_write:
+            if not _write_some(inbox, unsent[inbox]):  # the worker is gone: its pipe says why
+                _close_inbox(inbox, inboxes, waiting, unsent)
+        for fd in readable:
+            chunk = os.read(fd, _READ_BYTES)
+            buffer = received[fd]
+            if chunk:
+                buffer += chunk
+                for done, result in _messages(buffer):
+                    if inbox_of[fd] in waiting:
+                        waiting[inbox_of[fd]] -= 1
+                    yield done, cast(R, result)
+                continue
+            del received[fd]
+            os.close(fd)
+            _, status = os.waitpid(workers.pop(fd), 0)
+            if buffer or os.waitstatus_to_exitcode(status) != 0:
+                raise WorkerDied(_death(status))
+            if inbox_of[fd] in waiting:  # it ended before taking all it was sent
+                raise WorkerDied(_death(status))
+
+
+def _close_inbox(
+    inbox: int,
+    inboxes: dict[int, int],
+    waiting: dict[int, int],
+    unsent: dict[int, list[memoryview]],
+) -> None:
+    os.close(inbox)
+    del inboxes[inbox], waiting[inbox], unsent[inbox]
+
+
+def _write_some(fd: int, queue: list[memoryview]) -> bool:
+    """Write what ``fd`` takes now of ``queue``; False when its reader has gone."""
+    while queue:
+        try:
+            written = os.write(fd, queue[0])
+        except BlockingIOError:
+            return True
+        except BrokenPipeError:
+            queue.clear()
+            return False
+        if written < len(queue[0]):
+            queue[0] = queue[0][written:]
+            return True
+        queue.pop(0)
+    return True
+
+
+def _serve_items(work: Callable[[int, bytes], R], items: int, out: int) -> None:
+    """A streamed worker's life: take items from ``items`` until it ends, send each result."""
+    code = 0
+    try:
+        with os.fdopen(items, "rb", buffering=_READ_BYTES) as source:
+            while header := source.read(_ITEM.size):
+                index, size = _ITEM.unpack(header)
+                _send(out, ("done", index, work(index, source.read(size))))
+    except BaseException as error:  # every failure goes back to the caller
+        code = 1
+        with contextlib.suppress(BaseException):
+            _send(out, ("failed", -1, error))
+    finally:
+        os._exit(code)
 
 
 def _enlarge(pipe: int) -> None:

@@ -77,6 +77,14 @@ class InputStats:
         self.lines = self.records = self.used = self.skipped = 0
         self.skip_reasons.clear()
 
+    def add(self, other: InputStats) -> None:
+        """Add the line counts of ``other`` (another part of the same input)."""
+        self.lines += other.lines
+        self.used += other.used
+        self.records += other.records
+        self.skipped += other.skipped
+        self.skip_reasons.update(other.skip_reasons)
+
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` lines as skipped for ``reason``."""
         self.skipped += count

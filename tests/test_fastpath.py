@@ -344,20 +344,45 @@ def test_compressed_files_across_processes(book: RuleBook, tmp_path: Path) -> No
     _same(paths, book, processes=2)
 
 
+@pytest.mark.parametrize("processes", [1, 2, 3])
 @pytest.mark.parametrize("compress", [False, True])
-def test_stdin_takes_the_fast_path_too(compress: bool, book: RuleBook) -> None:
-    # A sink export piped in (gsutil cat ... | jobdoctor diagnose -): read as it comes.
-    data = b"".join(fleet(300_000, seed=16))
+def test_stdin_takes_the_fast_path_too(
+    compress: bool, processes: int, book: RuleBook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sink export piped in (gsutil cat ... | jobdoctor diagnose -): read as it comes, by
+    # forked workers in chunks (small here: many of them) when there are several processes.
+    import analyzer.parallel as parallel
+
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 20_000)
+    lines = list(fleet(300_000, seed=16))
+    lines[0] = b"\xef\xbb\xbf" + lines[0]  # a byte-order mark: the first chunk's only
+    lines[5] = lines[5].rstrip(b"\n") + b"\r\n"
+    lines.insert(9, b"\n")
+    lines.insert(300, b'{"textPayload":"' + b"x" * 50_000 + b'"}\n')  # longer than a chunk
+    data = b"".join(lines).rstrip(b"\n")
     data = gzip.compress(data)[:-300] if compress else data  # the gzip one is truncated too
 
     def analysis(fast: bool) -> object:
         source = StreamSource(io.BytesIO(data), "<stdin>")
-        logs, stats = collect([source], book, fast=fast)
+        logs, stats = collect([source], book, fast=fast, processes=processes)
         policy = load_policy()
         diagnoses = tuple(diagnose_timeline(build_timeline(log), policy) for log in logs)
-        return Analysis(tuple(stats), diagnoses).to_dict()
+        # Every event where it was found, too: chunks are renumbered in stream order.
+        where = [(e.origin.line, e.match.rule) for log in logs for e in log.events]
+        return Analysis(tuple(stats), diagnoses).to_dict(), where
 
     assert analysis(fast=True) == analysis(fast=False)
+
+
+def test_one_compressed_file_is_scanned_by_workers_as_it_comes(
+    book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import analyzer.parallel as parallel
+
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 50_000)
+    path = tmp_path / "one.jsonl.gz"
+    path.write_bytes(gzip.compress(b"".join(fleet(800_000, seed=21)))[:-500])
+    _same([str(path)], book, processes=2)
 
 
 def test_crlf_export(book: RuleBook, tmp_path: Path) -> None:

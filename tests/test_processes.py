@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from analyzer.processes import WorkerDied, run_forked
+from analyzer.processes import WorkerDied, run_forked, run_streamed
 
 
 def _square(value: int) -> int:
@@ -119,3 +119,51 @@ def test_process_count_where_fork_or_affinity_is_missing(monkeypatch: pytest.Mon
     monkeypatch.delattr(os, "fork")
     assert processes_for(big, None) == 1
     assert processes_for(big, 4) == 1
+
+
+def _size_and_head(index: int, item: bytes) -> tuple[int, int, bytes]:
+    return index, len(item), item[:3]
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3])
+def test_streamed_items_each_reach_one_worker_whole(processes: int) -> None:
+    # Items in two parts arrive joined; large ones (more than a pipe holds) arrive whole.
+    items = [(b"ab", bytes([index % 256]) * (index * 7_919 % 300_000)) for index in range(60)]
+    results = dict(run_streamed(iter(items), _size_and_head, processes))
+    assert sorted(results) == list(range(60))
+    for index, (first, second) in enumerate(items):
+        assert results[index] == (index, len(first) + len(second), (first + second)[:3])
+
+
+def test_streamed_nothing() -> None:
+    assert list(run_streamed(iter([]), _size_and_head, 2)) == []
+
+
+def _fail_on_five(index: int, item: bytes) -> int:
+    if index == 5:
+        raise Boom("item 5 failed")
+    return len(item)
+
+
+def test_a_streamed_worker_failure_is_raised_here() -> None:
+    with pytest.raises(Boom, match="item 5 failed"):
+        list(run_streamed(iter([(b"x",)] * 20), _fail_on_five, 2))
+
+
+def _die_on_three(index: int, item: bytes) -> int:
+    if index == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return len(item)
+
+
+def test_a_killed_streamed_worker_is_reported() -> None:
+    with pytest.raises(WorkerDied, match="killed by signal SIGKILL"):
+        list(run_streamed(iter([(b"x" * 1000,)] * 30), _die_on_three, 2))
+
+
+def test_stopping_a_stream_early_reaps_the_workers() -> None:
+    results = run_streamed(iter([(b"y" * 10,)] * 100), _size_and_head, 2)
+    next(results)
+    results.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)

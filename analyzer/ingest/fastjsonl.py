@@ -479,7 +479,7 @@ def read_blocks(
     """
     # A file is read again from the cut; a stream that cannot seek (stdin, gzip) carries the
     # start of the next line over and joins it to the next read.
-    rewind = isinstance(stream, io.BufferedReader | io.FileIO) and stream.seekable()
+    rewind = isinstance(stream, io.BufferedReader | io.FileIO | io.BytesIO) and stream.seekable()
     carried: list[bytes] = []
     remaining = limit
     while remaining != 0:
