@@ -29,6 +29,7 @@ import select
 import signal
 import struct
 from collections.abc import Callable, Generator, Iterator, Sequence
+from functools import partial
 from typing import TypeVar, cast
 
 from analyzer.errors import JobDoctorError
@@ -79,7 +80,7 @@ def run_forked(
             pid = os.fork()
             if pid == 0:  # the worker
                 os.close(result_read)
-                _serve(tasks, work, group, token_read, result_write)
+                _live(result_write, partial(_serve, tasks, work, group, token_read, result_write))
             os.close(result_write)
             workers[result_read] = pid
         if while_waiting is not None:
@@ -127,7 +128,7 @@ def run_streamed(
             if pid == 0:  # the worker: none of the other workers' pipes stay open in it
                 for fd in (item_write, result_read, *inboxes, *workers):
                     os.close(fd)
-                _serve_items(work, item_read, result_write)
+                _live(result_write, partial(_serve_items, work, item_read, result_write))
             os.close(item_read)
             os.close(result_write)
             os.set_blocking(item_write, False)
@@ -224,19 +225,11 @@ def _write_some(fd: int, queue: list[memoryview]) -> bool:
 
 
 def _serve_items(work: Callable[[int, bytes], R], items: int, out: int) -> None:
-    """A streamed worker's life: take items from ``items`` until it ends, send each result."""
-    code = 0
-    try:
-        with os.fdopen(items, "rb", buffering=_READ_BYTES) as source:
-            while header := source.read(_ITEM.size):
-                index, size = _ITEM.unpack(header)
-                _send(out, ("done", index, work(index, source.read(size))))
-    except BaseException as error:  # every failure goes back to the caller
-        code = 1
-        with contextlib.suppress(BaseException):
-            _send(out, ("failed", -1, error))
-    finally:
-        os._exit(code)
+    """A streamed worker's work: take items from ``items`` until it ends, send each result."""
+    with os.fdopen(items, "rb", buffering=_READ_BYTES) as source:
+        while header := source.read(_ITEM.size):
+            index, size = _ITEM.unpack(header)
+            _send(out, ("done", index, work(index, source.read(size))))
 
 
 def _enlarge(pipe: int) -> None:
@@ -251,13 +244,19 @@ def _enlarge(pipe: int) -> None:
 
 
 def _serve(tasks: Sequence[T], work: Callable[[T], R], group: int, tokens: int, out: int) -> None:
-    """A worker's life: take task groups until none are left, send each result; exit."""
+    """A worker's work: take task groups until none are left, send each result."""
+    while token := os.read(tokens, _TOKEN.size):
+        (number,) = _TOKEN.unpack(token)
+        for index in range(number * group, min(len(tasks), (number + 1) * group)):
+            _send(out, ("done", index, work(tasks[index])))
+
+
+def _live(out: int, serve: Callable[[], None]) -> None:
+    """A worker's life: ``serve``, send its failure if it fails, and exit, never returning
+    into the caller's stack."""
     code = 0
     try:
-        while token := os.read(tokens, _TOKEN.size):
-            (number,) = _TOKEN.unpack(token)
-            for index in range(number * group, min(len(tasks), (number + 1) * group)):
-                _send(out, ("done", index, work(tasks[index])))
+        serve()
     except BaseException as error:  # every failure goes back to the caller
         code = 1
         # Unless it cannot be pickled, or the caller is gone: then the exit status tells.
