@@ -345,9 +345,14 @@ class Collector:
         if progress is not None and files:
             progress(total, 0)
             on_bytes = lambda count: progress(total, count)  # noqa: E731
-        # What there is to read, counting compressed bytes at what they usually expand to.
-        weight = sum(size * (GZIP_EXPANSION if p in compressed else 1) for p, size in sizes.items())
-        processes = processes_for(weight, self._processes)
+
+        def weight(path: str) -> int:
+            """What there is to read: compressed bytes at what they usually expand to; a
+            stream's size is not known."""
+            size = sizes.get(path, PARALLEL_MIN_BYTES)
+            return size * (GZIP_EXPANSION if path in compressed else 1)
+
+        processes = processes_for(sum(map(weight, sizes)), self._processes)
         # One compressed file is one task: a pool would only add its start-up.
         if processes > 1 and (len(files) > 1 or not compressed):
             paths = [s.stats.path for s in files]
@@ -366,11 +371,7 @@ class Collector:
             # A stream's bytes are not in the progress total. A stream, or one compressed file,
             # is read here and, when long, scanned by forked workers as it comes.
             counted = on_bytes if isinstance(source, FileSource) else None
-            path = source.stats.path
-            size = sizes.get(path, PARALLEL_MIN_BYTES)  # a stream's size is not known
-            workers = processes_for(
-                size * (GZIP_EXPANSION if path in compressed else 1), self._processes
-            )
+            workers = processes_for(weight(source.stats.path), self._processes)
             with source.open_binary() as raw:
                 scans[id(source)] = scan_binary(raw, source.stats, book, counted, workers)
         return scans

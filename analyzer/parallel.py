@@ -16,6 +16,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import BinaryIO, Protocol
 
 import msgspec
@@ -140,7 +141,6 @@ def line_ranges(
     return list(itertools.pairwise(cuts))
 
 
-_BOOK: BookLike | None = None  # the parent's book, inherited by forked workers
 _EVENTS_ENCODER = msgspec.msgpack.Encoder()
 _EVENTS_DECODER = msgspec.msgpack.Decoder(list[Event])
 
@@ -198,16 +198,7 @@ def _scan_split(
         if on_bytes is not None:
             on_bytes(len(data))
         return scan_stream(io.BytesIO(data), stats, book)
-    path = stats.path
-    blockdecode.available()
-    book.may_match_texts(["warm up"])
-
-    def scan_chunk(index: int, data: bytes) -> RangeScan:
-        found = scan_stream(io.BytesIO(data), InputStats(path=path), book, at_start=index == 0)
-        found.packed_events = _EVENTS_ENCODER.encode(found.events)
-        found.events = []
-        return found
-
+    _warm(book)
     sizes: dict[int, int] = {}
 
     def items() -> Iterator[tuple[bytes | memoryview, ...]]:
@@ -216,17 +207,12 @@ def _scan_split(
             yield parts
 
     results: dict[int, RangeScan] = {}
-    for index, found in run_streamed(items(), scan_chunk, processes):
-        found.events = _EVENTS_DECODER.decode(found.packed_events)
-        found.packed_events = b""
-        results[index] = found
+    work = partial(_scan_chunk, book, stats.path)
+    for index, found in run_streamed(items(), work, processes):
+        results[index] = _unpacked(found)
         if on_bytes is not None:
             on_bytes(sizes[index])
-    for found in results.values():
-        book.timeouts.update(found.timeouts)  # counted in the workers, not here
-    merged = results[0]
-    for index in range(1, len(results)):
-        _append(merged, results[index])
+    merged = _merged([results[index] for index in range(len(results))], book)
     stats.add(merged.stats)
     merged.stats = stats
     return merged
@@ -253,20 +239,54 @@ def _chunks(stream: BinaryIO) -> Iterator[tuple[bytes | memoryview, ...]]:
 Task = tuple[int, str, int, int]
 
 
-def _scan_range(task: Task) -> RangeScan:
+def _scan_range(book: BookLike, task: Task) -> RangeScan:
+    """A worker's scan of a task of :func:`scan_files`, its events packed to travel."""
     _, path, start, end = task
-    assert _BOOK is not None
     if end == -1:
-        found = scan_file(path, InputStats(path=path), _BOOK)
-    else:
-        with open(path, "rb") as stream:
-            stream.seek(start)
-            found = scan_stream(
-                stream, InputStats(path=path), _BOOK, at_start=start == 0, limit=end - start
-            )
+        return _packed(scan_file(path, InputStats(path=path), book))
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        found = scan_stream(
+            stream, InputStats(path=path), book, at_start=start == 0, limit=end - start
+        )
+    return _packed(found)
+
+
+def _scan_chunk(book: BookLike, path: str, index: int, data: bytes) -> RangeScan:
+    """A worker's scan of chunk ``index`` of a stream (:func:`_scan_split`), packed."""
+    return _packed(scan_stream(io.BytesIO(data), InputStats(path=path), book, at_start=index == 0))
+
+
+def _warm(book: BookLike) -> None:
+    """Build the Hyperscan databases here, once, rather than once in every worker."""
+    blockdecode.available()
+    book.may_match_texts(["warm up"])
+
+
+def _packed(found: RangeScan) -> RangeScan:
+    """``found`` with its events msgpack-encoded, to travel back from a worker."""
     found.packed_events = _EVENTS_ENCODER.encode(found.events)
     found.events = []
     return found
+
+
+def _unpacked(found: RangeScan) -> RangeScan:
+    """``found``, back from a worker, with its events decoded again."""
+    found.events = _EVENTS_DECODER.decode(found.packed_events)
+    found.packed_events = b""
+    return found
+
+
+def _merged(parts: Sequence[RangeScan], book: BookLike) -> RangeScan:
+    """One scan of consecutive parts of one input (ranges, chunks; in order), the lines of
+    each renumbered after those before it; the rule timeouts the workers met are added to
+    ``book``'s."""
+    for found in parts:
+        book.timeouts.update(found.timeouts)
+    merged = parts[0]
+    for later in parts[1:]:
+        _append(merged, later)
+    return merged
 
 
 def processes_for(total_bytes: int, requested: int | None) -> int:
@@ -303,7 +323,6 @@ def scan_files(
     in the middle) is one task, read whole by one worker. ``while_waiting`` is called once the
     workers are running: work of this process that can overlap the scan.
     """
-    global _BOOK
     tasks: list[Task] = []
     owner: list[int] = []
     sizes = [os.path.getsize(path) for path in paths]
@@ -316,37 +335,21 @@ def scan_files(
             tasks.append((len(tasks), path, start, end))
             owner.append(number)
     results: list[RangeScan | None] = [None] * len(tasks)
-    # Built once here rather than once in every worker.
-    blockdecode.available()
-    book.may_match_texts(["warm up"])
-    _BOOK = book
+    _warm(book)
     # The largest first (a compressed file weighs what it expands to): the processes then
     # finish together, whatever the mix of files.
     order = sorted(tasks, key=lambda task: -_weight(task, sizes[owner[task[0]]]))
-    try:
-        for position, found in run_forked(order, _scan_range, processes, while_waiting):
-            index = order[position][0]
-            found.events = _EVENTS_DECODER.decode(found.packed_events)
-            found.packed_events = b""
-            results[index] = found
-            if on_bytes is not None:
-                _, path, start, end = tasks[index]
-                on_bytes((os.path.getsize(path) if end == -1 else end) - start)
-    finally:
-        _BOOK = None
-    merged: RangeScan | None = None
-    for index, result in enumerate(results):
-        assert result is not None
-        found = result
-        book.timeouts.update(found.timeouts)
-        if merged is None or owner[index] != owner[index - 1]:
-            if merged is not None:
-                yield merged
-            merged = found
-            continue
-        _append(merged, found)
-    if merged is not None:
-        yield merged
+    work = partial(_scan_range, book)
+    for position, found in run_forked(order, work, processes, while_waiting):
+        index = order[position][0]
+        results[index] = _unpacked(found)
+        if on_bytes is not None:
+            _, path, start, end = tasks[index]
+            on_bytes((os.path.getsize(path) if end == -1 else end) - start)
+    done = [result for result in results if result is not None]
+    assert len(done) == len(tasks)
+    for _, indexes in itertools.groupby(range(len(tasks)), key=owner.__getitem__):
+        yield _merged([done[index] for index in indexes], book)
 
 
 def _weight(task: Task, size: int) -> int:

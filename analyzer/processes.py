@@ -179,22 +179,12 @@ def _distribute(
             if not _write_some(inbox, unsent[inbox]):  # the worker is gone: its pipe says why
                 _close_inbox(inbox, inboxes, waiting, unsent)
         for fd in readable:
-            chunk = os.read(fd, _READ_BYTES)
-            buffer = received[fd]
-            if chunk:
-                buffer += chunk
-                for done, result in _messages(buffer):
-                    if inbox_of[fd] in waiting:
-                        waiting[inbox_of[fd]] -= 1
-                    yield done, cast(R, result)
-                continue
-            del received[fd]
-            os.close(fd)
-            _, status = os.waitpid(workers.pop(fd), 0)
-            if buffer or os.waitstatus_to_exitcode(status) != 0:
-                raise WorkerDied(_death(status))
-            if inbox_of[fd] in waiting:  # it ended before taking all it was sent
-                raise WorkerDied(_death(status))
+            # A worker whose input is still open has ended before taking all it was sent.
+            early = inbox_of[fd] in waiting
+            for done, result in _receive(fd, received, workers, ended_early=early):
+                if inbox_of[fd] in waiting:
+                    waiting[inbox_of[fd]] -= 1
+                yield done, cast(R, result)
 
 
 def _close_inbox(
@@ -281,20 +271,27 @@ def _results(
     while received:
         ready, _, _ = select.select(list(received), [], [], None if wait else 0)
         for fd in ready:
-            chunk = os.read(fd, _READ_BYTES)
-            buffer = received[fd]
-            if chunk:
-                buffer += chunk
-                yield from _messages(buffer)
-                continue
-            del received[fd]
-            os.close(fd)
-            pid = workers.pop(fd)
-            _, status = os.waitpid(pid, 0)
-            if buffer or os.waitstatus_to_exitcode(status) != 0:
-                raise WorkerDied(_death(status))
+            yield from _receive(fd, received, workers)
         if not wait:
             return
+
+
+def _receive(
+    fd: int, received: dict[int, bytearray], workers: dict[int, int], *, ended_early: bool = False
+) -> list[tuple[int, object]]:
+    """The whole messages one read of the worker pipe ``fd`` completes. At its end the worker is
+    reaped, and WorkerDied raised if it died, left half a message, or ``ended_early``."""
+    chunk = os.read(fd, _READ_BYTES)
+    buffer = received[fd]
+    if chunk:
+        buffer += chunk
+        return list(_messages(buffer))
+    del received[fd]
+    os.close(fd)
+    _, status = os.waitpid(workers.pop(fd), 0)
+    if buffer or ended_early or os.waitstatus_to_exitcode(status) != 0:
+        raise WorkerDied(_death(status))
+    return []
 
 
 def _messages(buffer: bytearray) -> Iterator[tuple[int, object]]:
