@@ -67,8 +67,31 @@ def test_a_file_is_read_again_from_each_cut(
 @given(content=_CONTENT, block_bytes=st.integers(1, 64), limit=st.integers(-1, 200))
 def test_a_stream_carries_the_next_line_over(content: bytes, block_bytes: int, limit: int) -> None:
     # A stream (stdin, gzip) cannot seek: the start of the next line waits for the next read.
-    blocks = list(read_blocks(io.BytesIO(content), block_bytes, limit))
+    blocks = list(read_blocks(_Unseekable(content), block_bytes, limit))
     _check(blocks, content, 0, _expected_end(content, 0, limit))
+
+
+@settings(max_examples=100, deadline=None)
+@given(content=_CONTENT, block_bytes=st.integers(1, 64), limit=st.integers(-1, 200))
+def test_bytes_in_memory_are_read_again_from_each_cut(
+    content: bytes, block_bytes: int, limit: int
+) -> None:
+    _check(
+        list(read_blocks(io.BytesIO(content), block_bytes, limit)),
+        content,
+        0,
+        _expected_end(content, 0, limit),
+    )
+
+
+class _Unseekable(io.BufferedReader):
+    """Bytes behind a reader that cannot seek, as stdin or a gzip stream."""
+
+    def __init__(self, content: bytes) -> None:
+        super().__init__(io.BytesIO(content))
+
+    def seekable(self) -> bool:
+        return False
 
 
 def test_a_pipe_reads_like_a_file() -> None:
@@ -89,6 +112,7 @@ def test_a_pipe_reads_like_a_file() -> None:
 
 def test_a_line_longer_than_many_blocks(tmp_path: Path) -> None:
     content = b"a\n" + b"x" * 10_000 + b"\nb\n"
+    _check(list(read_blocks(_Unseekable(content), 7)), content, 0, len(content))
     _check(list(read_blocks(io.BytesIO(content), 7)), content, 0, len(content))
     path = tmp_path / "long.jsonl"
     path.write_bytes(content)
