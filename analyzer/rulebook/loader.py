@@ -14,7 +14,9 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
 
 from analyzer.events import Category, EventKind
 from analyzer.rulebook._regex import compile_pattern
@@ -54,6 +56,30 @@ MATCH_EXAMPLE_KEYS = ("text", "fields", "lang")
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 _LANG_RE = re.compile(r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
 _FIELD_RE = re.compile(r"[a-z][a-z0-9_]*")
+
+
+Member = TypeVar("Member", bound=StrEnum)
+
+
+def _member(
+    node: Node | None, what: str, noun: str, enum: type[Member], problems: list[Problem]
+) -> tuple[bool, Member | None]:
+    """The member of ``enum`` that ``node`` names: None when there is no node or it is not a
+    string (reported as ``what``); False first when the name is unknown, reported as an
+    unknown ``noun`` with the closest names."""
+    if node is None:
+        return True, None
+    name = _string(node, what, problems)
+    if name is None:
+        return True, None
+    try:
+        return True, enum(name)
+    except ValueError:
+        choices = [member.value for member in enum]
+        problems.append(
+            Problem.at(node.location, f"unknown {noun} '{name}'; {_did_you_mean(name, choices)}")
+        )
+        return False, None
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
@@ -208,22 +234,10 @@ def _placeholder(
     values = node.mapping()
     field = _string(values.get("field"), f"{name}.field", problems)
     pattern = _string(values.get("pattern"), f"{name}.pattern", problems)
-    type_node = values.get("type")
-    field_type = FieldType.TEXT
-    if type_node is not None:
-        raw_type = _string(type_node, f"{name}.type", problems)
-        if raw_type is not None:
-            try:
-                field_type = FieldType(raw_type)
-            except ValueError:
-                problems.append(
-                    Problem.at(
-                        type_node.location,
-                        f"unknown type '{raw_type}'; "
-                        f"{_did_you_mean(raw_type, [t.value for t in FieldType])}",
-                    )
-                )
-                return None
+    known, given_type = _member(values.get("type"), f"{name}.type", "type", FieldType, problems)
+    if not known:
+        return None
+    field_type = given_type or FieldType.TEXT
     for required in ("field", "pattern"):
         if required not in values:
             problems.append(Problem.at(node.location, f"placeholder {name} needs '{required}:'"))
@@ -400,36 +414,12 @@ def _kind(
     values: dict[str, Node], rule: Node, problems: list[Problem]
 ) -> tuple[EventKind, Category | None] | None:
     category_node, event_node = values.get("category"), values.get("event")
-    category: Category | None = None
-    kind: EventKind | None = None
-    if category_node is not None:
-        name = _string(category_node, "'category'", problems)
-        if name is not None:
-            try:
-                category = Category(name)
-            except ValueError:
-                choices = [c.value for c in Category]
-                problems.append(
-                    Problem.at(
-                        category_node.location,
-                        f"unknown category '{name}'; {_did_you_mean(name, choices)}",
-                    )
-                )
-                return None
-    if event_node is not None:
-        name = _string(event_node, "'event'", problems)
-        if name is not None:
-            try:
-                kind = EventKind(name)
-            except ValueError:
-                choices = [k.value for k in EventKind]
-                problems.append(
-                    Problem.at(
-                        event_node.location,
-                        f"unknown event '{name}'; {_did_you_mean(name, choices)}",
-                    )
-                )
-                return None
+    known, category = _member(category_node, "'category'", "category", Category, problems)
+    if not known:
+        return None
+    known, kind = _member(event_node, "'event'", "event", EventKind, problems)
+    if not known:
+        return None
     if category is None and kind is None:
         if category_node is None and event_node is None:
             problems.append(
