@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
         def guard() -> None:
             for block in blocks:
-                checks.one_object_per_line(block)
+                checks.shape(block)
                 checks.valid_utf8(block)
 
         costs["block guard (one object per line, UTF-8) per block"] = _best(guard, count)

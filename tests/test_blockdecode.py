@@ -3,8 +3,8 @@
 ``decode_block`` may only return entries for a block the plain reader would read as one JSON
 object per line, with the same values in the fields it declares; whenever that is not certain it
 must return None (and the line-by-line reader decides). Its two raw-byte guards are tested on
-their own: ``valid_utf8`` against Python's own UTF-8 decoder, ``one_object_per_line`` through the
-blocks it must refuse.
+their own: ``valid_utf8`` against Python's own UTF-8 decoder, ``shape`` through the blocks it
+must refuse and a property over lines of several values.
 """
 
 from __future__ import annotations
@@ -201,6 +201,12 @@ _REFUSED: dict[str, Callable[[], bytes]] = {
     "two objects, space": lambda: _with(3, b'{"a":1} {"b":2}\n'),
     "two objects, adjacent": lambda: _with(3, b'{"a":1}{"b":2}\n'),
     "two entries on one line": lambda: _with(3, _LINES[3].rstrip(b"\n") + _LINES[4]),
+    "two objects, carriage return": lambda: _with(3, b'{"a":1}\r{"b":2}\n'),
+    "a string between objects": lambda: _with(3, b'{"a":1}"x"{"b":2}\n'),
+    "a number between objects": lambda: _with(3, b'{"a":1} 5\t{"b":2}\n'),
+    "true between objects": lambda: _with(3, b'{"a":1} true {"b":2}\n'),
+    "null between objects": lambda: _with(3, b'{"a":1}null{"b":2}\n'),
+    "an array between objects": lambda: _with(3, b'{"a":1}[{}] {"b":2}\n'),
     "value across lines (comma)": lambda: _edit(_JSON_AT, b'},"labels"', b'},\n"labels"'),
     "value across lines (string)": lambda: _with(3, b'{"textPayload":"a}\n{b"}\n'),
     "invalid utf-8 in logName": lambda: _edit(3, b'"logName":"', b'"logName":"\xff'),
@@ -337,6 +343,9 @@ _ACCEPTED: dict[str, Callable[[], bytes]] = {
         _JSON_AT, b'"message":"', b'"message":"done} {next} {\\"a\\":1} {'
     ),
     "textPayload with } {": lambda: _edit(_TEXT_AT, b'"textPayload":"', b'"textPayload":"} {'),
+    "a message that is JSON": lambda: _edit(
+        _JSON_AT, b'"message":"', b'"message":"{\\"step\\": 5, \\"a\\": [1] {}, \\"b\\": true {'
+    ),
     "1e999 in jsonPayload": lambda: _edit(
         _JSON_AT, b'"jsonPayload":{', b'"jsonPayload":{"x":1e999,'
     ),
@@ -381,6 +390,51 @@ def test_decode_block_without_final_newline(case: str) -> None:
     block = _ACCEPTED[case]()
     assert block.endswith(b"\n")
     _assert_read_as_plain(block[:-1])
+
+
+@needs_hyperscan
+@pytest.mark.parametrize(
+    ("case", "shape"),
+    [
+        ("fleet block", blockdecode.Shape.ONE_OBJECT_EACH),
+        ("braces inside strings", blockdecode.Shape.MAYBE_TWO),
+        ("a message that is JSON", blockdecode.Shape.ONE_OBJECT_EACH),
+        ("message with } {", blockdecode.Shape.MAYBE_TWO),
+        ("1e999 in jsonPayload", blockdecode.Shape.ONE_OBJECT_EACH),
+        ("escaped field names", blockdecode.Shape.ONE_OBJECT_EACH),
+    ],
+)
+def test_lines_are_counted_only_where_a_second_value_may_start(
+    case: str, shape: blockdecode.Shape
+) -> None:
+    assert _guard().shape(_ACCEPTED[case]()) is shape
+
+
+_VALUES = st.sampled_from(
+    [
+        *(b"{}", b'{"a":[1,{}]}', b'{"m":"\\"{"}', b'{"m":"e} {"}', b'[{"b":"} {"}]', b"[]"),
+        *(b'"x"', b'"{"', b'"}"', b"5", b"-0.5e3", b"true", b"false", b"null"),
+    ]
+)
+_SPACES = st.sampled_from([b"", b" ", b"\t", b"\r", b" \r\t", b"\x0c"])
+_LINE = st.lists(st.tuples(_SPACES, _VALUES), min_size=1, max_size=3).map(
+    lambda pairs: b"".join(space + value for space, value in pairs)
+)
+
+
+@needs_hyperscan
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_LINE, min_size=1, max_size=6), st.sampled_from([b"\n", b"\r\n"]), st.booleans())
+def test_a_decoded_block_holds_one_value_per_line(
+    lines: list[bytes], ending: bytes, last_ending: bool
+) -> None:
+    block = ending.join(lines) + (ending if last_ending else b"")
+    entries = decode_block(block)
+    if entries is None:
+        return
+    assert len(entries) == len(lines)
+    for line in lines:
+        load_json(line)  # one value: orjson refuses anything after it
 
 
 # ---------------------------------------------------------------------------------------------

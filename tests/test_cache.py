@@ -165,7 +165,7 @@ def test_cached_guard_databases_decide_as_new_ones(cache_dir: Path) -> None:
     assert cached is not None and cached._structure is not new._structure
     for block in blocks:
         assert cached.valid_utf8(block) == new.valid_utf8(block)
-        assert cached.one_object_per_line(block) == new.one_object_per_line(block)
+        assert cached.shape(block) == new.shape(block)
 
 
 def test_old_files_go(cache_dir: Path) -> None:

@@ -11,7 +11,10 @@ fields it builds. Two Hyperscan passes over the raw block settle the difference:
 - every line must hold exactly one object: each line starts with ``{`` and ends with ``}``
   (before its ``\\n`` or ``\\r\\n``; so
   no value can continue onto the next line: strings hold no raw newline, and after a ``}`` a
-  value can only go on with ``,``, ``]`` or ``}``), and there are as many values as lines;
+  value can only go on with ``,``, ``]`` or ``}``), and there are as many values as lines.
+  The decoder takes nothing but objects (a line holding another value fails the block), so a
+  line holding two values holds ``}``, spaces, then ``{``. Where nothing looks so, the count
+  holds without counting; elsewhere (``"} {"`` inside a message, say) the lines are counted;
 - the block must be valid UTF-8 (msgspec does not check the strings it skips).
 
 A block that fails goes back to the line-by-line reader, which gives every line its own answer;
@@ -24,6 +27,7 @@ proof, and every block is read line by line.
 from __future__ import annotations
 
 import contextlib
+import enum
 from typing import Any
 
 import msgspec
@@ -53,6 +57,19 @@ INVALID_UTF8 = rb"^(?:" + _VALID_CHAR + rb")*(?:" + _BAD_CHAR + rb")"
 # A line that does not end with "}" (before "\n" or "\r\n") or, after a line end, does not
 # start with "{".
 _NOT_ONE_OBJECT = (rb"[^}\r]\n", rb"[^}]\r\n", rb"\n[^{]")
+# Where a line may hold two objects: "}", spaces (or any control character but "\n": more than
+# JSON's spaces, to be safe), then "{". Every value decoded is an object (the decoder's type), so
+# two values on a line always show so.
+_TWO_OBJECTS = rb"\}[\x00-\x09\x0b-\x20]*\{"
+_TWO_OBJECTS_ID = len(_NOT_ONE_OBJECT)  # its id in the structure database
+
+
+class Shape(enum.Enum):
+    """What the structure check proves of a block's lines."""
+
+    NOT_OBJECTS = "a line does not start with { and end with }"
+    ONE_OBJECT_EACH = "each line is one object"
+    MAYBE_TWO = "each line starts with { and ends with }, and one may hold two objects"
 
 
 class ResourceLabels(msgspec.Struct, gc=False):
@@ -120,7 +137,7 @@ class _Guard:
         if databases is None:
             single = hyperscan.HS_FLAG_SINGLEMATCH
             databases = (
-                self._compile(_NOT_ONE_OBJECT, single),
+                self._compile((*_NOT_ONE_OBJECT, _TWO_OBJECTS), single),
                 self._compile((INVALID_UTF8,), single),
             )
         self._structure, self._utf8 = databases
@@ -145,16 +162,27 @@ class _Guard:
             database.scan(block, match_event_handler=stop)
         return bool(found)
 
-    def one_object_per_line(
+    def shape(
         self, data: bytes, end: int | None = None, view: bytes | memoryview | None = None
-    ) -> bool:
-        """Whether every line of ``data[:end]`` (``view``, if given, is the same bytes without
-        a copy) starts with ``{`` and ends with ``}`` (and then ``\\n`` or ``\\r\\n``)."""
-        return (
-            data[:1] == b"{"
-            and data.endswith((b"}\n", b"}\r\n", b"}", b"}\r"), 0, end)
-            and not self._any(self._structure, data[:end] if view is None else view)
-        )
+    ) -> Shape:
+        """What the lines of ``data[:end]`` are (``view``, if given, is the same bytes without
+        a copy): whether each starts with ``{`` and ends with ``}`` (and then ``\\n`` or
+        ``\\r\\n``), and whether one of them may hold a second object."""
+        if not (data[:1] == b"{" and data.endswith((b"}\n", b"}\r\n", b"}", b"}\r"), 0, end)):
+            return Shape.NOT_OBJECTS
+        found: list[int] = []
+
+        def note(pattern: int, _start: int, _end: int, _flags: int, _context: object) -> bool:
+            found.append(pattern)
+            # A line that is not an object ends the scan; a possible second object does not:
+            # it is mostly a message's "} {", and the scan must still look for the former.
+            return pattern != _TWO_OBJECTS_ID
+
+        with contextlib.suppress(self._hyperscan.ScanTerminated):
+            self._structure.scan(data[:end] if view is None else view, match_event_handler=note)
+        if not found:
+            return Shape.ONE_OBJECT_EACH
+        return Shape.MAYBE_TWO if found[-1] == _TWO_OBJECTS_ID else Shape.NOT_OBJECTS
 
     def valid_utf8(self, data: bytes, view: bytes | memoryview | None = None) -> bool:
         """Whether ``data`` is valid UTF-8, or, given ``view`` (a start of ``data``), that."""
@@ -167,7 +195,7 @@ def _load_guard() -> _Guard | None:
     except ImportError:
         return None
     # Compiled once and kept (analyzer.cache): 5 ms of every run otherwise.
-    name = cache.key(*_NOT_ONE_OBJECT, INVALID_UTF8)
+    name = cache.key(*_NOT_ONE_OBJECT, _TWO_OBJECTS, INVALID_UTF8)
     found = cache.load("guard", name)
     if isinstance(found, tuple) and len(found) == 2:
         try:
@@ -225,12 +253,13 @@ def decode_block(data: bytes, end: int | None = None) -> list[Entry] | None:
     if not end:
         return None
     view = data if end == len(data) else memoryview(data)[:end]
-    if not guard.one_object_per_line(data, end, view) or not guard.valid_utf8(data, view):
+    shape = guard.shape(data, end, view)
+    if shape is Shape.NOT_OBJECTS or not guard.valid_utf8(data, view):
         return None
     try:
         entries = _DECODER.decode_lines(view)
     except _DECODE_ERRORS:
         return None
-    if len(entries) != count_lines(data, end):
+    if shape is Shape.MAYBE_TWO and len(entries) != count_lines(data, end):
         return None
     return entries
