@@ -7,14 +7,12 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-import yaml
-
+from analyzer.cache import remembered
 from analyzer.diagnosis import Cause, JobState
 from analyzer.errors import PolicyError
 from analyzer.events import Category
 from analyzer.jobspec import MACHINE_TYPES, JobSpec, larger_machine
 from analyzer.policy import RetryPolicy, builtin_policy_path
-from analyzer.yamlload import safe_load
 
 
 def _advice_path() -> Path:
@@ -23,6 +21,15 @@ def _advice_path() -> Path:
 
 @cache
 def _load(path: Path) -> Mapping[str, Mapping[str, tuple[str, ...]]]:
+    # Kept by analyzer.cache (keyed by the file and this module): no YAML on most runs.
+    return remembered("advice", [path, Path(__file__)], lambda: _read(path), dict)
+
+
+def _read(path: Path) -> dict[str, dict[str, tuple[str, ...]]]:
+    import yaml
+
+    from analyzer.yamlload import safe_load
+
     try:
         data = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:

@@ -1,10 +1,11 @@
 """A cache of what every run builds the same way from files that seldom change.
 
 Loading the rule book (YAML, templates compiled by ``regex``) and compiling the Hyperscan
-databases take about 35 ms of every run, a tenth of diagnosing a 200 MB export on two cores.
-Both are kept as pickles under ``$XDG_CACHE_HOME/jobdoctor`` (``~/.cache/jobdoctor``), named
-after a hash of everything they were built from; a changed rule file, another version of
-jobdoctor, Python or ``regex`` makes another name, and the old file is just not read again.
+databases take about 35 ms of every run, a tenth of diagnosing a 200 MB export on two cores;
+reading the built-in policy and advice files needs PyYAML, another 15 ms. All are kept as
+pickles under ``$XDG_CACHE_HOME/jobdoctor`` (``~/.cache/jobdoctor``), named after a hash of
+everything they were built from; a changed rule file, another version of jobdoctor, Python or
+``regex`` makes another name, and the old file is just not read again.
 
 ``JOBDOCTOR_CACHE_DIR`` names another directory; ``off`` (or empty) turns the cache off. A
 cache that cannot be read or written (a read-only home, a damaged file) is not an error: the
@@ -18,9 +19,9 @@ import contextlib
 import os
 import pickle
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 try:  # built into CPython: hashlib would load OpenSSL first (3 ms of every run)
     from _blake2 import blake2b
@@ -33,6 +34,8 @@ _FORMAT = b"jobdoctor-cache-1"
 # Files kept per kind: the newest, so that a few rule setups in turn all stay cached and the
 # files of old versions go.
 _KEEP = 8
+
+T = TypeVar("T")
 
 
 def cache_dir() -> Path | None:
@@ -113,6 +116,22 @@ def store(kind: str, name: str, value: object) -> None:
         if temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
+
+
+def remembered(kind: str, files: Iterable[Path], build: Callable[[], T], expected: type[T]) -> T:
+    """What ``build()`` returns, kept under ``kind`` and a key of ``files`` (paths and
+    contents: the data read and the code that reads it) and jobdoctor's version: the kept
+    value when it is an ``expected``, else built now (and kept). What ``build`` raises is
+    raised, and nothing is kept."""
+    from analyzer import __version__
+
+    name = key(__version__, files)
+    found = load(kind, name)
+    if isinstance(found, expected):
+        return found
+    value = build()
+    store(kind, name, value)
+    return value
 
 
 def _prune(directory: Path, kind: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from analyzer.cache import remembered
 from analyzer.errors import PolicyError
 from analyzer.events import Category
 from analyzer.rulebook.book import builtin_rules_dir
@@ -25,6 +26,10 @@ _KEYS = (
     "transient_max_attempts",
     "spot_max_attempts",
 )
+
+
+def _unpickled_policy(values: dict[str, Any]) -> RetryPolicy:
+    return RetryPolicy(**{**values, "max_attempts": MappingProxyType(values["max_attempts"])})
 
 
 def builtin_policy_path() -> Path:
@@ -57,6 +62,13 @@ class RetryPolicy:
         ``restartJobOnWorkerRestart`` restarts the whole job at a worker's first failure.
         """
         return 0 if self.restart_job_on_worker_restart else self.max_worker_restarts
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        # A mappingproxy cannot be pickled (analyzer.cache keeps the built-in policy): the
+        # copy is made again from plain values.
+        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        values["max_attempts"] = dict(self.max_attempts)
+        return (_unpickled_policy, (values,))
 
     def is_transient(self, exit_code: int | None) -> bool:
         """Whether a user-code exit with ``exit_code`` is retried like a transient failure."""
@@ -133,7 +145,9 @@ def load_policy(path: Path | None = None) -> RetryPolicy:
 
 @cache
 def _builtin_policy() -> RetryPolicy:
-    return _read_policy(None)
+    # Kept by analyzer.cache (keyed by the file and this module): no YAML on most runs.
+    path = builtin_policy_path()
+    return remembered("policy", [path, Path(__file__)], lambda: _read_policy(None), RetryPolicy)
 
 
 def _read_policy(path: Path | None) -> RetryPolicy:

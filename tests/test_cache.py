@@ -4,12 +4,16 @@ and a changed rule file, a damaged or foreign cache, or no cache at all change n
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
-from analyzer import cache
+from analyzer import cache, policy
 from analyzer.ingest import blockdecode
+from analyzer.policy import RetryPolicy
 from analyzer.rulebook import RuleBook, loader
 
 SAMPLE_TEXTS = [
@@ -186,3 +190,70 @@ def test_a_file_that_cannot_be_read_is_part_of_the_key(tmp_path: Path) -> None:
     assert cache.key([present, missing]) == cache.key([present, missing])
     missing.write_text("y")
     assert cache.key([present, missing]) != cache.key([present, tmp_path / "gone-too.py"])
+
+
+def test_remembered_builds_once_and_again_for_a_changed_file(
+    cache_dir: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "data.txt"
+    source.write_text("one")
+    builds: list[str] = []
+
+    def build() -> dict[str, str]:
+        builds.append(source.read_text())
+        return {"value": builds[-1]}
+
+    assert cache.remembered("test", [source], build, dict) == {"value": "one"}
+    assert cache.remembered("test", [source], build, dict) == {"value": "one"}
+    assert builds == ["one"]
+    source.write_text("two")
+    assert cache.remembered("test", [source], build, dict) == {"value": "two"}
+    assert builds == ["one", "two"]
+    # A value of another type under the key (another version's) is built again.
+    assert cache.remembered("test", [source], lambda: ["list"], list) == ["list"]
+
+
+def test_remembered_keeps_nothing_when_building_fails(cache_dir: Path, tmp_path: Path) -> None:
+    source = tmp_path / "data.txt"
+    source.write_text("bad")
+
+    def fail() -> dict[str, str]:
+        raise ValueError("bad data")
+
+    with pytest.raises(ValueError, match="bad data"):
+        cache.remembered("test", [source], fail, dict)
+    assert not list(cache_dir.glob("test-*"))
+
+
+def test_the_builtin_policy_and_advice_are_read_without_yaml_the_second_time(
+    cache_dir: Path,
+) -> None:
+    # What a diagnosis loads while the workers scan; PyYAML's import alone is ~11 ms.
+    program = (
+        "import sys; from analyzer import api; api._load_diagnosing();"
+        "from analyzer.advice import _load, _advice_path; from analyzer.policy import load_policy;"
+        "print('yaml' in sys.modules, len(_load(_advice_path())),"
+        " load_policy().max_worker_restarts)"
+    )
+    env = {**os.environ, cache.CACHE_ENV: str(cache_dir)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert runs[0][0] == "True" and runs[1][0] == "False"
+    assert runs[0][1:] == runs[1][1:] and int(runs[0][1]) > 10
+    assert sorted(path.name.split("-")[0] for path in cache_dir.glob("*.pickle")) == [
+        "advice",
+        "policy",
+    ]
+
+
+def test_a_cached_policy_is_the_policy(cache_dir: Path) -> None:
+    read = policy._read_policy(None)
+    kept = cache.remembered("policy", [policy.builtin_policy_path()], lambda: read, RetryPolicy)
+    again = cache.remembered("policy", [policy.builtin_policy_path()], lambda: read, RetryPolicy)
+    assert kept is read and again is not read
+    assert again == read and isinstance(again.max_attempts, MappingProxyType)
+    assert again.with_scheduling(spot=True).spot
