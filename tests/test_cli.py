@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -289,3 +293,41 @@ def test_a_text_file_without_any_job_is_a_notice_not_a_job(tmp_path: Path) -> No
     assert code == 0 and len(data["jobs"]) == 1
     assert "README.md: no Vertex AI job message in it" in err
     assert sum(i["records"] for i in data["inputs"]) > 0
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_pipe_given_as_a_path_is_read_once_like_stdin(tmp_path: Path, compressed: bool) -> None:
+    # What the shell's <(gsutil cat ...) gives: a path that can be read only once. Sniffing
+    # must not eat its first bytes (nor open it twice: that would wait for a writer forever,
+    # hence a process with a time limit).
+    sample = SAMPLES / "stockout-exhausted.jsonl"
+    data = sample.read_bytes()
+    pipe = tmp_path / "export"
+    os.mkfifo(pipe)
+    content = gzip.compress(data) if compressed else data
+    command = [sys.executable, "-m", "analyzer.cli", "diagnose", "--format", "json", str(pipe)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as reader:
+        # Waiting for the reader without blocking: a reader that fails first must not hang us.
+        deadline = time.monotonic() + 60
+        while reader.poll() is None and time.monotonic() < deadline:
+            try:
+                handle = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader yet
+                time.sleep(0.01)
+                continue
+            os.set_blocking(handle, True)
+            with contextlib.suppress(BrokenPipeError), os.fdopen(handle, "wb") as out:
+                out.write(content)
+            break
+        try:
+            got_out, err = reader.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            reader.kill()
+            pytest.fail("the pipe was opened again after sniffing, and the reading waited")
+    _, plain, _ = run("diagnose", "--format", "json", str(sample))
+    got, want = json.loads(got_out), json.loads(plain)
+    assert reader.returncode == 0, err
+    assert got["jobs"] == json.loads(plain.replace(str(sample), str(pipe)))["jobs"]
+    del got["inputs"][0]["path"], want["inputs"][0]["path"]
+    assert got["inputs"] == want["inputs"]

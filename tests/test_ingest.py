@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer.errors import InputError
 from analyzer.ingest import MemorySource, open_sources, read_jsonl, read_records
@@ -385,3 +387,27 @@ def test_binary_characters_are_the_controls_text_never_holds() -> None:
     found = {ord(m.group()) for m in _BINARY_CHAR.finditer(everything)}
     expected = {c for c in range(32) if c not in text_controls} | {0xFFFD}
     assert found == expected
+
+
+_HEAD_PIECES = st.one_of(
+    st.text(max_size=8).map(str.encode),
+    st.sampled_from(
+        [
+            *(b"\xef\xbf\xbd", b"\xe2\x96", b"\xff", b"\xc3", b"\xed\xa0\x80", "█".encode()),
+            *(b"\x00", b"\x1f", b"\x1b", b"\x0c", b"\x07", b"\x08", b"\x0e", b"\x1a", b"\x1c"),
+        ]
+    ),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_HEAD_PIECES, max_size=12).map(b"".join))
+def test_the_quick_text_check_agrees_with_counting(head: bytes) -> None:
+    # _plain_text is _check_text's shortcut: it must say "nothing to count" exactly when the
+    # counted check finds nothing.
+    import codecs
+
+    from analyzer.ingest.sniff import _BINARY_CHAR, _plain_text
+
+    text = codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=False)
+    assert _plain_text(head) is (_BINARY_CHAR.search(text) is None)

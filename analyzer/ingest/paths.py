@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import stat
 from collections.abc import Sequence
 
 from analyzer.errors import InputError
@@ -45,12 +46,18 @@ def _walk(directory: str) -> list[str]:
 
 def _check_readable(path: str) -> None:
     try:
-        with open(path, "rb"):
-            pass
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+        if regular:
+            with open(path, "rb"):
+                pass
     except PermissionError:
         raise InputError(f"{path}: permission denied, make the file readable") from None
     except OSError as error:
         raise InputError(f"{path}: cannot be opened ({error.strerror}), check the path") from None
+    # A pipe (the shell's <(...)) is opened once, by its reader: opening it here as well would
+    # take the writer's data away from it.
+    if not regular and not os.access(path, os.R_OK):
+        raise InputError(f"{path}: permission denied, make the file readable")
 
 
 def _expand_one(path: str) -> list[str]:

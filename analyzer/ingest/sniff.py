@@ -41,6 +41,9 @@ _EXPLORER_LINE = re.compile(
 # What text is not: an undecodable byte (replaced by U+FFFD) or a control character other
 # than those real text logs carry (backspace, tab, line ends, form feed, ANSI escape).
 _BINARY_CHAR = re.compile("[\ufffd\x00-\x07\x0e-\x1a\x1c-\x1f]")
+# The same characters as bytes, to rule them all out at C speed (most heads hold none).
+_BINARY_BYTES = bytes([*range(0x00, 0x08), *range(0x0E, 0x1B), *range(0x1C, 0x20)])
+_REPLACEMENT_CHAR = "\ufffd".encode()
 
 
 def _line_of(head: bytes, offset: int) -> int:
@@ -55,6 +58,8 @@ def _check_text(head: bytes, name: str) -> None:
             f"{name}: binary data (NUL byte) at line {_line_of(head, nul)}, "
             "pass a log export (JSON, JSON lines or text), decompressed or .gz"
         )
+    if _plain_text(head):
+        return
     # A sample may cut a multi-byte character: decode incrementally, not final.
     text = codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=False)
     bad = len(_BINARY_CHAR.findall(text))
@@ -67,6 +72,24 @@ def _check_text(head: bytes, name: str) -> None:
             f"{name}: binary data (undecodable bytes) at line {line}, "
             "pass a log export (JSON, JSON lines or text), decompressed or .gz"
         )
+
+
+def _plain_text(head: bytes) -> bool:
+    """Whether ``head`` holds none of what :func:`_check_text` counts: valid UTF-8 (but maybe
+    for a character cut at the end), with no U+FFFD and no control byte of ``_BINARY_CHAR``.
+
+    The common case, decided in C: a regex count over the decoded text costs 0.2 ms a file,
+    and a folder of small sink files has thousands.
+    """
+    if _REPLACEMENT_CHAR in head or len(head.translate(None, _BINARY_BYTES)) != len(head):
+        return False
+    if head.isascii():
+        return True
+    try:
+        codecs.getincrementaldecoder("utf-8")("strict").decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def sniff(head: bytes, name: str) -> Format:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
@@ -12,7 +14,13 @@ from analyzer.errors import InputError
 from analyzer.ingest.jsonl import read_jsonl
 from analyzer.ingest.paths import STDIN, expand_paths
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format, sniff
-from analyzer.ingest.streams import ReplayReader, buffered, decompressed, read_head
+from analyzer.ingest.streams import (
+    BUFFER_SIZE,
+    ReplayReader,
+    buffered,
+    decompressed,
+    read_head,
+)
 from analyzer.records import InputStats, LogRecord, Source
 
 STDIN_NAME = "<stdin>"
@@ -80,7 +88,9 @@ def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bytes]:
 def open_file(path: str) -> BinaryIO:
     """The file at ``path`` opened for reading bytes; InputError naming it when it cannot be."""
     try:
-        return open(path, "rb")
+        # Line readers read it through this buffer: the default (a page, often) costs a
+        # system call every few lines.
+        return open(path, "rb", buffering=BUFFER_SIZE)
     except OSError as error:
         raise InputError(f"{path}: cannot be read ({error.strerror}), check the file") from None
 
@@ -165,14 +175,26 @@ def open_sources(paths: Sequence[str]) -> list[Source]:
     for stdin, a directory (walked recursively, hidden files skipped, sink
     files in time order) or a glob pattern. Every file is sniffed now, so that
     a missing, unreadable or binary input raises InputError before any reading.
+    A path that is not a regular file (a pipe such as the shell's ``<(...)``, a
+    FIFO) can be read only once, and is read as a stream like stdin.
     """
     sources: list[Source] = []
     for path in expand_paths(paths):
         if path == STDIN:
             sources.append(StreamSource(sys.stdin.buffer, STDIN_NAME))
+        elif _read_once(path):
+            sources.append(StreamSource(open_file(path), path))
         else:
             sources.append(FileSource(path))
     return sources
+
+
+def _read_once(path: str) -> bool:
+    """Whether ``path`` names something other than a regular file (a pipe, a device)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # missing or unreadable: FileSource says so
+        return False
 
 
 def read_records(paths: Sequence[str]) -> Iterator[LogRecord]:

@@ -83,12 +83,21 @@ def buffered(raw: io.RawIOBase) -> BinaryIO:
 
 
 def decompressed(stream: BinaryIO) -> tuple[BinaryIO, GzipGuard | None]:
-    """``stream`` itself, or its gzip-decompressed view when it starts with the gzip magic."""
+    """``stream`` itself, or its gzip-decompressed view when it starts with the gzip magic.
+
+    The bytes looked at are read again: a file (that can seek) from its start, with no layer
+    between the reader and the file; a stream through :class:`ReplayReader`.
+    """
     head = stream.read(len(GZIP_MAGIC))
-    replayed = buffered(ReplayReader(head, stream))
+    source: BinaryIO
+    if stream.seekable():
+        stream.seek(-len(head), io.SEEK_CUR)
+        source = stream
+    else:
+        source = buffered(ReplayReader(head, stream))
     if head != GZIP_MAGIC:
-        return replayed, None
-    guard = GzipGuard(replayed)
+        return source, None
+    guard = GzipGuard(source)
     return buffered(guard), guard
 
 
