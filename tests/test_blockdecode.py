@@ -202,6 +202,7 @@ _REFUSED: dict[str, Callable[[], bytes]] = {
     "two objects, adjacent": lambda: _with(3, b'{"a":1}{"b":2}\n'),
     "two entries on one line": lambda: _with(3, _LINES[3].rstrip(b"\n") + _LINES[4]),
     "two objects, carriage return": lambda: _with(3, b'{"a":1}\r{"b":2}\n'),
+    "two objects, three spaces": lambda: _with(3, b'{"a":1} \t\r{"b":2}\n'),
     "a string between objects": lambda: _with(3, b'{"a":1}"x"{"b":2}\n'),
     "a number between objects": lambda: _with(3, b'{"a":1} 5\t{"b":2}\n'),
     "true between objects": lambda: _with(3, b'{"a":1} true {"b":2}\n'),

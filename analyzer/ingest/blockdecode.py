@@ -57,10 +57,12 @@ INVALID_UTF8 = rb"^(?:" + _VALID_CHAR + rb")*(?:" + _BAD_CHAR + rb")"
 # A line that does not end with "}" (before "\n" or "\r\n") or, after a line end, does not
 # start with "{".
 _NOT_ONE_OBJECT = (rb"[^}\r]\n", rb"[^}]\r\n", rb"\n[^{]")
-# Where a line may hold two objects: "}", spaces (or any control character but "\n": more than
-# JSON's spaces, to be safe), then "{". Every value decoded is an object (the decoder's type), so
-# two values on a line always show so.
-_TWO_OBJECTS = rb"\}[\x00-\x09\x0b-\x20]*\{"
+# Where a line may hold two objects: "}", JSON's spaces but "\n" (msgspec takes no other
+# character between values), then "{". Written as "}{", "}" one space "{", or "}" and two
+# spaces (whatever follows): literals, which Hyperscan finds five times faster than "}", any
+# number of spaces, "{". Every value decoded is an object (the decoder's type), so two values
+# on a line always show so.
+_TWO_OBJECTS = rb"\}[\t\r ]?\{|\}[\t\r ]{2}"
 _TWO_OBJECTS_ID = len(_NOT_ONE_OBJECT)  # its id in the structure database
 
 
