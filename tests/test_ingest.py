@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -222,6 +223,27 @@ def test_sink_tree_walk_order_and_hidden_files() -> None:
     texts = [r.text.split("\n")[0] for r in read_records([str(FIXTURES / "sink_tree")])]
     assert texts[0] == "Waiting for job to be provisioned."
     assert texts[-1] == "Job failed."
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_walk_takes_regular_files_only(tmp_path: Path) -> None:
+    # A pipe in a folder of exports is not one (and opening it would wait for a writer).
+    shutil.copytree(FIXTURES / "sink_tree", tmp_path / "tree")
+    os.mkfifo(tmp_path / "tree" / "pipe.json")
+    (tmp_path / "tree" / "gone.json").symlink_to(tmp_path / "nowhere.json")
+    with pytest.raises(InputError, match=r"gone\.json"):  # a broken link is still said
+        open_sources([str(tmp_path / "tree")])
+    (tmp_path / "tree" / "gone.json").unlink()
+    found: list[list[Source]] = []
+    # In a thread that may be left behind: opening the pipe would wait for a writer forever.
+    walk = threading.Thread(
+        target=lambda: found.append(open_sources([str(tmp_path / "tree")])), daemon=True
+    )
+    walk.start()
+    walk.join(timeout=30)
+    assert found, "the walk opened the pipe and is waiting for a writer"
+    names = [os.path.basename(source.stats.path) for source in found[0]]
+    assert len(names) == 3 and "pipe.json" not in names
 
 
 def test_glob_and_duplicates_are_read_once() -> None:

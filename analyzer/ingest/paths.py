@@ -40,8 +40,18 @@ def _walk(directory: str) -> list[str]:
     for root, dirs, files in os.walk(directory):
         # Hidden directories (.git, editor caches) hold no logs.
         dirs[:] = [name for name in dirs if not name.startswith(".")]
-        found.extend(os.path.join(root, name) for name in files if not name.startswith("."))
+        paths = (os.path.join(root, name) for name in files if not name.startswith("."))
+        found.extend(path for path in paths if not _special(path))
     return sorted(found, key=_path_key)
+
+
+def _special(path: str) -> bool:
+    """Whether ``path`` is a pipe, a socket or a device: in a directory, not an export (and
+    opening a pipe nobody writes to would wait forever). Given by name, it is read."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # missing (a broken link) or unreadable: said when it is opened
+        return False
 
 
 def _check_readable(path: str) -> None:
