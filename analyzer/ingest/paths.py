@@ -41,13 +41,15 @@ def _walk(directory: str) -> list[str]:
         # Hidden directories (.git, editor caches) hold no logs.
         dirs[:] = [name for name in dirs if not name.startswith(".")]
         paths = (os.path.join(root, name) for name in files if not name.startswith("."))
-        found.extend(path for path in paths if not _special(path))
+        # A pipe or socket in a folder is not an export (and a pipe nobody writes to would
+        # be waited on forever); given by name, it is read.
+        found.extend(path for path in paths if not special_file(path))
     return sorted(found, key=_path_key)
 
 
-def _special(path: str) -> bool:
-    """Whether ``path`` is a pipe, a socket or a device: in a directory, not an export (and
-    opening a pipe nobody writes to would wait forever). Given by name, it is read."""
+def special_file(path: str) -> bool:
+    """Whether ``path`` exists and is not a regular file: a pipe (the shell's ``<(...)``), a
+    socket or a device, which can be read only once."""
     try:
         return not stat.S_ISREG(os.stat(path).st_mode)
     except OSError:  # missing (a broken link) or unreadable: said when it is opened

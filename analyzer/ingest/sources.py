@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
-import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
@@ -12,7 +10,7 @@ from typing import BinaryIO
 
 from analyzer.errors import InputError
 from analyzer.ingest.jsonl import read_jsonl
-from analyzer.ingest.paths import STDIN, expand_paths
+from analyzer.ingest.paths import STDIN, expand_paths, special_file
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format, sniff
 from analyzer.ingest.streams import (
     BUFFER_SIZE,
@@ -182,19 +180,11 @@ def open_sources(paths: Sequence[str]) -> list[Source]:
     for path in expand_paths(paths):
         if path == STDIN:
             sources.append(StreamSource(sys.stdin.buffer, STDIN_NAME))
-        elif _read_once(path):
+        elif special_file(path):
             sources.append(StreamSource(open_file(path), path))
         else:
             sources.append(FileSource(path))
     return sources
-
-
-def _read_once(path: str) -> bool:
-    """Whether ``path`` names something other than a regular file (a pipe, a device)."""
-    try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:  # missing or unreadable: FileSource says so
-        return False
 
 
 def read_records(paths: Sequence[str]) -> Iterator[LogRecord]:
