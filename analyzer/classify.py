@@ -290,6 +290,22 @@ def classify_records(sources: Iterable[Source], book: Matcher) -> Iterator[Event
                 yield Event.from_record(record, match)
 
 
+def classify_sources(
+    sources: Iterable[Source], book: Matcher, *, fast: bool = True, processes: int | None = None
+) -> Iterator[Event]:
+    """:func:`classify_records`, the same rows in the same order, with sink JSONL files read by
+    the fast scan (candidate lines only, several processes for large inputs)."""
+    pending = list(sources)
+    eligible = [s for s in pending if fast and _fast_eligible(s, book)]
+    scans = _scan(eligible, book, processes) if eligible else {}
+    for source in pending:
+        scan = scans.get(id(source))
+        if scan is None:
+            yield from classify_records([source], book)
+        else:
+            yield from scan.events
+
+
 class Collector:
     """Reads sources into per-job accumulators; :meth:`logs` snapshots them as JobLogs.
 
@@ -320,61 +336,12 @@ class Collector:
         fast_files = [s for s in pending if self._fast and _fast_eligible(s, book)]
         scans: dict[int, RangeScan] = {}
         if fast_files:
-            scans = self._scan(fast_files, while_waiting)
+            scans = _scan(fast_files, book, self._processes, while_waiting)
         for source in pending:
             scan = scans.get(id(source))
             local = _from_scan(scan) if scan is not None else _read_source(source, book)
             _settle(local, source, self._jobs)
             self._stats.setdefault(source.stats.path, source.stats)
-
-    def _scan(
-        self, files: list[Source], while_waiting: Callable[[], None] | None
-    ) -> dict[int, RangeScan]:
-        book = self._book
-        if not _is_fast(book):
-            raise TypeError("the fast path needs a rule book with may_match_texts")
-        scans: dict[int, RangeScan] = {}
-        # A stream (stdin) is read in this process, as it comes; files maybe in several.
-        here: list[FileSource | StreamSource] = [s for s in files if isinstance(s, StreamSource)]
-        files = [s for s in files if not isinstance(s, StreamSource)]
-        compressed = {s.stats.path for s in files if _is_gzip(s.stats.path)}
-        sizes = {s.stats.path: os.path.getsize(s.stats.path) for s in files}
-        total = sum(sizes.values())
-        progress = reading_progress.get()
-        on_bytes: Callable[[int], None] | None = None
-        if progress is not None and files:
-            progress(total, 0)
-            on_bytes = lambda count: progress(total, count)  # noqa: E731
-
-        def weight(path: str) -> int:
-            """What there is to read: compressed bytes at what they usually expand to; a
-            stream's size is not known."""
-            size = sizes.get(path, PARALLEL_MIN_BYTES)
-            return size * (GZIP_EXPANSION if path in compressed else 1)
-
-        processes = processes_for(sum(map(weight, sizes)), self._processes)
-        # One compressed file is one task: a pool would only add its start-up.
-        if processes > 1 and (len(files) > 1 or not compressed):
-            paths = [s.stats.path for s in files]
-            found = scan_files(
-                paths, book, processes, on_bytes, compressed=compressed, while_waiting=while_waiting
-            )
-            for source, scan in zip(files, found, strict=True):
-                source.stats.add(scan.stats)
-                scan.stats = source.stats
-                scans[id(source)] = scan
-        else:
-            for source in files:
-                assert isinstance(source, FileSource)
-                here.append(source)
-        for source in here:
-            # A stream's bytes are not in the progress total. A stream, or one compressed file,
-            # is read here and, when long, scanned by forked workers as it comes.
-            counted = on_bytes if isinstance(source, FileSource) else None
-            workers = processes_for(weight(source.stats.path), self._processes)
-            with source.open_binary() as raw:
-                scans[id(source)] = scan_binary(raw, source.stats, book, counted, workers)
-        return scans
 
     @property
     def stats(self) -> list[InputStats]:
@@ -451,3 +418,58 @@ def collect(
     collector = Collector(book, fast=fast, processes=processes)
     collector.read_all(sources)
     return collector.logs(), collector.stats
+
+
+def _scan(
+    files: list[Source],
+    book: Matcher,
+    processes: int | None,
+    while_waiting: Callable[[], None] | None = None,
+) -> dict[int, RangeScan]:
+    """The fast scans of ``files`` (sink JSONL: :func:`_fast_eligible`), by ``id`` of source;
+    large files and streams are read by several processes (``processes``: None for as many
+    as there are cores)."""
+    if not _is_fast(book):
+        raise TypeError("the fast path needs a rule book with may_match_texts")
+    scans: dict[int, RangeScan] = {}
+    # A stream (stdin) is read in this process, as it comes; files maybe in several.
+    here: list[FileSource | StreamSource] = [s for s in files if isinstance(s, StreamSource)]
+    files = [s for s in files if not isinstance(s, StreamSource)]
+    compressed = {s.stats.path for s in files if _is_gzip(s.stats.path)}
+    sizes = {s.stats.path: os.path.getsize(s.stats.path) for s in files}
+    total = sum(sizes.values())
+    progress = reading_progress.get()
+    on_bytes: Callable[[int], None] | None = None
+    if progress is not None and files:
+        progress(total, 0)
+        on_bytes = lambda count: progress(total, count)  # noqa: E731
+
+    def weight(path: str) -> int:
+        """What there is to read: compressed bytes at what they usually expand to; a
+        stream's size is not known."""
+        size = sizes.get(path, PARALLEL_MIN_BYTES)
+        return size * (GZIP_EXPANSION if path in compressed else 1)
+
+    count = processes_for(sum(map(weight, sizes)), processes)
+    # One compressed file is one task: a pool would only add its start-up.
+    if count > 1 and (len(files) > 1 or not compressed):
+        paths = [s.stats.path for s in files]
+        found = scan_files(
+            paths, book, count, on_bytes, compressed=compressed, while_waiting=while_waiting
+        )
+        for source, scan in zip(files, found, strict=True):
+            source.stats.add(scan.stats)
+            scan.stats = source.stats
+            scans[id(source)] = scan
+    else:
+        for source in files:
+            assert isinstance(source, FileSource)
+            here.append(source)
+    for source in here:
+        # A stream's bytes are not in the progress total. A stream, or one compressed file,
+        # is read here and, when long, scanned by forked workers as it comes.
+        counted = on_bytes if isinstance(source, FileSource) else None
+        workers = processes_for(weight(source.stats.path), processes)
+        with source.open_binary() as raw:
+            scans[id(source)] = scan_binary(raw, source.stats, book, counted, workers)
+    return scans

@@ -498,14 +498,14 @@ def classify(
     rules: RulesOpt = None,
 ) -> None:
     """One row per record that matched a rule: time, job, task, category or event, fields."""
-    from analyzer.classify import classify_records
+    from analyzer.classify import classify_sources
     from analyzer.ingest import open_sources
     from analyzer.report.events import write_csv, write_jsonl
     from analyzer.rulebook import RuleBook
 
     with _reported_errors():
         book = RuleBook.load(_rules_dirs(rules))
-        events = classify_records(open_sources(paths), book)
+        events = classify_sources(open_sources(paths), book)
         if output is RowFormat.csv:
             write_csv(events, sys.stdout)
         else:

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analyzer.api import Analysis
-from analyzer.classify import collect
+from analyzer.classify import classify_records, classify_sources, collect
 from analyzer.ingest import open_sources
 from analyzer.ingest.sources import StreamSource
 from analyzer.parallel import line_ranges
@@ -47,6 +47,9 @@ def _same(paths: list[str], book: RuleBook, processes: int = 1) -> None:
     assert _analysis(paths, book, fast=True, processes=processes) == _analysis(
         paths, book, fast=False
     )
+    # jobdoctor classify: the same rows, in the same order.
+    fast = classify_sources(open_sources(paths), book, processes=processes)
+    assert list(fast) == list(classify_records(open_sources(paths), book))
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
