@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 from typing import Protocol, TypeGuard
 
 import regex
@@ -55,6 +56,9 @@ reading_progress: ContextVar[Callable[[int, int], None] | None] = ContextVar(
 _FIRST_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
 # The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
 _JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
+# Records whose texts go through the prefilter at once (_matched): enough to amortise a
+# Hyperscan scan, few enough that a batch of records stays small.
+_MATCH_BATCH = 1024
 
 
 class Matcher(Protocol):
@@ -170,17 +174,39 @@ def _linked_job_id(events: Iterable[Event]) -> str | None:
     return None
 
 
-def _read_source(source: Source, book: Matcher) -> dict[str | None, _JobAccumulator]:
+def _read_source(
+    source: Source, book: Matcher, *, prefilter: bool = False
+) -> dict[str | None, _JobAccumulator]:
     local: dict[str | None, _JobAccumulator] = {}
-    for record in source.records():
+    for record, matches in _matched(source.records(), book, prefilter):
         group = job_group(record.job_id, record.trial)
         acc = local.get(group)
         if acc is None:
             acc = local[group] = _JobAccumulator()
         acc.observe(record)
-        for match in book.match(record.text):
+        for match in matches:
             acc.events.append(Event.from_record(record, match))
     return local
+
+
+def _matched(
+    records: Iterable[LogRecord], book: Matcher, prefilter: bool
+) -> Iterator[tuple[LogRecord, tuple[RuleMatch, ...]]]:
+    """Each record with the rule matches of its text, in order.
+
+    With ``prefilter`` (and a book that has one), the texts of a batch of records go through
+    the prefilter at once and only its candidates are matched one by one: most texts of a log
+    are new (a step counter, a loss), and matching each alone costs as much as reading it.
+    """
+    if not (prefilter and _is_fast(book)):
+        for record in records:
+            yield record, book.match(record.text)
+        return
+    batches = iter(lambda: list(islice(records, _MATCH_BATCH)), [])
+    for batch in batches:
+        chosen = set(book.may_match_texts([record.text for record in batch]))
+        for index, record in enumerate(batch):
+            yield record, book.match(record.text) if index in chosen else ()
 
 
 def _from_scan(scan: RangeScan) -> dict[str | None, _JobAccumulator]:
@@ -300,10 +326,12 @@ def classify_sources(
     scans = _scan(eligible, book, processes) if eligible else {}
     for source in pending:
         scan = scans.get(id(source))
-        if scan is None:
-            yield from classify_records([source], book)
-        else:
+        if scan is not None:
             yield from scan.events
+            continue
+        for record, matches in _matched(source.records(), book, prefilter=fast):
+            for match in matches:
+                yield Event.from_record(record, match)
 
 
 class Collector:
@@ -339,7 +367,10 @@ class Collector:
             scans = _scan(fast_files, book, self._processes, while_waiting)
         for source in pending:
             scan = scans.get(id(source))
-            local = _from_scan(scan) if scan is not None else _read_source(source, book)
+            if scan is not None:
+                local = _from_scan(scan)
+            else:
+                local = _read_source(source, book, prefilter=self._fast)
             _settle(local, source, self._jobs)
             self._stats.setdefault(source.stats.path, source.stats)
 

@@ -11,6 +11,7 @@ import re
 import unicodedata
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -84,6 +85,19 @@ def test_fleet_split_across_processes(book: RuleBook, tmp_path: Path) -> None:
         _same([str(path)], book, processes=2)
     finally:
         parallel.MIN_RANGE_BYTES = smallest
+
+
+@pytest.mark.parametrize("fmt", ["gcloud-json", "stream-logs", "logs-explorer"])
+def test_other_formats_of_a_fleet(fmt: str, book: RuleBook, tmp_path: Path) -> None:
+    # Read record by record, their texts prefiltered a batch at a time: several batches here,
+    # against the reference that matches every text alone.
+    entries = [orjson.loads(line) for line in fleet(2_000_000, seed=5)]
+    assert len(entries) > 2 * 1024
+    out = io.StringIO()
+    write(entries, fmt, out, seed=5)
+    path = tmp_path / f"fleet.{fmt}"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    _same([str(path)], book)
 
 
 def test_damaged_lines_are_counted_the_same(book: RuleBook, tmp_path: Path) -> None:
