@@ -267,7 +267,7 @@ def _settle(
 def _identity(event: Event) -> tuple[object, ...]:
     """What makes two events the same entry, across exports of different precision."""
     if event.timestamp is None:
-        return (event.insert_id, event.origin.path, event.origin.line)
+        return (event.insert_id, event.origin)
     # The first line, as splitlines() cuts it, without splitting a long traceback whole.
     head = " ".join(_FIRST_LINE.match(event.text.strip()).group().split())  # type: ignore[union-attr]
     # stream-logs keeps whole seconds only: compare at that precision.

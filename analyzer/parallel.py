@@ -365,5 +365,6 @@ def _append(merged: RangeScan, later: RangeScan) -> None:
     merged.tally.merge(later.tally)
     for event in later.events:
         # The events were just decoded and nothing else holds them: renumber them in place.
-        object.__setattr__(event, "origin", Origin(event.origin.path, event.origin.line + base))
+        origin = event.origin
+        object.__setattr__(event, "origin", Origin(origin.path, origin.line + base, origin.entry))
     merged.events.extend(later.events)

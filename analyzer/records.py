@@ -20,10 +20,14 @@ SERVICE_TASK = "service"
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """Where a record came from: input path and 1-based line number."""
+    """Where a record came from: input path and 1-based line number; ``entry`` tells the
+    records of one line apart (0 for the first), for the input that holds several on a line
+    (a compact JSON array). Two records never share an origin: later stages take it for the
+    record's identity (which events one record gave, duplicates)."""
 
     path: str
     line: int
+    entry: int = 0
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}"

@@ -433,3 +433,34 @@ def test_the_quick_text_check_agrees_with_counting(head: bytes) -> None:
 
     text = codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=False)
     assert _plain_text(head) is (_BINARY_CHAR.search(text) is None)
+
+
+def _without_places(value: object) -> object:
+    """A diagnosis document without its paths and line numbers."""
+    if isinstance(value, dict):
+        return {k: _without_places(v) for k, v in value.items() if k not in ("path", "line")}
+    if isinstance(value, list):
+        return [_without_places(v) for v in value]
+    return value
+
+
+_JSONL_SAMPLES = sorted((Path(__file__).resolve().parents[1] / "sample_logs").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("layout", ["compact", "one per line"])
+def test_a_json_array_of_sink_lines_reads_like_the_lines(layout: str, tmp_path: Path) -> None:
+    # Several entries on one line (a compact array) are still several records: which events
+    # came from one record (a cause's evidence and details), and which entries are duplicates,
+    # must not mix them up.
+    from analyzer.api import analyze
+
+    joined = b"," if layout == "compact" else b",\n"
+    for sample in _JSONL_SAMPLES:
+        lines = sample.read_bytes().splitlines()
+        array = tmp_path / f"{sample.stem}.json"
+        array.write_bytes(b"[" + joined.join(lines) + b"]\n")
+        want = analyze([sample]).to_dict()
+        got = analyze([array]).to_dict()
+        assert got["inputs"][0]["records"] == want["inputs"][0]["records"], sample.name
+        assert got["inputs"][0]["duplicates"] == want["inputs"][0]["duplicates"], sample.name
+        assert _without_places(got["jobs"]) == _without_places(want["jobs"]), sample.name

@@ -95,11 +95,20 @@ class _Scanner:
         self.open_line = 0
         self.newlines = 0  # newlines before ``counted`` in the input
         self.counted = 0  # offset in the current chunk up to which newlines are counted
+        self.entry_line = 0  # the line the last element started on, and its entry there
+        self.entry = 0
 
     def line_at(self, chunk: bytes, offset: int) -> int:
         self.newlines += chunk.count(b"\n", self.counted, offset)
         self.counted = offset
         return self.newlines + 1
+
+    def origin(self, path: str, line: int) -> Origin:
+        """The origin of the element that starts on ``line``: the next entry of that line when
+        an element started there already (compact JSON)."""
+        self.entry = self.entry + 1 if line == self.entry_line else 0
+        self.entry_line = line
+        return Origin(path, line, self.entry)
 
 
 def read_gcloud_json(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
@@ -141,7 +150,7 @@ def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Ite
             if element is not None:
                 start, close, entry = element
                 first_line, last_line = scan.line_at(chunk, start), scan.line_at(chunk, close)
-                outcome = record_or_reason(entry, Origin(path, first_line))
+                outcome = record_or_reason(entry, scan.origin(path, first_line))
                 if isinstance(outcome, str):
                     ledger.entry(first_line, last_line, outcome)
                 else:
@@ -245,7 +254,7 @@ def _close_element(
         outcome = NOT_AN_ENTRY
     else:
         try:
-            outcome = record_or_reason(load_json(raw), Origin(path, first_line))
+            outcome = record_or_reason(load_json(raw), scan.origin(path, first_line))
         except InvalidJson:
             outcome = INVALID_JSON
     if isinstance(outcome, str):
