@@ -128,17 +128,19 @@ def _read_both_ways(data: bytes) -> tuple[object, object]:
             source = MemorySource(data)
         except InputError as error:
             return str(error)
-        records = [(r.origin.line, r.text, r.timestamp, r.job_id) for r in source.records()]
+        records = [
+            (r.origin.line, r.origin.entry, r.text, r.timestamp, r.job_id) for r in source.records()
+        ]
         stats = source.stats
         return records, stats.lines, stats.used, stats.skipped, dict(stats.skip_reasons)
 
     fast = read()
-    original = gcloud_json._indented_element
-    gcloud_json._indented_element = lambda chunk, position: None
+    originals = gcloud_json._indented_element, gcloud_json._next_element
+    gcloud_json._indented_element = gcloud_json._next_element = lambda chunk, position: None
     try:
         slow = read()
     finally:
-        gcloud_json._indented_element = original
+        gcloud_json._indented_element, gcloud_json._next_element = originals
     return fast, slow
 
 
@@ -161,15 +163,19 @@ nested = st.recursive(
         ),
         max_size=6,
     ),
-    st.sampled_from([1, 2, 4, "\t"]),
+    st.sampled_from([1, 2, 4, "\t", None, "one per line"]),
     st.integers(min_value=0),
     st.binary(max_size=12),
 )
 def test_gcloud_elements_at_once_read_as_byte_by_byte(
-    items: list[dict[str, object]], indent: int | str, cut: int, noise: bytes
+    items: list[dict[str, object]], indent: int | str | None, cut: int, noise: bytes
 ) -> None:
-    # Indented arrays, whole and damaged: the at-once reading never changes an answer.
-    data = json.dumps(items, indent=indent).encode()
+    # Arrays indented, compact or one element a line, whole and damaged: the at-once reading
+    # never changes an answer.
+    if indent == "one per line":
+        data = ("[" + ",\n".join(json.dumps(item) for item in items) + "]").encode()
+    else:
+        data = json.dumps(items, indent=indent).encode()
     at = cut % (len(data) + 1)
     for variant in (data, data[:at], data[:at] + noise + data[at:], data[:at] + data[at + 7 :]):
         fast, slow = _read_both_ways(variant)

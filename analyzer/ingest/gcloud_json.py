@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any, BinaryIO
 
 import orjson
@@ -38,6 +39,10 @@ _STRING_STOP = re.compile(rb'["\\]')
 _ARRAY_SYNTAX = b" \t\r\n,"
 # Array syntax up to an element's "{" alone on its line, after its indentation.
 _ELEMENT_START = re.compile(rb"[ \t\r\n,]*\n([ \t]*)\{(?=\r?\n)")
+# Any other layout: array syntax, then an element's "{"; and where an element may end.
+_ELEMENT_AT = re.compile(rb"[ \t\r\n,]*\{")
+_ELEMENT_END = re.compile(rb"\}(?=[ \t\r\n]*(?:,[ \t\r\n]*\{|\]))")
+_ELEMENT_TRIES = 8
 
 
 class _Ledger:
@@ -146,7 +151,7 @@ def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Ite
     while position < size:
         if scan.depth == 1 and scan.open_depth == -1 and not scan.in_string:
             # Between two elements of the array: try the whole next element at once.
-            element = _indented_element(chunk, position)
+            element = _indented_element(chunk, position) or _next_element(chunk, position)
             if element is not None:
                 start, close, entry = element
                 first_line, last_line = scan.line_at(chunk, start), scan.line_at(chunk, close)
@@ -227,6 +232,30 @@ def _indented_element(chunk: bytes, position: int) -> tuple[int, int, dict[str, 
     except orjson.JSONDecodeError:
         return None
     return (start, close, entry) if type(entry) is dict else None
+
+
+def _next_element(chunk: bytes, position: int) -> tuple[int, int, dict[str, Any]] | None:
+    """The next element of an array of another layout (compact, or one element a line), read
+    at once like :func:`_indented_element`; None when it cannot be.
+
+    An element ends with a ``}`` followed by a comma and the next element's ``{``, or by the
+    array's ``]``. The first such ``}`` whose bytes from the ``{`` parse as one object is the
+    element's end: the bytes up to a ``}`` inside a string or closing a nested value never
+    parse. A few are tried; after that (or when the element runs past the chunk, or does not
+    parse) the byte-by-byte scanner decides, which gives the same answer.
+    """
+    found = _ELEMENT_AT.match(chunk, position)
+    if found is None:
+        return None
+    start = found.end() - 1
+    for end in islice(_ELEMENT_END.finditer(chunk, start), _ELEMENT_TRIES):
+        close = end.start()
+        try:
+            entry = orjson.loads(chunk[start : close + 1])
+        except orjson.JSONDecodeError:
+            continue
+        return (start, close, entry) if type(entry) is dict else None
+    return None
 
 
 def _mark_stray(chunk: bytes, start: int, stop: int, scan: _Scanner, ledger: _Ledger) -> None:
