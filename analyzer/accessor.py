@@ -108,6 +108,9 @@ class FrameSource:
             name: frame[name].tolist() if name in frame.columns else [None] * size
             for name in (*REQUIRED_COLUMNS[1:], *OPTIONAL_COLUMNS)
         }
+        # Rows of one place (the records of a compact JSON array share a line) are told
+        # apart, as the readers tell them apart: an origin names one record.
+        on_line: dict[tuple[str, int], int] = {}
         for index in range(size):
             stats.lines += 1
             text = columns["text"][index]
@@ -115,10 +118,12 @@ class FrameSource:
                 stats.skip(NO_TEXT)
                 continue
             line = columns["line"][index]
-            origin = Origin(
+            place = (
                 _string(columns["path"][index]) or stats.path,
                 int(line) if line is not None and not _missing(line) else index + 1,
             )
+            entry = on_line[place] = on_line.get(place, -1) + 1
+            origin = Origin(*place, entry)
             stats.records += 1
             stats.used += 1
             yield LogRecord(

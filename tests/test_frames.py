@@ -127,6 +127,16 @@ def test_accessor_over_read_logs_gives_the_same_jobs_as_diagnose_frame() -> None
     pd.testing.assert_frame_equal(records.jobdoctor.diagnose(), diagnose_frame(SAMPLES))
 
 
+def test_accessor_over_a_compact_json_array_gives_the_jobs_of_its_lines(tmp_path: Path) -> None:
+    # Every record of a compact array is on line 1: the rows are still distinct records.
+    sample = SAMPLES / "user-code-exit1.jsonl"
+    array = tmp_path / "compact.json"
+    array.write_bytes(b"[" + b",".join(sample.read_bytes().splitlines()) + b"]")
+    records = read_logs(array)
+    assert set(records["line"]) == {1}
+    pd.testing.assert_frame_equal(records.jobdoctor.diagnose(), diagnose_frame(sample))
+
+
 def _bigquery_like() -> pd.DataFrame:
     """A frame as a BigQuery sink table gives it after renaming: no path, no line."""
     rows = []
