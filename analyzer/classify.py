@@ -202,7 +202,8 @@ def _matched(
         for record in records:
             yield record, book.match(record.text)
         return
-    batches = iter(lambda: list(islice(records, _MATCH_BATCH)), [])
+    remaining = iter(records)
+    batches = iter(lambda: list(islice(remaining, _MATCH_BATCH)), [])
     for batch in batches:
         chosen = set(book.may_match_texts([record.text for record in batch]))
         for index, record in enumerate(batch):
