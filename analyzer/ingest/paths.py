@@ -57,19 +57,19 @@ def special_file(path: str) -> bool:
 
 
 def _check_readable(path: str) -> None:
+    # A pipe (the shell's <(...)) is opened once, by its reader: opening it here as well would
+    # take the writer's data away from it.
+    if special_file(path):
+        if not os.access(path, os.R_OK):
+            raise InputError(f"{path}: permission denied, make the file readable")
+        return
     try:
-        regular = stat.S_ISREG(os.stat(path).st_mode)
-        if regular:
-            with open(path, "rb"):
-                pass
+        with open(path, "rb"):
+            pass
     except PermissionError:
         raise InputError(f"{path}: permission denied, make the file readable") from None
     except OSError as error:
         raise InputError(f"{path}: cannot be opened ({error.strerror}), check the path") from None
-    # A pipe (the shell's <(...)) is opened once, by its reader: opening it here as well would
-    # take the writer's data away from it.
-    if not regular and not os.access(path, os.R_OK):
-        raise InputError(f"{path}: permission denied, make the file readable")
 
 
 def _expand_one(path: str) -> list[str]:
