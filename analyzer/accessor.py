@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from analyzer.api import Analysis, analyze_sources
+from analyzer.classify import classify_sources
 from analyzer.errors import InputError
 from analyzer.policy import load_policy
 from analyzer.records import InputStats, LogRecord, Origin
@@ -185,28 +186,28 @@ class JobDoctorAccessor:
         """
         book = rules if rules is not None else RuleBook.load()
         rows: list[tuple[object, ...]] = []
-        for record in (r for source in self.sources() for r in source.records()):
-            for match in book.match(record.text):
-                exit_code = match.field("exit_code")
-                rows.append(
-                    (
-                        record.timestamp,
-                        record.job_id,
-                        record.task,
-                        match.kind.value,
-                        match.category.value if match.category else None,
-                        match.detail,
-                        match.rule,
-                        match.lang,
-                        _string(match.field("replica")),
-                        exit_code if isinstance(exit_code, int) else None,
-                        _string(match.field("region")),
-                        _string(match.field("reason")),
-                        record.text,
-                        record.origin.path,
-                        record.origin.line,
-                    )
+        for event in classify_sources(self.sources(), book):
+            match = event.match
+            exit_code = match.field("exit_code")
+            rows.append(
+                (
+                    event.timestamp,
+                    event.job_id,
+                    event.task,
+                    match.kind.value,
+                    match.category.value if match.category else None,
+                    match.detail,
+                    match.rule,
+                    match.lang,
+                    _string(match.field("replica")),
+                    exit_code if isinstance(exit_code, int) else None,
+                    _string(match.field("region")),
+                    _string(match.field("reason")),
+                    event.text,
+                    event.origin.path,
+                    event.origin.line,
                 )
+            )
         frame = pd.DataFrame.from_records(rows, columns=list(CLASSIFY_COLUMNS))
         frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
         frame["exit_code"] = frame["exit_code"].astype("Int64")

@@ -310,11 +310,17 @@ def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> lis
 
 
 def classify_records(sources: Iterable[Source], book: Matcher) -> Iterator[Event]:
-    """Every rule match in ``sources``, in input order (no grouping, no sorting)."""
+    """Every rule match in ``sources``, in input order (no grouping, no sorting); every text
+    matched on its own (the reference :func:`classify_sources` is tested against)."""
     for source in sources:
-        for record in source.records():
-            for match in book.match(record.text):
-                yield Event.from_record(record, match)
+        yield from _events(source.records(), book, prefilter=False)
+
+
+def _events(records: Iterable[LogRecord], book: Matcher, prefilter: bool) -> Iterator[Event]:
+    """The events of ``records``, in order (:func:`_matched`)."""
+    for record, matches in _matched(records, book, prefilter):
+        for match in matches:
+            yield Event.from_record(record, match)
 
 
 def classify_sources(
@@ -329,10 +335,8 @@ def classify_sources(
         scan = scans.get(id(source))
         if scan is not None:
             yield from scan.events
-            continue
-        for record, matches in _matched(source.records(), book, prefilter=fast):
-            for match in matches:
-                yield Event.from_record(record, match)
+        else:
+            yield from _events(source.records(), book, prefilter=fast)
 
 
 class Collector:
