@@ -426,11 +426,6 @@ def _is_fast(book: Matcher) -> TypeGuard[FastMatcher]:
     return callable(getattr(book, "may_match_texts", None))
 
 
-def _is_gzip(path: str) -> bool:
-    with open(path, "rb") as stream:
-        return stream.read(2) == b"\x1f\x8b"
-
-
 def _fast_eligible(source: Source, book: Matcher) -> bool:
     return (
         isinstance(source, FileSource | StreamSource)
@@ -471,7 +466,7 @@ def _scan(
     # A stream (stdin) is read in this process, as it comes; files maybe in several.
     here: list[FileSource | StreamSource] = [s for s in files if isinstance(s, StreamSource)]
     files = [s for s in files if not isinstance(s, StreamSource)]
-    compressed = {s.stats.path for s in files if _is_gzip(s.stats.path)}
+    compressed = {s.stats.path for s in files if isinstance(s, FileSource) and s.compressed}
     sizes = {s.stats.path: os.path.getsize(s.stats.path) for s in files}
     total = sum(sizes.values())
     progress = reading_progress.get()

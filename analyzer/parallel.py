@@ -344,8 +344,8 @@ def scan_files(
         index = order[position][0]
         results[index] = _unpacked(found)
         if on_bytes is not None:
-            _, path, start, end = tasks[index]
-            on_bytes((os.path.getsize(path) if end == -1 else end) - start)
+            _, _, start, end = tasks[index]
+            on_bytes((sizes[owner[index]] if end == -1 else end) - start)
     done = [result for result in results if result is not None]
     assert len(done) == len(tasks)
     for _, indexes in itertools.groupby(range(len(tasks)), key=owner.__getitem__):

@@ -74,13 +74,13 @@ def _records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
             stats.skip(TRUNCATED_COMPRESSED)
 
 
-def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bytes]:
-    """The format of ``stream`` and the raw bytes read to find it (to replay)."""
+def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bool]:
+    """The format of ``stream`` and whether it is gzip-compressed."""
     readable, guard = decompressed(stream)
     head = read_head(readable, SNIFF_LIMIT)
     if guard is not None and guard.damaged and not head:
         raise InputError(f"{name}: corrupt gzip data, check the file or decompress it first")
-    return sniff(head, name), head
+    return sniff(head, name), guard is not None
 
 
 def open_file(path: str) -> BinaryIO:
@@ -99,8 +99,9 @@ class FileSource:
     def __init__(self, path: str) -> None:
         self._stats = InputStats(path=path)
         with open_file(path) as stream:
-            found, _ = _sniff_stream(stream, path)
+            found, compressed = _sniff_stream(stream, path)
         self._stats.format = found.value
+        self.compressed = compressed  # gzip (seen when sniffing): read whole, not by ranges
 
     @property
     def stats(self) -> InputStats:
