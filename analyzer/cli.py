@@ -7,6 +7,7 @@ policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceba
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -95,8 +96,8 @@ def _reported_errors() -> Iterator[None]:
         _say("interrupted")
         raise typer.Exit(130) from None
     except BrokenPipeError:
-        # The reader (head, less) went away: nothing left to say.
-        sys.stderr.close()
+        # The reader (head, less) went away: nothing left to say (main leaves without the
+        # interpreter's own flush, which would complain about the pipe).
         raise typer.Exit(0) from None
     except (typer.Exit, typer.Abort):
         raise
@@ -577,11 +578,10 @@ def main() -> None:
         code = 1
     # Leave without tearing down every object one by one (~20-50 ms after a large input):
     # nothing is left to do but flush what was written.
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:  # the reader went away (| head): nothing more to say
-        pass
+    for stream in (sys.stdout, sys.stderr):
+        # The reader may have gone away (| head), or the stream be closed.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
     os._exit(code or 0)
 
 

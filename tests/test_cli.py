@@ -331,3 +331,16 @@ def test_a_pipe_given_as_a_path_is_read_once_like_stdin(tmp_path: Path, compress
     assert got["jobs"] == json.loads(plain.replace(str(sample), str(pipe)))["jobs"]
     del got["inputs"][0]["path"], want["inputs"][0]["path"]
     assert got["inputs"] == want["inputs"]
+
+
+def test_a_reader_that_goes_away_ends_the_rows_quietly() -> None:
+    # jobdoctor classify ... | head -1: no traceback and no message once the pipe is closed.
+    command = [sys.executable, "-m", "analyzer.cli", "classify", str(SAMPLES)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as reader:
+        assert reader.stdout is not None and reader.stderr is not None
+        assert reader.stdout.readline().startswith(b"{")
+        reader.stdout.close()
+        err = reader.stderr.read()
+        code = reader.wait(timeout=60)
+    assert err == b""
+    assert code == 0
