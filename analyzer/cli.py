@@ -7,11 +7,10 @@ policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceba
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -580,7 +579,7 @@ def main() -> None:
     # nothing is left to do but flush what was written.
     for stream in (sys.stdout, sys.stderr):
         # The reader may have gone away (| head), or the stream be closed.
-        with contextlib.suppress(OSError, ValueError):
+        with suppress(OSError, ValueError):
             stream.flush()
     os._exit(code or 0)
 
