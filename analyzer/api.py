@@ -21,6 +21,7 @@ from analyzer.rulebook import RuleBook
 if TYPE_CHECKING:
     from analyzer.diagnosis import Diagnosis
     from analyzer.jobspec import JobSpec
+    from analyzer.live.window import Window
     from analyzer.policy import RetryPolicy
     from analyzer.report.html import DiagnosisList
 
@@ -53,11 +54,13 @@ def analyze_sources(
     job: str | None = None,
     job_spec: JobSpec | None = None,
     lang: str = "en",
+    window: Window | None = None,
 ) -> Analysis:
     """Diagnose every job in ``sources`` (or only ``job``).
 
     ``job_spec`` (the job's describe output) refines the policy, the advice and the state check
-    of the job it describes; ``lang`` (en, ja, he) is the language of the advice.
+    of the job it describes; ``lang`` (en, ja, he) is the language of the advice; ``window``
+    keeps only the jobs active in it (see :func:`within`).
     """
     book = rules if rules is not None else RuleBook.load()
     collector = Collector(book)
@@ -80,7 +83,35 @@ def analyze_sources(
         " run `jobdoctor rules check` on it"
         for rule, count in sorted(book.timeouts.items())
     ]
-    return Analysis(tuple(stats), diagnoses, (*book.notices, *slow, *quiet))
+    kept: tuple[str, ...] = ()
+    if window is not None:
+        diagnoses, kept = within(diagnoses, window)
+    return Analysis(tuple(stats), diagnoses, (*book.notices, *slow, *quiet, *kept))
+
+
+def within(
+    diagnoses: Sequence[Diagnosis], window: Window
+) -> tuple[tuple[Diagnosis, ...], tuple[str, ...]]:
+    """The diagnoses of jobs active in ``window``, and a notice saying what was left out.
+
+    A job is active when the span of its records (first to last seen) meets the half-open
+    window: a job cut by the window is kept whole, since half a job's lines would predict a
+    wrong outcome. A job whose input has no times (plain text) is kept, and said to be.
+    """
+    kept: list[Diagnosis] = []
+    untimed = 0
+    for diagnosis in diagnoses:
+        first = diagnosis.first_seen
+        last = diagnosis.last_seen or first
+        if first is None or last is None:
+            untimed += 1
+            kept.append(diagnosis)
+        elif first < window.end and last >= window.start:
+            kept.append(diagnosis)
+    notice = f"kept {len(kept)} of {len(diagnoses)} jobs active in {window}"
+    if untimed:
+        notice += f" ({untimed} without times in the logs, kept)"
+    return tuple(kept), (notice,)
 
 
 def _load_diagnosing() -> None:

@@ -20,13 +20,18 @@ import typer
 from analyzer.errors import InputError, JobDoctorError, PolicyError, RuleError, SourceError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from analyzer.gcloud import JobName
     from analyzer.jobspec import JobSpec
+    from analyzer.live.window import Window
     from analyzer.policy import RetryPolicy
 
 app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # locals may hold log content
-    add_completion=False,
+    # --install-completion / --show-completion, as typer gives them (bash, zsh, fish, pwsh).
+    add_completion=True,
     help="Diagnose Vertex AI custom training jobs from their Cloud Logging logs.",
 )
 rules_app = typer.Typer(no_args_is_help=True, help="Work with rule files.")
@@ -41,7 +46,10 @@ EXIT_INTERNAL = 70  # a bug in jobdoctor (sysexits' EX_SOFTWARE)
 class ReportFormat(StrEnum):
     text = "text"
     json = "json"
+    jsonl = "jsonl"
+    yaml = "yaml"
     markdown = "markdown"
+    table = "table"
 
 
 class ExplainFormat(StrEnum):
@@ -64,11 +72,40 @@ class FleetFormat(StrEnum):
     html = "html"
     markdown = "markdown"
     csv = "csv"
+    json = "json"
 
 
 class FailOn(StrEnum):
     failed = "failed"
+    not_succeeded = "not-succeeded"
+    retried = "retried"
     never = "never"
+
+
+class ColorMode(StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from analyzer import __version__
+
+        sys.stdout.write(f"jobdoctor {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Diagnose Vertex AI custom training jobs from their Cloud Logging logs."""
 
 
 def _say(message: str) -> None:
@@ -171,16 +208,40 @@ PolicyOpt = Annotated[
 
 ProjectOpt = Annotated[
     str | None,
-    typer.Option("--project", help="Read live from Cloud Logging in this project (with --job-id)."),
+    typer.Option(
+        "--project",
+        help="Project to read live from (with --job-id); default: CLOUDSDK_CORE_PROJECT, "
+        "GOOGLE_CLOUD_PROJECT, then the active gcloud configuration's core/project.",
+        show_default=False,
+    ),
 ]
 JobIdOpt = Annotated[
-    str | None, typer.Option("--job-id", help="The job id to read live (with --project).")
+    str | None,
+    typer.Option(
+        "--job-id",
+        help="The job to read live: its id, or projects/P/locations/L/customJobs/ID as gcloud "
+        "prints it (which also gives the project and region).",
+    ),
+]
+RegionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--region",
+        help="Live: the job's region, for its Vertex AI record; default: the resource name, "
+        "CLOUDSDK_AI_REGION, gcloud's ai/region, then us-central1.",
+        show_default=False,
+    ),
 ]
 SinceOpt = Annotated[
-    str | None, typer.Option("--since", help="Live window: the last 30m, 12h, 7d (default 7d).")
+    str | None,
+    typer.Option(
+        "--since",
+        help="Only the last 30m, 12h, 7d: live, the window read (default 7d); files, the jobs "
+        "active in it.",
+    ),
 ]
-StartOpt = Annotated[str | None, typer.Option("--start", help="Live window start (RFC 3339).")]
-EndOpt = Annotated[str | None, typer.Option("--end", help="Live window end (RFC 3339).")]
+StartOpt = Annotated[str | None, typer.Option("--start", help="Window start (RFC 3339).")]
+EndOpt = Annotated[str | None, typer.Option("--end", help="Window end (RFC 3339).")]
 EndpointOpt = Annotated[
     str | None,
     typer.Option(
@@ -188,6 +249,85 @@ EndpointOpt = Annotated[
         help="Cloud Logging API endpoint (also JOBDOCTOR_LOGGING_ENDPOINT), e.g. an emulator.",
     ),
 ]
+VertexEndpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--vertex-endpoint",
+        help="Vertex AI API endpoint (also JOBDOCTOR_VERTEX_ENDPOINT), e.g. an emulator.",
+    ),
+]
+ColorOpt = Annotated[
+    ColorMode,
+    typer.Option(
+        "--color", help="Colour the terminal report: auto (not with NO_COLOR), always, never."
+    ),
+]
+
+
+def _parse_job_name(text: str) -> JobName:
+    from analyzer.gcloud import parse_job_name
+
+    return parse_job_name(text)
+
+
+def _live_target(project: str | None, job_id: str | None, region: str | None) -> JobName:
+    """The live job: its id, project and region, with gcloud's defaults filled in."""
+    from analyzer.gcloud import JobName, default_project, default_region
+
+    if not job_id:
+        raise InputError("live reading needs both --project and --job-id")
+    name = _parse_job_name(job_id)
+    if project and name.project and project != name.project:
+        raise InputError(
+            f"--project {project} and the job's resource name (project {name.project}) disagree"
+        )
+    chosen = project or name.project
+    if not chosen:
+        found = default_project()
+        if found is None:
+            raise InputError(
+                "live reading needs both --project and --job-id: give --project, set "
+                "CLOUDSDK_CORE_PROJECT, or run `gcloud config set project PROJECT`"
+            )
+        chosen = found.value
+    where = region or name.region or default_region().value
+    return JobName(name.job_id, chosen, where)
+
+
+def _live_job_record(
+    live: JobName, logging_endpoint: str | None, endpoint: str | None, notices: list[str]
+) -> JobSpec | None:
+    """The job's record from Vertex AI, or None with a notice saying why not.
+
+    The logs are the diagnosis; the record refines it, so a record that cannot be read is a
+    notice, not an error. With Cloud Logging on an emulator, Google's real Vertex AI is not
+    called unless an endpoint for it is given too (an emulator run never leaves the machine).
+    """
+    from analyzer.jobspec import parse_job_spec
+    from analyzer.live.client import ENDPOINT_ENV, is_local
+    from analyzer.live.vertex import overridden, read_custom_job
+
+    logging_at = logging_endpoint or os.environ.get(ENDPOINT_ENV)
+    if is_local(logging_at) and not overridden(endpoint):
+        return None
+    assert live.project is not None and live.region is not None
+    try:
+        record = read_custom_job(live.project, live.region, live.job_id, endpoint=endpoint)
+        spec = parse_job_spec(record)
+    except (SourceError, ValueError) as exc:
+        notices.append(f"the job's record was not read, the logs alone are used: {exc}")
+        return None
+    notices.append(f"read the job's record from Vertex AI ({live.resource}): {spec.state}")
+    return spec
+
+
+def _file_window(since: str | None, start: str | None, end: str | None) -> Window | None:
+    """The window that keeps file inputs' jobs, when one was asked for."""
+    if since is None and start is None and end is None:
+        return None
+    from analyzer.live.window import parse_window
+
+    return parse_window(since, start, end)
 
 
 def _load_policy(path: Path | None) -> RetryPolicy:
@@ -225,21 +365,47 @@ def diagnose(
         list[str] | None,
         typer.Argument(help="Log files, directories, globs, or - for stdin.", show_default=False),
     ] = None,
-    job: Annotated[str | None, typer.Option("--job", help="Only this job id.")] = None,
+    job: Annotated[
+        str | None,
+        typer.Option("--job", help="Only this job id (or projects/P/locations/L/customJobs/ID)."),
+    ] = None,
     output: Annotated[
-        ReportFormat, typer.Option("--format", "-f", help="Report format.")
+        ReportFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text (summary, table, details), table (the table alone), json (the "
+            "contract), jsonl (one job object a line), yaml, markdown.",
+        ),
     ] = ReportFormat.text,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the verdict lines.")
+    ] = False,
     fail_on: Annotated[
-        FailOn, typer.Option("--fail-on", help="Exit 1 when a job's state is FAILED.")
+        FailOn,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a job FAILED (failed), did not succeed (not-succeeded), or was "
+            "retried (retried).",
+        ),
     ] = FailOn.never,
     rules: RulesOpt = None,
     policy: PolicyOpt = None,
     project: ProjectOpt = None,
     job_id: JobIdOpt = None,
+    region: RegionOpt = None,
     since: SinceOpt = None,
     start: StartOpt = None,
     end: EndOpt = None,
     api_endpoint: EndpointOpt = None,
+    vertex_endpoint: VertexEndpointOpt = None,
+    job_record: Annotated[
+        bool,
+        typer.Option(
+            "--job-record/--no-job-record",
+            help="Live: read the job's own record from Vertex AI (customJobs.get), as --job-spec.",
+        ),
+    ] = True,
     follow: Annotated[
         bool, typer.Option("--follow", help="Live: poll, print what changes, stop when it ends.")
     ] = False,
@@ -252,33 +418,38 @@ def diagnose(
             "types, scheduling, recorded state.",
         ),
     ] = None,
+    color: ColorOpt = ColorMode.auto,
 ) -> None:
     """Diagnose every job in the logs: state, retries, root cause, evidence, advice.
 
-    Reads files, or live from Cloud Logging with --project and --job-id.
+    Reads files, or live from Cloud Logging with --job-id (and --project, default gcloud's).
+    --since/--start/--end keep the jobs active in that window, for files too.
     """
     # Only what reading needs: the rest loads while worker processes scan (analyzer.api).
     from analyzer.api import Analysis, analyze_sources
     from analyzer.rulebook import RuleBook
 
-    live = project is not None or job_id is not None
     with _reported_errors():
-        if live and paths:
-            raise InputError("give log files or --project/--job-id, not both")
-        if not live and not paths:
+        if paths and job_id is not None:
+            raise InputError("give log files or --job-id (live), not both")
+        if paths and project is not None:
+            raise InputError("--project reads live logs: give --job-id instead of log files")
+        live = _live_target(project, job_id, region) if (project or job_id) else None
+        if live is None and not paths:
             raise InputError("no input: give log files, - for stdin, or --project and --job-id")
-        if follow and not live:
+        if follow and live is None:
             raise InputError("--follow reads live logs: give --project and --job-id")
         if follow and end is not None:
             raise InputError("--follow runs until the job ends: drop --end")
+        only = _parse_job_name(job).job_id if job is not None else None
         book = RuleBook.load(_rules_dirs(rules))
         # A policy file of the user's is checked before reading; the built-in one is loaded
         # once the logs are read (with YAML, while worker processes scan them).
         active_policy = _load_policy(policy) if policy is not None else None
-        if follow:
+        if follow and live is not None:
             _follow(
-                project or "",
-                job_id or "",
+                live.project or "",
+                live.job_id,
                 since,
                 start,
                 api_endpoint,
@@ -287,12 +458,15 @@ def diagnose(
             )
             return
         analysis: Analysis
-        if live:
+        spec = _load_job_spec(job_spec)
+        if live is not None:
             from analyzer.live import LiveQuery, LiveSource, describe_window
 
-            query = _live_query(project, job_id, since, start, end, api_endpoint)
+            query = _live_query(live.project, live.job_id, since, start, end, api_endpoint)
             assert isinstance(query, LiveQuery)
-            spec = _load_job_spec(job_spec)
+            record_notices: list[str] = []
+            if spec is None and job_record:
+                spec = _live_job_record(live, api_endpoint, vertex_endpoint, record_notices)
             analysis = analyze_sources(
                 [LiveSource(query)],
                 rules=book,
@@ -301,40 +475,94 @@ def diagnose(
                 lang=lang.value,
             )
             analysis = Analysis(
-                analysis.inputs, analysis.diagnoses, (*analysis.notices, describe_window(query))
+                analysis.inputs,
+                analysis.diagnoses,
+                (*analysis.notices, describe_window(query), *record_notices),
             )
         else:
             from analyzer.ingest import open_sources
 
-            spec = _load_job_spec(job_spec)
+            window = _file_window(since, start, end)
             with _reading_progress(paths or []):
                 analysis = analyze_sources(
                     open_sources(paths or []),
                     rules=book,
                     policy=active_policy,
-                    job=job,
+                    job=only,
                     job_spec=spec,
                     lang=lang.value,
+                    window=window,
                 )
         for notice in analysis.notices:
             _say(notice)
-        if job is not None and not analysis.diagnoses:
-            raise InputError(f"job {job} is not in the inputs; run without --job to list them")
-        from analyzer.diagnosis import JobState
-        from analyzer.report import render_json, render_markdown
-
-        if output is ReportFormat.json:
-            sys.stdout.write(render_json(analysis))
-        elif output is ReportFormat.markdown:
-            sys.stdout.write(render_markdown(analysis))
-        else:
-            from rich.console import Console
-
-            from analyzer.report.text import render_text
-
-            render_text(analysis, Console(highlight=False))
-    if fail_on is FailOn.failed and any(d.state is JobState.FAILED for d in analysis.diagnoses):
+        if only is not None and not analysis.diagnoses:
+            raise InputError(f"job {only} is not in the inputs; run without --job to list them")
+        _write_diagnosis(analysis, output, quiet, color)
+    if _fails(analysis, fail_on):
         raise typer.Exit(EXIT_FAILED_JOB)
+
+
+def _fails(analysis: object, fail_on: FailOn) -> bool:
+    """Whether ``--fail-on`` asks for exit 1 on these diagnoses."""
+    from analyzer.api import Analysis
+    from analyzer.diagnosis import JobState
+
+    assert isinstance(analysis, Analysis)
+    jobs = analysis.diagnoses
+    if fail_on is FailOn.failed:
+        return any(d.state is JobState.FAILED for d in jobs)
+    if fail_on is FailOn.not_succeeded:
+        return any(d.state is not JobState.SUCCEEDED for d in jobs)
+    if fail_on is FailOn.retried:
+        return any(d.retries > 0 for d in jobs)
+    return False
+
+
+def _console(color: ColorMode) -> Console:
+    """The console of the text reports: ``--color`` first, then ``NO_COLOR`` (rich reads it)."""
+    from rich.console import Console
+
+    if color is ColorMode.never:
+        return Console(highlight=False, color_system=None)
+    if color is ColorMode.always:
+        # An explicit flag beats NO_COLOR (no-color.org); the layout still follows whether
+        # stdout is a terminal (see _write_diagnosis).
+        return Console(highlight=False, force_terminal=True, no_color=False)
+    return Console(highlight=False)
+
+
+def _write_diagnosis(analysis: object, output: ReportFormat, quiet: bool, color: ColorMode) -> None:
+    from analyzer.api import Analysis
+    from analyzer.report import render_json, render_markdown
+
+    assert isinstance(analysis, Analysis)
+    # Folded to the terminal's width only on a terminal: a file or a pipe keeps one fact a
+    # line, whatever --color says.
+    wrap = sys.stdout.isatty()
+    if quiet and output in (ReportFormat.text, ReportFormat.table):
+        from analyzer.report.text import render_verdicts
+
+        render_verdicts(analysis, _console(color), wrap=wrap)
+    elif output is ReportFormat.json:
+        sys.stdout.write(render_json(analysis))
+    elif output is ReportFormat.jsonl:
+        from analyzer.report.json import render_jsonl
+
+        sys.stdout.write(render_jsonl(analysis))
+    elif output is ReportFormat.yaml:
+        from analyzer.report.json import render_yaml
+
+        sys.stdout.write(render_yaml(analysis))
+    elif output is ReportFormat.markdown:
+        sys.stdout.write(render_markdown(analysis))
+    elif output is ReportFormat.table:
+        from analyzer.report.text import render_table
+
+        render_table(analysis, _console(color), wrap=wrap)
+    else:
+        from analyzer.report.text import render_text
+
+        render_text(analysis, _console(color), wrap=wrap)
 
 
 def _follow(
@@ -394,7 +622,8 @@ def fetch(
     with _reported_errors():
         if out is None:
             raise InputError("fetch needs -o FILE.jsonl")
-        query = _live_query(project, job_id, since, start, end, api_endpoint)
+        live = _live_target(project, job_id, None)
+        query = _live_query(live.project, live.job_id, since, start, end, api_endpoint)
         assert isinstance(query, LiveQuery)
         count = fetch_to_file(query, out)
         _say(f"wrote {count} entries to {out} ({describe_window(query)})")

@@ -275,7 +275,7 @@ def test_an_internal_error_is_one_line_with_exit_70(
 ) -> None:
     import analyzer.report.text
 
-    def broken(*_: object) -> None:
+    def broken(*_: object, **__: object) -> None:
         raise ZeroDivisionError("boom")
 
     monkeypatch.setattr(analyzer.report.text, "render_text", broken)

@@ -23,3 +23,31 @@ def render_json(analysis: Analysis) -> str:
         return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
     except orjson.JSONEncodeError:
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_jsonl(analysis: Analysis) -> str:
+    """One job object of the contract a line (``diagnose --format jsonl``), in contract order.
+
+    For ``jq`` and log pipelines: each line stands alone; the inputs and notices of the
+    document are left out (stderr has the notices).
+    """
+    lines = []
+    for diagnosis in analysis.diagnoses:
+        job = diagnosis.to_dict()
+        try:
+            lines.append(orjson.dumps(job).decode())
+        except orjson.JSONEncodeError:
+            lines.append(json.dumps(job, ensure_ascii=False))
+    return "".join(line + "\n" for line in lines)
+
+
+def render_yaml(analysis: Analysis) -> str:
+    """The contract's document as YAML (``diagnose --format yaml``), as gcloud prints its own.
+
+    The same keys and values as the JSON report, keys in contract order.
+    """
+    import yaml
+
+    return yaml.safe_dump(
+        analysis.to_dict(), sort_keys=False, allow_unicode=True, default_flow_style=False
+    )

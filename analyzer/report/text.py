@@ -1,13 +1,23 @@
 """The terminal report: a verdict a person reads in ten seconds, then the evidence.
 
-Lines are never hard-wrapped (``soft_wrap``): the terminal folds long lines itself, and a
-report piped to a file or ``grep`` keeps one fact per line.
+Many jobs start with a summary line and a one-row-per-job table (failures first, the most
+recent first within a state: :mod:`analyzer.report.overview`), then each job's details in the
+same order.
+
+On a terminal (``wrap``) lines are folded at word boundaries to the console's width with a
+hanging indent: a label's continuation lines start under its content, never under the label,
+and an evidence line is shortened in its middle (keeping the start and the end of the
+message) to fit one row. Written to a file or a pipe, lines are never folded: one fact per
+line, for ``grep``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -24,6 +34,13 @@ from analyzer.report.facts import (
     short_state,
     span,
 )
+from analyzer.report.overview import (
+    TABLE_HEADER,
+    fleet_order,
+    row_cells,
+    summary_line,
+    table_rows,
+)
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
@@ -34,12 +51,95 @@ _STATE_STYLE = {
     JobState.CANCELLED: "bold yellow",
 }
 _LABEL = 10  # width of the left-hand labels
+_INDENT = 2 + _LABEL  # where a label's content starts
+_VERDICT_HANG = 4  # continuation lines of a verdict
+# Evidence texts in an unwrapped report (a file, a pipe): long enough to grep, short enough to
+# read; on a terminal they are cut to the row instead.
+_EVIDENCE_CHARS = 140
+# Below this many cells for its text, an evidence line is folded rather than cut to nothing.
+_EVIDENCE_MIN = 32
+_NARROWEST = 20  # a console narrower than this is laid out as if it were this wide
+_TABLE_GAP = "  "
+_NUMERIC = frozenset({"ATTEMPTS", "RETRIES", "RESTARTS"})
+# Dropped in this order when the table does not fit a terminal; the cause keeps this much.
+_SPARE_COLUMNS = ("RETRIES", "LAST SEEN (UTC)")
+_CAUSE_MIN = 24
 
 
-def _labelled(label: str, body: Text | str, style: str | None = None) -> Text:
-    line = Text(f"  {label:<{_LABEL}}", style="bold")
-    line.append(body if isinstance(body, Text) else Text(body, style=style or ""))
-    return line
+def _log_text(text: str) -> str:
+    """Text that came from the logs, as the terminal shows it.
+
+    The one place log text passes before it reaches the terminal (issue 15 makes control
+    characters visible here).
+    """
+    return text
+
+
+def shorten_middle(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` terminal cells, cut in its middle with ``…``.
+
+    Keeps the start (what the message is) and the end (often the decisive part: an exit
+    reason, a file, an error code); the start gets the larger share. Whitespace is folded.
+    """
+    flat = " ".join(text.split())
+    if cell_len(flat) <= limit:
+        return flat
+    if limit <= 1:
+        return "…"[:limit]
+    budget = limit - 1
+    head_budget = (budget * 3 + 4) // 5
+    head, used = [], 0
+    for char in flat:
+        width = cell_len(char)
+        if used + width > head_budget:
+            break
+        head.append(char)
+        used += width
+    tail: list[str] = []
+    tail_budget, used = budget - used, 0
+    for char in reversed(flat):
+        width = cell_len(char)
+        if used + width > tail_budget:
+            break
+        tail.append(char)
+        used += width
+    return "".join(head).rstrip() + "…" + "".join(reversed(tail)).lstrip()
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where lines go and whether they are folded to the console's width."""
+
+    console: Console
+    wrap: bool
+
+    @property
+    def width(self) -> int:
+        return max(self.console.width, _NARROWEST)
+
+    def line(self, text: Text) -> None:
+        self.console.print(text, soft_wrap=True)
+
+    def folded(self, first: Text, body: Text, indent: int, lead: str = "") -> None:
+        """``first`` then ``body``; on a terminal, ``body`` folds at word boundaries and its
+        continuation lines start ``indent`` (plus ``lead``'s width) cells in."""
+        if not self.wrap:
+            self.line(first + Text(lead, style=body.style) + body)
+            return
+        room = max(self.width - indent - cell_len(lead), _NARROWEST // 2)
+        pieces = body.wrap(self.console, room, overflow="fold")
+        for index, piece in enumerate(pieces):
+            piece.rstrip()
+            if index == 0:
+                self.line(first + Text(lead, style=body.style) + piece)
+            else:
+                self.line(Text(" " * (indent + cell_len(lead))) + piece)
+
+    def labelled(self, label: str, body: Text | str, style: str = "", lead: str = "") -> None:
+        head = Text("  ")
+        head.append(f"{label:<{_LABEL}}", style="bold blue" if label else "")
+        text = body if isinstance(body, Text) else Text(body, style=style)
+        self.folded(head, text, _INDENT, lead)
 
 
 def _verdict(diagnosis: Diagnosis) -> Text:
@@ -56,18 +156,39 @@ def _verdict(diagnosis: Diagnosis) -> Text:
     return line
 
 
-def _job_lines(diagnosis: Diagnosis) -> list[Text]:
-    lines = [_verdict(diagnosis)]
+def _print_verdict(layout: _Layout, diagnosis: Diagnosis) -> None:
+    layout.folded(Text(), _verdict(diagnosis), _VERDICT_HANG)
+
+
+def _evidence(layout: _Layout, diagnosis: Diagnosis) -> None:
+    for index, (origin, event) in enumerate(evidence_events(diagnosis)):
+        label = "evidence" if index == 0 else ""
+        body = Text(str(origin), style="cyan")
+        if event is None:
+            layout.labelled(label, body)
+            continue
+        body.append(f"  {clock(event.timestamp)}  {event.task or '-'}", style="dim")
+        # The message's first line (a service error's traceback tail follows on the next).
+        text = _log_text(first_line(event.text, limit=1 << 20))
+        if not layout.wrap:
+            layout.labelled(label, body + Text("  " + shorten_middle(text, _EVIDENCE_CHARS)))
+            continue
+        room = layout.width - _INDENT - body.cell_len - 2
+        if room >= _EVIDENCE_MIN:
+            layout.labelled(label, body + Text("  " + shorten_middle(text, room)))
+            continue
+        # A long path leaves too little room: the text gets its own row, indented under it.
+        layout.labelled(label, body)
+        layout.labelled("", Text(shorten_middle(text, layout.width - _INDENT - 2)), lead="  ")
+
+
+def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
+    _print_verdict(layout, diagnosis)
     if diagnosis.cause is not None:
-        lines.append(_labelled("cause", diagnosis.cause.message))
-        for index, (origin, event) in enumerate(evidence_events(diagnosis)):
-            body = Text(str(origin), style="cyan")
-            if event is not None:
-                body.append(f"  {clock(event.timestamp)}  {event.task or '-'}  ", style="dim")
-                body.append(first_line(event.text, 140))
-            lines.append(_labelled("evidence" if index == 0 else "", body))
+        layout.labelled("cause", _log_text(diagnosis.cause.message))
+        _evidence(layout, diagnosis)
     for label, fact in depth_facts(diagnosis):
-        lines.append(_labelled(label, fact))
+        layout.labelled(label, _log_text(fact))
     for index, attempt in enumerate(diagnosis.attempt_log):
         took = attempt.end - attempt.start if attempt.start and attempt.end else None
         body = Text(f"#{attempt.attempt}  {period(attempt.start, attempt.end)}  ")
@@ -75,7 +196,7 @@ def _job_lines(diagnosis: Diagnosis) -> list[Text]:
         body.append(attempt.outcome, style="bold")
         if attempt.restarts:
             body.append(f"  {plural(attempt.restarts, 'restart')}")
-        lines.append(_labelled("attempts" if index == 0 else "", body))
+        layout.labelled("attempts" if index == 0 else "", body)
     first = True
     for run in diagnosis.timeline.attempts:
         for worker in run.workers:
@@ -88,24 +209,66 @@ def _job_lines(diagnosis: Diagnosis) -> list[Text]:
             codes = [str(e.exit_code) for e in worker.exits if e.exit_code is not None]
             if codes:
                 body.append(f", exit codes {', '.join(codes)}")
-            lines.append(_labelled("workers" if first else "", body))
+            layout.labelled("workers" if first else "", body)
             first = False
     for index, advice in enumerate(diagnosis.advice):
-        lines.append(_labelled("advice" if index == 0 else "", f"→ {advice}", "green"))
+        layout.labelled("advice" if index == 0 else "", advice, "green", lead="→ ")
     for note in diagnosis.notes:
-        lines.append(_labelled("note", note, "italic"))
-    return lines
+        layout.labelled("note", note, "italic")
 
 
-def render_text(analysis: Analysis, console: Console) -> None:
-    """Print the analysis to ``console``: per job a verdict line, then its details."""
-    if not analysis.diagnoses:
-        console.print("No job found in the inputs.", markup=False)
-    for index, diagnosis in enumerate(analysis.diagnoses):
-        if index:
-            console.print()
-        for line in _job_lines(diagnosis):
-            console.print(line, soft_wrap=True)
+def _table(layout: _Layout, diagnoses: Sequence[Diagnosis]) -> None:
+    rows = table_rows(diagnoses)
+    header = list(TABLE_HEADER)
+    cells = [list(row_cells(row)) for row in rows]
+
+    def widths() -> list[int]:
+        return [
+            max([cell_len(head)] + [cell_len(c[i]) for c in cells]) for i, head in enumerate(header)
+        ]
+
+    sizes = widths()
+    if layout.wrap:
+        # On a narrow terminal rows stay one line each: the columns a reader can spare go
+        # first (retries are attempts - 1; the rows are already in time order), then the
+        # cause gives way in its middle.
+        for spare in _SPARE_COLUMNS:
+            fixed = sum(sizes[:-1]) + len(_TABLE_GAP) * (len(sizes) - 1)
+            if layout.width - fixed >= min(sizes[-1], _CAUSE_MIN):
+                break
+            drop = header.index(spare)
+            del header[drop]
+            for values in cells:
+                del values[drop]
+            sizes = widths()
+        fixed = sum(sizes[:-1]) + len(_TABLE_GAP) * (len(sizes) - 1)
+        sizes[-1] = min(sizes[-1], max(layout.width - fixed, len(header[-1])))
+
+    def cell(index: int, text: str, detail: str | None = None) -> str:
+        fitted = text
+        if cell_len(text) > sizes[index]:
+            # A cause too long for its column: its detail alone says the most.
+            short = detail if detail and cell_len(detail) <= sizes[index] else text
+            fitted = shorten_middle(short, sizes[index])
+        pad = " " * (sizes[index] - cell_len(fitted))
+        return pad + fitted if header[index] in _NUMERIC else fitted + pad
+
+    title = Text(_TABLE_GAP.join(cell(i, h) for i, h in enumerate(header)).rstrip())
+    title.stylize("bold")
+    layout.line(title)
+    for row, values in zip(rows, cells, strict=True):
+        line = Text()
+        for index, value in enumerate(values):
+            if index:
+                line.append(_TABLE_GAP)
+            style = _STATE_STYLE.get(row.state, "bold cyan") if header[index] == "STATE" else ""
+            detail = row.detail if header[index] == "CAUSE" else None
+            line.append(cell(index, value, detail), style=style)
+        line.rstrip()
+        layout.line(line)
+
+
+def _footer(layout: _Layout, analysis: Analysis) -> None:
     skipped = sum(s.skipped for s in analysis.inputs)
     records = sum(s.records for s in analysis.inputs)
     summary = Text(
@@ -116,4 +279,44 @@ def render_text(analysis: Analysis, console: Console) -> None:
     for stats in analysis.inputs:
         for reason, count in sorted(stats.skip_reasons.items()):
             summary.append(f"\n  {stats.path}: {count} skipped: {reason}")
-    console.print(summary, soft_wrap=True)
+    layout.line(summary)
+
+
+def _wraps(console: Console, wrap: bool | None) -> bool:
+    return console.is_terminal if wrap is None else wrap
+
+
+def render_text(analysis: Analysis, console: Console, *, wrap: bool | None = None) -> None:
+    """Print the analysis to ``console``.
+
+    One job: its verdict line, then its details. Several: the summary line, the fleet table,
+    then every job's details, failures first. ``wrap`` (default: whether ``console`` is a
+    terminal) folds lines to the console's width.
+    """
+    layout = _Layout(console, _wraps(console, wrap))
+    ordered = fleet_order(analysis.diagnoses)
+    if not ordered:
+        console.print("No job found in the inputs.", markup=False)
+    if len(ordered) > 1:
+        layout.line(Text(summary_line(ordered), style="bold"))
+        layout.line(Text())
+        _table(layout, ordered)
+        layout.line(Text())
+    for index, diagnosis in enumerate(ordered):
+        if index:
+            layout.line(Text())
+        _details(layout, diagnosis)
+    _footer(layout, analysis)
+
+
+def render_table(analysis: Analysis, console: Console, *, wrap: bool | None = None) -> None:
+    """Print the fleet table alone: one row per job, failures first."""
+    layout = _Layout(console, _wraps(console, wrap))
+    _table(layout, fleet_order(analysis.diagnoses))
+
+
+def render_verdicts(analysis: Analysis, console: Console, *, wrap: bool | None = None) -> None:
+    """Print only the verdict lines (``diagnose -q``), failures first."""
+    layout = _Layout(console, _wraps(console, wrap))
+    for diagnosis in fleet_order(analysis.diagnoses):
+        _print_verdict(layout, diagnosis)

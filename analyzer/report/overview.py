@@ -1,0 +1,128 @@
+"""A fleet at a glance: the order jobs are shown in, the summary line and the one-row table.
+
+Every terminal view of many jobs (the text report, ``--format table``, ``-q``) shows them in
+:func:`fleet_order`: failures first, then the jobs still under way, successes last, and the
+most recent first within a state, since that is what a person scanning a fleet looks for. The
+JSON contract keeps its own order (by job id) for scripts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from analyzer.diagnosis import Diagnosis, JobState
+from analyzer.report.facts import clock, plural, short_state
+
+# Worst first: what failed, what ended without succeeding, what is still under way, success.
+_STATE_RANK: dict[JobState, int] = {
+    state: rank
+    for rank, state in enumerate(
+        (
+            JobState.FAILED,
+            JobState.CANCELLED,
+            JobState.EXPIRED,
+            JobState.PARTIALLY_SUCCEEDED,
+            JobState.CANCELLING,
+            JobState.RUNNING,
+            JobState.PENDING,
+            JobState.QUEUED,
+            JobState.PAUSED,
+            JobState.UPDATING,
+            JobState.UNSPECIFIED,
+            JobState.SUCCEEDED,
+        )
+    )
+}
+_OLDEST = datetime.min.replace(tzinfo=UTC)
+
+
+def fleet_order(diagnoses: Iterable[Diagnosis]) -> list[Diagnosis]:
+    """``diagnoses`` failures first, most recent first within a state (then by job id)."""
+    by_id = sorted(diagnoses, key=lambda d: (d.job_id or "", d.trial or ""))
+    by_time = sorted(by_id, key=lambda d: d.last_seen or d.first_seen or _OLDEST, reverse=True)
+    return sorted(by_time, key=lambda d: _STATE_RANK.get(d.state, len(_STATE_RANK)))
+
+
+def summary_line(diagnoses: Sequence[Diagnosis]) -> str:
+    """``132 jobs: 59 failed, 70 succeeded, 3 running; 41 retries, 9 worker restarts spent``.
+
+    States are named worst first; a predicted state counts as its state (the table and the
+    verdicts say which are predicted).
+    """
+    states = Counter(d.state for d in diagnoses)
+    named = ", ".join(
+        f"{count} {state.value.removeprefix('JOB_STATE_').lower()}"
+        for state, count in sorted(
+            states.items(), key=lambda item: _STATE_RANK.get(item[0], len(_STATE_RANK))
+        )
+    )
+    retries = sum(d.retries for d in diagnoses)
+    restarts = sum(sum(d.worker_restarts.values()) for d in diagnoses)
+    spent = plural(retries, "retry").replace("retrys", "retries")
+    if restarts:
+        spent += f", {plural(restarts, 'worker restart')}"
+    head = plural(len(diagnoses), "job")
+    return f"{head}: {named}; {spent} spent" if diagnoses else "0 jobs"
+
+
+@dataclass(frozen=True, slots=True)
+class TableRow:
+    """One job in the fleet table, every cell already text."""
+
+    job: str
+    state: JobState
+    state_text: str
+    attempts: str
+    retries: str
+    restarts: str
+    last_seen: str
+    cause: str
+    detail: str | None = None
+
+
+TABLE_HEADER = ("JOB", "STATE", "ATTEMPTS", "RETRIES", "RESTARTS", "LAST SEEN (UTC)", "CAUSE")
+
+
+def table_rows(diagnoses: Iterable[Diagnosis]) -> list[TableRow]:
+    """One row per job, in the order given; a predicted state ends with ``?``."""
+    rows = []
+    for diagnosis in diagnoses:
+        job = diagnosis.job_id or "(no job id)"
+        if diagnosis.trial:
+            job += f" trial {diagnosis.trial}"
+        cause = diagnosis.cause
+        if cause is None:
+            what = "-"
+        else:
+            what = cause.category.value + (f" ({cause.detail})" if cause.detail else "")
+        detail = cause.detail if cause is not None else None
+        rows.append(
+            TableRow(
+                job=job,
+                state=diagnosis.state,
+                state_text=short_state(diagnosis) + ("" if diagnosis.observed_final else "?"),
+                attempts=str(diagnosis.attempts),
+                retries=str(diagnosis.retries),
+                restarts=str(sum(diagnosis.worker_restarts.values())),
+                last_seen=clock(diagnosis.last_seen),
+                cause=what,
+                detail=detail,
+            )
+        )
+    return rows
+
+
+def row_cells(row: TableRow) -> tuple[str, ...]:
+    """The cells of ``row`` in :data:`TABLE_HEADER` order."""
+    return (
+        row.job,
+        row.state_text,
+        row.attempts,
+        row.retries,
+        row.restarts,
+        row.last_seen,
+        row.cause,
+    )
