@@ -522,13 +522,20 @@ def _console(color: ColorMode) -> Console:
     """The console of the text reports: ``--color`` first, then ``NO_COLOR`` (rich reads it)."""
     from rich.console import Console
 
+    class PipeAwareConsole(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 when the reader went away; for jobdoctor that is the end of the
+            # report, exit 0 (_reported_errors), as for every other format.
+            self.quiet = True
+            raise BrokenPipeError
+
     if color is ColorMode.never:
-        return Console(highlight=False, color_system=None)
+        return PipeAwareConsole(highlight=False, color_system=None)
     if color is ColorMode.always:
         # An explicit flag beats NO_COLOR (no-color.org); the layout still follows whether
         # stdout is a terminal (see _write_diagnosis).
-        return Console(highlight=False, force_terminal=True, no_color=False)
-    return Console(highlight=False)
+        return PipeAwareConsole(highlight=False, force_terminal=True, no_color=False)
+    return PipeAwareConsole(highlight=False)
 
 
 def _write_diagnosis(analysis: object, output: ReportFormat, quiet: bool, color: ColorMode) -> None:
@@ -667,6 +674,7 @@ def explain(
     ] = Lang.en,
     rules: RulesOpt = None,
     policy: PolicyOpt = None,
+    color: ColorOpt = ColorMode.auto,
 ) -> None:
     """Explain one message: its category, fields, what the platform does next, what to do.
 
@@ -679,6 +687,9 @@ def explain(
     from analyzer.rulebook import RuleBook
 
     with _reported_errors():
+        if message is None and sys.stdin.isatty():
+            # Otherwise a user who forgot the argument sees a cursor and nothing else.
+            _say("reading a message from stdin; paste it, then Ctrl-D (Ctrl-Z Enter on Windows)")
         text = message if message is not None else sys.stdin.read()
         if not text.strip():
             raise InputError("no message: pass it as an argument or on stdin")
@@ -687,19 +698,17 @@ def explain(
         if output is ExplainFormat.json:
             sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
         else:
-            _print_explanation(result)
+            _print_explanation(result, _console(color))
     if not result.matched:
         raise typer.Exit(1)
 
 
-def _print_explanation(result: object) -> None:
-    from rich.console import Console
+def _print_explanation(result: object, console: Console) -> None:
     from rich.text import Text
 
     from analyzer.explain import Explanation
 
     assert isinstance(result, Explanation)
-    console = Console(highlight=False)
     if result.match is None:
         console.print("No rule knows this message.", markup=False)
         return

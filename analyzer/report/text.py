@@ -271,15 +271,15 @@ def _table(layout: _Layout, diagnoses: Sequence[Diagnosis]) -> None:
 def _footer(layout: _Layout, analysis: Analysis) -> None:
     skipped = sum(s.skipped for s in analysis.inputs)
     records = sum(s.records for s in analysis.inputs)
-    summary = Text(
-        f"\nread {records} records from {plural(len(analysis.inputs), 'input')}"
-        + (f", skipped {skipped} lines" if skipped else ""),
-        style="dim",
+    layout.line(Text())
+    summary = f"read {records} records from {plural(len(analysis.inputs), 'input')}"
+    layout.folded(
+        Text(), Text(summary + (f", skipped {skipped} lines" if skipped else ""), "dim"), 2
     )
     for stats in analysis.inputs:
         for reason, count in sorted(stats.skip_reasons.items()):
-            summary.append(f"\n  {stats.path}: {count} skipped: {reason}")
-    layout.line(summary)
+            line = Text(f"{stats.path}: {count} skipped: {reason}", style="dim")
+            layout.folded(Text("  "), line, 4)
 
 
 def _wraps(console: Console, wrap: bool | None) -> bool:

@@ -1,0 +1,259 @@
+"""Many jobs at a glance, and the terminal at 80 and 200 columns.
+
+The layout is checked through rich's recorded console at fixed widths and once through a
+real pseudo-terminal (the width comes from the terminal, as a user's does).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.cells import cell_len
+from rich.console import Console
+from typer.testing import CliRunner
+
+from analyzer.api import Analysis, analyze
+from analyzer.cli import app
+from analyzer.report.facts import evidence_events, first_line
+from analyzer.report.overview import fleet_order
+from analyzer.report.text import render_table, render_text, shorten_middle
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_logs"
+runner = CliRunner()
+LABELS = {"cause", "evidence", "exception", "exit", "cascade", "lost work", "job spec"}
+LABELS |= {"attempts", "workers", "advice", "note"}
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Analysis:
+    return analyze([SAMPLES])
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def recorded(analysis: Analysis, width: int, render: object = render_text) -> list[str]:
+    console = Console(
+        width=width, record=True, force_terminal=True, color_system=None, file=io.StringIO()
+    )
+    assert callable(render)
+    render(analysis, console)
+    return console.export_text().splitlines()
+
+
+RANK = ["FAILED", "RUNNING", "SUCCEEDED"]
+
+
+def test_the_text_report_starts_with_a_summary_and_a_table_failures_first(
+    fleet: Analysis,
+) -> None:
+    code, out, _ = cli("diagnose", str(SAMPLES))
+    jobs = json.loads(cli("diagnose", "--format", "json", str(SAMPLES))[1])["jobs"]
+    lines = out.splitlines()
+    states = [j["state"].removeprefix("JOB_STATE_") for j in jobs]
+    counts = {s: states.count(s) for s in RANK}
+    retries = sum(j["retries"] for j in jobs)
+    assert code == 0
+    assert lines[0].startswith(
+        f"{len(jobs)} jobs: {counts['FAILED']} failed, {counts['RUNNING']} running, "
+        f"{counts['SUCCEEDED']} succeeded; {retries} retries"
+    )
+    assert lines[2].split() == [
+        "JOB", "STATE", "ATTEMPTS", "RETRIES", "RESTARTS", "LAST", "SEEN", "(UTC)", "CAUSE"
+    ]  # fmt: skip
+    rows = lines[3 : 3 + len(jobs)]
+    assert lines[3 + len(jobs)] == ""
+    # Failures first, the most recent first within a state.
+    shown = [(r[21:31].strip().rstrip("?"), r[63:82]) for r in rows]
+    expected = sorted(shown, key=lambda s: (RANK.index(s[0]), [-ord(c) for c in s[1]]))
+    assert shown == expected
+    # The details follow in the table's order.
+    verdicts = [line for line in lines if line.startswith("job ")]
+    ids = [row.split()[0] for row in rows]
+    assert [v.split()[1] for v in verdicts] == ["(job" if i == "(no" else i for i in ids]
+
+
+def test_fleet_order_is_failures_first_then_most_recent(fleet: Analysis) -> None:
+    ordered = fleet_order(fleet.diagnoses)
+    rank = {"JOB_STATE_FAILED": 0, "JOB_STATE_RUNNING": 1, "JOB_STATE_SUCCEEDED": 2}
+    keys = [(rank[d.state.value], -(d.last_seen or datetime.min).timestamp()) for d in ordered]
+    assert keys == sorted(keys)
+    assert sorted(map(id, ordered)) == sorted(map(id, fleet.diagnoses))
+
+
+def test_table_format_is_the_table_alone() -> None:
+    code, out, _ = cli("diagnose", "--format", "table", str(SAMPLES))
+    jobs = json.loads(cli("diagnose", "--format", "json", str(SAMPLES))[1])["jobs"]
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 1 + len(jobs)
+    assert lines[0].startswith("JOB ") and not any(line.startswith("job ") for line in lines)
+
+
+def test_jsonl_is_the_contracts_job_objects_one_a_line() -> None:
+    _, document, _ = cli("diagnose", "--format", "json", str(SAMPLES))
+    code, out, _ = cli("diagnose", "--format", "jsonl", str(SAMPLES))
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == json.loads(document)["jobs"]
+
+
+def test_yaml_is_the_contracts_document() -> None:
+    _, document, _ = cli("diagnose", "--format", "json", str(SAMPLES))
+    code, out, _ = cli("diagnose", "--format", "yaml", str(SAMPLES))
+    assert code == 0 and out.startswith("schema: jobdoctor.diagnosis/1\n")
+    assert yaml.safe_load(out) == json.loads(document)
+
+
+@pytest.mark.parametrize("flag", ["-q", "--quiet"])
+def test_quiet_prints_only_the_verdict_lines(flag: str) -> None:
+    jobs = json.loads(cli("diagnose", "--format", "json", str(SAMPLES))[1])["jobs"]
+    code, out, _ = cli("diagnose", flag, str(SAMPLES))
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == len(jobs)
+    assert all(line.startswith("job ") for line in lines)
+    assert "FAILED" in lines[0] and "SUCCEEDED" in lines[-1]
+
+
+def test_one_job_has_no_table() -> None:
+    _, out, _ = cli("diagnose", str(SAMPLES / "user-code-exit1.jsonl"))
+    assert out.startswith("job 1597253863006895240  FAILED (observed)")
+    assert "ATTEMPTS" not in out
+
+
+# -- the terminal at 80 and 200 columns --
+
+
+def label_of(line: str) -> str | None:
+    """The label of a detail line (None for a continuation), or raise if it is mixed up."""
+    assert line.startswith("  "), line
+    head = line[2:12]
+    assert line[12:13] != " " or not line[2:12].strip() or line[12:].strip() == "", line
+    return head.strip() or None
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_every_line_fits_and_labels_keep_their_column(fleet: Analysis, width: int) -> None:
+    lines = recorded(fleet, width)
+    assert max(cell_len(line) for line in lines) <= width
+    in_details = False
+    for line in lines:
+        if line.startswith("job "):
+            in_details = True
+            continue
+        if line.startswith("read "):
+            break  # the footer
+        if not in_details or not line.strip():
+            continue
+        if line.startswith("    ") and not line.startswith("            "):
+            continue  # a verdict's continuation (hanging indent of 4)
+        if line.startswith("  ") and not line.startswith("   ") and not line[2:3].isspace():
+            label = label_of(line)
+            assert label in LABELS, line
+            # The content starts in the content column, never under the label.
+            assert line[12:13] != " ", line
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_lines_fold_at_word_boundaries(fleet: Analysis, width: int) -> None:
+    wide = recorded(fleet, 100_000)
+    words = {w.strip("(),") for line in wide for w in line.split()}
+    # Only a word longer than a line's room (a long URL) may be folded inside.
+    too_long = [w for w in words if cell_len(w) > width - 14]
+    for line in recorded(fleet, width):
+        for word in (w.strip("(),") for w in line.split()):
+            # A folded word would leave pieces that are not words of the unfolded report;
+            # the ellipsis of a shortened text is the other exception.
+            folded = any(word in long for long in too_long)
+            assert word in words or "…" in word or folded, (word, line)
+
+
+def test_the_table_drops_columns_before_it_wraps(fleet: Analysis) -> None:
+    narrow = recorded(fleet, 80, render_table)
+    wide = recorded(fleet, 200, render_table)
+    assert "RETRIES" not in narrow[0] and "RETRIES" in wide[0]
+    assert len(narrow) == len(wide) == 1 + len(fleet.diagnoses)
+    assert max(map(cell_len, narrow)) <= 80
+
+
+def test_evidence_is_shortened_keeping_its_start_and_end(fleet: Analysis) -> None:
+    diagnosis = next(d for d in fleet.diagnoses if d.job_id == "1813751185596970289")
+    texts = [first_line(e.text, 1 << 20) for _, e in evidence_events(diagnosis) if e]
+    long_text = max(texts, key=len)
+    one = Analysis(fleet.inputs, (diagnosis,))
+    lines = recorded(one, 80)
+    cut = next(line for line in lines if "…" in line and "Forbidden" in line)
+    # Beside its origin, or on its own row under it when the path leaves too little room.
+    shown = cut.split("  workerpool0-0  ", 1)[-1].strip()
+    head, tail = shown.split("…")
+    assert long_text.startswith(head) and long_text.endswith(tail) and len(tail) > 5
+    assert cell_len(cut) <= 80
+
+
+@given(st.text(min_size=0, max_size=300), st.integers(min_value=2, max_value=200))
+def test_shorten_middle_keeps_both_ends_within_the_limit(text: str, limit: int) -> None:
+    flat = " ".join(text.split())
+    short = shorten_middle(text, limit)
+    assert cell_len(short) <= max(limit, 0)
+    if cell_len(flat) <= limit:
+        assert short == flat
+    else:
+        head, _, tail = short.partition("…")
+        assert flat.startswith(head) and flat.endswith(tail)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
+@pytest.mark.parametrize("width", [80, 200])
+def test_a_real_terminal_folds_to_its_width(width: int) -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["NO_COLOR"] = "1"
+    command = [sys.executable, "-m", "analyzer.cli", "diagnose", str(SAMPLES / "cuda-oom.jsonl.gz")]
+    with subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE, env=env) as proc:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the other side closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        proc.wait(timeout=60)
+    os.close(leader)
+    text = b"".join(chunks).decode()
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).replace("\r\n", "\n")
+    lines = [line for line in plain.split("\n") if line]
+    assert proc.returncode == 0
+    assert max(cell_len(line) for line in lines) <= width
+    # NO_COLOR: no colour codes, though bold may stay.
+    assert not re.search(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7])[;m]", text)
+    if width == 80:
+        assert any(line.startswith("            ") for line in lines)  # a hanging indent
+
+
+def test_color_always_and_never() -> None:
+    sample = str(SAMPLES / "user-code-exit1.jsonl")
+    _, coloured, _ = cli("diagnose", "--color", "always", sample)
+    _, plain, _ = cli("diagnose", "--color", "never", sample)
+    assert "\x1b[" in coloured and "\x1b[" not in plain
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
