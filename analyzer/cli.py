@@ -648,16 +648,35 @@ def report(
     ] = None,
     rules: RulesOpt = None,
     policy: PolicyOpt = None,
+    job_spec: Annotated[
+        Path | None,
+        typer.Option(
+            "--job-spec",
+            help="A job's 'gcloud ai custom-jobs describe --format=json' output: its "
+            "accelerators give accelerator-hours.",
+        ),
+    ] = None,
 ) -> None:
-    """Fleet report over many jobs: causes, retries, restarts, time lost, worst jobs, timelines."""
+    """Fleet report over many jobs: causes, retries, restarts, time lost, machine-hours, worst
+    jobs, timelines. HTML goes to --out (never to a terminal)."""
     from analyzer.report.cli_report import report_command
 
     with _reported_errors():
-        analysis = report_command(
-            paths, output.value, out, rules_dirs=_rules_dirs(rules), policy_path=policy
-        )
+        with _reading_progress(paths):
+            analysis = report_command(
+                paths,
+                output.value,
+                out,
+                rules_dirs=_rules_dirs(rules),
+                policy_path=policy,
+                job_spec_path=job_spec,
+                terminal=sys.stdout.isatty(),
+            )
         for notice in analysis.notices:
             _say(notice)
+        if out is not None:
+            jobs = len(analysis.diagnoses)
+            _say(f"wrote the {output.value} report of {jobs} jobs to {out}")
 
 
 @app.command()

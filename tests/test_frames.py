@@ -134,7 +134,11 @@ def test_accessor_over_a_compact_json_array_gives_the_jobs_of_its_lines(tmp_path
     array.write_bytes(b"[" + b",".join(sample.read_bytes().splitlines()) + b"]")
     records = read_logs(array)
     assert set(records["line"]) == {1}
-    pd.testing.assert_frame_equal(records.jobdoctor.diagnose(), diagnose_frame(sample))
+    jobs = records.jobdoctor.diagnose()
+    assert jobs["path"].tolist() == [str(array)]
+    pd.testing.assert_frame_equal(
+        jobs.drop(columns="path"), diagnose_frame(sample).drop(columns="path")
+    )
 
 
 def _bigquery_like() -> pd.DataFrame:

@@ -22,7 +22,7 @@ import pytest
 from analyzer.api import analyze, diagnose
 from analyzer.errors import InputError
 from analyzer.report.cli_report import report_command
-from analyzer.report.fleet import JOB_COLUMNS, summarize, summarize_analysis
+from analyzer.report.fleet import CSV_COLUMNS, JOB_COLUMNS, summarize, summarize_analysis
 from analyzer.report.html import REPORT_TITLE, DiagnosisList, diagnosis_repr_html, job_anchors
 from analyzer.simulate import simulate, write
 
@@ -87,7 +87,8 @@ def test_summary_counts_by_category_and_spent_retries(fleet_dir: Path) -> None:
     assert len(summary.failures) == 8
     # The job that succeeded first time lost nothing and is not among the worst.
     assert all(j.state != "JOB_STATE_SUCCEEDED" for j in summary.worst)
-    lost = [j.lost_work or timedelta() for j in summary.worst]
+    # Failed jobs first (all of these failed), then by time lost.
+    lost = [j.time_lost for j in summary.worst]
     assert lost == sorted(lost, reverse=True)
 
 
@@ -97,10 +98,13 @@ def test_csv_report_has_one_row_per_job(fleet_dir: Path, tmp_path: Path, job_ids
     report_command([str(fleet_dir)], "csv", out)
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     assert sorted(r["job_id"] for r in rows) == sorted(job_ids)
-    assert list(rows[0]) == list(JOB_COLUMNS)
+    assert list(rows[0]) == list(CSV_COLUMNS)
+    assert [c.removesuffix("_s") for c in CSV_COLUMNS] == list(JOB_COLUMNS)
     # Text is kept as it was: CSV is data, not markup.
     assert any(PAYLOAD in r["message"] for r in rows)
-    assert all(float(r["duration"]) > 0 for r in rows)
+    # Durations say their unit: seconds.
+    assert all(float(r["duration_s"]) > 0 for r in rows)
+    assert all(r["path"].startswith(str(fleet_dir)) for r in rows)
 
 
 def test_markdown_report_lists_causes_and_jobs(fleet_dir: Path, tmp_path: Path,

@@ -10,27 +10,39 @@ import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analyzer.api import Analysis, analyze
 from analyzer.errors import InputError
-from analyzer.report.fleet import render_csv, render_markdown_fleet, summarize_analysis
+from analyzer.report.fleet import (
+    render_csv,
+    render_json_fleet,
+    render_markdown_fleet,
+    summarize_analysis,
+)
 from analyzer.report.html import render_html
 
-FLEET_FORMATS = ("html", "markdown", "csv")
+if TYPE_CHECKING:
+    from analyzer.jobspec import JobSpec
+
+FLEET_FORMATS = ("html", "markdown", "csv", "json")
 
 
-def render_fleet(analysis: Analysis, output_format: str) -> str:
-    """The fleet report of ``analysis`` in ``output_format`` (``html``, ``markdown``, ``csv``).
+def render_fleet(analysis: Analysis, output_format: str, job_spec: JobSpec | None = None) -> str:
+    """The fleet report of ``analysis`` in ``output_format`` (``html``, ``markdown``, ``csv``,
+    ``json``); ``job_spec`` gives the accelerator-hours of the job it describes.
 
     Raises :class:`~analyzer.errors.InputError` for an unknown format.
     """
-    summary = summarize_analysis(analysis)
+    summary = summarize_analysis(analysis, job_spec=job_spec)
     if output_format == "html":
         return render_html(summary)
     if output_format == "markdown":
         return render_markdown_fleet(summary)
     if output_format == "csv":
         return render_csv(summary)
+    if output_format == "json":
+        return render_json_fleet(summary)
     close = difflib.get_close_matches(output_format, FLEET_FORMATS, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise InputError(
@@ -45,17 +57,30 @@ def report_command(
     *,
     rules_dirs: Sequence[Path] = (),
     policy_path: Path | None = None,
+    job_spec_path: Path | None = None,
+    terminal: bool = False,
 ) -> Analysis:
     """Diagnose every job in ``paths`` and write the fleet report to ``out`` (stdout if None).
 
     Returns the analysis, so that the caller can print its notices. Raises
-    :class:`~analyzer.errors.InputError` for an unreadable input, an unknown format or an
-    output file that cannot be written; rule and policy errors as ``analyze`` does.
+    :class:`~analyzer.errors.InputError` for an unreadable input, an unknown format, HTML
+    asked for on a ``terminal`` stdout (a page of markup is no use there), or an output file
+    that cannot be written; rule and policy errors as ``analyze`` does.
     """
     if output_format not in FLEET_FORMATS:
         render_fleet(Analysis((), ()), output_format)  # raises the "did you mean" error
-    analysis = analyze(paths, rules_dirs=rules_dirs, policy_path=policy_path)
-    text = render_fleet(analysis, output_format)
+    if out is None and terminal and output_format == "html":
+        raise InputError(
+            "the HTML report is a web page, not terminal output: write it with "
+            "--out report.html (or redirect stdout), or use --format markdown"
+        )
+    analysis = analyze(
+        paths, rules_dirs=rules_dirs, policy_path=policy_path, job_spec_path=job_spec_path
+    )
+    from analyzer.jobspec import load_job_spec
+
+    spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
+    text = render_fleet(analysis, output_format, spec)
     if out is None:
         sys.stdout.write(text)
         return analysis

@@ -1,10 +1,21 @@
-"""The fleet summary: what many jobs cost, by cause; rendered as Markdown and CSV here.
+"""The fleet summary: what many jobs cost, by cause; rendered as Markdown, CSV and JSON here.
 
 :func:`summarize` turns the diagnoses of an :class:`~analyzer.api.Analysis` into a
 :class:`FleetSummary`: one :class:`JobSummary` per job (also the rows of
 ``analyzer.frames.diagnose_frame``), counts and shares by category and detail, retries and
-restarts spent, time lost, the worst jobs, and every failed attempt in time for the
-failures-over-time chart. The HTML report (``analyzer.report.html``) renders the same summary.
+restarts spent, time lost, machine- and accelerator-hours, the worst jobs, and every failed
+attempt in time for the failures-over-time chart. The HTML report (``analyzer.report.html``)
+renders the same summary.
+
+What the costs mean (:data:`TIME_LOST_DEFINITION` is printed in every report):
+
+- *time lost*: the wall-clock time of every failed attempt (start to end, whatever failed:
+  a stockout's wait for capacity counts as much as a crash), plus, in attempts that did not
+  fail, the work redone after worker restarts (since the last checkpoint when one was logged:
+  :mod:`analyzer.work`). Predicted attempts that the logs do not show cost nothing here.
+- *machine-hours*: each worker's time from its first to its last line in each attempt, summed
+  (one worker is one VM); *accelerator-hours* weigh each worker by its pool's accelerator
+  count, known only from the job's record (``--job-spec`` or the live record).
 """
 
 from __future__ import annotations
@@ -24,21 +35,33 @@ from analyzer.report.facts import clock, span, verdict_line
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
+    from analyzer.jobspec import JobSpec
 
 _CATEGORIES = frozenset(c.value for c in Category)
-# How an attempt that did not fail ended: its time was not lost.
+# The outcomes of an attempt that failed: its whole wall-clock time was lost.
+FAILED_OUTCOMES = _CATEGORIES | {"failed", "cancelled"}
 WORST_JOBS = 10
+FLEET_SCHEMA = "jobdoctor.fleet/1"
+TIME_LOST_DEFINITION = (
+    "Time lost is the wall-clock time of failed attempts and of work redone after worker "
+    "restarts (since the last checkpoint when one was logged)."
+)
 
 
 @dataclass(frozen=True, slots=True)
 class JobSummary:
     """One job in one flat row: the verdict, the cause's fields, when, and what it cost.
 
-    ``restarts`` sums ``worker_restarts``; ``lost_work`` is the diagnosis's (see
-    :mod:`analyzer.work`); ``verdict`` is the one-line verdict of the text report.
+    ``trial`` is the hyperparameter-tuning trial (None for a plain job); ``restarts`` sums
+    ``worker_restarts``; ``time_lost`` is :func:`time_lost`; ``lost_work`` is the diagnosis's
+    work lost since checkpoints (see :mod:`analyzer.work`); ``machine_hours`` and
+    ``accelerator_hours`` are :func:`machine_hours` (the latter None without the job's
+    record); ``path`` is the input the cause's evidence (else the job's first line) is in;
+    ``verdict`` is the one-line verdict of the text report.
     """
 
     job_id: str | None
+    trial: str | None
     state: str
     observed_final: bool
     attempts: int
@@ -53,20 +76,82 @@ class JobSummary:
     first_seen: datetime | None
     last_seen: datetime | None
     duration: timedelta | None
+    time_lost: timedelta
     lost_work: timedelta | None
+    machine_hours: float
+    accelerator_hours: float | None
     records: int
+    path: str | None
     verdict: str
 
 
-# The columns of the job frame and of the CSV report, in order.
+# The columns of the job frame, in order; the CSV report's are the same with the durations
+# in seconds and named so (CSV_COLUMNS).
 JOB_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(JobSummary))
+_DURATIONS = frozenset({"duration", "time_lost", "lost_work"})
+CSV_COLUMNS: tuple[str, ...] = tuple(f"{n}_s" if n in _DURATIONS else n for n in JOB_COLUMNS)
 
 
-def job_summary(diagnosis: Diagnosis) -> JobSummary:
-    """The flat row of one diagnosis."""
+def time_lost(diagnosis: Diagnosis) -> timedelta:
+    """What the report's definition says (:data:`TIME_LOST_DEFINITION`): every failed
+    attempt's wall-clock time, plus the work redone after restarts in the other attempts."""
+    total = timedelta()
+    for attempt in diagnosis.attempt_log:
+        if attempt.outcome in FAILED_OUTCOMES:
+            if attempt.start is not None and attempt.end is not None:
+                total += attempt.end - attempt.start
+        elif attempt.lost_work is not None:
+            total += attempt.lost_work
+    return total
+
+
+def machine_hours(diagnosis: Diagnosis, spec: JobSpec | None = None) -> tuple[float, float | None]:
+    """Machine-hours and accelerator-hours the logs show.
+
+    Each worker counts from its first to its last line within each attempt (cut at the next
+    attempt's start, so a VM's lines that run past an attempt's end are not counted twice).
+    Accelerator-hours weigh each worker by its pool's accelerator count in ``spec``; None when
+    ``spec`` is None or describes another job.
+    """
+    if spec is not None and not spec.applies_to(diagnosis.job_id):
+        spec = None
+    machines = accelerators = 0.0
+    attempts = diagnosis.timeline.attempts
+    for index, attempt in enumerate(attempts):
+        lower = attempt.start if index else None
+        upper = attempts[index + 1].start if index + 1 < len(attempts) else None
+        for worker in attempt.workers:
+            first, last = worker.first_seen, worker.last_seen
+            if first is None or last is None:
+                continue
+            if lower is not None:
+                first = max(first, lower)
+            if upper is not None:
+                last = min(last, upper)
+            hours = max(0.0, (last - first).total_seconds() / 3600)
+            machines += hours
+            pool = spec.pool(worker.task) if spec is not None else None
+            if pool is not None:
+                accelerators += hours * pool.accelerator_count
+    return round(machines, 4), (round(accelerators, 4) if spec is not None else None)
+
+
+def _source(diagnosis: Diagnosis) -> str | None:
+    if diagnosis.cause is not None and diagnosis.cause.evidence:
+        return diagnosis.cause.evidence[0].path
+    for attempt in diagnosis.timeline.attempts:
+        for event in attempt.events:
+            return event.origin.path
+    return None
+
+
+def job_summary(diagnosis: Diagnosis, spec: JobSpec | None = None) -> JobSummary:
+    """The flat row of one diagnosis; ``spec`` (the job's record) gives accelerator-hours."""
     cause = diagnosis.cause
+    machines, accelerators = machine_hours(diagnosis, spec)
     return JobSummary(
         job_id=diagnosis.job_id,
+        trial=diagnosis.trial,
         state=diagnosis.state.value,
         observed_final=diagnosis.observed_final,
         attempts=diagnosis.attempts,
@@ -81,8 +166,12 @@ def job_summary(diagnosis: Diagnosis) -> JobSummary:
         first_seen=diagnosis.first_seen,
         last_seen=diagnosis.last_seen,
         duration=diagnosis.duration,
+        time_lost=time_lost(diagnosis),
         lost_work=diagnosis.lost_work,
+        machine_hours=machines,
+        accelerator_hours=accelerators,
         records=diagnosis.timeline.records,
+        path=_source(diagnosis),
         verdict=verdict_line(diagnosis),
     )
 
@@ -91,7 +180,7 @@ def job_summary(diagnosis: Diagnosis) -> JobSummary:
 class CauseCount:
     """Jobs whose root cause is ``category`` (and ``detail``, when counting by detail).
 
-    ``share`` is of all jobs in the report.
+    ``share`` is of all jobs in the report; ``time_lost`` and ``machine_hours`` sum the jobs'.
     """
 
     category: str
@@ -101,6 +190,8 @@ class CauseCount:
     retries: int
     restarts: int
     lost_work: timedelta
+    time_lost: timedelta = timedelta()
+    machine_hours: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +220,9 @@ class FleetSummary:
     observed_time: timedelta
     worst: tuple[JobSummary, ...]
     failures: tuple[FailurePoint, ...]
+    time_lost: timedelta = timedelta()
+    machine_hours: float = 0.0
+    accelerator_hours: float | None = None
 
     @property
     def failed(self) -> int:
@@ -152,18 +246,17 @@ def _counts(jobs: Sequence[JobSummary], total: int, key: str) -> tuple[CauseCoun
             retries=sum(j.retries for j in members),
             restarts=sum(j.restarts for j in members),
             lost_work=sum((j.lost_work or timedelta() for j in members), timedelta()),
+            time_lost=sum((j.time_lost for j in members), timedelta()),
+            machine_hours=round(sum(j.machine_hours for j in members), 4),
         )
         for (category, detail), members in groups.items()
     ]
     return tuple(sorted(counts, key=lambda c: (-c.jobs, c.category, c.detail or "")))
 
 
-def _badness(job: JobSummary) -> tuple[timedelta, int, bool]:
-    return (
-        job.lost_work or timedelta(),
-        job.retries + job.restarts,
-        job.state == JobState.FAILED.value,
-    )
+def _badness(job: JobSummary) -> tuple[bool, timedelta, int]:
+    # A job that failed produced nothing: it leads, whatever a succeeded one lost on the way.
+    return (job.state == JobState.FAILED.value, job.time_lost, job.retries + job.restarts)
 
 
 def _failures(diagnoses: Iterable[Diagnosis]) -> tuple[FailurePoint, ...]:
@@ -179,17 +272,23 @@ def _failures(diagnoses: Iterable[Diagnosis]) -> tuple[FailurePoint, ...]:
 
 
 def summarize(
-    diagnoses: Iterable[Diagnosis], inputs: Iterable[InputStats] = (), worst: int = WORST_JOBS
+    diagnoses: Iterable[Diagnosis],
+    inputs: Iterable[InputStats] = (),
+    worst: int = WORST_JOBS,
+    job_spec: JobSpec | None = None,
 ) -> FleetSummary:
-    """The fleet summary of ``diagnoses``; ``worst`` caps the worst-jobs list.
+    """The fleet summary of ``diagnoses``; ``worst`` caps the worst-jobs list; ``job_spec``
+    (a job's record) gives the accelerator-hours of the job it describes.
 
-    Worst jobs are those that lost the most time, then spent the most retries and restarts;
-    jobs that lost nothing and spent nothing are never "worst".
+    Worst jobs are the failed ones first, then those that lost the most time, then spent the
+    most retries and restarts; jobs that failed not, lost nothing and spent nothing are never
+    "worst".
     """
     kept = tuple(diagnoses)
-    jobs = tuple(job_summary(d) for d in kept)
+    jobs = tuple(job_summary(d, job_spec) for d in kept)
     states = Counter(j.state for j in jobs)
-    ranked = sorted((j for j in jobs if any(_badness(j)[:2])), key=_badness, reverse=True)
+    ranked = sorted((j for j in jobs if any(_badness(j))), key=_badness, reverse=True)
+    known = [j.accelerator_hours for j in jobs if j.accelerator_hours is not None]
     return FleetSummary(
         jobs=jobs,
         diagnoses=kept,
@@ -203,12 +302,17 @@ def summarize(
         observed_time=sum((j.duration or timedelta() for j in jobs), timedelta()),
         worst=tuple(ranked[:worst]),
         failures=_failures(kept),
+        time_lost=sum((j.time_lost for j in jobs), timedelta()),
+        machine_hours=round(sum(j.machine_hours for j in jobs), 4),
+        accelerator_hours=round(sum(known), 4) if known else None,
     )
 
 
-def summarize_analysis(analysis: Analysis, worst: int = WORST_JOBS) -> FleetSummary:
+def summarize_analysis(
+    analysis: Analysis, worst: int = WORST_JOBS, job_spec: JobSpec | None = None
+) -> FleetSummary:
     """The fleet summary of an :class:`~analyzer.api.Analysis`."""
-    return summarize(analysis.diagnoses, analysis.inputs, worst)
+    return summarize(analysis.diagnoses, analysis.inputs, worst, job_spec)
 
 
 def _csv_value(value: object) -> str:
@@ -224,10 +328,11 @@ def _csv_value(value: object) -> str:
 
 
 def render_csv(summary: FleetSummary) -> str:
-    """One CSV row per job, the columns of :data:`JOB_COLUMNS`; durations in seconds."""
+    """One CSV row per job, the columns of :data:`CSV_COLUMNS` (durations in seconds,
+    ``duration_s``)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(JOB_COLUMNS)
+    writer.writerow(CSV_COLUMNS)
     for job in summary.jobs:
         writer.writerow([_csv_value(getattr(job, name)) for name in JOB_COLUMNS])
     return out.getvalue()
@@ -236,6 +341,11 @@ def render_csv(summary: FleetSummary) -> str:
 def _cell(value: object) -> str:
     text = value if isinstance(value, str) else _csv_value(value)
     return " ".join(text.split()).replace("|", "\\|").replace("`", "'") or "-"
+
+
+def hours(value: float) -> str:
+    """``12.3 h``: machine- and accelerator-hours as reports print them."""
+    return f"{value:.1f} h" if value >= 0.1 or value == 0 else f"{value:.2f} h"
 
 
 def _share(value: float) -> str:
@@ -256,19 +366,22 @@ def render_markdown_fleet(summary: FleetSummary) -> str:
         "",
         f"- retries spent: {summary.retries}",
         f"- worker restarts spent: {summary.restarts}",
-        f"- time lost: {span(summary.lost_work)} (of {span(summary.observed_time)} observed)",
-        "",
+        f"- time lost: {span(summary.time_lost)} (of {span(summary.observed_time)} observed)",
+        f"- machine-hours: {hours(summary.machine_hours)}",
     ]
+    if summary.accelerator_hours is not None:
+        out.append(f"- accelerator-hours: {hours(summary.accelerator_hours)}")
+    out += ["", TIME_LOST_DEFINITION, ""]
     if summary.by_category:
         out += [
             "## Causes",
             "",
-            "| category | jobs | share | retries | restarts | time lost |",
-            "|---|---|---|---|---|---|",
+            "| category | jobs | share | retries | restarts | time lost | machine-hours |",
+            "|---|---|---|---|---|---|---|",
         ]
         out += [
             f"| {c.category} | {c.jobs} | {_share(c.share)} | {c.retries} | {c.restarts} "
-            f"| {span(c.lost_work)} |"
+            f"| {span(c.time_lost)} | {hours(c.machine_hours)} |"
             for c in summary.by_category
         ]
         out += ["", "| category | detail | jobs | share |", "|---|---|---|---|"]
@@ -286,7 +399,7 @@ def render_markdown_fleet(summary: FleetSummary) -> str:
         ]
         out += [
             f"| {_cell(j.job_id)} | {j.state.removeprefix('JOB_STATE_')} | {j.retries} "
-            f"| {j.restarts} | {span(j.lost_work)} | {_cell(j.category)} |"
+            f"| {j.restarts} | {span(j.time_lost)} | {_cell(j.category)} |"
             for j in summary.worst
         ]
         out.append("")
@@ -297,3 +410,67 @@ def render_markdown_fleet(summary: FleetSummary) -> str:
     ]
     out.append("")
     return "\n".join(out)
+
+
+def _seconds(delta: timedelta | None) -> float | None:
+    return None if delta is None else round(delta.total_seconds(), 3)
+
+
+def _job_json(job: JobSummary) -> dict[str, object]:
+    row: dict[str, object] = {}
+    for name in JOB_COLUMNS:
+        value = getattr(job, name)
+        if name in _DURATIONS:
+            row[f"{name}_s"] = _seconds(value)
+        elif isinstance(value, datetime):
+            row[name] = _csv_value(value)
+        else:
+            row[name] = value
+    return row
+
+
+def _count_json(count: CauseCount) -> dict[str, object]:
+    return {
+        "category": count.category,
+        "detail": count.detail,
+        "jobs": count.jobs,
+        "share": round(count.share, 4),
+        "retries": count.retries,
+        "restarts": count.restarts,
+        "time_lost_s": _seconds(count.time_lost),
+        "machine_hours": count.machine_hours,
+    }
+
+
+def fleet_document(summary: FleetSummary) -> dict[str, object]:
+    """The fleet summary as the ``jobdoctor.fleet/1`` JSON document, for dashboards.
+
+    Durations are seconds (``_s``), hours are hours; ``worst`` lists job ids in rank order;
+    ``jobs`` holds the CSV's rows. The per-job diagnoses are ``diagnose --format json``'s.
+    """
+    return {
+        "schema": FLEET_SCHEMA,
+        "definitions": {"time_lost": TIME_LOST_DEFINITION},
+        "inputs": [s.to_dict() for s in summary.inputs],
+        "totals": {
+            "jobs": len(summary.jobs),
+            "states": dict(summary.states),
+            "retries": summary.retries,
+            "restarts": summary.restarts,
+            "time_lost_s": _seconds(summary.time_lost),
+            "observed_s": _seconds(summary.observed_time),
+            "machine_hours": summary.machine_hours,
+            "accelerator_hours": summary.accelerator_hours,
+        },
+        "by_category": [_count_json(c) for c in summary.by_category],
+        "by_detail": [_count_json(c) for c in summary.by_detail],
+        "worst": [{"job_id": j.job_id, "trial": j.trial} for j in summary.worst],
+        "jobs": [_job_json(j) for j in summary.jobs],
+    }
+
+
+def render_json_fleet(summary: FleetSummary) -> str:
+    """:func:`fleet_document` as indented JSON."""
+    import json
+
+    return json.dumps(fleet_document(summary), indent=2, ensure_ascii=False) + "\n"

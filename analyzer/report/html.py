@@ -25,7 +25,14 @@ from analyzer.report.facts import (
     span,
     verdict_line,
 )
-from analyzer.report.fleet import FleetSummary, JobSummary, summarize
+from analyzer.report.fleet import (
+    TIME_LOST_DEFINITION,
+    CauseCount,
+    FleetSummary,
+    JobSummary,
+    hours,
+    summarize,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,7 +55,9 @@ _CSS = """
   font-size:14px;line-height:1.45;color:#1d2329}
 .jd h1{font-size:1.6em;margin:.2em 0 .1em}
 .jd h2{font-size:1.25em;margin:1.6em 0 .5em;padding-bottom:.2em;border-bottom:1px solid #dde2e7}
-.jd h3{font-size:1.05em;margin:0 0 .4em}
+.jd h3{font-size:1.05em;margin:0 0 .4em;display:flex;flex-wrap:wrap;align-items:center;
+  gap:6px;overflow-wrap:anywhere}
+.jd h3 .jd-id{overflow-wrap:anywhere;word-break:break-all}
 .jd .jd-sub{color:#5a6570;margin:0 0 1em}
 .jd .jd-cards{display:flex;flex-wrap:wrap;gap:10px;margin:1em 0}
 .jd .jd-card{border:1px solid #dde2e7;border-radius:6px;padding:8px 14px;min-width:120px;
@@ -64,7 +73,9 @@ _CSS = """
 .jd .jd-share{display:inline-block;height:10px;border-radius:2px;vertical-align:middle;
   margin-right:6px}
 .jd .jd-badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;
-  font-size:.85em;font-weight:600;white-space:nowrap}
+  font-size:.85em;font-weight:600;white-space:nowrap;flex:none;line-height:1.5}
+.jd tr.jd-total td{font-weight:600;border-top:1px solid #c8ced4}
+.jd td.jd-sub{padding-left:1.6em;color:#3a4550}
 .jd .jd-job{border:1px solid #dde2e7;border-radius:8px;padding:12px 16px;margin:14px 0;
   background:#fff}
 .jd .jd-msg{margin:.4em 0;padding:6px 10px;border-left:4px solid #D55E00;background:#fbf6f3;
@@ -170,8 +181,10 @@ def diagnosis_html(diagnosis: Diagnosis, anchor: str | None = None) -> str:
     notes = "".join(f'<p class="jd-note">{_e(n)}</p>' for n in diagnosis.notes)
     return (
         f'<section class="jd-job"{ident}>'
-        f"<h3>{_badge(diagnosis.state.value)} job {_e(diagnosis.job_id or '(unknown job id)')}"
-        "</h3>"
+        f"<h3>{_badge(diagnosis.state.value)} <span class='jd-id'>job "
+        f"{_e(diagnosis.job_id or '(unknown job id)')}"
+        + (f" trial {_e(diagnosis.trial)}" if diagnosis.trial else "")
+        + "</span></h3>"
         f'<p class="jd-verdict">{_e(verdict_line(diagnosis))}</p>'
         + _cause_block(diagnosis)
         + _attempts_table(diagnosis)
@@ -193,43 +206,63 @@ def _jobs_table(jobs: Sequence[JobSummary], anchors: dict[int, str], link: bool)
         if job.detail:
             cause += f" ({job.detail})"
         rows.append(
-            f"<tr><td>{name}</td><td>{_badge(job.state)} <small>{observed}</small></td>"
+            f"<tr><td>{name}</td><td>{_e(job.trial or '-')}</td>"
+            f"<td>{_badge(job.state)} <small>{observed}</small></td>"
             f"<td class='num'>{job.attempts}</td><td class='num'>{job.retries}</td>"
             f"<td class='num'>{job.restarts}</td><td>{_e(cause)}</td>"
-            f"<td class='num'>{_e(span(job.lost_work))}</td>"
+            f"<td class='num'>{_e(span(job.time_lost))}</td>"
+            f"<td class='num'>{_e(hours(job.machine_hours))}</td>"
             f"<td>{_e(clock(job.first_seen))}</td><td class='num'>{_e(span(job.duration))}</td>"
+            f"<td><small>{_e(job.path or '-')}</small></td>"
             "</tr>"
         )
     return (
-        "<table class='jd-wide'><thead><tr><th>job</th><th>state</th>"
+        "<table class='jd-wide'><thead><tr><th>job</th><th>trial</th><th>state</th>"
         "<th class='num'>attempts</th><th class='num'>retries</th>"
         "<th class='num'>restarts</th><th>cause</th><th class='num'>time lost</th>"
-        "<th>first seen (UTC)</th><th class='num'>duration</th></tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table>"
+        "<th class='num'>machine-hours</th>"
+        "<th>first seen (UTC)</th><th class='num'>duration</th><th>source</th>"
+        "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
+
+
+def _cause_row(count: CauseCount, total: bool) -> str:
+    colour = tone_colour(count.category)
+    bar = max(2, round(120 * count.share))
+    if total:
+        first = (
+            f"<td><span class='jd-share' style='width:10px;background:{colour}'></span>"
+            f"{_e(count.category)}</td><td>all</td>"
+        )
+    else:
+        first = f"<td></td><td class='jd-sub'>{_e(count.detail or '(no detail)')}</td>"
+    return (
+        f"<tr class='{'jd-total' if total else 'jd-detail'}'>{first}"
+        f"<td class='num'>{count.jobs}</td>"
+        f"<td><span class='jd-share' style='width:{bar}px;background:{colour}'></span>"
+        f"{100 * count.share:.0f}%</td>"
+        f"<td class='num'>{count.retries}</td><td class='num'>{count.restarts}</td>"
+        f"<td class='num'>{_e(span(count.time_lost))}</td>"
+        f"<td class='num'>{_e(hours(count.machine_hours))}</td></tr>"
     )
 
 
 def _causes_table(summary: FleetSummary) -> str:
-    if not summary.by_detail:
+    """Each category's totals, then its details under it (a category's share is never read
+    off one of its details)."""
+    if not summary.by_category:
         return '<p class="jd-note">No failure in these jobs.</p>'
     rows = []
-    for count in summary.by_detail:
-        colour = tone_colour(count.category)
-        bar = max(2, round(120 * count.share))
-        rows.append(
-            f"<tr><td><span class='jd-share' style='width:10px;background:{colour}'></span>"
-            f"{_e(count.category)}</td><td>{_e(count.detail or '-')}</td>"
-            f"<td class='num'>{count.jobs}</td>"
-            f"<td><span class='jd-share' style='width:{bar}px;background:{colour}'></span>"
-            f"{100 * count.share:.0f}%</td>"
-            f"<td class='num'>{count.retries}</td><td class='num'>{count.restarts}</td>"
-            f"<td class='num'>{_e(span(count.lost_work))}</td></tr>"
-        )
+    for total in summary.by_category:
+        rows.append(_cause_row(total, True))
+        details = [c for c in summary.by_detail if c.category == total.category]
+        if len(details) > 1 or (details and details[0].detail is not None):
+            rows += [_cause_row(detail, False) for detail in details]
     return (
         "<table><thead><tr><th>category</th><th>detail</th><th class='num'>jobs</th>"
         "<th>share of all jobs</th><th class='num'>retries</th>"
-        "<th class='num'>restarts</th><th class='num'>time lost</th></tr></thead><tbody>"
+        "<th class='num'>restarts</th><th class='num'>time lost</th>"
+        "<th class='num'>machine-hours</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
     )
@@ -247,7 +280,13 @@ def _cards(summary: FleetSummary) -> str:
         + card(str(succeeded), "succeeded")
         + card(str(summary.retries), "retries spent")
         + card(str(summary.restarts), "worker restarts spent")
-        + card(span(summary.lost_work), "time lost")
+        + card(span(summary.time_lost), "time lost")
+        + card(hours(summary.machine_hours), "machine-hours")
+        + (
+            card(hours(summary.accelerator_hours), "accelerator-hours")
+            if summary.accelerator_hours is not None
+            else ""
+        )
         + "</div>"
     )
 
@@ -283,9 +322,8 @@ def render_html(
         f'<main class="jd" style="max-width:1180px;margin:0 auto;padding:16px 24px">'
         f'<h1 id="top">{_e(title)}</h1>'
         f'<p class="jd-sub">Generated {_e(when)} from {_e(_inputs_line(summary))}. '
-        f"{_e(states or 'No job found.')}. Time lost is wall-clock time of failed attempts "
-        "and of work redone after worker restarts (since the last checkpoint when one was "
-        "logged).</p>"
+        f"{_e(states or 'No job found.')}. {_e(TIME_LOST_DEFINITION)} Machine-hours count "
+        "each worker from its first to its last line.</p>"
         + _cards(summary)
         + "<h2>Causes</h2>"
         + _causes_table(summary)
