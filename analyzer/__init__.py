@@ -3,8 +3,9 @@
 The notebook API::
 
     from analyzer import diagnose, diagnose_frame, read_logs
-    jobs = diagnose_frame("exports/")     # one row per job
+    jobs = diagnose_frame("exports/")     # one row per job (also a list: glob.glob(...))
     diagnose("exports/")[0]               # in Jupyter: verdict and per-worker timeline chart
+    print(diagnose("exports/")[0])        # in a plain REPL: the one-line verdict
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
     from analyzer.diagnosis import Diagnosis
     from analyzer.frames import diagnose_frame, jobs_frame, read_logs
     from analyzer.report.html import DiagnosisList
+
+
+def __dir__() -> list[str]:
+    """The module's names with the lazy ones, so that completion and ``dir()`` show them."""
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def __getattr__(name: str) -> Any:

@@ -126,6 +126,20 @@ def _load_diagnosing() -> None:
     load_advice()
 
 
+PathsLike = str | Path | Iterable[str | Path]
+
+
+def flatten_paths(paths: Iterable[PathsLike]) -> list[str]:
+    """Paths given one by one or as lists (``glob.glob(...)``, ``Path.glob(...)``), flat."""
+    flat: list[str] = []
+    for item in paths:
+        if isinstance(item, str | Path):
+            flat.append(str(item))
+        else:
+            flat.extend(flatten_paths(item))
+    return flat
+
+
 def analyze(
     paths: Sequence[str | Path],
     *,
@@ -142,11 +156,11 @@ def analyze(
     from analyzer.jobspec import load_job_spec
     from analyzer.policy import load_policy
 
-    book = RuleBook.load(tuple(rules_dirs))
-    policy = load_policy(policy_path)
-    spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
+    book = RuleBook.load(tuple(Path(d) for d in rules_dirs))
+    policy = load_policy(Path(policy_path) if policy_path is not None else None)
+    spec = load_job_spec(Path(job_spec_path)) if job_spec_path is not None else None
     return analyze_sources(
-        open_sources([str(p) for p in paths]),
+        open_sources(flatten_paths(paths)),
         rules=book,
         policy=policy,
         job=job,
@@ -155,14 +169,32 @@ def analyze(
     )
 
 
-def diagnose(*paths: str | Path) -> DiagnosisList:
-    """The diagnoses of every job in ``paths``, with the built-in rules and policy.
+def diagnose(
+    *paths: PathsLike,
+    rules_dirs: Sequence[str | Path] = (),
+    policy_path: str | Path | None = None,
+    job_spec: str | Path | None = None,
+    job: str | None = None,
+    lang: str = "en",
+) -> DiagnosisList:
+    """The diagnoses of every job in ``paths``: files, directories, globs, or lists of them
+    (``diagnose(glob.glob("exports/*.json"))``).
 
-    A list that Jupyter shows as a table of verdicts with each job's timeline chart.
+    ``rules_dirs``, ``policy_path`` and ``job_spec`` are the CLI's ``--rules``, ``--policy``
+    and ``--job-spec``. A list that Jupyter shows as a table of verdicts with each job's
+    timeline chart, and a plain REPL as one short verdict per job.
     """
     from analyzer.report.html import DiagnosisList
 
-    return DiagnosisList(analyze(paths).diagnoses)
+    analysis = analyze(
+        flatten_paths(paths),
+        rules_dirs=[Path(d) for d in rules_dirs],
+        policy_path=Path(policy_path) if policy_path is not None else None,
+        job=job,
+        job_spec_path=Path(job_spec) if job_spec is not None else None,
+        lang=lang,
+    )
+    return DiagnosisList(analysis.diagnoses)
 
 
 def follow_job(

@@ -349,9 +349,43 @@ _WIDTH = 960
 _LANE_CHARS = 26
 
 
-def _anchor(x: float) -> str:
-    """Keep an axis label near the right edge inside the picture."""
-    return "end" if x > _WIDTH - 45 else "middle"
+# Width of one character of a 12 px axis label (digits, ':' and '-' of system-ui fonts are at
+# most this wide), and the least space kept between two labels.
+_CHAR_PX = 7.2
+_LABEL_GAP = 10.0
+
+
+def label_extent(x: float, text: str, anchor: str) -> tuple[float, float]:
+    """The horizontal span an axis label drawn at ``x`` with ``anchor`` takes."""
+    width = _CHAR_PX * len(text)
+    if anchor == "end":
+        return x - width, x
+    if anchor == "start":
+        return x, x + width
+    return x - width / 2, x + width / 2
+
+
+def place_labels(
+    points: Sequence[tuple[float, str]], low: float, high: float
+) -> list[tuple[float, str, str]]:
+    """Axis labels ``(x, text)`` as ``(x, text, anchor)``, none overlapping another or
+    leaving ``[low, high]``: a label that would run into the one before it is left out (its
+    grid line stays), so dense ticks never print over each other."""
+    placed: list[tuple[float, str, str]] = []
+    last_end = float("-inf")
+    for x, text in points:
+        anchor = "middle"
+        begin, end = label_extent(x, text, anchor)
+        if end > high:
+            anchor = "end"
+        elif begin < low:
+            anchor = "start"
+        begin, end = label_extent(x, text, anchor)
+        if begin < last_end + _LABEL_GAP or begin < low or end > high:
+            continue
+        placed.append((x, text, anchor))
+        last_end = end
+    return placed
 
 
 def _shape(mark: Mark, x: float, y: float) -> str:
@@ -469,15 +503,19 @@ def timeline_svg(diagnosis: Diagnosis) -> str:
             f'<text x="{indent}" y="{band + _ROW / 2 + 4:.1f}"{weight}>{escape(text)}'
             f"{_title(lane)}</text>"
         )
-    for tick in time_ticks(scale.start, scale.end):
-        x = scale.x(tick)
+    ticks = [
+        (scale.x(tick), _tick_label(tick, scale.start, scale.end))
+        for tick in time_ticks(scale.start, scale.end)
+    ]
+    for x, _ in ticks:
         parts.append(
             f'<line x1="{_f(x)}" y1="{top}" x2="{_f(x)}" y2="{top + plot_height}" '
             'stroke="#d8dde3" stroke-dasharray="2,3"/>'
         )
+    for x, text, anchor in place_labels(ticks, _LABEL_WIDTH - 8, _WIDTH):
         parts.append(
-            f'<text x="{_f(x)}" y="{top - 8}" text-anchor="{_anchor(x)}" fill="#555">'
-            f"{escape(_tick_label(tick, scale.start, scale.end))}</text>"
+            f'<text class="jd-tick" x="{_f(x)}" y="{top - 8}" text-anchor="{anchor}" '
+            f'fill="#555">{escape(text)}</text>'
         )
     for mark in marks:
         y = top + mark.row * _ROW + _ROW / 2
@@ -595,15 +633,22 @@ def failures_svg(failures: Iterable[tuple[datetime, str]]) -> str:
                 "</rect>"
             )
     first, last = buckets[0].start, buckets[-1].end
-    for tick in time_ticks(first, last, 7):
-        x = left + plot_w * (tick - first).total_seconds() / (last - first).total_seconds()
+    ticks = [
+        (
+            left + plot_w * (tick - first).total_seconds() / (last - first).total_seconds(),
+            _tick_label(tick, first, last),
+        )
+        for tick in time_ticks(first, last, 7)
+    ]
+    for x, _ in ticks:
         parts.append(
             f'<line x1="{_f(x)}" y1="{top + plot_h}" x2="{_f(x)}" '
             f'y2="{top + plot_h + 5}" stroke="#777"/>'
         )
+    for x, text, anchor in place_labels(ticks, 0, _WIDTH):
         parts.append(
-            f'<text x="{_f(x)}" y="{top + plot_h + 18}" text-anchor="{_anchor(x)}" '
-            f'fill="#555">{escape(_tick_label(tick, first, last))}</text>'
+            f'<text class="jd-tick" x="{_f(x)}" y="{top + plot_h + 18}" text-anchor="{anchor}" '
+            f'fill="#555">{escape(text)}</text>'
         )
     parts.append(
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '

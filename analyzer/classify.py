@@ -24,7 +24,7 @@ from typing import Protocol, TypeGuard
 
 import regex
 
-from analyzer.events import Event, RuleMatch
+from analyzer.events import Event, EventKind, RuleMatch
 from analyzer.ingest import FileSource, Format
 from analyzer.ingest.sources import StreamSource
 from analyzer.parallel import (
@@ -167,11 +167,17 @@ def _event_order(event: Event) -> tuple[bool, datetime, str, int]:
 
 
 def _linked_job_id(events: Iterable[Event]) -> str | None:
+    """The job an input without ids is about: the console link of a service error, else the
+    legacy name in ``Job NAME is queued.`` (AI Platform jobs are named by their users)."""
+    named: str | None = None
     for event in events:
         found = _JOB_LINK.search(event.text)
         if found:
             return found.group(1)
-    return None
+        if named is None and event.kind is EventKind.JOB_QUEUED:
+            value = event.match.field("job_id")
+            named = value if isinstance(value, str) and value else None
+    return named
 
 
 def _read_source(

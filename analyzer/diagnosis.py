@@ -139,9 +139,13 @@ class SpecCheck:
         return {"state": self.state, "error_code": self.error_code, "agrees": self.agrees}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Diagnosis:
-    """The verdict on one job."""
+    """The verdict on one job.
+
+    ``str()`` is the one-line verdict; ``repr()`` a short summary (the generated one would
+    print the whole timeline); in Jupyter, the card with its timeline chart.
+    """
 
     job_id: str | None
     state: JobState
@@ -175,6 +179,24 @@ class Diagnosis:
         if self.first_seen is None or self.last_seen is None:
             return None
         return self.last_seen - self.first_seen
+
+    def __str__(self) -> str:
+        from analyzer.report.facts import verdict_line
+
+        return verdict_line(self)
+
+    def __repr__(self) -> str:
+        job = self.job_id or "(unknown job id)"
+        if self.trial:
+            job += f" trial {self.trial}"
+        how = "observed" if self.observed_final else "predicted"
+        cause = self.cause.category.value if self.cause else "no failure"
+        text = (
+            f"<Diagnosis job {job}: {self.state.value.removeprefix('JOB_STATE_')} ({how}),"
+            f" {self.attempts} attempt{'s' if self.attempts != 1 else ''}, {cause}>"
+        )
+        # Job ids are short, but a legacy job's name is the user's: keep the repr short.
+        return text if len(text) < 200 else text[:190] + "…>"
 
     def _repr_html_(self) -> str:
         """Jupyter's display: verdict, cause, attempts and the per-worker timeline chart."""

@@ -19,9 +19,11 @@ from pathlib import Path
 import pandas as pd
 
 from analyzer import accessor as _accessor  # noqa: F401 - registers df.jobdoctor
-from analyzer.api import analyze
-from analyzer.diagnosis import Diagnosis
+from analyzer.api import PathsLike, analyze, flatten_paths
+from analyzer.diagnosis import Diagnosis, JobState
+from analyzer.events import Category
 from analyzer.ingest import read_records
+from analyzer.jobspec import JobSpec
 from analyzer.report.fleet import JOB_COLUMNS, job_summary
 
 # The columns of a record frame; the first five are what the accessor requires.
@@ -39,8 +41,9 @@ RECORD_COLUMNS: tuple[str, ...] = (
 )
 
 
-def read_logs(*paths: str | Path) -> pd.DataFrame:
-    """Every record of ``paths`` (files, directories, globs, ``-``), one row per record.
+def read_logs(*paths: PathsLike) -> pd.DataFrame:
+    """Every record of ``paths`` (files, directories, globs, ``-``, or lists of them), one row
+    per record.
 
     Columns: ``timestamp`` (UTC, NaT when the input has none), ``job_id``, ``task``,
     ``severity``, ``text``, ``path``, ``line`` (where the record starts), then ``vm``
@@ -50,7 +53,7 @@ def read_logs(*paths: str | Path) -> pd.DataFrame:
     :class:`~analyzer.errors.InputError` for an input that cannot be read.
     """
     columns: dict[str, list[object]] = {name: [] for name in RECORD_COLUMNS}
-    for record in read_records([str(p) for p in paths]):
+    for record in read_records(flatten_paths(paths)):
         columns["timestamp"].append(record.timestamp)
         columns["job_id"].append(record.job_id)
         columns["task"].append(record.task)
@@ -67,20 +70,29 @@ def read_logs(*paths: str | Path) -> pd.DataFrame:
     return frame
 
 
-def jobs_frame(diagnoses: Iterable[Diagnosis]) -> pd.DataFrame:
+def jobs_frame(diagnoses: Iterable[Diagnosis], job_spec: JobSpec | None = None) -> pd.DataFrame:
     """One row per diagnosis: the columns of ``analyzer.report.fleet.JOB_COLUMNS``.
 
-    ``first_seen``/``last_seen`` are UTC timestamps, ``duration``/``lost_work`` timedeltas,
-    ``exit_code`` a nullable integer; ``category``, ``detail`` and the cause's fields are
-    missing for a job with no failure.
+    ``job_id``, ``trial`` (None for a plain job) and ``path`` (the input holding the cause's
+    evidence) say which job a row is; ``state`` and ``category`` are Categoricals of every
+    ``JobState`` and cause category (so ``value_counts()`` lists the zeros too, and a filter
+    on a misspelt state fails); ``first_seen``/``last_seen`` are UTC timestamps,
+    ``duration``/``time_lost``/``lost_work`` timedeltas, ``machine_hours`` and
+    ``accelerator_hours`` floats (the latter NaN without the job's record), ``exit_code`` a
+    nullable integer; ``category``, ``detail`` and the cause's fields are missing for a job
+    with no failure.
     """
-    summaries = (job_summary(d) for d in diagnoses)
+    summaries = (job_summary(d, job_spec) for d in diagnoses)
     rows = [tuple(getattr(s, name) for name in JOB_COLUMNS) for s in summaries]
     frame = pd.DataFrame.from_records(rows, columns=list(JOB_COLUMNS))
+    frame["state"] = pd.Categorical(frame["state"], categories=[s.value for s in JobState])
+    frame["category"] = pd.Categorical(frame["category"], categories=[c.value for c in Category])
     frame["first_seen"] = pd.to_datetime(frame["first_seen"], utc=True)
     frame["last_seen"] = pd.to_datetime(frame["last_seen"], utc=True)
-    frame["duration"] = pd.to_timedelta(frame["duration"])
-    frame["lost_work"] = pd.to_timedelta(frame["lost_work"])
+    for name in ("duration", "time_lost", "lost_work"):
+        frame[name] = pd.to_timedelta(frame[name])
+    frame["machine_hours"] = frame["machine_hours"].astype("float64")
+    frame["accelerator_hours"] = frame["accelerator_hours"].astype("float64")
     frame["exit_code"] = frame["exit_code"].astype("Int64")
     for name in ("attempts", "retries", "restarts", "records"):
         frame[name] = frame[name].astype("int64")
@@ -89,15 +101,31 @@ def jobs_frame(diagnoses: Iterable[Diagnosis]) -> pd.DataFrame:
 
 
 def diagnose_frame(
-    *paths: str | Path,
-    rules_dirs: Sequence[Path] = (),
-    policy_path: Path | None = None,
+    *paths: PathsLike,
+    rules_dirs: Sequence[str | Path] = (),
+    policy_path: str | Path | None = None,
+    job_spec: str | Path | None = None,
+    job: str | None = None,
+    lang: str = "en",
 ) -> pd.DataFrame:
-    """Diagnose every job in ``paths`` into one row per job (see :func:`jobs_frame`).
+    """Diagnose every job in ``paths`` (files, directories, globs, or lists of them, such as
+    ``glob.glob("exports/*.json")``) into one row per job (see :func:`jobs_frame`).
 
     Streams the inputs: records are matched against the rules as they are read and only
-    each job's matched events are kept. ``rules_dirs`` and ``policy_path`` are the CLI's
-    ``--rules`` and ``--policy``.
+    each job's matched events are kept. ``rules_dirs``, ``policy_path`` and ``job_spec`` are
+    the CLI's ``--rules``, ``--policy`` and ``--job-spec`` (the record also gives the job's
+    accelerator-hours).
     """
-    analysis = analyze(paths, rules_dirs=rules_dirs, policy_path=policy_path)
-    return jobs_frame(analysis.diagnoses)
+    from analyzer.jobspec import load_job_spec
+
+    spec_path = Path(job_spec) if job_spec is not None else None
+    analysis = analyze(
+        flatten_paths(paths),
+        rules_dirs=[Path(d) for d in rules_dirs],
+        policy_path=Path(policy_path) if policy_path is not None else None,
+        job=job,
+        job_spec_path=spec_path,
+        lang=lang,
+    )
+    spec = load_job_spec(spec_path) if spec_path is not None else None
+    return jobs_frame(analysis.diagnoses, spec)

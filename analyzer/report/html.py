@@ -358,6 +358,10 @@ class DiagnosisList(list[Diagnosis]):
     ``analyzer.frames.diagnose_frame``).
     """
 
+    def __str__(self) -> str:
+        """One verdict a line (``print(diagnose(...))`` in a plain REPL)."""
+        return "\n".join(str(d) for d in self)
+
     def _repr_html_(self) -> str:
         summary = summarize(self)
         anchors = dict(enumerate(job_anchors(j.job_id for j in summary.jobs)))
