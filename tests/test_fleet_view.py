@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +26,7 @@ from analyzer.cli import app
 from analyzer.report.facts import evidence_events, first_line
 from analyzer.report.overview import fleet_order
 from analyzer.report.text import render_table, render_text, shorten_middle
+from tests.terminal import run_in_terminal
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
@@ -217,36 +216,15 @@ def test_shorten_middle_keeps_both_ends_within_the_limit(text: str, limit: int) 
 @pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
 @pytest.mark.parametrize("width", [80, 200])
 def test_a_real_terminal_folds_to_its_width(width: int) -> None:
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    env["NO_COLOR"] = "1"
-    command = [sys.executable, "-m", "analyzer.cli", "diagnose", str(SAMPLES / "cuda-oom.jsonl.gz")]
-    with subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE, env=env) as proc:
-        os.close(follower)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the other side closed
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        proc.wait(timeout=60)
-    os.close(leader)
-    text = b"".join(chunks).decode()
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).replace("\r\n", "\n")
-    lines = [line for line in plain.split("\n") if line]
-    assert proc.returncode == 0
+    done = run_in_terminal(
+        ["diagnose", str(SAMPLES / "cuda-oom.jsonl.gz")], width, env={"NO_COLOR": "1"}
+    )
+    lines = [line for line in done.text.split("\n") if line]
+    assert done.code == 0, done.stderr
     assert max(cell_len(line) for line in lines) <= width
     # NO_COLOR: no colour codes, though bold may stay.
-    assert not re.search(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7])[;m]", text)
+    assert not re.search(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7])[;m]", done.raw)
+    assert "\x1b[1m" in done.raw
     if width == 80:
         assert any(line.startswith("            ") for line in lines)  # a hanging indent
 

@@ -161,25 +161,31 @@ def _print_verdict(layout: _Layout, diagnosis: Diagnosis) -> None:
 
 
 def _evidence(layout: _Layout, diagnosis: Diagnosis) -> None:
+    content = layout.width - _INDENT
     for index, (origin, event) in enumerate(evidence_events(diagnosis)):
         label = "evidence" if index == 0 else ""
         body = Text(str(origin), style="cyan")
         if event is None:
             layout.labelled(label, body)
             continue
-        body.append(f"  {clock(event.timestamp)}  {event.task or '-'}", style="dim")
+        when = clock(event.timestamp)
+        head = f"  {when}  {event.task or '-'}"
+        if layout.wrap and body.cell_len + cell_len(head) > content and event.timestamp:
+            # A narrow terminal: the time of day is enough (the attempts give the dates).
+            head = f"  {event.timestamp.strftime('%H:%M:%S')}  {event.task or '-'}"
+        body.append(head, style="dim")
         # The message's first line (a service error's traceback tail follows on the next).
         text = _log_text(first_line(event.text, limit=1 << 20))
         if not layout.wrap:
             layout.labelled(label, body + Text("  " + shorten_middle(text, _EVIDENCE_CHARS)))
             continue
-        room = layout.width - _INDENT - body.cell_len - 2
+        room = content - body.cell_len - 2
         if room >= _EVIDENCE_MIN:
             layout.labelled(label, body + Text("  " + shorten_middle(text, room)))
             continue
         # A long path leaves too little room: the text gets its own row, indented under it.
         layout.labelled(label, body)
-        layout.labelled("", Text(shorten_middle(text, layout.width - _INDENT - 2)), lead="  ")
+        layout.labelled("", Text(shorten_middle(text, content - 2)), lead="  ")
 
 
 def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
