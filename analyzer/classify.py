@@ -46,9 +46,14 @@ from analyzer.records import (
     split_job_group,
 )
 
-# Set by a caller that shows progress (the CLI's bar): told the total bytes of the fast-path
-# inputs once, then each number of bytes read. A context variable, so the API keeps its shape.
-reading_progress: ContextVar[Callable[[int, int], None] | None] = ContextVar(
+# Set by a caller that shows progress (the CLI's bar): called with the total to read (None when
+# a stream is among the inputs: its length is not known) and each amount read, first with 0.
+# Units are bytes as read: a plain file's size; a gzip file read here, its uncompressed size
+# (from the gzip trailer), since its decompressed bytes are what is counted; a gzip file read
+# by a worker process, its compressed size, counted when the worker is done. Inputs of the
+# other formats count their size once read. Streams are not counted here (their reader can
+# wrap the stream itself). A context variable, so the API keeps its shape.
+reading_progress: ContextVar[Callable[[int | None, int], None] | None] = ContextVar(
     "reading_progress", default=None
 )
 
@@ -158,6 +163,82 @@ class _JobAccumulator:
                     current.records += span.records
                 else:
                     mine[vm] = span
+
+
+def gzip_size(path: str) -> int:
+    """The uncompressed size of a gzip file as its trailer records it (ISIZE: the last
+    member's size modulo 4 GiB), never less than the file's own size; the file's size when
+    the trailer cannot be read."""
+    size = os.path.getsize(path)
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(-4, os.SEEK_END)
+            recorded = int.from_bytes(handle.read(4), "little")
+    except OSError:
+        return size
+    return max(size, recorded)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How the fast scan will read its files: their sizes, which are gzip, and whether
+    several processes share them."""
+
+    sizes: Mapping[str, int]
+    compressed: frozenset[str]
+    parallel: bool
+    count: int
+
+
+def _plan(files: Sequence[Source], processes: int | None) -> _Plan:
+    compressed = frozenset(
+        s.stats.path for s in files if isinstance(s, FileSource) and s.compressed
+    )
+    sizes = {s.stats.path: os.path.getsize(s.stats.path) for s in files}
+
+    def weight(path: str) -> int:
+        """What there is to read: compressed bytes at what they usually expand to."""
+        size = sizes.get(path, PARALLEL_MIN_BYTES)
+        return size * (GZIP_EXPANSION if path in compressed else 1)
+
+    count = processes_for(sum(map(weight, sizes)), processes)
+    # One compressed file is one task: a pool would only add its start-up.
+    parallel = count > 1 and (len(files) > 1 or not compressed)
+    return _Plan(sizes, compressed, parallel, count)
+
+
+@dataclass(frozen=True, slots=True)
+class _Meter:
+    """Tells :data:`reading_progress` what was read, with the total of this read."""
+
+    report: Callable[[int | None, int], None]
+    total: int | None
+
+    def __call__(self, count: int) -> None:
+        self.report(self.total, count)
+
+
+def _meter(pending: Sequence[Source], fast: Sequence[Source], plan: _Plan | None) -> _Meter | None:
+    """The progress meter of one read of ``pending`` (``fast``: those the fast scan reads)."""
+    report = reading_progress.get()
+    if report is None:
+        return None
+    total = 0
+    streams = False
+    chosen = {id(s) for s in fast}
+    for source in pending:
+        if not isinstance(source, FileSource):
+            streams = True
+            continue
+        path = source.stats.path
+        in_process = plan is None or not plan.parallel
+        if id(source) in chosen and source.compressed and in_process:
+            total += gzip_size(path)
+        else:
+            total += os.path.getsize(path)
+    meter = _Meter(report, None if streams else total)
+    meter(0)
+    return meter
 
 
 def _event_order(event: Event) -> tuple[bool, datetime, str, int]:
@@ -336,13 +417,17 @@ def classify_sources(
     the fast scan (candidate lines only, several processes for large inputs)."""
     pending = list(sources)
     eligible = [s for s in pending if fast and _fast_eligible(s, book)]
-    scans = _scan(eligible, book, processes) if eligible else {}
+    plan = _plan([s for s in eligible if isinstance(s, FileSource)], processes)
+    meter = _meter(pending, eligible, plan)
+    scans = _scan(eligible, book, processes, meter=meter) if eligible else {}
     for source in pending:
         scan = scans.get(id(source))
         if scan is not None:
             yield from scan.events
         else:
             yield from _events(source.records(), book, prefilter=fast)
+            if meter is not None and isinstance(source, FileSource):
+                meter(os.path.getsize(source.stats.path))
 
 
 class Collector:
@@ -373,15 +458,19 @@ class Collector:
         book = self._book
         pending = list(sources)
         fast_files = [s for s in pending if self._fast and _fast_eligible(s, book)]
+        plan = _plan([s for s in fast_files if isinstance(s, FileSource)], self._processes)
+        meter = _meter(pending, fast_files, plan)
         scans: dict[int, RangeScan] = {}
         if fast_files:
-            scans = _scan(fast_files, book, self._processes, while_waiting)
+            scans = _scan(fast_files, book, self._processes, while_waiting, meter=meter)
         for source in pending:
             scan = scans.get(id(source))
             if scan is not None:
                 local = _from_scan(scan)
             else:
                 local = _read_source(source, book, prefilter=self._fast)
+                if meter is not None and isinstance(source, FileSource):
+                    meter(os.path.getsize(source.stats.path))
             _settle(local, source, self._jobs)
             self._stats.setdefault(source.stats.path, source.stats)
 
@@ -462,37 +551,29 @@ def _scan(
     book: Matcher,
     processes: int | None,
     while_waiting: Callable[[], None] | None = None,
+    *,
+    meter: Callable[[int], None] | None = None,
 ) -> dict[int, RangeScan]:
     """The fast scans of ``files`` (sink JSONL: :func:`_fast_eligible`), by ``id`` of source;
     large files and streams are read by several processes (``processes``: None for as many
-    as there are cores)."""
+    as there are cores). ``meter`` is told the bytes of files read (see
+    :data:`reading_progress` for the units)."""
     if not _is_fast(book):
         raise TypeError("the fast path needs a rule book with may_match_texts")
     scans: dict[int, RangeScan] = {}
     # A stream (stdin) is read in this process, as it comes; files maybe in several.
     here: list[FileSource | StreamSource] = [s for s in files if isinstance(s, StreamSource)]
     files = [s for s in files if not isinstance(s, StreamSource)]
-    compressed = {s.stats.path for s in files if isinstance(s, FileSource) and s.compressed}
-    sizes = {s.stats.path: os.path.getsize(s.stats.path) for s in files}
-    total = sum(sizes.values())
-    progress = reading_progress.get()
-    on_bytes: Callable[[int], None] | None = None
-    if progress is not None and files:
-        progress(total, 0)
-        on_bytes = lambda count: progress(total, count)  # noqa: E731
-
-    def weight(path: str) -> int:
-        """What there is to read: compressed bytes at what they usually expand to; a
-        stream's size is not known."""
-        size = sizes.get(path, PARALLEL_MIN_BYTES)
-        return size * (GZIP_EXPANSION if path in compressed else 1)
-
-    count = processes_for(sum(map(weight, sizes)), processes)
-    # One compressed file is one task: a pool would only add its start-up.
-    if count > 1 and (len(files) > 1 or not compressed):
+    plan = _plan(files, processes)
+    if plan.parallel:
         paths = [s.stats.path for s in files]
         found = scan_files(
-            paths, book, count, on_bytes, compressed=compressed, while_waiting=while_waiting
+            paths,
+            book,
+            plan.count,
+            meter,
+            compressed=plan.compressed,
+            while_waiting=while_waiting,
         )
         for source, scan in zip(files, found, strict=True):
             source.stats.add(scan.stats)
@@ -503,10 +584,12 @@ def _scan(
             assert isinstance(source, FileSource)
             here.append(source)
     for source in here:
-        # A stream's bytes are not in the progress total. A stream, or one compressed file,
-        # is read here and, when long, scanned by forked workers as it comes.
-        counted = on_bytes if isinstance(source, FileSource) else None
-        workers = processes_for(weight(source.stats.path), processes)
+        # A stream's bytes are not counted here (see reading_progress). A stream, or one
+        # compressed file, is read here and, when long, scanned by forked workers as it comes.
+        counted = meter if isinstance(source, FileSource) else None
+        size = plan.sizes.get(source.stats.path, PARALLEL_MIN_BYTES)
+        weight = size * (GZIP_EXPANSION if source.stats.path in plan.compressed else 1)
+        workers = processes_for(weight, processes)
         with source.open_binary() as raw:
             scans[id(source)] = scan_binary(raw, source.stats, book, counted, workers)
     return scans

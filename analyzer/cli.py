@@ -7,13 +7,14 @@ policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceba
 
 from __future__ import annotations
 
+import io
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -135,6 +136,8 @@ def _reported_errors() -> Iterator[None]:
         # The reader (head, less) went away: nothing left to say (main leaves without the
         # interpreter's own flush, which would complain about the pipe).
         raise typer.Exit(0) from None
+    # A full disk (ENOSPC while writing a report) becomes one line and exit 2 here: issue 15
+    # adds that handler beside this one.
     except (typer.Exit, typer.Abort):
         raise
     except Exception as exc:
@@ -152,33 +155,86 @@ def _reported_errors() -> Iterator[None]:
 PROGRESS_MIN_BYTES = 50 << 20
 
 
+class _CountingReader(io.RawIOBase):
+    """A binary stream that reports how many bytes were read from it (stdin's progress)."""
+
+    def __init__(self, raw: io.BufferedIOBase, on_bytes: Callable[[int], None]) -> None:
+        self._raw = raw
+        self._on_bytes = on_bytes
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        # read1: what is there now, without waiting for a whole buffer (a pipe's writer may
+        # be slow).
+        data = self._raw.read1(len(buffer))
+        buffer[: len(data)] = data
+        if data:
+            self._on_bytes(len(data))
+        return len(data)
+
+
+def _input_bytes(paths: list[str]) -> int:
+    """The bytes of the regular files among ``paths`` (directories walked, globs expanded)."""
+    from analyzer.ingest.paths import expand_paths
+
+    try:
+        found = expand_paths(paths)
+    except JobDoctorError:
+        return 0  # reading reports it, with its own message
+    return sum(os.path.getsize(p) for p in found if os.path.isfile(p))
+
+
 @contextmanager
 def _reading_progress(paths: list[str]) -> Iterator[None]:
-    """A progress bar on stderr while large inputs are read, only when stderr is a terminal."""
-    import os
+    """A progress bar on stderr while the inputs are read, only when stderr is a terminal.
 
-    if not sys.stderr.isatty():
-        yield
-        return
-    total = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
-    if total < PROGRESS_MIN_BYTES:
+    Files (directories and globs included) are counted by :mod:`analyzer.classify` as it reads
+    them, gzip files by what they expand to; stdin by the bytes read from it, with no total.
+    Small files read too fast for a bar get none.
+    """
+    stdin = "-" in paths
+    if not sys.stderr.isatty() or (not stdin and _input_bytes(paths) < PROGRESS_MIN_BYTES):
         yield
         return
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
     from analyzer.classify import reading_progress
 
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("reading", total=total)
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("reading stdin" if stdin else "reading", total=None)
 
-        def advance(size: int, count: int) -> None:
-            bar.update(task, total=size, advance=count)
+        def advance(total: int | None, count: int) -> None:
+            if total is not None:
+                bar.update(task, total=total)
+            bar.update(task, advance=count)
 
         token = reading_progress.set(advance)
+        saved = sys.stdin
+        raw = getattr(sys.stdin, "buffer", None)
+        if stdin and isinstance(raw, io.BufferedIOBase):
+            counted = _CountingReader(raw, lambda n: advance(None, n))
+            sys.stdin = io.TextIOWrapper(io.BufferedReader(counted), encoding="utf-8")
         try:
             yield
         finally:
+            sys.stdin = saved
             reading_progress.reset(token)
 
 
@@ -762,11 +818,12 @@ def classify(
 
     with _reported_errors():
         book = RuleBook.load(_rules_dirs(rules))
-        events = classify_sources(open_sources(paths), book)
-        if output is RowFormat.csv:
-            write_csv(events, sys.stdout)
-        else:
-            write_jsonl(events, sys.stdout)
+        with _reading_progress(paths):
+            events = classify_sources(open_sources(paths), book)
+            if output is RowFormat.csv:
+                write_csv(events, sys.stdout)
+            else:
+                write_jsonl(events, sys.stdout)
 
 
 @rules_app.command("check")

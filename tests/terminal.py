@@ -27,9 +27,16 @@ class TerminalRun:
 
 
 def run_in_terminal(
-    args: Sequence[str], width: int = 80, env: dict[str, str] | None = None, cwd: Path = ROOT
+    args: Sequence[str],
+    width: int = 80,
+    env: dict[str, str] | None = None,
+    cwd: Path = ROOT,
+    *,
+    stdin: Path | None = None,
+    stderr_on_terminal: bool = False,
 ) -> TerminalRun:
-    """``python -m analyzer.cli ARGS`` with stdout on a pty ``width`` columns wide."""
+    """``python -m analyzer.cli ARGS`` with stdout (and, if asked, stderr) on a pty ``width``
+    columns wide; ``stdin`` a file to read from (else nothing)."""
     import fcntl
     import pty
     import struct
@@ -40,10 +47,14 @@ def run_in_terminal(
     environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     environ.update(env or {})
     command = [sys.executable, "-m", "analyzer.cli", *args]
+    source = stdin.open("rb") if stdin is not None else subprocess.DEVNULL
+    err_to = follower if stderr_on_terminal else subprocess.PIPE
     with subprocess.Popen(
-        command, stdout=follower, stderr=subprocess.PIPE, env=environ, cwd=cwd
+        command, stdin=source, stdout=follower, stderr=err_to, env=environ, cwd=cwd
     ) as proc:
         os.close(follower)
+        if stdin is not None:
+            source.close()  # type: ignore[union-attr]
         chunks = []
         while True:
             try:
@@ -53,8 +64,7 @@ def run_in_terminal(
             if not chunk:
                 break
             chunks.append(chunk)
-        assert proc.stderr is not None
-        err = proc.stderr.read().decode()
+        err = proc.stderr.read().decode() if proc.stderr is not None else ""
         proc.wait(timeout=60)
     os.close(leader)
     return TerminalRun(proc.returncode, b"".join(chunks).decode(), err)

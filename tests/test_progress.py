@@ -1,0 +1,112 @@
+"""Feedback on slow work: what the progress meter is told adds up to what it said it would
+read (directories, globs, gzip by what it expands to, several processes), and a real terminal
+shows a bar for stdin; no bar when stderr is not a terminal."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyzer.classify import Collector, classify_sources, gzip_size, reading_progress
+from analyzer.ingest import open_sources
+from analyzer.rulebook import RuleBook
+from tests.terminal import run_in_terminal
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_logs"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.totals: set[int | None] = set()
+        self.read = 0
+
+    def __call__(self, total: int | None, count: int) -> None:
+        self.totals.add(total)
+        self.read += count
+
+
+def expected_total(paths: list[Path], in_process: bool) -> int:
+    total = 0
+    for path in paths:
+        with path.open("rb") as handle:
+            gz = handle.read(2) == b"\x1f\x8b"
+        total += gzip_size(str(path)) if gz and in_process else path.stat().st_size
+    return total
+
+
+@pytest.fixture(scope="module")
+def book() -> RuleBook:
+    return RuleBook.load()
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.parametrize("how", ["diagnose", "classify"])
+def test_the_meter_adds_up_over_a_directory(book: RuleBook, processes: int, how: str) -> None:
+    files = sorted(p for p in SAMPLES.iterdir() if p.is_file())
+    recorder = Recorder()
+    token = reading_progress.set(recorder)
+    try:
+        sources = open_sources([str(SAMPLES)])
+        if how == "diagnose":
+            Collector(book, processes=processes).read_all(sources)
+        else:
+            list(classify_sources(sources, book, processes=processes))
+    finally:
+        reading_progress.reset(token)
+    # One total, said before anything was read, and everything read adds up to it.
+    (total,) = recorder.totals
+    assert total == expected_total(files, in_process=processes == 1)
+    assert recorder.read == total
+
+
+def test_a_gzip_file_counts_what_it_expands_to(book: RuleBook, tmp_path: Path) -> None:
+    plain = SAMPLES / "stockout-exhausted.jsonl"
+    packed = tmp_path / "stockout.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert gzip_size(str(packed)) == plain.stat().st_size > packed.stat().st_size
+    recorder = Recorder()
+    token = reading_progress.set(recorder)
+    try:
+        Collector(book, processes=1).read_all(open_sources([str(packed)]))
+    finally:
+        reading_progress.reset(token)
+    assert recorder.totals == {plain.stat().st_size} and recorder.read == plain.stat().st_size
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
+def test_stdin_shows_a_bar_on_a_terminal_and_none_elsewhere(tmp_path: Path) -> None:
+    export = tmp_path / "export.jsonl"
+    with export.open("wb") as out:
+        for _ in range(20):
+            with (SAMPLES / "project-wide.jsonl").open("rb") as sample:
+                shutil.copyfileobj(sample, out)
+    args = ["diagnose", "-q", "-"]
+    shown = run_in_terminal(args, 100, stdin=export, stderr_on_terminal=True)
+    assert shown.code == 0
+    assert "reading stdin" in shown.raw
+    quiet = run_in_terminal(args, 100, stdin=export)
+    assert quiet.code == 0 and "reading" not in quiet.stderr and "reading" not in quiet.raw
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
+def test_explain_says_it_reads_stdin_on_a_terminal() -> None:
+    import os
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    command = [sys.executable, "-m", "analyzer.cli", "explain"]
+    with subprocess.Popen(
+        command, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
+        os.close(follower)
+        os.write(leader, b"Resources are insufficient in region: us-central1\n\x04")
+        out, err = proc.communicate(timeout=60)
+    os.close(leader)
+    assert "reading a message from stdin" in err.decode()
+    assert proc.returncode == 0 and b"stockout" in out
