@@ -218,11 +218,15 @@ class _Meter:
         self.report(self.total, count)
 
 
-def _meter(pending: Sequence[Source], fast: Sequence[Source], plan: _Plan | None) -> _Meter | None:
-    """The progress meter of one read of ``pending`` (``fast``: those the fast scan reads)."""
+def _meter(
+    pending: Sequence[Source], fast: Sequence[Source], processes: int | None
+) -> _Meter | None:
+    """The progress meter of one read of ``pending`` (``fast``: those the fast scan reads),
+    or None when nobody asked for progress."""
     report = reading_progress.get()
     if report is None:
         return None
+    plan = _plan([s for s in fast if isinstance(s, FileSource)], processes)
     total = 0
     streams = False
     chosen = {id(s) for s in fast}
@@ -231,7 +235,7 @@ def _meter(pending: Sequence[Source], fast: Sequence[Source], plan: _Plan | None
             streams = True
             continue
         path = source.stats.path
-        in_process = plan is None or not plan.parallel
+        in_process = not plan.parallel
         if id(source) in chosen and source.compressed and in_process:
             total += gzip_size(path)
         else:
@@ -417,8 +421,7 @@ def classify_sources(
     the fast scan (candidate lines only, several processes for large inputs)."""
     pending = list(sources)
     eligible = [s for s in pending if fast and _fast_eligible(s, book)]
-    plan = _plan([s for s in eligible if isinstance(s, FileSource)], processes)
-    meter = _meter(pending, eligible, plan)
+    meter = _meter(pending, eligible, processes)
     scans = _scan(eligible, book, processes, meter=meter) if eligible else {}
     for source in pending:
         scan = scans.get(id(source))
@@ -458,8 +461,7 @@ class Collector:
         book = self._book
         pending = list(sources)
         fast_files = [s for s in pending if self._fast and _fast_eligible(s, book)]
-        plan = _plan([s for s in fast_files if isinstance(s, FileSource)], self._processes)
-        meter = _meter(pending, fast_files, plan)
+        meter = _meter(pending, fast_files, self._processes)
         scans: dict[int, RangeScan] = {}
         if fast_files:
             scans = _scan(fast_files, book, self._processes, while_waiting, meter=meter)
