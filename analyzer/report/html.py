@@ -70,12 +70,14 @@ _CSS = """
 .jd th{background:#f1f4f7;font-weight:600;white-space:nowrap}
 .jd td.num,.jd th.num{text-align:right;font-variant-numeric:tabular-nums}
 .jd .jd-wide{width:100%}
+.jd .jd-scroll{overflow-x:auto;max-width:100%}
 .jd .jd-share{display:inline-block;height:10px;border-radius:2px;vertical-align:middle;
   margin-right:6px}
 .jd .jd-badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;
   font-size:.85em;font-weight:600;white-space:nowrap;flex:none;line-height:1.5}
 .jd tr.jd-total td{font-weight:600;border-top:1px solid #c8ced4}
 .jd td.jd-sub{padding-left:1.6em;color:#3a4550}
+.jd td.jd-path{white-space:nowrap;color:#5a6570}
 .jd .jd-job{border:1px solid #dde2e7;border-radius:8px;padding:12px 16px;margin:14px 0;
   background:#fff}
 .jd .jd-msg{margin:.4em 0;padding:6px 10px;border-left:4px solid #D55E00;background:#fbf6f3;
@@ -213,17 +215,28 @@ def _jobs_table(jobs: Sequence[JobSummary], anchors: dict[int, str], link: bool)
             f"<td class='num'>{_e(span(job.time_lost))}</td>"
             f"<td class='num'>{_e(hours(job.machine_hours))}</td>"
             f"<td>{_e(clock(job.first_seen))}</td><td class='num'>{_e(span(job.duration))}</td>"
-            f"<td><small>{_e(job.path or '-')}</small></td>"
+            f"<td class='jd-path' title='{_e(job.path or '-')}'><small>"
+            f"{_e(_short_path(job.path))}</small></td>"
             "</tr>"
         )
     return (
+        "<div class='jd-scroll'>"
         "<table class='jd-wide'><thead><tr><th>job</th><th>trial</th><th>state</th>"
         "<th class='num'>attempts</th><th class='num'>retries</th>"
         "<th class='num'>restarts</th><th>cause</th><th class='num'>time lost</th>"
-        "<th class='num'>machine-hours</th>"
+        "<th class='num' title='machine-hours'>machine h</th>"
         "<th>first seen (UTC)</th><th class='num'>duration</th><th>source</th>"
-        "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
     )
+
+
+def _short_path(path: str | None) -> str:
+    """The last two parts of ``path`` (a sink tree's hour file alone says too little); the
+    whole path is the cell's title."""
+    if not path:
+        return "-"
+    parts = path.replace("\\", "/").rstrip("/").split("/")
+    return "/".join(parts[-2:]) if len(parts) > 1 else path
 
 
 def _cause_row(count: CauseCount, total: bool) -> str:
