@@ -246,6 +246,12 @@ def _rules_dirs(rules: list[Path] | None) -> tuple[Path, ...]:
     return tuple(dirs)
 
 
+# Option groups of --help: a command with twenty options reads by what they are for.
+OUTPUT_PANEL = "Output"
+RULES_PANEL = "Rules and policy"
+LIVE_PANEL = "Live (Cloud Logging, Vertex AI)"
+WINDOW_PANEL = "Time window"
+
 PathsArg = Annotated[
     list[str],
     typer.Argument(help="Log files, directories, globs, or - for stdin.", show_default=False),
@@ -253,12 +259,19 @@ PathsArg = Annotated[
 RulesOpt = Annotated[
     list[Path] | None,
     typer.Option(
-        "--rules", help="Extra rule directory (also JOBDOCTOR_RULES).", show_default=False
+        "--rules",
+        help="Extra rule directory (also JOBDOCTOR_RULES).",
+        show_default=False,
+        rich_help_panel=RULES_PANEL,
     ),
 ]
 PolicyOpt = Annotated[
     Path | None,
-    typer.Option("--policy", help="Policy profile to use instead of the built-in one."),
+    typer.Option(
+        "--policy",
+        help="Policy profile to use instead of the built-in one.",
+        rich_help_panel=RULES_PANEL,
+    ),
 ]
 
 
@@ -269,6 +282,7 @@ ProjectOpt = Annotated[
         help="Project to read live from (with --job-id); default: CLOUDSDK_CORE_PROJECT, "
         "GOOGLE_CLOUD_PROJECT, then the active gcloud configuration's core/project.",
         show_default=False,
+        rich_help_panel=LIVE_PANEL,
     ),
 ]
 JobIdOpt = Annotated[
@@ -277,6 +291,7 @@ JobIdOpt = Annotated[
         "--job-id",
         help="The job to read live: its id, or projects/P/locations/L/customJobs/ID as gcloud "
         "prints it (which also gives the project and region).",
+        rich_help_panel=LIVE_PANEL,
     ),
 ]
 RegionOpt = Annotated[
@@ -286,6 +301,7 @@ RegionOpt = Annotated[
         help="Live: the job's region, for its Vertex AI record; default: the resource name, "
         "CLOUDSDK_AI_REGION, gcloud's ai/region, then us-central1.",
         show_default=False,
+        rich_help_panel=LIVE_PANEL,
     ),
 ]
 SinceOpt = Annotated[
@@ -294,15 +310,22 @@ SinceOpt = Annotated[
         "--since",
         help="Only the last 30m, 12h, 7d: live, the window read (default 7d); files, the jobs "
         "active in it.",
+        rich_help_panel=WINDOW_PANEL,
     ),
 ]
-StartOpt = Annotated[str | None, typer.Option("--start", help="Window start (RFC 3339).")]
-EndOpt = Annotated[str | None, typer.Option("--end", help="Window end (RFC 3339).")]
+StartOpt = Annotated[
+    str | None,
+    typer.Option("--start", help="Window start (RFC 3339).", rich_help_panel=WINDOW_PANEL),
+]
+EndOpt = Annotated[
+    str | None, typer.Option("--end", help="Window end (RFC 3339).", rich_help_panel=WINDOW_PANEL)
+]
 EndpointOpt = Annotated[
     str | None,
     typer.Option(
         "--api-endpoint",
         help="Cloud Logging API endpoint (also JOBDOCTOR_LOGGING_ENDPOINT), e.g. an emulator.",
+        rich_help_panel=LIVE_PANEL,
     ),
 ]
 VertexEndpointOpt = Annotated[
@@ -310,12 +333,15 @@ VertexEndpointOpt = Annotated[
     typer.Option(
         "--vertex-endpoint",
         help="Vertex AI API endpoint (also JOBDOCTOR_VERTEX_ENDPOINT), e.g. an emulator.",
+        rich_help_panel=LIVE_PANEL,
     ),
 ]
 ColorOpt = Annotated[
     ColorMode,
     typer.Option(
-        "--color", help="Colour the terminal report: auto (not with NO_COLOR), always, never."
+        "--color",
+        help="Colour the terminal report: auto (not with NO_COLOR), always, never.",
+        rich_help_panel=OUTPUT_PANEL,
     ),
 ]
 
@@ -432,10 +458,14 @@ def diagnose(
             "-f",
             help="text (summary, table, details), table (the table alone), json (the "
             "contract), jsonl (one job object a line), yaml, markdown.",
+            rich_help_panel=OUTPUT_PANEL,
         ),
     ] = ReportFormat.text,
     quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Print only the verdict lines.")
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Print only the verdict lines.", rich_help_panel=OUTPUT_PANEL
+        ),
     ] = False,
     fail_on: Annotated[
         FailOn,
@@ -443,6 +473,7 @@ def diagnose(
             "--fail-on",
             help="Exit 1 when a job FAILED (failed), did not succeed (not-succeeded), or was "
             "retried (retried).",
+            rich_help_panel=OUTPUT_PANEL,
         ),
     ] = FailOn.never,
     rules: RulesOpt = None,
@@ -460,18 +491,27 @@ def diagnose(
         typer.Option(
             "--job-record/--no-job-record",
             help="Live: read the job's own record from Vertex AI (customJobs.get), as --job-spec.",
+            rich_help_panel=LIVE_PANEL,
         ),
     ] = True,
     follow: Annotated[
-        bool, typer.Option("--follow", help="Live: poll, print what changes, stop when it ends.")
+        bool,
+        typer.Option(
+            "--follow",
+            help="Live: poll, print what changes, stop when it ends.",
+            rich_help_panel=LIVE_PANEL,
+        ),
     ] = False,
-    lang: Annotated[Lang, typer.Option("--lang", help="Language of the advice.")] = Lang.en,
+    lang: Annotated[
+        Lang, typer.Option("--lang", help="Language of the advice.", rich_help_panel=OUTPUT_PANEL)
+    ] = Lang.en,
     job_spec: Annotated[
         Path | None,
         typer.Option(
             "--job-spec",
             help="The job's 'gcloud ai custom-jobs describe --format=json' output: machine "
             "types, scheduling, recorded state.",
+            rich_help_panel=RULES_PANEL,
         ),
     ] = None,
     color: ColorOpt = ColorMode.auto,
@@ -713,8 +753,10 @@ def report(
         ),
     ] = None,
 ) -> None:
-    """Fleet report over many jobs: causes, retries, restarts, time lost, machine-hours, worst
-    jobs, timelines. HTML goes to --out (never to a terminal)."""
+    """Fleet report over many jobs: causes, time lost, machine-hours, worst jobs, timelines.
+
+    HTML goes to --out (never to a terminal); markdown, csv and json may go to stdout.
+    """
     from analyzer.report.cli_report import report_command
 
     with _reported_errors():
