@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.text import Text
 
 from analyzer.diagnosis import Diagnosis, JobState
+from analyzer.events import Event
 from analyzer.report.facts import (
     cause_phrase,
     clock,
@@ -162,18 +163,27 @@ def _print_verdict(layout: _Layout, diagnosis: Diagnosis) -> None:
 
 def _evidence(layout: _Layout, diagnosis: Diagnosis) -> None:
     content = layout.width - _INDENT
-    for index, (origin, event) in enumerate(evidence_events(diagnosis)):
+    evidence = evidence_events(diagnosis)
+
+    def head(event: Event, short: bool) -> str:
+        when = event.timestamp
+        shown = when.strftime("%H:%M:%S") if short and when is not None else clock(when)
+        return f"  {shown}  {event.task or '-'}"
+
+    # A narrow terminal: the time of day is enough (the attempts give the dates), on every
+    # line of the job alike.
+    short = layout.wrap and any(
+        cell_len(str(origin)) + cell_len(head(event, False)) > content
+        for origin, event in evidence
+        if event is not None
+    )
+    for index, (origin, event) in enumerate(evidence):
         label = "evidence" if index == 0 else ""
         body = Text(str(origin), style="cyan")
         if event is None:
             layout.labelled(label, body)
             continue
-        when = clock(event.timestamp)
-        head = f"  {when}  {event.task or '-'}"
-        if layout.wrap and body.cell_len + cell_len(head) > content and event.timestamp:
-            # A narrow terminal: the time of day is enough (the attempts give the dates).
-            head = f"  {event.timestamp.strftime('%H:%M:%S')}  {event.task or '-'}"
-        body.append(head, style="dim")
+        body.append(head(event, short), style="dim")
         # The message's first line (a service error's traceback tail follows on the next).
         text = _log_text(first_line(event.text, limit=1 << 20))
         if not layout.wrap:
