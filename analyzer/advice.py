@@ -61,13 +61,24 @@ def _keys(
     if cause.category is Category.USER_CODE_EXCEPTION and policy.is_transient(cause.exit_code):
         return ["user_code_exception.transient"]
     if cause.category is Category.USER_CODE_EXCEPTION and cause.exception is not None:
+        # Without a frame there is no place to name: say what is known, never a "?".
+        if cause.exception.frame is None:
+            return ["user_code_exception.exception-only"]
         return ["user_code_exception.exception"]
     return [cause.category.value]
 
 
 def _metric(message: str) -> str:
     found = re.search(r"exceed quota limits:\s*(\S+)", message)
-    return found.group(1).rstrip(".,") if found else "see the message"
+    if found:
+        return found.group(1).rstrip('.,"')
+    legacy = re.search(r"The request for (\d+ \S+) accelerators", message)
+    return f"{legacy.group(1)} accelerators" if legacy else "see the message"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _machine_values(cause: Cause | None, spec: JobSpec | None) -> dict[str, object] | None:
@@ -146,14 +157,18 @@ def advice_for(
     frame = exception.frame if exception is not None else None
     values: dict[str, object] = {
         "replica": cause.replica if cause and cause.replica else "the replica",
-        "exit_code": cause.exit_code if cause and cause.exit_code is not None else "?",
+        "exit_code": cause.exit_code if cause and cause.exit_code is not None else "unknown",
+        "exit_meaning": cause.exit_meaning if cause and cause.exit_meaning else "meaning unknown",
         "region": cause.region if cause and cause.region else "the region",
         "metric": _metric(cause.message) if cause else "see the message",
         "attempts": (
             policy.attempts_allowed(cause.category, cause.exit_code) if cause is not None else 1
         ),
         "exception": exception.type if exception else "the exception",
-        "where": f"{frame.file}:{frame.line} ({frame.function})" if frame else "?",
+        "exception_message": _short(exception.message)
+        if exception and exception.message
+        else "no message",
+        "where": f"{frame.file}:{frame.line} ({frame.function})" if frame else "its traceback",
         "detail": cause.detail if cause and cause.detail else "",
         "cascade": cause.cascade[0].replica if cause and cause.cascade else "the other replicas",
         **(machine or {}),

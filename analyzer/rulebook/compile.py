@@ -220,6 +220,7 @@ def find(
                     lang=template.lang,
                     fields=_fields(found, template.captures, offsets, original),
                     detail=rule.detail,
+                    writer=rule.writer,
                 ),
             )
         )
