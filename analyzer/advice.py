@@ -55,6 +55,8 @@ def _keys(
     """The advice entries for ``cause``: its finer detail's when we have one, else its
     category's (transient exit codes have their own)."""
     if cause is None:
+        if state is JobState.UNSPECIFIED:
+            return ["none.unknown"]
         return ["none.failed" if state is JobState.FAILED else "none.running"]
     if cause.detail and f"{cause.category.value}.{cause.detail}" in table:
         return [f"{cause.category.value}.{cause.detail}"]

@@ -172,6 +172,14 @@ def _event_order(event: Event) -> tuple[bool, datetime, str, int]:
 
 
 def _linked_job_id(events: Iterable[Event]) -> str | None:
+    """The job a text without job ids is about: the first line that names it (a rule's
+    ``job_id`` field: the console link, ``customJobs/ID``, ``Job NAME is queued.``), else a
+    console link inside any matched text."""
+    events = list(events)
+    for event in events:
+        named = event.match.field("job_id")
+        if isinstance(named, str) and named:
+            return named
     for event in events:
         found = _JOB_LINK.search(event.text)
         if found:

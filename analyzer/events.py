@@ -47,6 +47,7 @@ class EventKind(StrEnum):
     JOB_STATE = "job_state"  # the job object's state as the SDK prints it (JobState.JOB_STATE_X)
     JOB_ERROR = "job_error"  # the job object's error code as the SDK prints it ("code: 3")
     CREATION_REFUSED = "creation_refused"  # the API refused to create the job (HTTP 429, ...)
+    JOB_NAMED = "job_named"  # a line naming the job (console link, customJobs/ID, jobId: ...)
     CHECKPOINT = "checkpoint"  # the user's code saved a checkpoint
     PROGRESS = "progress"  # the user's code reported training progress
     DETAIL = "detail"  # a finer cause (CUDA OOM, NCCL timeout, ...): evidence, not a verdict

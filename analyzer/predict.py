@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+import regex
+
 from analyzer.advice import advice_for
 from analyzer.diagnosis import (
     AttemptOutcome,
@@ -69,6 +71,7 @@ class _AttemptVerdict:
     recorded_end: bool = False
     error_code: int | None = None
     running: bool = False  # the attempt reached JOB_STATE_RUNNING (or a worker started)
+    refusal: str | None = None  # the API's status when it refused to create the job
 
 
 # The SDK's JobState names for the attempt statuses they end or show.
@@ -243,15 +246,25 @@ def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
     return status, code
 
 
-def _refusal(attempt: Attempt) -> Cause | None:
-    """The API refused to create the job (HTTP 429 / RESOURCE_EXHAUSTED, legacy quota
-    failure at submission): a quota cause, with no attempt run (platform.md section 9)."""
+def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
+    """Whether the API refused to create the job, and the cause when it was quota.
+
+    platform.md section 9: HTTP 429 / RESOURCE_EXHAUSTED (or legacy "Quota failure for
+    project ...") at creation means the job was never created: no attempt, nothing retried.
+    Other refusals (INVALID_ARGUMENT) are no category of the contract: no cause, the status
+    is told. Returns the refusal's status (None: not refused) and the quota cause.
+    """
     refused = attempt.first(EventKind.CREATION_REFUSED)
     if refused is None or any(e.kind in _PROGRESS_KINDS for e in attempt.events):
-        return None
+        return None, None
+    if any(e.match.category is not Category.QUOTA for e in attempt.errors):
+        return None, None  # another failure is in the text: the refusal is not this job's story
     quota = next((e for e in attempt.errors if e.match.category is Category.QUOTA), None)
+    status = _str_field(refused, "status") or "RESOURCE_EXHAUSTED"
+    if quota is None and status != "RESOURCE_EXHAUSTED":
+        return status, None
     cause = _cause_from_event(attempt, quota or refused, Category.QUOTA)
-    return replace(cause, detail="refused-at-creation")
+    return "RESOURCE_EXHAUSTED", replace(cause, detail="refused-at-creation")
 
 
 def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
@@ -268,9 +281,9 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
             status, cause, failed_line, exhausted_line, recorded_end, error_code, running
         )
 
-    refusal = _refusal(attempt)
-    if refusal is not None:
-        return verdict(AttemptStatus.REFUSED, refusal)
+    refused, refusal = _refusal(attempt)
+    if refused is not None:
+        return replace(verdict(AttemptStatus.REFUSED, refusal), refusal=refused)
     # Success: the service's line, the SDK's recorded state, or the primary's exit 0.
     if (
         attempt.has(EventKind.JOB_SUCCEEDED)
@@ -302,10 +315,10 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
         )
     if cause is not None or failed_line or exhausted_line or recorded is AttemptStatus.FAILED:
         return verdict(AttemptStatus.FAILED, cause)
-    if recorded is not None:
-        return verdict(recorded)
     if running:
         return verdict(AttemptStatus.RUNNING)
+    if recorded is not None:
+        return verdict(recorded)
     if attempt.events and all(e.kind is EventKind.JOB_QUEUED for e in attempt.events):
         return verdict(AttemptStatus.QUEUED)
     return verdict(AttemptStatus.PENDING)
@@ -404,6 +417,22 @@ def _with_origins(origins: tuple[Origin, ...], more: list[Origin | None]) -> tup
     return tuple(dict.fromkeys(merged))
 
 
+_REPLICA_SENTENCE = regex.compile(r"The replica (\S+(?: \d+)?) (?:exited|ran out)")
+
+
+def _replica_part(text: str, replica: str | None) -> str:
+    """The part of a service message about ``replica``: one message can name several
+    replicas, each with its own traceback tail (platform.md section 3)."""
+    starts = list(_REPLICA_SENTENCE.finditer(text))
+    if replica is None or len(starts) < 2:
+        return text
+    for index, found in enumerate(starts):
+        if found.group(1) == replica:
+            end = starts[index + 1].start() if index + 1 < len(starts) else len(text)
+            return text[found.start() : end]
+    return text
+
+
 def _pasted_tail(attempt: Attempt, own: list[Event]) -> ExceptionInfo | None:
     """The traceback a text without a task column holds next to the service's message: in a
     paste the tail follows on the next lines (platform.md sections 3 and 9), or the worker's
@@ -442,7 +471,14 @@ def _deepen_one(
     # message (real lines, escaped or flattened); else the lines next to it in a paste.
     exception: ExceptionInfo | None = exception_from_events(window)
     if exception is None:
-        exception = next((found for e in own if (found := parse_text(e.text, e.origin))), None)
+        exception = next(
+            (
+                found
+                for e in own
+                if (found := parse_text(_replica_part(e.text, cause.replica), e.origin))
+            ),
+            None,
+        )
     if exception is None:
         exception = _pasted_tail(attempt, own)
     details = _details(window, death, own) if cause.category is not Category.OOM else []
@@ -583,12 +619,14 @@ class _Fate:
 def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryPolicy) -> _Fate:
     """Replay the policy over the attempts' verdicts (platform.md sections 2 and 8)."""
     observed = len(verdicts)
-    if not verdicts:
+    if not verdicts or not _shows_lifecycle(timeline):
+        # Section 9: a verdict follows from evidence; a worker's traceback alone says
+        # nothing of how the job stands.
         return _Fate(
             JobState.UNSPECIFIED,
             False,
             0,
-            ("no lifecycle or failure message of this job was found",),
+            ("no lifecycle or failure message of this job is in the input: its state is unknown",),
         )
     last = verdicts[-1]
     if last.status is AttemptStatus.REFUSED:
@@ -597,7 +635,10 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
             JobState.UNSPECIFIED,
             True,
             0,
-            ("the API refused to create the job: it was never created, no attempt ran",),
+            (
+                f"the API refused to create the job ({last.refusal}): it was never created,"
+                " no attempt ran",
+            ),
         )
     if last.status is AttemptStatus.SUCCEEDED:
         return _Fate(JobState.SUCCEEDED, True, observed)
@@ -661,6 +702,7 @@ def _evidence_notes(
     verdicts: list[_AttemptVerdict],
     cause: Cause | None,
     stream: bool,
+    state: JobState,
 ) -> list[str]:
     """What the reader should know about the evidence itself: what the input lacks, what
     was set aside, and what a tool's record of the job adds."""
@@ -682,6 +724,19 @@ def _evidence_notes(
             " state a launcher printed, an echoed log) were kept as evidence, not as this"
             " job's fate"
         )
+    if cause is None and state is not JobState.SUCCEEDED:
+        # A traceback with no platform message: told, never made a cause. A bare exception
+        # line (a paste of a traceback's end) only when nothing else is known: in a job's
+        # log it is usually the harmless "Error in sitecustomize" ModuleNotFoundError.
+        events = [e for a in timeline.attempts for e in a.events]
+        seen = exception_from_events(events)
+        if seen is None and state is JobState.UNSPECIFIED:
+            seen = _bare_exception(events)
+        if seen is not None:
+            notes.append(
+                f"the input shows {seen.type}: {seen.message} but no platform message"
+                " saying it ended the job"
+            )
     if cause is not None and cause.detail == "oom-confirmed":
         notes.append(
             f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
@@ -693,6 +748,44 @@ def _evidence_notes(
             " fetch the job's whole log (jobdoctor fetch) or open the console link"
         )
     return notes
+
+
+# Kinds that say nothing of the job's lifecycle: the user's own output and its echoes.
+_NOT_LIFECYCLE = frozenset(
+    {
+        EventKind.DETAIL,
+        EventKind.TRACEBACK,
+        EventKind.FRAME,
+        EventKind.EXCEPTION,
+        EventKind.CHECKPOINT,
+        EventKind.PROGRESS,
+        EventKind.ECHO,
+        EventKind.JOB_NAMED,
+    }
+)
+
+
+def _bare_exception(events: list[Event]) -> ExceptionInfo | None:
+    """The last exception line in a text that kept no traceback header (a paste of its end)."""
+    line = next((e for e in reversed(events) if e.kind is EventKind.EXCEPTION), None)
+    if line is None:
+        return None
+    return ExceptionInfo(
+        str(line.match.field("exception") or ""),
+        str(line.match.field("message") or ""),
+        None,
+        (),
+        line.origin,
+    )
+
+
+def _shows_lifecycle(timeline: JobTimeline) -> bool:
+    """Whether the input says anything of the job's lifecycle: a lifecycle or failure
+    message, an SDK state, or a worker seen running."""
+    return any(
+        any(e.kind not in _NOT_LIFECYCLE for e in a.events) or any(w.starts for w in a.workers)
+        for a in timeline.attempts
+    )
 
 
 def _shows_attempts(timeline: JobTimeline) -> bool:
@@ -733,7 +826,7 @@ def diagnose_timeline(
     fate = _fate(timeline, verdicts, policy)
     state, final, attempts = fate.state, fate.final, fate.attempts
     notes = list(fate.notes)
-    notes += _evidence_notes(timeline, verdicts, cause, stream)
+    notes += _evidence_notes(timeline, verdicts, cause, stream, state)
     retries = max(0, attempts - 1)
     for attempt, (work, _) in zip(timeline.attempts, works, strict=True):
         if (

@@ -165,8 +165,15 @@ def exception_from_events(events: Iterable[Event]) -> ExceptionInfo | None:
     """The last complete traceback among one process's events, in time order.
 
     An exception line counts only when a traceback header came before it: the harmless
-    ``Error in sitecustomize`` ModuleNotFoundError of successful jobs has none.
+    ``Error in sitecustomize`` ModuleNotFoundError of successful jobs has none. A traceback
+    whose lines share one timestamp in an input written newest first (a Logs Explorer copy)
+    comes in reverse: it is read backwards when it cannot be read forwards.
     """
+    ordered = list(events)
+    return _exception_in_order(ordered) or _exception_in_order(ordered[::-1])
+
+
+def _exception_in_order(events: Iterable[Event]) -> ExceptionInfo | None:
     found: ExceptionInfo | None = None
     frames: list[Frame] | None = None
     for event in events:
@@ -177,9 +184,12 @@ def exception_from_events(events: Iterable[Event]) -> ExceptionInfo | None:
                 found, frames = parsed, None
             else:
                 frames = []
-        elif multi_line or frames is None:
+        elif multi_line:
             continue
         elif event.kind is EventKind.FRAME:
+            # A cut export may lack the header: frames then an exception still make a
+            # traceback (the harmless sitecustomize ModuleNotFoundError has no frame).
+            frames = [] if frames is None else frames
             line = _field(event, "line")
             frames.append(
                 Frame(
@@ -188,7 +198,7 @@ def exception_from_events(events: Iterable[Event]) -> ExceptionInfo | None:
                     _field(event, "function"),
                 )
             )
-        elif event.kind is EventKind.EXCEPTION:
+        elif event.kind is EventKind.EXCEPTION and frames is not None:
             found = ExceptionInfo(
                 _field(event, "exception"),
                 _field(event, "message"),
