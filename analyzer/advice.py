@@ -58,6 +58,12 @@ def _keys(
         if state is JobState.UNSPECIFIED:
             return ["none.unknown"]
         return ["none.failed" if state is JobState.FAILED else "none.running"]
+    if cause.detail == "output-not-in-input":
+        # What the exit code alone says, then how to get the output that says more.
+        transient = policy.is_transient(cause.exit_code)
+        return ["user_code_exception.transient"] * transient + [
+            "user_code_exception.output-not-in-input"
+        ]
     if cause.detail and f"{cause.category.value}.{cause.detail}" in table:
         return [f"{cause.category.value}.{cause.detail}"]
     if cause.category is Category.USER_CODE_EXCEPTION and policy.is_transient(cause.exit_code):
@@ -170,7 +176,9 @@ def advice_for(
         "exception_message": _short(exception.message)
         if exception and exception.message
         else "no message",
-        "where": f"{frame.file}:{frame.line} ({frame.function})" if frame else "its traceback",
+        "where": f"{frame.file}:{frame.line} ({frame.function})"
+        if frame
+        else "where its traceback points",
         "detail": cause.detail if cause and cause.detail else "",
         "cascade": cause.cascade[0].replica if cause and cause.cascade else "the other replicas",
         **(machine or {}),
@@ -180,4 +188,5 @@ def advice_for(
         entry = table.get(key)
         if entry is not None:
             lines += [line.format(**values) for line in entry.get(lang) or entry["en"]]
-    return tuple(lines)
+    # A sentence that opens with the unnamed replica starts with a capital.
+    return tuple(f"T{line[1:]}" if line.startswith("the replica") else line for line in lines)

@@ -54,7 +54,7 @@ class Problem:
 class FieldType(StrEnum):
     """How a captured placeholder value becomes a field value."""
 
-    TEXT = "text"  # the original text, invisible marks removed
+    TEXT = "text"  # the normalised text: NFKC per character, invisible marks gone, one space
     INT = "int"  # a decimal integer (full-width digits allowed)
     EXIT_CODE = "exit_code"  # "137" -> 137; legacy "9(SIGKILL)" -> 9 plus field "signal"
 
