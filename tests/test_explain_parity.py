@@ -67,7 +67,8 @@ def test_a_pasted_message_with_its_tail_gets_the_exception_and_the_job() -> None
     ("message", "signal", "detail"),
     [
         (
-            "The replica master 0 ran out-of-memory and exited with a non-zero status of 9(SIGKILL)",
+            "The replica master 0 ran out-of-memory and exited with a non-zero status of"
+            " 9(SIGKILL)",
             "SIGKILL",
             "host-oom",
         ),
