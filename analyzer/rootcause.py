@@ -173,10 +173,21 @@ def _deepen_one(
         exception=exception,
         evidence=evidence,
         signal=decoded.signal if decoded else cause.signal,
-        exit_meaning=decoded.meaning if decoded else None,
+        exit_meaning=_meaning(cause.category, decoded.signal, decoded.meaning) if decoded else None,
         transient=policy.is_transient(cause.exit_code) if decoded else None,
     )
     return deeper, death
+
+
+def _meaning(category: Category, signal: str | None, meaning: str) -> str:
+    """The exit code's meaning in this cause: a SIGKILL beside the platform's out-of-memory
+    message is the OOM killer's, no longer "likely but unproven" (platform.md section 7)."""
+    if category is Category.OOM and signal == "SIGKILL":
+        return (
+            "killed (SIGKILL) by the out-of-memory killer: the platform's memory message"
+            " confirms it"
+        )
+    return meaning
 
 
 def _first_other_failure(attempt: Attempt, death: Death) -> Event | None:
