@@ -127,19 +127,15 @@ def _primary_succeeded(attempt: Attempt) -> bool:
     """The primary replica exited 0 (``Task completed. Exit code (0). Exit reason
     (SUCCEEDED)``) and no failure of the job followed: the job succeeded even when the
     service's final lines are missing (platform.md sections 2 and 9)."""
-    for event in attempt.events:
+    events = attempt.events  # in time order
+    for index, event in enumerate(events):
         if (
             event.kind is EventKind.WORKER_EXITED
             and is_primary(event.task)
             and int_field(event, "exit_code") == 0
         ):
-            later = [e for e in attempt.events if e.timestamp and event.timestamp]
             return not any(
-                e.kind in (EventKind.JOB_FAILED, EventKind.ERROR)
-                and e.timestamp is not None
-                and event.timestamp is not None
-                and e.timestamp >= event.timestamp
-                for e in later
+                e.kind in (EventKind.JOB_FAILED, EventKind.ERROR) for e in events[index + 1 :]
             )
     return False
 
