@@ -46,6 +46,37 @@ def test_shell_completion_is_offered() -> None:
     assert "complete" in done.stdout and "_COMPLETE" in done.stdout
 
 
+@pytest.mark.parametrize(
+    ("words", "index", "expected"),
+    [
+        ("jobdoctor diag", 1, ["diagnose"]),
+        ("jobdoctor diagnose --form", 2, ["--format"]),
+        ("jobdoctor diagnose --format ", 3, ["text", "json", "jsonl", "yaml", "markdown", "table"]),
+        ("jobdoctor diagnose --fail-on n", 3, ["not-succeeded", "never"]),
+    ],
+)
+def test_completion_answers_as_the_shell_asks(words: str, index: int, expected: list[str]) -> None:
+    # What bash's completion function runs on <TAB>: the console script, whose name gives
+    # the variable's (_JOBDOCTOR_COMPLETE).
+    script = Path(sys.executable).parent / "jobdoctor"
+    if not script.exists():
+        pytest.skip("the jobdoctor console script is not installed beside this Python")
+    done = subprocess.run(
+        [str(script)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "_JOBDOCTOR_COMPLETE": "complete_bash",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(index),
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == expected
+
+
 def gcloud_dir(tmp_path: Path, active: str | None, configs: dict[str, str]) -> Path:
     root = tmp_path / "gcloud"
     (root / "configurations").mkdir(parents=True)
