@@ -89,7 +89,7 @@ _CSS = """
 .jd .jd-note{color:#5a6570;font-style:italic}
 .jd .jd-advice li{margin:.15em 0}
 .jd a{color:#0b5cad}
-.jd .jd-verdict{font-weight:600}
+.jd .jd-verdict{font-weight:600;overflow-wrap:anywhere}
 .jd code{font-size:.9em}
 """
 
@@ -167,9 +167,11 @@ def _attempts_table(diagnosis: Diagnosis) -> str:
             f"<td class='num'>{attempt.restarts}</td></tr>"
         )
     return (
-        "<table><thead><tr><th class='num'>attempt</th><th>start (UTC)</th>"
+        "<div class='jd-scroll'><table><thead><tr><th class='num'>attempt</th><th>start (UTC)</th>"
         "<th>end (UTC)</th><th class='num'>took</th><th>outcome</th>"
-        "<th class='num'>restarts</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        "<th class='num'>restarts</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
     )
 
 
