@@ -145,15 +145,15 @@ class _Layout:
 
 def _verdict(diagnosis: Diagnosis) -> Text:
     line = Text("job ", style="bold")
-    line.append(diagnosis.job_id or "(job id not in the logs)", style="bold")
+    line.append(_log_text(diagnosis.job_id or "(job id not in the logs)"), style="bold")
     if diagnosis.trial:
-        line.append(f" trial {diagnosis.trial}", style="bold")
+        line.append(_log_text(f" trial {diagnosis.trial}"), style="bold")
     line.append("  ")
     line.append(short_state(diagnosis), style=_STATE_STYLE.get(diagnosis.state, "bold cyan"))
     line.append(f" ({observed_word(diagnosis)})  ")
     retries = plural(diagnosis.retries, "retry").replace("retrys", "retries")
     line.append(f"{plural(diagnosis.attempts, 'attempt')}, {retries}  ")
-    line.append(cause_phrase(diagnosis), style="bold" if diagnosis.cause else "dim")
+    line.append(_log_text(cause_phrase(diagnosis)), style="bold" if diagnosis.cause else "dim")
     return line
 
 
@@ -228,15 +228,16 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
             layout.labelled("workers" if first else "", body)
             first = False
     for index, advice in enumerate(diagnosis.advice):
-        layout.labelled("advice" if index == 0 else "", advice, "green", lead="→ ")
+        # Advice and notes quote the logs (an exception's message, a path): log text too.
+        layout.labelled("advice" if index == 0 else "", _log_text(advice), "green", lead="→ ")
     for note in diagnosis.notes:
-        layout.labelled("note", note, "italic")
+        layout.labelled("note", _log_text(note), "italic")
 
 
 def _table(layout: _Layout, diagnoses: Sequence[Diagnosis]) -> None:
     rows = table_rows(diagnoses)
     header = list(TABLE_HEADER)
-    cells = [list(row_cells(row)) for row in rows]
+    cells = [[_log_text(cell) for cell in row_cells(row)] for row in rows]
 
     def widths() -> list[int]:
         return [
