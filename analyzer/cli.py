@@ -152,7 +152,9 @@ def _reported_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_INTERNAL) from None
 
 
-PROGRESS_MIN_BYTES = 50 << 20
+# A read that ends sooner shows no bar at all (a bar that flashes is noise); any longer one,
+# whatever its size or kind of input, shows one.
+PROGRESS_DELAY_S = 0.5
 
 
 class _CountingReader(io.RawIOBase):
@@ -175,29 +177,21 @@ class _CountingReader(io.RawIOBase):
         return len(data)
 
 
-def _input_bytes(paths: list[str]) -> int:
-    """The bytes of the regular files among ``paths`` (directories walked, globs expanded)."""
-    from analyzer.ingest.paths import expand_paths
-
-    try:
-        found = expand_paths(paths)
-    except JobDoctorError:
-        return 0  # reading reports it, with its own message
-    return sum(os.path.getsize(p) for p in found if os.path.isfile(p))
-
-
 @contextmanager
-def _reading_progress(paths: list[str]) -> Iterator[None]:
-    """A progress bar on stderr while the inputs are read, only when stderr is a terminal.
+def _reading_progress(paths: list[str], *, writing: bool = False) -> Iterator[None]:
+    """A progress bar on stderr while the inputs are read, only when stderr is a terminal and
+    the read lasts longer than :data:`PROGRESS_DELAY_S`.
 
     Files (directories and globs included) are counted by :mod:`analyzer.classify` as it reads
     them, gzip files by what they expand to; stdin by the bytes read from it, with no total.
-    Small files read too fast for a bar get none.
+    ``writing``: the command writes its output while it reads; then rows that go to the same
+    terminal are the feedback, and a bar would be drawn through them.
     """
-    stdin = "-" in paths
-    if not sys.stderr.isatty() or (not stdin and _input_bytes(paths) < PROGRESS_MIN_BYTES):
+    if not sys.stderr.isatty() or (writing and sys.stdout.isatty()):
         yield
         return
+    import threading
+
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -210,6 +204,7 @@ def _reading_progress(paths: list[str]) -> Iterator[None]:
 
     from analyzer.classify import reading_progress
 
+    stdin = "-" in paths
     columns = (
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -217,25 +212,49 @@ def _reading_progress(paths: list[str]) -> Iterator[None]:
         TransferSpeedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("reading stdin" if stdin else "reading", total=None)
+    # No redirection: what is written while the bar shows goes where it was going.
+    bar = Progress(
+        *columns,
+        console=Console(stderr=True),
+        transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    )
+    task = bar.add_task("reading stdin" if stdin else "reading", total=None)
 
-        def advance(total: int | None, count: int) -> None:
-            if total is not None:
-                bar.update(task, total=total)
-            bar.update(task, advance=count)
+    def advance(total: int | None, count: int) -> None:
+        if total is not None:
+            bar.update(task, total=total)
+        bar.update(task, advance=count)
 
-        token = reading_progress.set(advance)
-        saved = sys.stdin
-        raw = getattr(sys.stdin, "buffer", None)
-        if stdin and isinstance(raw, io.BufferedIOBase):
-            counted = _CountingReader(raw, lambda n: advance(None, n))
-            sys.stdin = io.TextIOWrapper(io.BufferedReader(counted), encoding="utf-8")
-        try:
-            yield
-        finally:
-            sys.stdin = saved
-            reading_progress.reset(token)
+    # The bar appears once the read has lasted a while; the lock keeps a late timer from
+    # starting it after the read ended.
+    lock = threading.Lock()
+    ended = False
+
+    def show() -> None:
+        with lock:
+            if not ended:
+                bar.start()
+
+    timer = threading.Timer(PROGRESS_DELAY_S, show)
+    timer.daemon = True
+    token = reading_progress.set(advance)
+    saved = sys.stdin
+    raw = getattr(sys.stdin, "buffer", None)
+    if stdin and isinstance(raw, io.BufferedIOBase):
+        counted = _CountingReader(raw, lambda n: advance(None, n))
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(counted), encoding="utf-8")
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            ended = True
+        timer.cancel()
+        bar.stop()
+        sys.stdin = saved
+        reading_progress.reset(token)
 
 
 def _rules_dirs(rules: list[Path] | None) -> tuple[Path, ...]:
@@ -875,7 +894,7 @@ def classify(
 
     with _reported_errors():
         book = RuleBook.load(_rules_dirs(rules))
-        with _reading_progress(paths):
+        with _reading_progress(paths, writing=True):
             events = classify_sources(open_sources(paths), book)
             if output is RowFormat.csv:
                 write_csv(events, sys.stdout)

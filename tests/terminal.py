@@ -6,9 +6,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 _ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -33,28 +35,47 @@ def run_in_terminal(
     cwd: Path = ROOT,
     *,
     stdin: Path | None = None,
+    feed: Sequence[tuple[bytes, float]] = (),
     stderr_on_terminal: bool = False,
 ) -> TerminalRun:
     """``python -m analyzer.cli ARGS`` with stdout (and, if asked, stderr) on a pty ``width``
-    columns wide; ``stdin`` a file to read from (else nothing)."""
+    columns wide; ``stdin`` a file to read from, or ``feed``: chunks written to a pipe, each
+    followed by a pause in seconds (a slow writer); else nothing."""
     import fcntl
     import pty
     import struct
     import termios
+    import threading
 
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
     environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     environ.update(env or {})
     command = [sys.executable, "-m", "analyzer.cli", *args]
-    source = stdin.open("rb") if stdin is not None else subprocess.DEVNULL
+    source: Any = stdin.open("rb") if stdin is not None else subprocess.DEVNULL
+    if feed:
+        source = subprocess.PIPE
     err_to = follower if stderr_on_terminal else subprocess.PIPE
     with subprocess.Popen(
         command, stdin=source, stdout=follower, stderr=err_to, env=environ, cwd=cwd
     ) as proc:
         os.close(follower)
         if stdin is not None:
-            source.close()  # type: ignore[union-attr]
+            source.close()
+        writer = None
+        if feed:
+            assert proc.stdin is not None
+            pipe = proc.stdin
+
+            def write() -> None:
+                for chunk, pause in feed:
+                    pipe.write(chunk)
+                    pipe.flush()
+                    time.sleep(pause)
+                pipe.close()
+
+            writer = threading.Thread(target=write, daemon=True)
+            writer.start()
         chunks = []
         while True:
             try:
@@ -65,6 +86,8 @@ def run_in_terminal(
                 break
             chunks.append(chunk)
         err = proc.stderr.read().decode() if proc.stderr is not None else ""
+        if writer is not None:
+            writer.join(timeout=60)
         proc.wait(timeout=60)
     os.close(leader)
     return TerminalRun(proc.returncode, b"".join(chunks).decode(), err)

@@ -5,7 +5,6 @@ shows a bar for stdin; no bar when stderr is not a terminal."""
 from __future__ import annotations
 
 import gzip
-import shutil
 import sys
 from pathlib import Path
 
@@ -79,18 +78,26 @@ def test_a_gzip_file_counts_what_it_expands_to(book: RuleBook, tmp_path: Path) -
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
-def test_stdin_shows_a_bar_on_a_terminal_and_none_elsewhere(tmp_path: Path) -> None:
-    export = tmp_path / "export.jsonl"
-    with export.open("wb") as out:
-        for _ in range(20):
-            with (SAMPLES / "project-wide.jsonl").open("rb") as sample:
-                shutil.copyfileobj(sample, out)
+def test_a_slow_stdin_shows_a_bar_on_a_terminal_and_none_elsewhere() -> None:
+    data = (SAMPLES / "project-wide.jsonl").read_bytes()
+    half = data.rfind(b"\n", 0, len(data) // 2) + 1
+    # A slow writer (gsutil cat over a slow link): the read lasts over a second.
+    feed = [(data[:half], 1.2), (data[half:], 0.0)]
     args = ["diagnose", "-q", "-"]
-    shown = run_in_terminal(args, 100, stdin=export, stderr_on_terminal=True)
+    shown = run_in_terminal(args, 100, feed=feed, stderr_on_terminal=True)
     assert shown.code == 0
     assert "reading stdin" in shown.raw
-    quiet = run_in_terminal(args, 100, stdin=export)
+    assert shown.text.count("job ") >= 5  # the verdicts, after the bar is gone
+    quiet = run_in_terminal(args, 100, feed=feed)
     assert quiet.code == 0 and "reading" not in quiet.stderr and "reading" not in quiet.raw
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
+def test_a_quick_read_shows_no_bar() -> None:
+    done = run_in_terminal(
+        ["diagnose", "-q", str(SAMPLES / "success.jsonl")], 100, stderr_on_terminal=True
+    )
+    assert done.code == 0 and "reading" not in done.raw
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
