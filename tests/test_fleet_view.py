@@ -80,6 +80,9 @@ def test_the_text_report_starts_with_a_summary_and_a_table_failures_first(
     shown = [(r[21:31].strip().rstrip("?"), r[63:82]) for r in rows]
     expected = sorted(shown, key=lambda s: (RANK.index(s[0]), [-ord(c) for c in s[1]]))
     assert shown == expected
+    # And again at the end, where a terminal's reader is after the details scrolled by.
+    footer = [line for line in lines[3 + len(jobs) :] if line.startswith(f"{len(jobs)} jobs: ")]
+    assert footer and footer[0].startswith(lines[0])
     # The details follow in the table's order.
     verdicts = [line for line in lines if line.startswith("job ")]
     ids = [row.split()[0] for row in rows]
@@ -152,7 +155,7 @@ def test_every_line_fits_and_labels_keep_their_column(fleet: Analysis, width: in
         if line.startswith("job "):
             in_details = True
             continue
-        if line.startswith("read "):
+        if line.startswith("read ") or re.match(r"\d+ jobs: ", line):
             break  # the footer
         if not in_details or not line.strip():
             continue

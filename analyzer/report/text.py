@@ -289,6 +289,11 @@ def _footer(layout: _Layout, analysis: Analysis) -> None:
     skipped = sum(s.skipped for s in analysis.inputs)
     records = sum(s.records for s in analysis.inputs)
     layout.line(Text())
+    if len(analysis.diagnoses) > 1:
+        # The head scrolled away by now: the summary again, and where the table alone is.
+        again = Text(summary_line(analysis.diagnoses), style="bold")
+        again.append("  (the table alone: --format table)", style="dim")
+        layout.folded(Text(), again, 2)
     summary = f"read {records} records from {plural(len(analysis.inputs), 'input')}"
     layout.folded(
         Text(), Text(summary + (f", skipped {skipped} lines" if skipped else ""), "dim"), 2
