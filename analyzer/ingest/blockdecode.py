@@ -33,6 +33,7 @@ from typing import Any
 import msgspec
 
 from analyzer import cache
+from analyzer.records import TRIAL_LABELS, VM_LABEL
 
 # The first byte, after a valid prefix, at which no UTF-8 character can start or be completed.
 # Anchored at the start of the block: a DFA with a few states, as fast as a literal scan.
@@ -82,17 +83,18 @@ class ResourceLabels(msgspec.Struct, gc=False):
 
 
 class Resource(msgspec.Struct, gc=False):
-    """``resource`` of an entry."""
+    """``resource`` of an entry: its labels, and its type (only jobs' entries are light)."""
 
     labels: ResourceLabels | None = None
+    type: str | None = None
 
 
 class Labels(msgspec.Struct, gc=False):
     """The entry's ``labels`` that bookkeeping reads (every other label is skipped)."""
 
-    vm: str | None = msgspec.field(default=None, name="compute.googleapis.com/resource_id")
-    ml_trial_id: str | None = msgspec.field(default=None, name="ml.googleapis.com/trial_id")
-    trial_id: str | None = None
+    vm: str | None = msgspec.field(default=None, name=VM_LABEL)
+    ml_trial_id: str | None = msgspec.field(default=None, name=TRIAL_LABELS[1])
+    trial_id: str | None = msgspec.field(default=None, name=TRIAL_LABELS[0])
 
 
 class Payload(msgspec.Struct, gc=False):
@@ -118,6 +120,8 @@ class Entry(msgspec.Struct, gc=False):
     insertId: Any = None  # the LogEntry fields keep their JSON names
     jsonPayload: Payload | None = None
     labels: Labels | None = None
+    # An audit entry's payload: only whether there is one (Raw: skipped, not built).
+    protoPayload: msgspec.Raw | None = None
     resource: Resource | None = None
     severity: Any = None
     textPayload: str | None = None

@@ -23,7 +23,7 @@ from analyzer.ingest.entries import (
     INVALID_JSON,
     NOT_AN_ENTRY,
     InvalidJson,
-    load_json,
+    load_json_repairing,
     record_or_reason,
 )
 from analyzer.ingest.sniff import BOM
@@ -283,7 +283,9 @@ def _close_element(
         outcome = NOT_AN_ENTRY
     else:
         try:
-            outcome = record_or_reason(load_json(raw), scan.origin(path, first_line))
+            entry, repaired = load_json_repairing(raw)
+            ledger.stats.invalid_utf8 += repaired
+            outcome = record_or_reason(entry, scan.origin(path, first_line))
         except InvalidJson:
             outcome = INVALID_JSON
     if isinstance(outcome, str):

@@ -3,7 +3,9 @@
 A line that starts with a timestamp (``2022-09-21 14:41:46``, ISO 8601 with or
 without ``T``, fraction and offset; Python logging's ``,123`` milliseconds too)
 gets that time, read as UTC when it has no offset, and the rest of the line as
-its text. Task and job are unknown, severity is ``DEFAULT``.
+its text; a line that starts with the time of day only (a console copy) gets no time, and the
+rest of the line as its text. Task and job are unknown, severity is ``DEFAULT``. gcloud's own
+lines (:mod:`analyzer.ingest.preamble`) are skipped.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from datetime import datetime
 from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
+from analyzer.ingest.preamble import GCLOUD_PREAMBLE, is_preamble
+from analyzer.ingest.sniff import CLOCK_LINE
 from analyzer.records import InputStats, LogRecord, Origin, parse_timestamp
 
 BLANK_LINE = "blank line"
@@ -28,7 +32,10 @@ def split_leading_time(text: str) -> tuple[datetime | None, str]:
     """The timestamp a line starts with (or None) and the rest of the line."""
     match = _LEADING_TIME.match(text)
     if match is None:
-        return None, text
+        # A console copy's time of day alone ("18:51:16.318 Job completed successfully."):
+        # no date, so no timestamp, but the message is what follows it.
+        clock = CLOCK_LINE.match(text)
+        return None, text if clock is None else text[clock.end() :]
     zone = (match["zone"] or "").strip()
     if zone in ("", "UTC"):
         zone = "Z"
@@ -46,6 +53,9 @@ def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     for number, text in text_lines(stream, stats):
         if not text.strip():
             stats.skip(BLANK_LINE)
+            continue
+        if is_preamble(text):
+            stats.skip(GCLOUD_PREAMBLE)
             continue
         timestamp, message = split_leading_time(text)
         stats.records += 1

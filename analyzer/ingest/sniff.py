@@ -1,4 +1,4 @@
-"""Recognising an input's format from its first non-blank bytes."""
+"""Recognising an input's format from a window of its first lines."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import re
 from enum import StrEnum
 
 from analyzer.errors import InputError
+from analyzer.ingest.preamble import is_preamble_bytes
 
 BOM = codecs.BOM_UTF8
 
-# Enough to see past leading blank lines and to judge whether the bytes are text.
+# How many bytes after the leading blank space are looked at: enough for the window of lines
+# below and to judge whether the bytes are text.
 SNIFF_LIMIT = 1 << 16
 
 SEVERITIES = frozenset(
@@ -22,21 +24,49 @@ class Format(StrEnum):
     """The input formats ingest reads (``InputStats.format``)."""
 
     CLOUD_LOGGING_JSONL = "cloud-logging-jsonl"
-    GCLOUD_JSON = "gcloud-json"
+    GCLOUD_JSON = "gcloud-json"  # also the Logs Explorer's JSON download: an array too
+    GCLOUD_YAML = "gcloud-yaml"
     STREAM_LOGS = "stream-logs"
     LOGS_EXPLORER = "logs-explorer"
+    EXPLORER_CSV = "logs-explorer-csv"
+    EXPLORER_SUMMARY = "logs-explorer-summary"
     PLAIN_TEXT = "plain-text"
     EMPTY = "empty"
 
 
+_SEVERITY = rb"(?:" + b"|".join(word.encode() for word in sorted(SEVERITIES)) + rb")"
 _STREAM_LOGS_LINE = re.compile(
-    rb"^(?:" + b"|".join(word.encode() for word in sorted(SEVERITIES)) + rb")"
-    rb"[ \t]+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}(?:[ \t]|$)"
+    rb"^" + _SEVERITY + rb"[ \t]+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}(?:[ \t]|$)"
 )
-_ENDPOINT_BANNER = b"Using endpoint ["
 _EXPLORER_LINE = re.compile(
     rb"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{1,9} [A-Za-z+\-][\w+\-:]*[ \t]*$"
 )
+# A Logs Explorer summary line: severity, an RFC 3339 time, the summary fields in brackets.
+SUMMARY_LINE = re.compile(
+    r"^(?P<severity>" + "|".join(sorted(SEVERITIES)) + r")[ \t]+"
+    r"(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
+    r"(?:[ \t]+\[(?P<fields>[^\]]*)\])?(?:[ \t]|$)"
+)
+_SUMMARY_BYTES = re.compile(SUMMARY_LINE.pattern.encode())
+# A console copy with the time of day only: "18:51:16.318 Job completed successfully."
+CLOCK_LINE = re.compile(r"^(?P<clock>\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)[ \t]+(?=\S)")
+_CLOCK_BYTES = re.compile(CLOCK_LINE.pattern.encode())
+
+# The top-level keys of a LogEntry (API field names): what gcloud's YAML documents and the
+# Logs Explorer CSV header are made of.
+LOGENTRY_KEYS = frozenset(
+    {
+        "errorGroups", "httpRequest", "insertId", "jsonPayload", "labels", "logName",
+        "operation", "protoPayload", "receiveLocation", "receiveTimestamp", "resource",
+        "severity", "sourceLocation", "spanId", "split", "textPayload", "timestamp", "trace",
+        "traceSampled", "apphub", "apphubDestination",
+    }
+)  # fmt: skip
+_YAML_KEY = re.compile(rb"^([A-Za-z]\w*):(?:[ \t]|$)")
+_YAML_MARKERS = (b"---", b"...")
+
+# How many lines of the head decide: enough to see past a preamble and a few long entries.
+WINDOW_LINES = 400
 
 # What text is not: an undecodable byte (replaced by U+FFFD) or a control character other
 # than those real text logs carry (backspace, tab, line ends, form feed, ANSI escape).
@@ -92,10 +122,14 @@ def _plain_text(head: bytes) -> bool:
     return True
 
 
-def sniff(head: bytes, name: str) -> Format:
+def sniff(head: bytes, name: str, *, complete: bool = True) -> Format:
     """The format of an input whose first bytes are ``head`` (see ``streams.read_head``).
 
-    Raises InputError naming ``name`` and the line when the bytes are binary.
+    Decided from a window of its first lines, not the first one: gcloud's preambles and
+    trailers (:mod:`analyzer.ingest.preamble`) are looked past, and a text format is the one
+    most of the other lines have. ``complete`` False: ``head`` stops inside the input, so its
+    last line may be cut. Raises InputError naming ``name`` and the line when the bytes are
+    binary.
     """
     if head.startswith(BOM):
         head = head[len(BOM) :]
@@ -108,9 +142,58 @@ def sniff(head: bytes, name: str) -> Format:
         return Format.GCLOUD_JSON
     if body[:1] == b"{":
         return Format.CLOUD_LOGGING_JSONL
-    first_line = body.split(b"\n", 1)[0].rstrip(b"\r")
-    if first_line.startswith(_ENDPOINT_BANNER) or _STREAM_LOGS_LINE.match(first_line):
+    lines = body.split(b"\n", WINDOW_LINES)
+    if len(lines) > WINDOW_LINES or not complete:
+        lines.pop()  # beyond the window, or cut by the head's end
+    window = [line.rstrip(b"\r") for line in lines]
+    filled = [line for line in window if line.strip() and not is_preamble_bytes(line)]
+    if not filled:
+        # Only gcloud's own lines (a stream-logs run cut before its first row): its reader
+        # skips them.
         return Format.STREAM_LOGS
-    if _EXPLORER_LINE.match(first_line):
-        return Format.LOGS_EXPLORER
+    if _csv_header(filled[0]):
+        return Format.EXPLORER_CSV
+    if _yaml_documents(filled):
+        return Format.GCLOUD_YAML
+    votes = {
+        Format.STREAM_LOGS: sum(1 for line in filled if _STREAM_LOGS_LINE.match(line)),
+        Format.LOGS_EXPLORER: sum(1 for line in filled if _EXPLORER_LINE.match(line)),
+        Format.EXPLORER_SUMMARY: sum(1 for line in filled if _SUMMARY_BYTES.match(line)),
+    }
+    best = max(votes, key=lambda form: votes[form])
+    # An entry of a text format may run over many lines (a traceback, the Logs Explorer's
+    # task and message lines), but a text that only quotes a line or two of one is not in it.
+    if votes[best] and votes[best] * 5 >= len(filled):
+        return best
     return Format.PLAIN_TEXT
+
+
+def _csv_header(line: bytes) -> bool:
+    """Whether ``line`` is the header of a Logs Explorer CSV download: LogEntry field paths."""
+    if line.count(b",") < 2:
+        return False
+    names = [cell.strip(b'"').lstrip(b"'") for cell in line.split(b",")]
+    roots = {name.split(b".", 1)[0].decode("ascii", "replace") for name in names if name}
+    return bool(roots) and roots <= LOGENTRY_KEYS and bool(
+        roots & {"timestamp", "textPayload", "jsonPayload"}
+    )
+
+
+def _yaml_documents(lines: list[bytes]) -> bool:
+    """Whether ``lines`` are YAML documents of LogEntry keys (``gcloud logging read``)."""
+    first = lines[0].rstrip()
+    found = _YAML_KEY.match(first)
+    if first != b"---" and (found is None or found.group(1).decode() not in LOGENTRY_KEYS):
+        return False
+    top = [line.rstrip() for line in lines if line[:1] not in (b" ", b"\t")]
+    keys = 0
+    other = 0
+    for line in top:
+        if line in _YAML_MARKERS:
+            continue
+        key = _YAML_KEY.match(line)
+        if key is not None and key.group(1).decode() in LOGENTRY_KEYS:
+            keys += 1
+        else:
+            other += 1
+    return keys >= 2 and other * 10 <= keys

@@ -18,6 +18,7 @@ from analyzer.ingest.streams import (
     buffered,
     decompressed,
     read_head,
+    transcoded,
 )
 from analyzer.records import InputStats, LogRecord, Source
 
@@ -48,6 +49,18 @@ def reader_for(form: Format) -> Reader:
         from analyzer.ingest.gcloud_json import read_gcloud_json
 
         return read_gcloud_json
+    if form is Format.GCLOUD_YAML:
+        from analyzer.ingest.gcloud_yaml import read_gcloud_yaml
+
+        return read_gcloud_yaml
+    if form is Format.EXPLORER_CSV:
+        from analyzer.ingest.explorer_csv import read_explorer_csv
+
+        return read_explorer_csv
+    if form is Format.EXPLORER_SUMMARY:
+        from analyzer.ingest.explorer import read_summary_lines
+
+        return read_summary_lines
     if form is Format.STREAM_LOGS:
         from analyzer.ingest.stream_logs import read_stream_logs
 
@@ -67,6 +80,7 @@ def _records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Decompress if needed, then read ``stream`` with the reader of ``stats.format``."""
     with stream:
         readable, guard = decompressed(stream)
+        readable, _ = transcoded(readable)
         yield from reader_for(Format(stats.format))(readable, stats)
         if guard is not None and guard.damaged:
             # The lost tail's lines cannot be known: count it as one skipped line.
@@ -74,13 +88,16 @@ def _records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
             stats.skip(TRUNCATED_COMPRESSED)
 
 
-def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bool]:
-    """The format of ``stream`` and whether it is gzip-compressed."""
+def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bool, str | None]:
+    """The format of ``stream``, whether it is gzip-compressed, and its UTF-16 codec if it is
+    UTF-16 (read as UTF-8 by the readers)."""
     readable, guard = decompressed(stream)
+    readable, codec = transcoded(readable)
     head = read_head(readable, SNIFF_LIMIT)
     if guard is not None and guard.damaged and not head:
         raise InputError(f"{name}: corrupt gzip data, check the file or decompress it first")
-    return sniff(head, name), guard is not None
+    complete = len(head.lstrip()) < SNIFF_LIMIT
+    return sniff(head, name, complete=complete), guard is not None, codec
 
 
 def open_file(path: str) -> BinaryIO:
@@ -99,9 +116,10 @@ class FileSource:
     def __init__(self, path: str) -> None:
         self._stats = InputStats(path=path)
         with open_file(path) as stream:
-            found, compressed = _sniff_stream(stream, path)
+            found, compressed, codec = _sniff_stream(stream, path)
         self._stats.format = found.value
         self.compressed = compressed  # gzip (seen when sniffing): read whole, not by ranges
+        self.encoding = codec  # "utf-16-le"/"-be", or None for UTF-8 (the fast path's bytes)
 
     @property
     def stats(self) -> InputStats:
@@ -125,8 +143,9 @@ class StreamSource:
         # Sniff on the raw bytes, keeping everything read so far to replay it.
         raw_head = read_head(stream, SNIFF_LIMIT)
         self._stream = buffered(ReplayReader(raw_head, stream))
-        found, _ = _sniff_stream(buffered(ReplayReader(raw_head, io.BytesIO())), name)
+        found, _, codec = _sniff_stream(buffered(ReplayReader(raw_head, io.BytesIO())), name)
         self._stats.format = found.value
+        self.encoding = codec
         self._used = False
 
     @property
@@ -153,7 +172,7 @@ class MemorySource:
     def __init__(self, data: str | bytes, name: str = "<memory>") -> None:
         self._data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         self._stats = InputStats(path=name)
-        found, _ = _sniff_stream(io.BytesIO(self._data), name)
+        found, _, _ = _sniff_stream(io.BytesIO(self._data), name)
         self._stats.format = found.value
 
     @property

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
+from analyzer.ingest.preamble import GCLOUD_PREAMBLE, is_preamble
 from analyzer.ingest.sniff import SEVERITIES
 from analyzer.records import SERVICE_TASK, InputStats, LogRecord, Origin
 
@@ -169,6 +170,8 @@ def read_stream_logs(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]
         if line is None:
             if text.startswith("Using endpoint ["):
                 stats.skip(ENDPOINT_BANNER)
+            elif is_preamble(text):
+                stats.skip(GCLOUD_PREAMBLE)
             elif not text.strip():
                 stats.skip(BLANK_LINE)
             else:
