@@ -83,7 +83,6 @@ _VALID_DATES: dict[str, bool] = {}
 _GOOD_MINUTES: set[str] = set()
 
 
-
 def time_key(moment: datetime) -> str:
     """The canonical timestamp string of an aware UTC ``moment`` (microseconds, 000 appended)."""
     m = moment

@@ -174,8 +174,10 @@ def _csv_header(line: bytes) -> bool:
         return False
     names = [cell.strip(b'"').lstrip(b"'") for cell in line.split(b",")]
     roots = {name.split(b".", 1)[0].decode("ascii", "replace") for name in names if name}
-    return bool(roots) and roots <= LOGENTRY_KEYS and bool(
-        roots & {"timestamp", "textPayload", "jsonPayload"}
+    return (
+        bool(roots)
+        and roots <= LOGENTRY_KEYS
+        and bool(roots & {"timestamp", "textPayload", "jsonPayload"})
     )
 
 
