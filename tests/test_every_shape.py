@@ -25,7 +25,7 @@ from analyzer.api import Analysis, analyze, analyze_sources
 from analyzer.classify import collect
 from analyzer.cli import app
 from analyzer.diagnosis import Diagnosis
-from analyzer.ingest import MemorySource, open_sources
+from analyzer.ingest import MemorySource, blockdecode, open_sources
 from analyzer.jobspec import load_job_spec, parse_job_spec
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, encoding, expected, simulate, write
@@ -161,6 +161,12 @@ def test_a_project_wide_sink_makes_no_phantom_job(book: RuleBook, tmp_path: Path
     )
     want = _verdicts(analyze([clean]))
     assert _verdicts(analyze([mixed])) == want
+    if blockdecode.available():
+        # The fast path reads such a block at once all the same, its foreign lines left to
+        # the one mapping.
+        entries = blockdecode.decode_block(mixed.read_bytes())
+        assert entries is not None
+        assert sum(entry.resource is None for entry in entries) == len(FOREIGN) * 52
     fast = collect(open_sources([str(mixed)]), book, fast=True)
     plain = collect(open_sources([str(mixed)]), book, fast=False)
     assert fast == plain

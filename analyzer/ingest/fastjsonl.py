@@ -43,7 +43,6 @@ from analyzer.ingest.entries import (
 from analyzer.ingest.jsonl import BLANK_LINE
 from analyzer.ingest.sniff import BOM
 from analyzer.records import (
-    JOB_RESOURCE_TYPES,
     InputStats,
     LogRecord,
     Origin,
@@ -225,7 +224,6 @@ class JsonlScanner:
         good_minutes = self._good_minutes
         minute = _NO_MINUTE
         seconds_to_z = _SECONDS_TO_Z
-        job_types = JOB_RESOURCE_TYPES
         # The previous line's worker and span (none yet: no job id is None).
         last_job: str | None = None
         last_task: str | None = None
@@ -238,8 +236,7 @@ class JsonlScanner:
             # The sink's common shape, read by attribute: a part that is missing (None) raises
             # AttributeError, and the line goes to the plain functions like any unusual one.
             try:
-                resource = entry.resource
-                rlabels = resource.labels  # type: ignore[union-attr]
+                rlabels = entry.resource.labels  # type: ignore[union-attr]
                 task = rlabels.task_name  # type: ignore[union-attr]
                 job = rlabels.job_id  # type: ignore[union-attr]
                 payload = entry.jsonPayload
@@ -254,15 +251,12 @@ class JsonlScanner:
             # Non-empty resource labels win over every other label in record_from_entry, so
             # task and job are final; a truthy timestamp hides receiveTimestamp. The decoder has
             # checked that these labels and the timestamp are strings (or missing).
-            # The mapping (analyzer.records.entry_fields) decides alone for a line of another
-            # resource type or an audit entry; for the others, task and job set and a string
-            # text, its answer is the one read here.
-            kind = resource.type  # type: ignore[union-attr]
+            # decode_block leaves a line of another resource type and an audit entry to the
+            # one mapping (analyzer.records.entry_fields); for the others, with task and job
+            # set and a string text, its answer is the one read here.
             if not (
                 task
                 and job
-                and (kind is None or kind in job_types)
-                and entry.protoPayload is None
                 and when
                 and type(text) is str
                 # _CANONICAL_TIME plus the date check, in two cheap pieces: a minute already
