@@ -140,7 +140,7 @@ def analyze(
 ) -> Analysis:
     """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them.
 
-    ``job_spec_path``: ``gcloud ai custom-jobs describe --format=json`` output of the job.
+    ``job_spec_path``: ``gcloud ai custom-jobs describe`` output of the job (YAML or JSON).
     """
     from analyzer.jobspec import load_job_spec
     from analyzer.policy import load_policy

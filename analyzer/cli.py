@@ -249,8 +249,8 @@ def diagnose(
         Path | None,
         typer.Option(
             "--job-spec",
-            help="The job's 'gcloud ai custom-jobs describe --format=json' output: machine "
-            "types, scheduling, recorded state.",
+            help="The job's 'gcloud ai custom-jobs describe' output (YAML, or --format=json): "
+            "machine types, scheduling, recorded state.",
         ),
     ] = None,
 ) -> None:

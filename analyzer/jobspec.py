@@ -1,4 +1,4 @@
-"""A job's own record: ``gcloud ai custom-jobs describe --format=json`` output or a CustomJob JSON.
+"""A job's own record: ``gcloud ai custom-jobs describe`` output (YAML or JSON), a CustomJob.
 
 It gives what the logs cannot: the machine type of each worker pool (for concrete OOM advice),
 the ``scheduling`` settings that change the retry policy, and the recorded ``state`` and
