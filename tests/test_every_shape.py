@@ -25,6 +25,7 @@ from analyzer.api import Analysis, analyze, analyze_sources
 from analyzer.classify import collect
 from analyzer.cli import app
 from analyzer.diagnosis import Diagnosis
+from analyzer.errors import InputError
 from analyzer.ingest import MemorySource, blockdecode, open_sources
 from analyzer.jobspec import load_job_spec, parse_job_spec
 from analyzer.rulebook import RuleBook
@@ -290,6 +291,32 @@ def test_a_console_copy_with_the_time_of_day() -> None:
     assert records[-1].text == "Job completed successfully."
 
 
+def test_summary_lines_as_the_page_shows_them() -> None:
+    text = (
+        "Showing logs for last 1 hour\r\n"
+        "ERROR 2024-03-01 11:00:00.000 CET [resource.labels.taskName: workerpool0-0] boom\r\n"
+        "Traceback (most recent call last):\r\n"
+        "INFO 2024-03-01T10:00:01Z OK done  \r\n"
+        "INFO 2024-03-01T10:00:02.5+00:00 [resource.labels.taskName: service, "
+        'labels."ml.googleapis.com/trial_id": 3] Job failed.\r\n'
+    )
+    source = MemorySource(text)
+    records = list(source.records())
+    assert source.stats.format == "logs-explorer-summary"
+    assert [(str(r.timestamp), r.task, r.trial, r.text) for r in records] == [
+        (
+            "2024-03-01 10:00:00+00:00",
+            "workerpool0-0",
+            None,
+            "boom\nTraceback (most recent call last):",
+        ),
+        ("2024-03-01 10:00:01+00:00", None, None, "OK done  "),
+        ("2024-03-01 10:00:02.500000+00:00", "service", "3", "Job failed."),
+    ]
+    stats = source.stats
+    assert (stats.lines, stats.used, stats.skipped) == (5, 4, 1)
+
+
 def test_a_text_quoting_a_line_of_a_format_is_still_plain_text() -> None:
     text = "".join(f"note {n}: nothing to see\n" for n in range(10))
     text += "INFO\t2024-05-08 16:47:59 +0000\tservice\tJob failed.\n"
@@ -370,6 +397,13 @@ def test_a_whitespace_head_loses_no_record(blank: bytes, tmp_path: Path) -> None
     assert piped["records"] == stats.records and piped["format"] == "cloud-logging-jsonl"
 
 
+def test_binary_after_a_whitespace_head_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "odd.txt"
+    path.write_bytes(b" \n" * 100_000 + b"abc\x00def\n")
+    with pytest.raises(InputError, match=r"odd\.txt: binary data \(NUL byte\) at line 100001,"):
+        open_sources([str(path)])
+
+
 # --- the job's describe output -------------------------------------------------------------------
 
 
@@ -390,5 +424,5 @@ def test_job_spec_in_describes_yaml(tmp_path: Path) -> None:
 def test_a_broken_yaml_job_spec_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "describe.yaml"
     path.write_text("name: projects/p/locations/l/customJobs/1\nstate: [unclosed\n")
-    with pytest.raises(Exception, match=r"describe\.yaml: not a job spec \(invalid YAML at line"):
+    with pytest.raises(InputError, match=r"describe\.yaml: not a job spec \(invalid YAML at line"):
         load_job_spec(path)

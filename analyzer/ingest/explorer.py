@@ -146,12 +146,15 @@ def _pick(fields: dict[str, str], names: tuple[str, ...]) -> str | None:
     return None
 
 
-def _summary_time(text: str) -> datetime | None:
+def _summary_time(text: str, zone: str | None = None) -> datetime | None:
     text = text.replace(" ", "T", 1)
-    if text[-1:].isdigit() and ("+" not in text[19:] and "-" not in text[19:]):
-        text += "Z"  # the page's time without a zone: UTC
+    local = text[-1:].isdigit() and "+" not in text[19:] and "-" not in text[19:]
     try:
-        return parse_timestamp(text)
+        if local and zone is not None:
+            stamp = parse_timestamp(text + "Z").replace(tzinfo=timezone(zone_offset(zone)))
+            return stamp.astimezone(UTC)
+        # Without a zone, the page's time is taken as UTC.
+        return parse_timestamp(text + "Z" if local else text)
     except (ValueError, OverflowError):
         return None
 
@@ -175,14 +178,15 @@ def read_summary_lines(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecor
         if match is not None:
             if pending is not None:
                 yield _summary_record(pending, stats)
-            message = text[match.end() :]
-            pending = _Summary(
-                number,
-                match["severity"],
-                _summary_time(match["time"]),
-                summary_fields(match["fields"]),
-                [message],
-            )
+            zone = match["zone"]
+            if zone is not None and zone not in ZONE_OFFSETS:
+                # Not a zone's name: the message's first word, the brackets absent.
+                message, fields = text[match.start("zone") :], {}
+                timestamp = _summary_time(match["time"])
+            else:
+                message, fields = text[match.end() :], summary_fields(match["fields"])
+                timestamp = _summary_time(match["time"], zone)
+            pending = _Summary(number, match["severity"], timestamp, fields, [message])
         elif pending is not None and not is_preamble(text):
             pending.lines.append(text)
         elif is_preamble(text):

@@ -45,6 +45,8 @@ _EXPLORER_LINE = re.compile(
 SUMMARY_LINE = re.compile(
     r"^(?P<severity>" + "|".join(sorted(SEVERITIES)) + r")[ \t]+"
     r"(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
+    # The page's local time may carry its zone's name (2024-03-01 11:00:00.000 CET).
+    r"(?:[ \t]+(?P<zone>[A-Z]{1,5}))?"
     r"(?:[ \t]+\[(?P<fields>[^\]]*)\])?(?:[ \t]|$)"
 )
 _SUMMARY_BYTES = re.compile(SUMMARY_LINE.pattern.encode())
@@ -76,16 +78,16 @@ _BINARY_BYTES = bytes([*range(0x00, 0x08), *range(0x0E, 0x1B), *range(0x1C, 0x20
 _REPLACEMENT_CHAR = "\ufffd".encode()
 
 
-def _line_of(head: bytes, offset: int) -> int:
-    return head.count(b"\n", 0, offset) + 1
+def _line_of(head: bytes, offset: int, first_line: int) -> int:
+    return head.count(b"\n", 0, offset) + first_line
 
 
-def _check_text(head: bytes, name: str) -> None:
+def _check_text(head: bytes, name: str, first_line: int = 1) -> None:
     """Raise InputError when ``head`` looks binary: a NUL byte or mostly undecodable bytes."""
     nul = head.find(b"\x00")
     if nul != -1:
         raise InputError(
-            f"{name}: binary data (NUL byte) at line {_line_of(head, nul)}, "
+            f"{name}: binary data (NUL byte) at line {_line_of(head, nul, first_line)}, "
             "pass a log export (JSON, JSON lines or text), decompressed or .gz"
         )
     if _plain_text(head):
@@ -97,7 +99,7 @@ def _check_text(head: bytes, name: str) -> None:
     if bad and bad * 10 >= len(text):
         first = _BINARY_CHAR.search(text)
         assert first is not None
-        line = text.count("\n", 0, first.start()) + 1
+        line = text.count("\n", 0, first.start()) + first_line
         raise InputError(
             f"{name}: binary data (undecodable bytes) at line {line}, "
             "pass a log export (JSON, JSON lines or text), decompressed or .gz"
@@ -122,18 +124,18 @@ def _plain_text(head: bytes) -> bool:
     return True
 
 
-def sniff(head: bytes, name: str, *, complete: bool = True) -> Format:
+def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1) -> Format:
     """The format of an input whose first bytes are ``head`` (see ``streams.read_head``).
 
     Decided from a window of its first lines, not the first one: gcloud's preambles and
     trailers (:mod:`analyzer.ingest.preamble`) are looked past, and a text format is the one
     most of the other lines have. ``complete`` False: ``head`` stops inside the input, so its
-    last line may be cut. Raises InputError naming ``name`` and the line when the bytes are
-    binary.
+    last line may be cut; ``first_line`` is the line number ``head`` starts at. Raises
+    InputError naming ``name`` and the line when the bytes are binary.
     """
     if head.startswith(BOM):
         head = head[len(BOM) :]
-    _check_text(head, name)
+    _check_text(head, name, first_line)
     body = head.lstrip()
     if not body:
         return Format.EMPTY
@@ -173,11 +175,13 @@ def _csv_header(line: bytes) -> bool:
     if line.count(b",") < 2:
         return False
     names = [cell.strip(b'"').lstrip(b"'") for cell in line.split(b",")]
-    roots = {name.split(b".", 1)[0].decode("ascii", "replace") for name in names if name}
-    return (
-        bool(roots)
-        and roots <= LOGENTRY_KEYS
-        and bool(roots & {"timestamp", "textPayload", "jsonPayload"})
+    roots = [name.split(b".", 1)[0].decode("ascii", "replace") for name in names if name]
+    known = {root for root in roots if root in LOGENTRY_KEYS}
+    # Most columns are LogEntry fields (one this list lacks is not fatal), the time or the
+    # text among them.
+    in_entries = sum(root in known for root in roots)
+    return in_entries * 4 >= len(roots) * 3 and bool(
+        known & {"timestamp", "textPayload", "jsonPayload"}
     )
 
 

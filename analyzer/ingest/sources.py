@@ -18,6 +18,7 @@ from analyzer.ingest.streams import (
     buffered,
     decompressed,
     read_head,
+    read_window,
     transcoded,
 )
 from analyzer.records import InputStats, LogRecord, Source
@@ -93,11 +94,12 @@ def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bool, str | None
     UTF-16 (read as UTF-8 by the readers)."""
     readable, guard = decompressed(stream)
     readable, codec = transcoded(readable)
-    head = read_head(readable, SNIFF_LIMIT)
+    head, lines_before = read_window(readable, SNIFF_LIMIT)
     if guard is not None and guard.damaged and not head:
         raise InputError(f"{name}: corrupt gzip data, check the file or decompress it first")
     complete = len(head.lstrip()) < SNIFF_LIMIT
-    return sniff(head, name, complete=complete), guard is not None, codec
+    found = sniff(head, name, complete=complete, first_line=lines_before + 1)
+    return found, guard is not None, codec
 
 
 def open_file(path: str) -> BinaryIO:

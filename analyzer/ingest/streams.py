@@ -128,6 +128,33 @@ def read_head(stream: BinaryIO, limit: int) -> bytes:
     return b"".join(parts)
 
 
+def read_window(stream: BinaryIO, limit: int) -> tuple[bytes, int]:
+    """What :func:`read_head` reads, but with the blank space before the last blank piece
+    dropped, and how many line ends it held: a sniff needs only the window after it (and the
+    line numbers), not gigabytes of spaces in memory."""
+    dropped = 0
+    kept: list[bytes] = []
+    size = 0
+    blank = True
+    while size < limit:
+        chunk = stream.read(min(BUFFER_SIZE, limit - size) if not blank else BUFFER_SIZE)
+        if not chunk:
+            break
+        if blank:
+            stripped = chunk.lstrip()
+            if not stripped:
+                if kept:
+                    dropped += kept[0].count(b"\n")
+                kept = [chunk]
+                continue
+            blank = False
+            size = len(stripped)
+        else:
+            size += len(chunk)
+        kept.append(chunk)
+    return b"".join(kept), dropped
+
+
 # Byte-order marks of UTF-16 (Windows PowerShell's redirections write UTF-16 LE with one).
 UTF16_BOMS = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}
 
