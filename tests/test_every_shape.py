@@ -317,6 +317,24 @@ def test_summary_lines_as_the_page_shows_them() -> None:
     assert (stats.lines, stats.used, stats.skipped) == (5, 4, 1)
 
 
+TRACEBACK = "Traceback (most recent call last):\n" + '  File "x.py", line 1, in f\n' * 40
+
+
+@pytest.mark.parametrize(
+    ("entry", "form"),
+    [
+        ("2022-09-21 14:41:46.017 CEST\n\nworkerpool0-0\n" + TRACEBACK, "logs-explorer"),
+        (
+            "ERROR 2024-03-01T10:00:00Z [resource.labels.taskName: workerpool0-0] " + TRACEBACK,
+            "logs-explorer-summary",
+        ),
+    ],
+)
+def test_entries_of_many_lines_are_recognised(entry: str, form: str) -> None:
+    # Most lines are a traceback's: they belong to the entry above them.
+    assert MemorySource("Logs of my job\n" + entry * 3).stats.format == form
+
+
 def test_a_text_quoting_a_line_of_a_format_is_still_plain_text() -> None:
     text = "".join(f"note {n}: nothing to see\n" for n in range(10))
     text += "INFO\t2024-05-08 16:47:59 +0000\tservice\tJob failed.\n"

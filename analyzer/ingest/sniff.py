@@ -45,6 +45,8 @@ _EXPLORER_LINE = re.compile(
 SUMMARY_LINE = re.compile(
     r"^(?P<severity>" + "|".join(sorted(SEVERITIES)) + r")[ \t]+"
     r"(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
+    # Not stream-logs' "HH:MM:SS +0000" (that format's line).
+    r"(?![ \t]+[+-]\d{4}(?:[ \t]|$))"
     # The page's local time may carry its zone's name (2024-03-01 11:00:00.000 CET).
     r"(?:[ \t]+(?P<zone>[A-Z]{1,5}))?"
     r"(?:[ \t]+\[(?P<fields>[^\]]*)\])?(?:[ \t]|$)"
@@ -67,6 +69,8 @@ LOGENTRY_KEYS = frozenset(
 _YAML_KEY = re.compile(rb"^([A-Za-z]\w*):(?:[ \t]|$)")
 _YAML_MARKERS = (b"---", b"...")
 
+# How many lines of other text may come before a text format's first entry (a title, a note).
+_STRAY_LINES = 5
 # How many lines of the head decide: enough to see past a preamble and a few long entries.
 WINDOW_LINES = 400
 
@@ -157,17 +161,27 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
         return Format.EXPLORER_CSV
     if _yaml_documents(filled):
         return Format.GCLOUD_YAML
+    # How many of the lines each text format explains: stream-logs prefixes every line; an
+    # entry of the Logs Explorer's copy or summary goes on over the lines after its first (the
+    # task, a traceback), once its first entry starts near the top.
     votes = {
         Format.STREAM_LOGS: sum(1 for line in filled if _STREAM_LOGS_LINE.match(line)),
-        Format.LOGS_EXPLORER: sum(1 for line in filled if _EXPLORER_LINE.match(line)),
-        Format.EXPLORER_SUMMARY: sum(1 for line in filled if _SUMMARY_BYTES.match(line)),
+        Format.LOGS_EXPLORER: _entries_explain(filled, _EXPLORER_LINE),
+        Format.EXPLORER_SUMMARY: _entries_explain(filled, _SUMMARY_BYTES),
     }
     best = max(votes, key=lambda form: votes[form])
-    # An entry of a text format may run over many lines (a traceback, the Logs Explorer's
-    # task and message lines), but a text that only quotes a line or two of one is not in it.
-    if votes[best] and votes[best] * 5 >= len(filled):
+    # Most of the lines: a text that only quotes a line or two of a format is not in it.
+    if votes[best] and votes[best] * 2 >= len(filled):
         return best
     return Format.PLAIN_TEXT
+
+
+def _entries_explain(lines: list[bytes], start: re.Pattern[bytes]) -> int:
+    """The lines from the first that ``start`` matches on, if it is among the first few."""
+    for index, line in enumerate(lines[:_STRAY_LINES]):
+        if start.match(line):
+            return len(lines) - index
+    return 0
 
 
 def _csv_header(line: bytes) -> bool:
