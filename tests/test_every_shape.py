@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,38 @@ def test_the_csv_download_has_the_real_layout() -> None:
     stats = _analysis(text, "dl.csv").inputs[0]
     assert stats.lines > stats.records  # a traceback cell spans lines, all counted
     assert stats.lines == stats.used + stats.skipped and stats.skipped == 0
+
+
+# One sample file of each simulated shape, kept in fixtures/shapes (JOBDOCTOR_UPDATE_GOLDEN=1
+# writes them again from the simulator).
+SAMPLES = {
+    "oom.gcloud-logging-read.yaml": ("oom", "yaml"),
+    "stockout-exhausted.explorer-download.json": ("stockout-exhausted", "explorer-json"),
+    "user-code-exit1.explorer-download.csv": ("user-code-exit1", "explorer-csv"),
+    "worker-restarts-exhausted.explorer-summary.txt": (
+        "worker-restarts-exhausted",
+        "summary-lines",
+    ),
+    "vm-maintenance-restart.powershell-utf16.txt": ("vm-maintenance-restart", "utf16"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_shape_samples(name: str) -> None:
+    scenario, fmt = SAMPLES[name]
+    path = SHAPES / name
+    data = _written(scenario, fmt, seed=0)
+    if os.environ.get("JOBDOCTOR_UPDATE_GOLDEN"):
+        path.write_bytes(data)
+    assert path.read_bytes() == data, "regenerate with JOBDOCTOR_UPDATE_GOLDEN=1"
+    (want,) = expected(scenario, seed=0)
+    (got,) = analyze([path]).diagnoses
+    assert (got.state.value, got.observed_final, got.attempts) == (
+        want.state,
+        want.observed_final,
+        want.attempts,
+    )
+    assert (got.cause.category.value if got.cause else None) == want.category
 
 
 # --- a project-wide sink ---------------------------------------------------------------------
