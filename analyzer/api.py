@@ -65,7 +65,7 @@ def analyze_sources(
     collector.read_all(sources, while_waiting=_load_diagnosing)
     from analyzer.policy import load_policy
     from analyzer.predict import diagnose_timeline
-    from analyzer.timeline import build_timeline
+    from analyzer.timeline import job_timelines
 
     active_policy = policy if policy is not None else load_policy()
     logs, stats = collector.logs(), collector.stats
@@ -78,10 +78,12 @@ def analyze_sources(
         if unknown:
             raise InputError(f"{unknown[0]}: {NOT_AN_EXPORT}")
     quiet = [f"{path}: no Vertex AI job message in it" for path in unnamed]
+    budget = active_policy.worker_restart_budget
     diagnoses = tuple(
-        diagnose_timeline(build_timeline(log), active_policy, job_spec, lang)
+        diagnose_timeline(timeline, active_policy, job_spec, lang)
         for log in logs
         if job is None or log.job_id == job
+        for timeline in job_timelines(log, budget)
     )
     # A runaway pattern was cut short by its timeout: say so, since it may have missed a line.
     slow = [
@@ -103,11 +105,11 @@ _NOT_ENTRIES = frozenset({"blank line", "invalid JSON", "not a LogEntry object",
 
 
 def _unrecognised(stats: InputStats) -> bool:
-    """Whether an input that gave no job is a shape no reader knows: a text none of whose lines
-    a rule knows, or JSON none of whose values is a log entry (a project-wide sink's entries of
-    other resources are log entries: that input is known, it just holds no job)."""
+    """Whether an input that gave no job is a shape no reader knows: a text without a word of a
+    job's logs in its first lines, or JSON none of whose values is a log entry (a project-wide
+    sink's entries of other resources are log entries: known, it just holds no job)."""
     if stats.format == Format.PLAIN_TEXT.value:
-        return True
+        return not stats.recognised
     json_formats = (Format.CLOUD_LOGGING_JSONL.value, Format.GCLOUD_JSON.value)
     return (
         stats.format in json_formats
@@ -219,7 +221,8 @@ def follow_job(
         logs = [log for log in collector.logs() if log.job_id == job_id]
         if not logs:
             return False
-        diagnosis = diagnose_timeline(build_timeline(logs[0]), active_policy)
+        timeline = build_timeline(logs[0], active_policy.worker_restart_budget)
+        diagnosis = diagnose_timeline(timeline, active_policy)
         changes = describe_changes(latest[-1] if latest else None, diagnosis)
         latest[:] = [diagnosis]
         if changes:

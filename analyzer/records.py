@@ -78,6 +78,8 @@ class InputStats:
     skip_reasons: Counter[str] = field(default_factory=Counter)
     duplicates: int = 0
     invalid_utf8: int = 0
+    # False for a text whose first lines hold no word of a job's logs (see ingest.sniff).
+    recognised: bool = True
 
     def restart(self) -> None:
         """Zero the line counts, for a source that is read again from its start."""

@@ -284,20 +284,27 @@ state: QUEUED
 """
 
 
-@pytest.mark.parametrize("preamble", [PREAMBLE, LEGACY_PREAMBLE])
+@pytest.mark.parametrize(
+    ("preamble", "job_id"),
+    [(PREAMBLE, "8501620632646057984"), (LEGACY_PREAMBLE, "census_20240508_164011")],
+)
 @pytest.mark.parametrize("spaced", [False, True])
-def test_a_stream_logs_paste_with_gcloud_lines_around_it(preamble: str, spaced: bool) -> None:
+def test_a_stream_logs_paste_with_gcloud_lines_around_it(
+    preamble: str, job_id: str, spaced: bool
+) -> None:
     rows = _written("worker-restarts-exhausted", "stream-logs").decode()
-    want = _verdicts(_analysis(rows, "rows.txt"))
+    want = _verdicts(_analysis(rows, "rows.txt"), with_ids=False)
     pasted = preamble + rows + "\nYour job is still active.\n"
     if spaced:  # tabs turned into spaces, as pasting does
         pasted = pasted.replace("\t", "    ")
     analysis = _analysis(pasted, "paste.txt")
     (stats,) = analysis.inputs
     assert stats.format == "stream-logs"
-    assert stats.skip_reasons["gcloud preamble or trailer"] >= 5
-    assert _verdicts(analysis) == want
+    assert stats.lines == stats.used + stats.skipped
+    assert _verdicts(analysis, with_ids=False) == want
     assert want[0][4] >= 1 and want[0][7]  # attempts and restarts did not vanish
+    # gcloud's own lines are kept as records: they name the job.
+    assert [d.job_id for d in analysis.diagnoses] == [job_id]
 
 
 def test_legacy_trial_column_keeps_trials_apart() -> None:

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
-from analyzer.ingest.preamble import GCLOUD_PREAMBLE, is_preamble
+from analyzer.ingest.preamble import is_preamble, preamble_record
 from analyzer.ingest.sniff import SEVERITIES, SUMMARY_LINE
 from analyzer.records import InputStats, LogRecord, Origin, parse_timestamp
 
@@ -171,7 +171,7 @@ class _Summary:
 def read_summary_lines(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Yield one record per Logs Explorer summary line (``INFO 2024-03-01T10:00:00Z
     [resource.labels.taskName: workerpool0-0] message``); lines without the prefix continue
-    the message above them (a traceback), and gcloud's own lines are skipped."""
+    the message above them (a traceback); gcloud's own lines are records of their own."""
     pending: _Summary | None = None
     for number, text in text_lines(stream, stats):
         match = SUMMARY_LINE.match(text)
@@ -190,7 +190,10 @@ def read_summary_lines(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecor
         elif pending is not None and not is_preamble(text):
             pending.lines.append(text)
         elif is_preamble(text):
-            stats.skip(GCLOUD_PREAMBLE)
+            if pending is not None:
+                yield _summary_record(pending, stats)
+                pending = None
+            yield preamble_record(text, number, stats)
         else:
             stats.skip(BEFORE_FIRST_SUMMARY if text.strip() else "blank line")
     if pending is not None:

@@ -4,8 +4,7 @@ A line that starts with a timestamp (``2022-09-21 14:41:46``, ISO 8601 with or
 without ``T``, fraction and offset; Python logging's ``,123`` milliseconds too)
 gets that time, read as UTC when it has no offset, and the rest of the line as
 its text; a line that starts with the time of day only (a console copy) gets no time, and the
-rest of the line as its text. Task and job are unknown, severity is ``DEFAULT``. gcloud's own
-lines (:mod:`analyzer.ingest.preamble`) are skipped.
+rest of the line as its text. Task and job are unknown, severity is ``DEFAULT``.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from datetime import datetime
 from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
-from analyzer.ingest.preamble import GCLOUD_PREAMBLE, is_preamble
 from analyzer.ingest.sniff import CLOCK_LINE
 from analyzer.records import InputStats, LogRecord, Origin, parse_timestamp
 
@@ -53,9 +51,6 @@ def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     for number, text in text_lines(stream, stats):
         if not text.strip():
             stats.skip(BLANK_LINE)
-            continue
-        if is_preamble(text):
-            stats.skip(GCLOUD_PREAMBLE)
             continue
         timestamp, message = split_leading_time(text)
         stats.records += 1

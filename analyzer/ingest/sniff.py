@@ -69,6 +69,24 @@ LOGENTRY_KEYS = frozenset(
 _YAML_KEY = re.compile(rb"^([A-Za-z]\w*):(?:[ \t]|$)")
 _YAML_MARKERS = (b"---", b"...")
 
+# Words only the logs of a training job (or gcloud, the SDK, the console around one) hold: a
+# plain text with none of them in its window is no log export (a README, notes, another tool's
+# log), and a run that finds no job in it says so rather than "no job found".
+_PLATFORM_WORDS = re.compile(
+    rb"(?i)aiplatform|ai[- ]platform|ml[- ]?engine|cloud[- ]?ml|custom[- ]?jobs?\b|training"
+    rb"[- ]?pipelines?\b|hyperparameter|ml_job|ml\.googleapis\.com|vertex|jobstate|pipelinestate"
+    rb"|workerpool\d|\b(?:master|worker|ps|evaluator)[- ]replica|\breplica\b|\bjob \[|\bjob "
+    rb"(?:failed|completed|is |will |submitted|creation)|waiting for (?:job|training)|training "
+    rb"program|\bgcloud\b|console\.cloud\.google\.com|\bjob_?id\b|task completed|exit code"
+    rb"|termination reason|quota|resource_exhausted"
+)
+
+
+def mentions_platform(head: bytes) -> bool:
+    """Whether ``head`` holds a word of a training job's logs (:data:`_PLATFORM_WORDS`)."""
+    return _PLATFORM_WORDS.search(head) is not None
+
+
 # How many lines of other text may come before a text format's first entry (a title, a note).
 _STRAY_LINES = 5
 # How many lines of the head decide: enough to see past a preamble and a few long entries.
@@ -147,6 +165,10 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     if body[:1] == b"[" and body[1:].lstrip()[:1] in (b"{", b"]", b""):
         return Format.GCLOUD_JSON
     if body[:1] == b"{":
+        # A "{" alone on its line opens a pretty-printed object (entries copied from the Logs
+        # Explorer, one after another): JSON values over many lines, read like an array's.
+        if body.split(b"\n", 1)[0].strip() == b"{":
+            return Format.GCLOUD_JSON
         return Format.CLOUD_LOGGING_JSONL
     lines = body.split(b"\n", WINDOW_LINES)
     if len(lines) > WINDOW_LINES or not complete:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import chain
 from typing import BinaryIO
 
 from analyzer.errors import InputError
 from analyzer.ingest.jsonl import read_jsonl
 from analyzer.ingest.paths import STDIN, expand_paths, special_file
-from analyzer.ingest.sniff import SNIFF_LIMIT, Format, sniff
+from analyzer.ingest.sniff import SNIFF_LIMIT, Format, mentions_platform, sniff
 from analyzer.ingest.streams import (
     BUFFER_SIZE,
     ReplayReader,
@@ -89,9 +90,25 @@ def _records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
             stats.skip(TRUNCATED_COMPRESSED)
 
 
-def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bool, str | None]:
-    """The format of ``stream``, whether it is gzip-compressed, and its UTF-16 codec if it is
-    UTF-16 (read as UTF-8 by the readers)."""
+@dataclass(frozen=True, slots=True)
+class Sniffed:
+    """What sniffing an input found: its format, whether it is gzip-compressed, its UTF-16
+    codec if it is UTF-16 (the readers see it as UTF-8), and, for plain text, whether its
+    first lines hold any word of a job's logs."""
+
+    format: Format
+    compressed: bool
+    encoding: str | None
+    recognised: bool
+
+    def describe(self, stats: InputStats) -> None:
+        """Record the format (and whether it was recognised) in ``stats``."""
+        stats.format = self.format.value
+        stats.recognised = self.recognised
+
+
+def _sniff_stream(stream: BinaryIO, name: str) -> Sniffed:
+    """What ``stream`` is (:class:`Sniffed`)."""
     readable, guard = decompressed(stream)
     readable, codec = transcoded(readable)
     head, lines_before = read_window(readable, SNIFF_LIMIT)
@@ -99,7 +116,8 @@ def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bool, str | None
         raise InputError(f"{name}: corrupt gzip data, check the file or decompress it first")
     complete = len(head.lstrip()) < SNIFF_LIMIT
     found = sniff(head, name, complete=complete, first_line=lines_before + 1)
-    return found, guard is not None, codec
+    recognised = found is not Format.PLAIN_TEXT or mentions_platform(head)
+    return Sniffed(found, guard is not None, codec, recognised)
 
 
 def open_file(path: str) -> BinaryIO:
@@ -118,10 +136,10 @@ class FileSource:
     def __init__(self, path: str) -> None:
         self._stats = InputStats(path=path)
         with open_file(path) as stream:
-            found, compressed, codec = _sniff_stream(stream, path)
-        self._stats.format = found.value
-        self.compressed = compressed  # gzip (seen when sniffing): read whole, not by ranges
-        self.encoding = codec  # "utf-16-le"/"-be", or None for UTF-8 (the fast path's bytes)
+            found = _sniff_stream(stream, path)
+        found.describe(self._stats)
+        self.compressed = found.compressed  # gzip: read whole, not by ranges
+        self.encoding = found.encoding  # "utf-16-le"/"-be", or None: UTF-8 (the fast path's)
 
     @property
     def stats(self) -> InputStats:
@@ -145,9 +163,9 @@ class StreamSource:
         # Sniff on the raw bytes, keeping everything read so far to replay it.
         raw_head = read_head(stream, SNIFF_LIMIT)
         self._stream = buffered(ReplayReader(raw_head, stream))
-        found, _, codec = _sniff_stream(buffered(ReplayReader(raw_head, io.BytesIO())), name)
-        self._stats.format = found.value
-        self.encoding = codec
+        found = _sniff_stream(buffered(ReplayReader(raw_head, io.BytesIO())), name)
+        found.describe(self._stats)
+        self.encoding = found.encoding
         self._used = False
 
     @property
@@ -174,8 +192,7 @@ class MemorySource:
     def __init__(self, data: str | bytes, name: str = "<memory>") -> None:
         self._data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         self._stats = InputStats(path=name)
-        found, _, _ = _sniff_stream(io.BytesIO(self._data), name)
-        self._stats.format = found.value
+        _sniff_stream(io.BytesIO(self._data), name).describe(self._stats)
 
     @property
     def stats(self) -> InputStats:
