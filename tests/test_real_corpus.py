@@ -68,7 +68,6 @@ _READER_GAPS = {
     "gh-rstudio-cloudml-142-S",
     "gh-sinaungoding-tf-od-cloud-S",
     "gh-tensorflow-models-9832-L",
-    "gh-tensorflow-tensorflow-18984-L",
 }
 
 
