@@ -242,3 +242,17 @@ def test_color_always_and_never() -> None:
     _, plain, _ = cli("diagnose", "--color", "never", sample)
     assert "\x1b[" in coloured and "\x1b[" not in plain
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
+
+
+def test_a_label_too_long_for_its_column_gets_its_own_line() -> None:
+    from analyzer.report.text import _Layout
+
+    console = Console(width=80, record=True, color_system=None, file=io.StringIO())
+    layout = _Layout(console, wrap=True)
+    layout.labelled("preemptions", "three, on attempts 1 and 2")
+    layout.labelled("cause", "the replica exited")
+    assert console.export_text().splitlines() == [
+        "  preemptions",
+        "            three, on attempts 1 and 2",
+        "  cause     the replica exited",
+    ]

@@ -137,6 +137,11 @@ class _Layout:
                 self.line(Text(" " * (indent + cell_len(lead))) + piece)
 
     def labelled(self, label: str, body: Text | str, style: str = "", lead: str = "") -> None:
+        if len(label) >= _LABEL:
+            # A label too long for its column gets a line of its own: the content column
+            # stays where every other line has it.
+            self.line(Text(f"  {label}", style="bold blue"))
+            label = ""
         head = Text("  ")
         head.append(f"{label:<{_LABEL}}", style="bold blue" if label else "")
         text = body if isinstance(body, Text) else Text(body, style=style)
