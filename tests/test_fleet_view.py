@@ -256,3 +256,14 @@ def test_a_label_too_long_for_its_column_gets_its_own_line() -> None:
         "            three, on attempts 1 and 2",
         "  cause     the replica exited",
     ]
+
+
+def test_markdown_of_many_jobs_starts_with_the_summary_and_table() -> None:
+    code, out, _ = cli("diagnose", "--format", "markdown", str(SAMPLES / "project-wide.jsonl"))
+    lines = out.splitlines()
+    assert code == 0 and lines[2].startswith("**5 jobs: 3 failed, 2 succeeded;")
+    rows = [line for line in lines if line.startswith("| ") and line.count("|") == 8]
+    assert rows[0].startswith("| JOB | STATE |") and len(rows) == 6
+    # The details follow the table's order.
+    headings = [line.split()[2].rstrip(":") for line in lines if line.startswith("## job ")]
+    assert headings == [row.split("|")[1].strip() for row in rows[1:]]

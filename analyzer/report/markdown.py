@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from analyzer.diagnosis import Diagnosis
 from analyzer.report.facts import (
     clock,
     depth_facts,
@@ -12,6 +14,7 @@ from analyzer.report.facts import (
     span,
     verdict_line,
 )
+from analyzer.report.overview import TABLE_HEADER, fleet_order, row_cells, summary_line, table_rows
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
@@ -21,12 +24,25 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")
 
 
+def _overview(diagnoses: Sequence[Diagnosis]) -> list[str]:
+    """Many jobs: the summary line and one table row per job, before the details."""
+    out = [f"**{_cell(summary_line(diagnoses))}**", ""]
+    out += ["| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+    out += ["| " + " | ".join(_cell(c) for c in row_cells(r)) + " |" for r in table_rows(diagnoses)]
+    return [*out, ""]
+
+
 def render_markdown(analysis: Analysis) -> str:
-    """The analysis as Markdown: per job its verdict, evidence, attempts and workers."""
+    """The analysis as Markdown: per job its verdict, evidence, attempts and workers; many
+    jobs start with the summary line and the fleet table, failures first, and follow its
+    order."""
     out = ["# jobdoctor diagnosis", ""]
     if not analysis.diagnoses:
         out += ["No job found in the inputs.", ""]
-    for diagnosis in analysis.diagnoses:
+    ordered = fleet_order(analysis.diagnoses)
+    if len(ordered) > 1:
+        out += _overview(ordered)
+    for diagnosis in ordered:
         out += [f"## {_cell(verdict_line(diagnosis))}", ""]
         if diagnosis.cause is not None:
             out += [f"> {_cell(diagnosis.cause.message)}", ""]
