@@ -121,6 +121,14 @@ def test_time_lost_of_a_quota_refusal(tmp_path: Path) -> None:
     assert (row.category, row.time_lost) == ("quota", timedelta(seconds=42))
 
 
+def test_a_job_refused_at_creation_lost_nothing() -> None:
+    refusal = ROOT / "tests" / "fixtures" / "evidence" / "refused-at-creation.txt"
+    (diagnosis,) = diagnoses_of(refusal)
+    row = job_summary(diagnosis)
+    assert (diagnosis.attempts, row.category) == (0, "quota")
+    assert (row.time_lost, row.machine_hours) == (timedelta(), 0)
+
+
 def test_time_lost_of_a_cancelled_job(tmp_path: Path) -> None:
     rules = tmp_path / "rules"
     rules.mkdir()

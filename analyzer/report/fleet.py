@@ -94,7 +94,12 @@ CSV_COLUMNS: tuple[str, ...] = tuple(f"{n}_s" if n in _DURATIONS else n for n in
 
 def time_lost(diagnosis: Diagnosis) -> timedelta:
     """What the report's definition says (:data:`TIME_LOST_DEFINITION`): every failed
-    attempt's wall-clock time, plus the work redone after restarts in the other attempts."""
+    attempt's wall-clock time, plus the work redone after restarts in the other attempts.
+
+    A job refused at creation (no attempt: ``attempts`` is 0) never ran and lost nothing.
+    """
+    if diagnosis.attempts == 0:
+        return timedelta()
     total = timedelta()
     for attempt in diagnosis.attempt_log:
         if attempt.outcome in FAILED_OUTCOMES:
