@@ -131,6 +131,7 @@ def test_the_notebook_views_run_in_a_real_kernel() -> None:
     assert "'diagnose_frame'" in names and "'read_logs'" in names
     listing = outputs[3][0]["data"]
     assert "<table" in listing["text/html"] and "<svg" in listing["text/html"]
+    assert re.search(r"\d+ jobs: \d+ failed", listing["text/html"])
     assert "<Diagnosis job " in listing["text/plain"]
     card = outputs[4][0]["data"]
     assert "jd-job" in card["text/html"] and len(card["text/plain"]) < 200

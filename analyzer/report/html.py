@@ -33,6 +33,7 @@ from analyzer.report.fleet import (
     hours,
     summarize,
 )
+from analyzer.report.overview import summary_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -389,6 +390,7 @@ class DiagnosisList(list[Diagnosis]):
         )
         return (
             f"<style>{_CSS}</style><div class='jd'>"
+            f"<p class='jd-verdict'>{_e(summary_line(self))}</p>"
             + _jobs_table(summary.jobs, anchors, False)
             + cards
             + tail
