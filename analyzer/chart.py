@@ -19,8 +19,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from html import escape
+from html import escape as _html_escape
 
+from analyzer.controls import visible
 from analyzer.diagnosis import Diagnosis
 from analyzer.events import Category, Event, EventKind
 from analyzer.timeline import Attempt, WorkerExit, WorkerStart, WorkerTimeline, replica_task
@@ -44,6 +45,12 @@ TONES: dict[str, str] = {
     "neutral": "#C9D1DA",
 }
 _FALLBACK_TONE = "#555555"
+
+
+def escape(text: str) -> str:
+    """``text`` escaped for SVG, its control characters and bidi overrides written as their
+    escapes (an SVG ``<text>`` has no room for a mark)."""
+    return _html_escape(visible(text))
 
 
 def tone_colour(tone: str) -> str:

@@ -72,8 +72,11 @@ class FailOn(StrEnum):
 
 
 def _say(message: str) -> None:
-    """One line on stderr, never wrapped (scripts grep it)."""
-    sys.stderr.write(f"jobdoctor: {message}\n")
+    """One line on stderr, never wrapped (scripts grep it); a path or text from a log in it
+    shows its control characters rather than sending them to the terminal."""
+    from analyzer.controls import visible
+
+    sys.stderr.write(f"jobdoctor: {visible(message)}\n")
 
 
 @contextmanager
@@ -467,6 +470,7 @@ def _print_explanation(result: object) -> None:
     from rich.console import Console
     from rich.text import Text
 
+    from analyzer.controls import visible
     from analyzer.explain import Explanation
 
     assert isinstance(result, Explanation)
@@ -482,11 +486,11 @@ def _print_explanation(result: object) -> None:
     for name, value in [*match.fields.items()] + [
         (f"also {k}", v) for m in result.also for k, v in m.fields.items()
     ]:
-        console.print(Text(f"  {name}: {value}"), soft_wrap=True)
+        console.print(Text(visible(f"  {name}: {value}")), soft_wrap=True)
     if result.next_step:
-        console.print(Text(f"  next: {result.next_step}"), soft_wrap=True)
+        console.print(Text(visible(f"  next: {result.next_step}")), soft_wrap=True)
     for advice in result.advice:
-        console.print(Text(f"  → {advice}", style="green"), soft_wrap=True)
+        console.print(Text(visible(f"  → {advice}"), style="green"), soft_wrap=True)
 
 
 @app.command()
