@@ -73,10 +73,12 @@ class FailOn(StrEnum):
 
 def _say(message: str) -> None:
     """One line on stderr, never wrapped (scripts grep it); a path or text from a log in it
-    shows its control characters rather than sending them to the terminal."""
+    shows its control characters rather than sending them to the terminal, and a token or
+    password in it (a server's echo, a URL's ``user:pass@``) is cut out."""
     from analyzer.controls import visible
+    from analyzer.redact import redact
 
-    sys.stderr.write(f"jobdoctor: {visible(message)}\n")
+    sys.stderr.write(f"jobdoctor: {visible(redact(message))}\n")
 
 
 @contextmanager
@@ -105,9 +107,14 @@ def _reported_errors() -> Iterator[None]:
         raise
     except Exception as exc:
         # A bug of ours: one line, no locals (they may hold log content); the traceback only
-        # when asked for.
+        # when asked for, and with its secrets cut out as well.
         if os.environ.get("JOBDOCTOR_DEBUG"):
-            raise
+            import traceback
+
+            from analyzer.redact import redact
+
+            sys.stderr.write(redact("".join(traceback.format_exception(exc))))
+            raise typer.Exit(EXIT_INTERNAL) from None
         _say(
             f"internal error: {type(exc).__name__}: {exc}; rerun with JOBDOCTOR_DEBUG=1"
             " for the traceback and report it"

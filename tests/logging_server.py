@@ -16,7 +16,9 @@ What it does:
 - orders by timestamp, pages with an opaque ``nextPageToken``;
 - ``empty_pages``: first pages with no entries but a ``nextPageToken``;
 - scripted failures (``fail_next``, ``fail_on``): a 403 permission denied,
-  a 403 API disabled, a 429, a 503, a 404 project.
+  a 403 API disabled, a 429, a 503, a 404 project, a 401 whose message echoes the
+  request's bearer token, and answers that are not the API's: a 200 that is not JSON
+  (``Failure.raw``), or JSON of another shape (``Failure(200, ...)``).
 
 ``server.entries`` may be appended to while it runs (for follow tests).
 """
@@ -59,7 +61,27 @@ class Failure:
     """A scripted error response: HTTP status and the API's JSON error body."""
 
     status: int
-    body: dict[str, Any]
+    body: Any
+    raw: bytes | None = None
+    """Sent as it is instead of ``body`` as JSON (a proxy's HTML page, say)."""
+    content_type: str = "application/json; charset=UTF-8"
+
+    @staticmethod
+    def raw_answer(status: int, raw: bytes, content_type: str = "text/html") -> Failure:
+        return Failure(status, None, raw, content_type)
+
+    @staticmethod
+    def unauthenticated(token: str) -> Failure:
+        # Some servers and proxies echo what they were sent: the secret must not be printed.
+        return Failure(
+            401,
+            _error(
+                401,
+                "UNAUTHENTICATED",
+                "Request had invalid authentication credentials. Expected OAuth 2 access token,"
+                f" got 'Authorization: Bearer {token}' (access_token={token}).",
+            ),
+        )
 
     @staticmethod
     def permission_denied() -> Failure:
@@ -322,9 +344,9 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         path = self.path.split("?", 1)[0]
         answer = self.server_state.handle(path, body, headers)
-        payload = json.dumps(answer.body).encode()
+        payload = answer.raw if answer.raw is not None else json.dumps(answer.body).encode()
         self.send_response(answer.status, HTTPStatus(answer.status).phrase)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Type", answer.content_type)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
