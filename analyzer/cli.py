@@ -7,6 +7,7 @@ policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceba
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Iterator
@@ -103,6 +104,12 @@ def _reported_errors() -> Iterator[None]:
         # The reader (head, less) went away: nothing left to say (main leaves without the
         # interpreter's own flush, which would complain about the pipe).
         raise typer.Exit(0) from None
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        # The report's file or stdout ran out of room: the user's disk, not a bug of ours.
+        _say(_full_message(exc))
+        raise typer.Exit(EXIT_USAGE) from None
     except (typer.Exit, typer.Abort):
         raise
     except Exception as exc:
@@ -120,6 +127,15 @@ def _reported_errors() -> Iterator[None]:
             " for the traceback and report it"
         )
         raise typer.Exit(EXIT_INTERNAL) from None
+
+
+# Write failures that say the output's device is full (or the file too large for it).
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _full_message(exc: OSError) -> str:
+    reason = "no space left on device" if exc.errno == errno.ENOSPC else exc.strerror
+    return f"cannot write the output: {(reason or 'no space left on device').lower()}"
 
 
 PROGRESS_MIN_BYTES = 50 << 20
@@ -588,10 +604,19 @@ def main() -> None:
         code = 1
     # Leave without tearing down every object one by one (~20-50 ms after a large input):
     # nothing is left to do but flush what was written.
-    for stream in (sys.stdout, sys.stderr):
-        # The reader may have gone away (| head), or the stream be closed.
-        with suppress(OSError, ValueError):
-            stream.flush()
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        # What was still buffered did not fit (stdout on a full disk): not a success.
+        if exc.errno in _FULL:
+            with suppress(OSError, ValueError):
+                _say(_full_message(exc))
+            code = EXIT_USAGE
+    except ValueError:  # closed
+        pass
+    # The reader may have gone away (| head), or the stream be closed.
+    with suppress(OSError, ValueError):
+        sys.stderr.flush()
     os._exit(code or 0)
 
 
