@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from analyzer.classify import Collector
 from analyzer.ingest import open_sources
 from analyzer.records import InputStats, Source
-from analyzer.rulebook import RuleBook
+from analyzer.rulebook import RULE_BUDGET_SECONDS, RuleBook
 
 # What turns the scanned logs into diagnoses is imported while the scan runs (see
 # _load_diagnosing), not here: a third of start-up, out of the way of the scan.
@@ -60,6 +60,7 @@ def analyze_sources(
     of the job it describes; ``lang`` (en, ja, he) is the language of the advice.
     """
     book = rules if rules is not None else RuleBook.load()
+    book.new_run()  # each rule's time budget is per run
     collector = Collector(book)
     collector.read_all(sources, while_waiting=_load_diagnosing)
     from analyzer.policy import load_policy
@@ -74,9 +75,15 @@ def analyze_sources(
         for log in logs
         if job is None or log.job_id == job
     )
-    # A runaway pattern was cut short by its timeout: say so, since it may have missed a line.
+    # A runaway pattern was cut short by its timeout: say so, since it may have missed a line;
+    # one that used up its budget was not run on the rest of the inputs.
+    disabled = set(book.disabled)
     slow = [
-        f"rule {rule} timed out on {count} message(s) and was skipped there;"
+        f"rule {rule} timed out on {count} message(s) and was disabled for the rest of the run"
+        f" ({RULE_BUDGET_SECONDS:g} s budget per rule); its matches after that are missing:"
+        " run `jobdoctor rules check` on it"
+        if rule in disabled
+        else f"rule {rule} timed out on {count} message(s) and was skipped there;"
         " run `jobdoctor rules check` on it"
         for rule, count in sorted(book.timeouts.items())
     ]

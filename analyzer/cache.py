@@ -118,12 +118,22 @@ def key(*parts: bytes | str | Iterable[Path]) -> str:
         for path in part:
             name = str(path).encode()
             try:
-                content = path.read_bytes()
+                content = _key_bytes(path)
             except OSError:  # gone, or unreadable: whoever reads it reports that
                 content = b"\xff unreadable"
             digest.update(len(name).to_bytes(8, "little") + name)
             digest.update(len(content).to_bytes(8, "little") + content)
     return digest.hexdigest()
+
+
+def _key_bytes(path: Path) -> bytes:
+    """What of ``path`` a key covers: a regular file's bytes (up to the largest file a cache
+    holds); a FIFO or a device in a rules folder is not waited on or read without end."""
+    handle = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+    with os.fdopen(handle, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            return b"\xff not a regular file"
+        return stream.read(_MAX_BYTES + 1)
 
 
 def _mine(status: os.stat_result) -> bool:

@@ -56,7 +56,7 @@ def test_visible_writes_each_control_character_as_its_escape(text: str, shown: s
 
 def test_marked_html_marks_bidi_overrides() -> None:
     html = marked_html("a <b> \u202egnp.exe")
-    assert html.startswith("a &lt;b&gt; <mark class=\"jd-control\"")
+    assert html.startswith('a &lt;b&gt; <mark class="jd-control"')
     assert "U+202E" in html and "\u202e" not in html
 
 
