@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzer.classify import Collector
+from analyzer.errors import InputError
 from analyzer.ingest import open_sources
 from analyzer.records import InputStats, Source
 from analyzer.rulebook import RULE_BUDGET_SECONDS, RuleBook
@@ -34,6 +35,9 @@ class Analysis:
     inputs: tuple[InputStats, ...]
     diagnoses: tuple[Diagnosis, ...]
     notices: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
+    """One line per input that could not be read, or only up to a cut (also the first of
+    :attr:`notices`): a batch goes on past it, and the CLI exits 2 at the end."""
 
     def to_dict(self) -> dict[str, object]:
         """The ``jobdoctor.diagnosis/1`` JSON document."""
@@ -53,11 +57,14 @@ def analyze_sources(
     job: str | None = None,
     job_spec: JobSpec | None = None,
     lang: str = "en",
+    unread: Sequence[str] = (),
 ) -> Analysis:
     """Diagnose every job in ``sources`` (or only ``job``).
 
     ``job_spec`` (the job's describe output) refines the policy, the advice and the state check
-    of the job it describes; ``lang`` (en, ja, he) is the language of the advice.
+    of the job it describes; ``lang`` (en, ja, he) is the language of the advice. ``unread``
+    names inputs that could not be opened (``open_sources``' problems): they are kept in the
+    analysis with those that fail while read.
     """
     book = rules if rules is not None else RuleBook.load()
     book.new_run()  # each rule's time budget is per run
@@ -87,7 +94,8 @@ def analyze_sources(
         " run `jobdoctor rules check` on it"
         for rule, count in sorted(book.timeouts.items())
     ]
-    return Analysis(tuple(stats), diagnoses, (*book.notices, *slow, *quiet))
+    missing = (*unread, *collector.unread)
+    return Analysis(tuple(stats), diagnoses, (*missing, *book.notices, *slow, *quiet), missing)
 
 
 def _load_diagnosing() -> None:
@@ -114,6 +122,9 @@ def analyze(
     """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them.
 
     ``job_spec_path``: ``gcloud ai custom-jobs describe --format=json`` output of the job.
+    An input that cannot be read (a missing file, a binary one, a cut ``.gz``) is named in
+    the analysis' :attr:`~Analysis.unread` and the others are diagnosed; InputError only
+    when no input at all can be read.
     """
     from analyzer.jobspec import load_job_spec
     from analyzer.policy import load_policy
@@ -121,14 +132,31 @@ def analyze(
     book = RuleBook.load(tuple(rules_dirs))
     policy = load_policy(policy_path)
     spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
+    unread: list[str] = []
+    sources = open_batch([str(p) for p in paths], unread)
     return analyze_sources(
-        open_sources([str(p) for p in paths]),
+        sources,
         rules=book,
         policy=policy,
         job=job,
         job_spec=spec,
         lang=lang,
+        unread=unread,
     )
+
+
+def open_batch(paths: Sequence[str], unread: list[str]) -> list[Source]:
+    """The sources of ``paths``, each input that cannot be opened named in ``unread``.
+
+    Raises InputError when none can be: the first problem, with how many more there are.
+    """
+    sources = open_sources(paths, unread)
+    if not sources:
+        if not unread:  # pragma: no cover - expand_paths raises for no input at all
+            raise InputError("no input could be read")
+        more = f" (and {len(unread) - 1} more inputs that cannot be read)" if unread[1:] else ""
+        raise InputError(f"{unread[0]}{more}")
+    return sources
 
 
 def diagnose(*paths: str | Path) -> DiagnosisList:

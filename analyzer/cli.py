@@ -23,6 +23,7 @@ from analyzer.errors import InputError, JobDoctorError, PolicyError, RuleError, 
 if TYPE_CHECKING:
     from analyzer.jobspec import JobSpec
     from analyzer.policy import RetryPolicy
+    from analyzer.records import Source
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -330,17 +331,18 @@ def diagnose(
                 analysis.inputs, analysis.diagnoses, (*analysis.notices, describe_window(query))
             )
         else:
-            from analyzer.ingest import open_sources
-
             spec = _load_job_spec(job_spec)
+            unread: list[str] = []
+            sources = _open_batch(paths or [], unread)
             with _reading_progress(paths or []):
                 analysis = analyze_sources(
-                    open_sources(paths or []),
+                    sources,
                     rules=book,
                     policy=active_policy,
                     job=job,
                     job_spec=spec,
                     lang=lang.value,
+                    unread=unread,
                 )
         for notice in analysis.notices:
             _say(notice)
@@ -359,8 +361,23 @@ def diagnose(
             from analyzer.report.text import render_text
 
             render_text(analysis, Console(highlight=False))
+    if analysis.unread:  # said above, one line each; the rest was diagnosed (as rg does)
+        raise typer.Exit(EXIT_USAGE)
     if fail_on is FailOn.failed and any(d.state is JobState.FAILED for d in analysis.diagnoses):
         raise typer.Exit(EXIT_FAILED_JOB)
+
+
+def _open_batch(paths: list[str], unread: list[str]) -> list[Source]:
+    """The sources of ``paths``; an input that cannot be opened is named in ``unread`` and
+    the others are read. When none can be, each is said and the run ends with exit 2."""
+    from analyzer.ingest import open_sources
+
+    sources = open_sources(paths, unread)
+    if not sources:
+        for problem in unread:
+            _say(problem)
+        raise typer.Exit(EXIT_USAGE)
+    return sources
 
 
 def _follow(
@@ -448,6 +465,8 @@ def report(
         )
         for notice in analysis.notices:
             _say(notice)
+    if analysis.unread:  # said above; the report covers the other inputs
+        raise typer.Exit(EXIT_USAGE)
 
 
 @app.command()
@@ -527,16 +546,30 @@ def classify(
     """One row per record that matched a rule: time, job, task, category or event, fields."""
     from analyzer.classify import classify_sources
     from analyzer.ingest import open_sources
+    from analyzer.ingest.sources import TRUNCATED_COMPRESSED
     from analyzer.report.events import write_csv, write_jsonl
     from analyzer.rulebook import RuleBook
 
     with _reported_errors():
         book = RuleBook.load(_rules_dirs(rules))
-        events = classify_sources(open_sources(paths), book)
+        unread: list[str] = []
+        sources = open_sources(paths, unread)
+        for problem in unread:
+            _say(problem)
+        events = classify_sources(sources, book)
         if output is RowFormat.csv:
             write_csv(events, sys.stdout)
         else:
             write_jsonl(events, sys.stdout)
+        for source in sources:  # read now: a cut .gz gave its rows up to the cut
+            if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
+                unread.append(f"{source.stats.path}: truncated compressed data")
+                _say(
+                    f"{source.stats.path}: truncated compressed data, read up to the cut; the"
+                    " rest of the file is lost"
+                )
+    if unread:  # said above; the other inputs' rows were written
+        raise typer.Exit(EXIT_USAGE)
 
 
 @rules_app.command("check")
