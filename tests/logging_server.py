@@ -21,6 +21,10 @@ What it does:
   (``Failure.raw``), or JSON of another shape (``Failure(200, ...)``).
 
 ``server.entries`` may be appended to while it runs (for follow tests).
+
+It is also an OAuth token endpoint (``POST /token``, ``server.token_uri``) for a service
+account key file whose ``token_uri`` names it: it answers a token, or what
+``token_answers`` scripts (garbage, a token of the wrong type).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from types import TracebackType
 from typing import Any
 
 LIST_PATH = "/v2/entries:list"
+TOKEN_PATH = "/token"
+TOKEN = "ya29.test-access-token-from-the-loopback-server"
 
 # One clause of the filters jobdoctor writes: a dotted field, an operator, a quoted value.
 _CLAUSE = re.compile(r'^\s*([A-Za-z_][\w.]*)\s*(>=|<=|=|<|>)\s*"((?:[^"\\]|\\.)*)"\s*$')
@@ -169,6 +175,8 @@ class LoggingServer:
     empty_pages: int = 0
     """Answer this many first pages of each listing with no entries but a token (as the
     real API does when it runs out of time scanning)."""
+    token_answers: list[Failure] = field(default_factory=list)
+    """The answers of the next token requests, one each; then a valid token."""
     _next_failures: list[Failure] = field(default_factory=list)
     _failures_on: dict[int, Failure] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -181,6 +189,11 @@ class LoggingServer:
         assert self._httpd is not None, "server not started"
         host, port = self._httpd.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    @property
+    def token_uri(self) -> str:
+        """The OAuth token endpoint to put in a key file's ``token_uri``."""
+        return self.url + TOKEN_PATH
 
     @property
     def list_bodies(self) -> list[dict[str, Any]]:
@@ -230,6 +243,11 @@ class LoggingServer:
         """Answer one request: a Failure is also how a 200 page is returned."""
         with self._lock:
             self.requests.append(ReceivedRequest(path, body, headers))
+            if path == TOKEN_PATH:
+                if self.token_answers:
+                    return self.token_answers.pop(0)
+                token = {"access_token": TOKEN, "expires_in": 3600, "token_type": "Bearer"}
+                return Failure(200, token)
             number = len(self.requests)
             failure = self._failures_on.pop(number, None)
             if failure is None and self._next_failures:

@@ -5,6 +5,7 @@ on 127.0.0.1 (tests/logging_server.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,62 @@ def test_an_http_401_of_the_api_is_credentials_rejected() -> None:
     )
     assert error is not None and "credentials rejected" in str(error)
     assert TOKEN not in str(error)
+
+
+def _service_account(tmp_path: Path, token_uri: str) -> Path:
+    """A service-account key file whose token endpoint is ``token_uri``: google-auth signs a
+    JWT with the key and posts it there for a token."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    path = tmp_path / "key.json"
+    path.write_text(
+        json.dumps(
+            {
+                "type": "service_account",
+                "project_id": "my-project",
+                "private_key_id": "k1",
+                "private_key": pem,
+                "client_email": "reader@my-project.iam.gserviceaccount.com",
+                "client_id": "1",
+                "token_uri": token_uri,
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Failure.raw_answer(200, b"<html>Sign in</html>"),
+        Failure(200, []),
+        Failure(200, {"access_token": TOKEN, "expires_in": "soon"}),
+        Failure(200, {"token_type": "Bearer"}),
+    ],
+    ids=["html", "list", "bad-expiry", "no-token"],
+)
+def test_a_garbage_token_answer_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: Failure
+) -> None:
+    pytest.importorskip("cryptography")
+    with LoggingServer(entries=load_entries(SAMPLE)) as server:
+        server.token_answers.append(answer)
+        monkeypatch.setenv(
+            "GOOGLE_APPLICATION_CREDENTIALS", str(_service_account(tmp_path, server.token_uri))
+        )
+        # https: the real token is asked for (and the answer fails before any connection).
+        code, output = _diagnose(server.url.replace("http://", "https://"))
+        asked = [r.path for r in server.requests]
+    assert asked == ["/token"]
+    assert code == 2, output
+    assert "internal error" not in output and len(output.strip().splitlines()) == 1, output
+    assert "token" in output or "credentials rejected" in output
+    assert TOKEN not in output

@@ -81,6 +81,18 @@ def translate(exc: BaseException, project: str, endpoint: str) -> SourceError | 
     from google.api_core import exceptions as api
     from google.auth import exceptions as auth
 
+    if (
+        isinstance(exc, TypeError | ValueError | KeyError)
+        and not isinstance(exc, auth.GoogleAuthError)
+        and _raised_in_auth(exc)
+    ):
+        # google-auth reads a token endpoint's answer as it expects it: HTML, a list or a
+        # number where a token should be fails inside it (TypeError, ValueError).
+        return SourceError(
+            "the credentials' token endpoint answered with something that is not a token:"
+            " check GOOGLE_APPLICATION_CREDENTIALS (its token_uri) or "
+            f"{LOGIN_HINT}"
+        )
     if isinstance(exc, auth.InvalidOperation):
         # An HTTP 401 to the anonymous credentials of a loopback endpoint: google-auth tries
         # to refresh them, which anonymous credentials cannot.
@@ -133,6 +145,17 @@ def translate(exc: BaseException, project: str, endpoint: str) -> SourceError | 
             "--api-endpoint (it must be the Logging API, e.g. https://logging.googleapis.com)"
         )
     return None
+
+
+def _raised_in_auth(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside google-auth (its token refresh)."""
+    trace = exc.__traceback__
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    if trace is None:
+        return False
+    module = str(trace.tb_frame.f_globals.get("__name__", ""))
+    return module.startswith(("google.auth", "google.oauth2"))
 
 
 def _said(exc: BaseException) -> str:
