@@ -38,6 +38,9 @@ class Analysis:
     unread: tuple[str, ...] = ()
     """One line per input that could not be read, or only up to a cut (also the first of
     :attr:`notices`): a batch goes on past it, and the CLI exits 2 at the end."""
+    disabled_rules: tuple[str, ...] = ()
+    """Rules that used up their time budget (timeouts) and were not run on the rest of the
+    inputs: their matches after that are missing (also said in :attr:`notices`)."""
 
     def to_dict(self) -> dict[str, object]:
         """The ``jobdoctor.diagnosis/1`` JSON document."""
@@ -95,7 +98,13 @@ def analyze_sources(
         for rule, count in sorted(book.timeouts.items())
     ]
     missing = (*unread, *collector.unread)
-    return Analysis(tuple(stats), diagnoses, (*missing, *book.notices, *slow, *quiet), missing)
+    return Analysis(
+        tuple(stats),
+        diagnoses,
+        (*missing, *book.notices, *slow, *quiet),
+        missing,
+        book.disabled,
+    )
 
 
 def _load_diagnosing() -> None:

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -327,9 +328,7 @@ def diagnose(
                 job_spec=spec,
                 lang=lang.value,
             )
-            analysis = Analysis(
-                analysis.inputs, analysis.diagnoses, (*analysis.notices, describe_window(query))
-            )
+            analysis = replace(analysis, notices=(*analysis.notices, describe_window(query)))
         else:
             spec = _load_job_spec(job_spec)
             unread: list[str] = []

@@ -160,3 +160,9 @@ def test_a_file_gone_between_opening_and_reading_is_named(tmp_path: Path) -> Non
     assert [d.state.value for d in analysis.diagnoses] == ["JOB_STATE_SUCCEEDED"]
     (line,) = analysis.unread
     assert line.startswith(f"{going}: cannot be")
+
+
+@pytest.mark.parametrize("output", ["text", "markdown"])
+def test_the_report_itself_lists_what_it_lacks(batch: Path, output: str) -> None:
+    result = CliRunner().invoke(app, ["diagnose", "--format", output, str(batch)])
+    assert f"not read: {batch / 'picture.png'}: binary data" in result.stdout

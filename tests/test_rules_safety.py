@@ -149,3 +149,13 @@ def test_each_run_has_its_own_budget(tmp_path: Path) -> None:
     assert book.disabled == ("user.slow",) and book.timeouts["user.slow"] == book.timeout_limit
     book.new_run()
     assert book.disabled == () and not book.timeouts
+
+
+@pytest.mark.parametrize("output", ["text", "markdown"])
+def test_the_text_and_markdown_reports_say_it_too(tmp_path: Path, output: str) -> None:
+    folder = _folder(tmp_path, "slow.yaml", SLOW_RULE)
+    log = tmp_path / "runaway.log"
+    log.write_text(("a" * 30 + "b" * 30 + "\n") * 40, encoding="utf-8")
+    done = _jobdoctor("diagnose", "--format", output, "--rules", str(folder), str(log))
+    assert done.returncode == 0, done.stderr
+    assert "user.slow" in done.stdout and "disabled for the rest of the run" in done.stdout

@@ -57,4 +57,11 @@ def render_markdown(analysis: Analysis) -> str:
         if diagnosis.advice:
             out += ["What to do:", ""] + [f"- {_cell(a)}" for a in diagnosis.advice] + [""]
         out += [f"_{_cell(n)}_" for n in diagnosis.notes] + ([""] if diagnosis.notes else [])
+    # What the diagnoses may lack: inputs not read, rules stopped after their time budget.
+    lacking = [f"- not read: {_cell(problem)}" for problem in analysis.unread] + [
+        f"- rule `{_cell(rule)}` kept timing out and was disabled for the rest of the run"
+        for rule in analysis.disabled_rules
+    ]
+    if lacking:
+        out += ["Not in this diagnosis:", "", *lacking, ""]
     return "\n".join(out)

@@ -132,4 +132,8 @@ def render_text(analysis: Analysis, console: Console) -> None:
     for stats in analysis.inputs:
         for reason, count in sorted(stats.skip_reasons.items()):
             summary.append(f"\n  {stats.path}: {count} skipped: {reason}")
+    for rule in analysis.disabled_rules:
+        summary.append(f"\n  rule {rule} kept timing out and was disabled for the rest of the run")
+    for problem in analysis.unread:
+        summary.append(f"\n  not read: {problem}")
     console.print(summary, soft_wrap=True)
