@@ -79,9 +79,8 @@ def _say(message: str) -> None:
     shows its control characters rather than sending them to the terminal, and a token or
     password in it (a server's echo, a URL's ``user:pass@``) is cut out."""
     from analyzer.controls import visible
-    from analyzer.redact import redact
 
-    sys.stderr.write(f"jobdoctor: {visible(redact(message))}\n")
+    sys.stderr.write(f"jobdoctor: {visible(message)}\n")
 
 
 @contextmanager

@@ -21,7 +21,14 @@ _SECRETS = (
         re.compile(r"""(?i)(\bauthorization\b["']?\s*[:=]\s*["']?)(?:[a-z]+\s+)?[^\s"',;}]+"""),
         rf"\1{REDACTED}",
     ),
-    (re.compile(r"(?i)\b(bearer|basic)\s+[a-z0-9._~+/=-]{6,}"), rf"\1 {REDACTED}"),
+    # A bearer or basic credential: a word of token characters with a digit or a symbol in
+    # it, so that "basic information" stays as it is.
+    (
+        re.compile(
+            r"\b([Bb]earer|Basic)\s+(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}"
+        ),
+        rf"\1 {REDACTED}",
+    ),
     # access_token=..., "refresh_token": "...", client_secret, password, api_key.
     (
         re.compile(

@@ -92,3 +92,35 @@ def test_a_file_name_with_controls_is_shown_escaped_on_stderr(tmp_path: Path) ->
     result = CliRunner().invoke(app, ["diagnose", str(named)])
     assert "no Vertex AI job message" in result.stderr
     assert not RAW.search(result.stderr) and "\\u001b]0;pwned" in result.stderr
+
+
+SECRET = "ya29.a0AfB_leaked-by-the-job-0123456789"
+
+
+@pytest.fixture(scope="module")
+def leaking_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = (ROOT / "sample_logs" / "user-code-exit1.jsonl").read_text(encoding="utf-8")
+    leak = f"KeyError: 'label' (headers: Authorization: Bearer {SECRET})"
+    text = source.replace("KeyError: 'label'", leak)
+    path = tmp_path_factory.mktemp("leak") / "leak.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("output", ["text", "markdown"])
+def test_a_token_the_job_printed_is_not_in_the_reports(leaking_log: Path, output: str) -> None:
+    result = CliRunner().invoke(app, ["diagnose", "--format", output, str(leaking_log)])
+    assert "KeyError" in result.stdout and "Authorization: [redacted]" in result.stdout
+    assert SECRET not in result.stdout and "a0AfB" not in result.stdout
+
+
+def test_nor_in_the_html_report_and_notebook(leaking_log: Path) -> None:
+    analysis = analyze([leaking_log])
+    for html in (render_fleet(analysis, "html"), DiagnosisList(analysis.diagnoses)._repr_html_()):
+        assert SECRET not in html
+
+
+def test_the_json_report_keeps_the_text_as_logged(leaking_log: Path) -> None:
+    # A machine format: what the log said, for scripts (documented in analyzer.controls).
+    result = CliRunner().invoke(app, ["diagnose", "--format", "json", str(leaking_log)])
+    assert SECRET in result.stdout
