@@ -24,9 +24,10 @@ from typing import Protocol, TypeGuard
 
 import regex
 
+from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource, Format
-from analyzer.ingest.sources import StreamSource
+from analyzer.ingest.sources import TRUNCATED_COMPRESSED, StreamSource
 from analyzer.parallel import (
     GZIP_EXPANSION,
     PARALLEL_MIN_BYTES,
@@ -170,11 +171,20 @@ class _JobAccumulator:
                     mine[vm] = span
 
 
+def _size(path: str) -> int:
+    """A file's size for the progress meter; 0 for one gone since it was opened (its reading
+    names it)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def gzip_size(path: str) -> int:
     """The uncompressed size of a gzip file as its trailer records it (ISIZE: the last
     member's size modulo 4 GiB), never less than the file's own size; the file's size when
     the trailer cannot be read."""
-    size = os.path.getsize(path)
+    size = _size(path)
     try:
         with open(path, "rb") as handle:
             handle.seek(-4, os.SEEK_END)
@@ -244,7 +254,7 @@ def _meter(
         if id(source) in chosen and source.compressed and in_process:
             total += gzip_size(path)
         else:
-            total += os.path.getsize(path)
+            total += _size(path)
     meter = _Meter(report, None if streams else total)
     meter(0)
     return meter
@@ -446,7 +456,17 @@ def classify_sources(
         else:
             yield from _events(source.records(), book, prefilter=fast)
             if meter is not None and isinstance(source, FileSource):
-                meter(os.path.getsize(source.stats.path))
+                meter(_size(source.stats.path))
+
+
+def _present(source: Source) -> bool:
+    return not isinstance(source, FileSource) or os.path.exists(source.stats.path)
+
+
+def _unread_line(path: str, error: Exception) -> str:
+    if isinstance(error, OSError):
+        return f"{path}: cannot be read ({error.strerror}), check the file"
+    return str(error)
 
 
 class Collector:
@@ -462,6 +482,10 @@ class Collector:
         self._processes = processes
         self._jobs: dict[tuple[str, str], _JobAccumulator] = {}
         self._stats: dict[str, InputStats] = {}
+        self.unread: list[str] = []
+        """One line per input that failed while it was read (it gave nothing) or was cut
+        short (a truncated ``.gz``: what came before the cut was read); the others were
+        read."""
 
     def read(self, source: Source) -> None:
         """Consume ``source`` entirely."""
@@ -476,7 +500,10 @@ class Collector:
         """
         book = self._book
         pending = list(sources)
-        fast_files = [s for s in pending if self._fast and _fast_eligible(s, book)]
+        # A file gone since it was opened is left to the one-by-one reading, which names it.
+        fast_files = [
+            s for s in pending if self._fast and _fast_eligible(s, book) and _present(s)
+        ]
         meter = _meter(pending, fast_files, self._processes)
         scans: dict[int, RangeScan] = {}
         if fast_files:
@@ -486,11 +513,25 @@ class Collector:
             if scan is not None:
                 local = _from_scan(scan)
             else:
-                local = _read_source(source, book, prefilter=self._fast)
+                try:
+                    local = _read_source(source, book, prefilter=self._fast)
+                except (InputError, OSError) as error:
+                    # A file gone since it was opened, an I/O error under it: a batch goes on.
+                    # What another source (a frame, a live read) raises is its caller's.
+                    if not isinstance(source, FileSource | StreamSource):
+                        raise
+                    self.unread.append(_unread_line(source.stats.path, error))
+                    continue
                 if meter is not None and isinstance(source, FileSource):
-                    meter(os.path.getsize(source.stats.path))
+                    meter(_size(source.stats.path))
             _settle(local, source, self._jobs)
             self._stats.setdefault(source.stats.path, source.stats)
+            if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
+                # Read up to the cut; what came after it is lost, which a batch must not hide.
+                self.unread.append(
+                    f"{source.stats.path}: truncated compressed data, read up to the cut; the"
+                    " rest of the file is lost"
+                )
 
     @property
     def stats(self) -> list[InputStats]:

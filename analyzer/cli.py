@@ -7,11 +7,13 @@ policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceba
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from analyzer.jobspec import JobSpec
     from analyzer.live.window import Window
     from analyzer.policy import RetryPolicy
+    from analyzer.records import Source
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -110,8 +113,12 @@ def _main(
 
 
 def _say(message: str) -> None:
-    """One line on stderr, never wrapped (scripts grep it)."""
-    sys.stderr.write(f"jobdoctor: {message}\n")
+    """One line on stderr, never wrapped (scripts grep it); a path or text from a log in it
+    shows its control characters rather than sending them to the terminal, and a token or
+    password in it (a server's echo, a URL's ``user:pass@``) is cut out."""
+    from analyzer.controls import visible
+
+    sys.stderr.write(f"jobdoctor: {visible(message)}\n")
 
 
 @contextmanager
@@ -136,20 +143,38 @@ def _reported_errors() -> Iterator[None]:
         # The reader (head, less) went away: nothing left to say (main leaves without the
         # interpreter's own flush, which would complain about the pipe).
         raise typer.Exit(0) from None
-    # A full disk (ENOSPC while writing a report) becomes one line and exit 2 here: issue 15
-    # adds that handler beside this one.
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        # The report's file or stdout ran out of room: the user's disk, not a bug of ours.
+        _say(_full_message(exc))
+        raise typer.Exit(EXIT_USAGE) from None
     except (typer.Exit, typer.Abort):
         raise
     except Exception as exc:
         # A bug of ours: one line, no locals (they may hold log content); the traceback only
-        # when asked for.
+        # when asked for, and with its secrets cut out as well.
         if os.environ.get("JOBDOCTOR_DEBUG"):
-            raise
+            import traceback
+
+            from analyzer.redact import redact
+
+            sys.stderr.write(redact("".join(traceback.format_exception(exc))))
+            raise typer.Exit(EXIT_INTERNAL) from None
         _say(
             f"internal error: {type(exc).__name__}: {exc}; rerun with JOBDOCTOR_DEBUG=1"
             " for the traceback and report it"
         )
         raise typer.Exit(EXIT_INTERNAL) from None
+
+
+# Write failures that say the output's device is full (or the file too large for it).
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _full_message(exc: OSError) -> str:
+    reason = "no space left on device" if exc.errno == errno.ENOSPC else exc.strerror
+    return f"cannot write the output: {(reason or 'no space left on device').lower()}"
 
 
 # A read that ends sooner shows no bar at all (a bar that flashes is noise); any longer one,
@@ -404,12 +429,15 @@ def _live_job_record(
     notice, not an error. With Cloud Logging on an emulator, Google's real Vertex AI is not
     called unless an endpoint for it is given too (an emulator run never leaves the machine).
     """
+    from urllib.parse import urlsplit
+
     from analyzer.jobspec import parse_job_spec
-    from analyzer.live.client import ENDPOINT_ENV, is_local
+    from analyzer.live.client import ENDPOINT_ENV
     from analyzer.live.vertex import overridden, read_custom_job
 
-    logging_at = logging_endpoint or os.environ.get(ENDPOINT_ENV)
-    if is_local(logging_at) and not overridden(endpoint):
+    logging_at = logging_endpoint or os.environ.get(ENDPOINT_ENV) or ""
+    loopback = urlsplit(logging_at).hostname in ("localhost", "127.0.0.1", "::1")
+    if loopback and not overridden(endpoint):
         return None
     assert live.project is not None and live.region is not None
     try:
@@ -589,30 +617,33 @@ def diagnose(
                 job_spec=spec,
                 lang=lang.value,
             )
-            analysis = Analysis(
-                analysis.inputs,
-                analysis.diagnoses,
-                (*analysis.notices, describe_window(query), *record_notices),
+            analysis = replace(
+                analysis,
+                notices=(*analysis.notices, describe_window(query), *record_notices),
             )
         else:
-            from analyzer.ingest import open_sources
-
             window = _file_window(since, start, end)
+            unread: list[str] = []
+            # Opened inside: the bar counts stdin's bytes from its first one.
             with _reading_progress(paths or []):
+                sources = _open_batch(paths or [], unread)
                 analysis = analyze_sources(
-                    open_sources(paths or []),
+                    sources,
                     rules=book,
                     policy=active_policy,
                     job=only,
                     job_spec=spec,
                     lang=lang.value,
                     window=window,
+                    unread=unread,
                 )
         for notice in analysis.notices:
             _say(notice)
         if only is not None and not analysis.diagnoses:
             raise InputError(f"job {only} is not in the inputs; run without --job to list them")
         _write_diagnosis(analysis, output, quiet, color)
+    if analysis.unread:  # said above, one line each; the rest was diagnosed (as rg does)
+        raise typer.Exit(EXIT_USAGE)
     if _fails(analysis, fail_on):
         raise typer.Exit(EXIT_FAILED_JOB)
 
@@ -685,6 +716,19 @@ def _write_diagnosis(analysis: object, output: ReportFormat, quiet: bool, color:
         from analyzer.report.text import render_text
 
         render_text(analysis, _console(color), wrap=wrap)
+
+
+def _open_batch(paths: list[str], unread: list[str]) -> list[Source]:
+    """The sources of ``paths``; an input that cannot be opened is named in ``unread`` and
+    the others are read. When none can be, each is said and the run ends with exit 2."""
+    from analyzer.ingest import open_sources
+
+    sources = open_sources(paths, unread)
+    if not sources:
+        for problem in unread:
+            _say(problem)
+        raise typer.Exit(EXIT_USAGE)
+    return sources
 
 
 def _follow(
@@ -794,6 +838,8 @@ def report(
         if out is not None:
             jobs = len(analysis.diagnoses)
             _say(f"wrote the {output.value} report of {jobs} jobs to {out}")
+    if analysis.unread:  # said above; the report covers the other inputs
+        raise typer.Exit(EXIT_USAGE)
 
 
 @app.command()
@@ -842,6 +888,7 @@ def explain(
 def _print_explanation(result: object, console: Console) -> None:
     from rich.text import Text
 
+    from analyzer.controls import visible
     from analyzer.explain import Explanation
 
     assert isinstance(result, Explanation)
@@ -856,7 +903,7 @@ def _print_explanation(result: object, console: Console) -> None:
     for name, value in [*match.fields.items()] + [
         (f"also {k}", v) for m in result.also for k, v in m.fields.items()
     ]:
-        console.print(Text(f"  {name}: {value}"), soft_wrap=True)
+        console.print(Text(visible(f"  {name}: {value}")), soft_wrap=True)
     cause = result.cause
     if cause is not None and cause.detail:
         console.print(Text(f"  detail: {cause.detail}"), soft_wrap=True)
@@ -869,13 +916,14 @@ def _print_explanation(result: object, console: Console) -> None:
             if seen.frame
             else ""
         )
-        console.print(Text(f"  exception: {seen.type}: {seen.message}{where}"), soft_wrap=True)
+        line = f"  exception: {seen.type}: {seen.message}{where}"
+        console.print(Text(visible(line)), soft_wrap=True)
     if result.job_id:
-        console.print(Text(f"  job: {result.job_id}"), soft_wrap=True)
+        console.print(Text(visible(f"  job: {result.job_id}")), soft_wrap=True)
     if result.next_step:
-        console.print(Text(f"  next: {result.next_step}"), soft_wrap=True)
+        console.print(Text(visible(f"  next: {result.next_step}")), soft_wrap=True)
     for advice in result.advice:
-        console.print(Text(f"  → {advice}", style="green"), soft_wrap=True)
+        console.print(Text(visible(f"  → {advice}"), style="green"), soft_wrap=True)
 
 
 @app.command()
@@ -889,17 +937,31 @@ def classify(
     """One row per record that matched a rule: time, job, task, category or event, fields."""
     from analyzer.classify import classify_sources
     from analyzer.ingest import open_sources
+    from analyzer.ingest.sources import TRUNCATED_COMPRESSED
     from analyzer.report.events import write_csv, write_jsonl
     from analyzer.rulebook import RuleBook
 
     with _reported_errors():
         book = RuleBook.load(_rules_dirs(rules))
+        unread: list[str] = []
         with _reading_progress(paths, writing=True):
-            events = classify_sources(open_sources(paths), book)
+            sources = open_sources(paths, unread)
+            for problem in unread:
+                _say(problem)
+            events = classify_sources(sources, book)
             if output is RowFormat.csv:
                 write_csv(events, sys.stdout)
             else:
                 write_jsonl(events, sys.stdout)
+        for source in sources:  # read now: a cut .gz gave its rows up to the cut
+            if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
+                unread.append(f"{source.stats.path}: truncated compressed data")
+                _say(
+                    f"{source.stats.path}: truncated compressed data, read up to the cut; the"
+                    " rest of the file is lost"
+                )
+    if unread:  # said above; the other inputs' rows were written
+        raise typer.Exit(EXIT_USAGE)
 
 
 @rules_app.command("check")
@@ -982,10 +1044,19 @@ def main() -> None:
         code = 1
     # Leave without tearing down every object one by one (~20-50 ms after a large input):
     # nothing is left to do but flush what was written.
-    for stream in (sys.stdout, sys.stderr):
-        # The reader may have gone away (| head), or the stream be closed.
-        with suppress(OSError, ValueError):
-            stream.flush()
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        # What was still buffered did not fit (stdout on a full disk): not a success.
+        if exc.errno in _FULL:
+            with suppress(OSError, ValueError):
+                _say(_full_message(exc))
+            code = EXIT_USAGE
+    except ValueError:  # closed
+        pass
+    # The reader may have gone away (| head), or the stream be closed.
+    with suppress(OSError, ValueError):
+        sys.stderr.flush()
     os._exit(code or 0)
 
 

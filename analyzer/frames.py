@@ -13,6 +13,7 @@ only place, with the accessor, that imports pandas.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -114,7 +115,9 @@ def diagnose_frame(
     Streams the inputs: records are matched against the rules as they are read and only
     each job's matched events are kept. ``rules_dirs``, ``policy_path`` and ``job_spec`` are
     the CLI's ``--rules``, ``--policy`` and ``--job-spec`` (the record also gives the job's
-    accelerator-hours).
+    accelerator-hours). An input that cannot be read is skipped with a
+    :class:`UnreadInputWarning` naming it, and listed in ``frame.attrs["unread"]``; the
+    others are diagnosed.
     """
     from analyzer.jobspec import load_job_spec
 
@@ -128,4 +131,12 @@ def diagnose_frame(
         lang=lang,
     )
     spec = load_job_spec(spec_path) if spec_path is not None else None
-    return jobs_frame(analysis.diagnoses, spec)
+    frame = jobs_frame(analysis.diagnoses, spec)
+    frame.attrs["unread"] = list(analysis.unread)
+    for problem in analysis.unread:
+        warnings.warn(problem, UnreadInputWarning, stacklevel=2)
+    return frame
+
+
+class UnreadInputWarning(UserWarning):
+    """An input of a batch that could not be read (the others were)."""

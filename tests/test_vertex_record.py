@@ -15,7 +15,7 @@ from analyzer.cli import app
 from analyzer.errors import SourceError
 from analyzer.live.errors import Backoff
 from analyzer.live.vertex import read_custom_job
-from tests.logging_server import LoggingServer, load_entries
+from tests.logging_server import Failure, LoggingServer, load_entries
 from tests.vertex_server import (
     VertexServer,
     api_disabled,
@@ -205,3 +205,33 @@ def test_the_records_scheduling_changes_the_replay(tmp_path: Path) -> None:
         assert code == 0, err
         attempts[strategy] = data["jobs"][0]["attempts"]
     assert attempts["SPOT"] > attempts["STANDARD"] == 4
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [Failure.raw_answer(200, b"<html>Sign in</html>"), Failure(200, [])],
+    ids=["html", "list"],
+)
+def test_a_garbage_token_for_the_record_is_a_notice(
+    logs: LoggingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: Failure
+) -> None:
+    # The real credentials path (https, a service-account key): google-auth asks the key's
+    # token endpoint first, and a garbage answer fails inside it before any connection.
+    pytest.importorskip("cryptography")
+    from tests.test_live_answers import _service_account
+
+    with logs:
+        logs.token_answers.append(answer)
+        monkeypatch.setenv(
+            "GOOGLE_APPLICATION_CREDENTIALS", str(_service_account(tmp_path, logs.token_uri))
+        )
+        vertex = logs.url.replace("http://", "https://")
+        result = runner.invoke(
+            app,
+            ["diagnose", "--format", "json", "--api-endpoint", logs.url, "--vertex-endpoint",
+             vertex, *WINDOW, "--project", PROJECT, "--job-id", JOB],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["jobs"][0]["job_spec"] is None
+    (line,) = [line for line in result.stderr.splitlines() if "record was not read" in line]
+    assert "token endpoint answered with something that is not a token" in line

@@ -18,7 +18,14 @@ from urllib.parse import quote, urlsplit
 
 from analyzer.errors import SourceError
 from analyzer.live.client import is_local
-from analyzer.live.errors import DEFAULT_BACKOFF, INSTALL_HINT, LOGIN_HINT, Backoff
+from analyzer.live.errors import (
+    DEFAULT_BACKOFF,
+    INSTALL_HINT,
+    LOGIN_HINT,
+    Backoff,
+    _raised_in_auth,
+)
+from analyzer.redact import redact
 
 VERTEX_ENDPOINT_ENV = "JOBDOCTOR_VERTEX_ENDPOINT"
 VIEWER_ROLE = "Vertex AI Viewer (roles/aiplatform.viewer)"
@@ -119,8 +126,30 @@ def _failure(status: int, response: Any, project: str, region: str, job_id: str)
             f"custom job {job_id} not found in {where}: check the job id and --region "
             "(the region the job ran in)"
         )
-    said = f": {message}" if message else ""
+    said = f": {redact(message)}" if message else ""
     return SourceError(f"Vertex AI error {status} {api_status}{said}".replace("  ", " "))
+
+
+def _auth_failure(exc: Exception) -> SourceError | None:
+    """The SourceError for a failure of the credentials' token refresh, or None."""
+    try:
+        from google.auth import exceptions as auth
+    except ImportError:
+        return None
+    if isinstance(exc, auth.RefreshError):
+        return SourceError(f"Vertex AI credentials rejected (or expired): {LOGIN_HINT}")
+    if isinstance(exc, auth.TransportError):
+        return SourceError(
+            "cannot reach the credentials' token endpoint for Vertex AI: check the network"
+        )
+    if isinstance(exc, TypeError | ValueError | KeyError) and _raised_in_auth(exc):
+        # google-auth reads the token endpoint's answer as it expects it: HTML or a list
+        # where a token should be fails inside it.
+        return SourceError(
+            "the credentials' token endpoint answered with something that is not a token:"
+            f" check GOOGLE_APPLICATION_CREDENTIALS (its token_uri) or {LOGIN_HINT}"
+        )
+    return None
 
 
 def read_custom_job(
@@ -150,8 +179,14 @@ def read_custom_job(
             response = session.get(url, headers=headers, timeout=_TIMEOUT)
         except (requests.ConnectionError, requests.Timeout):
             raise SourceError(
-                f"cannot reach Vertex AI at {base}: check the network or --vertex-endpoint"
+                f"cannot reach Vertex AI at {redact(base)}: check the network or "
+                "--vertex-endpoint"
             ) from None
+        except Exception as exc:
+            failure = _auth_failure(exc)
+            if failure is None:
+                raise
+            raise failure from None
         status = int(response.status_code)
         if status == 200:
             try:
@@ -159,7 +194,10 @@ def read_custom_job(
             except ValueError:
                 data = None
             if not isinstance(data, dict):
-                raise SourceError(f"Vertex AI at {base} answered with something not a job")
+                raise SourceError(
+                    f"Vertex AI at {redact(base)} answered with something that is not a job:"
+                    " check --vertex-endpoint"
+                )
             return data
         if status in _RETRIED and retry < backoff.attempts:
             time.sleep(backoff.delay(retry))

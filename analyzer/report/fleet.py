@@ -28,6 +28,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from analyzer.controls import visible
 from analyzer.diagnosis import Diagnosis, JobState
 from analyzer.events import Category
 from analyzer.records import InputStats
@@ -345,7 +346,7 @@ def render_csv(summary: FleetSummary) -> str:
 
 def _cell(value: object) -> str:
     text = value if isinstance(value, str) else _csv_value(value)
-    return " ".join(text.split()).replace("|", "\\|").replace("`", "'") or "-"
+    return " ".join(visible(text).split()).replace("|", "\\|").replace("`", "'") or "-"
 
 
 def hours(value: float) -> str:

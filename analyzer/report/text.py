@@ -9,6 +9,9 @@ hanging indent: a label's continuation lines start under its content, never unde
 and an evidence line is shortened in its middle (keeping the start and the end of the
 message) to fit one row. Written to a file or a pipe, lines are never folded: one fact per
 line, for ``grep``.
+
+Log text is shown with its control characters escaped and its secrets cut out
+(:func:`analyzer.controls.visible`, through :func:`_log_text`).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.console import Console
+from rich.style import Style
 from rich.text import Text
 
+from analyzer.controls import visible
 from analyzer.diagnosis import Diagnosis, JobState
 from analyzer.events import Event
 from analyzer.report.facts import (
@@ -68,12 +73,22 @@ _CAUSE_MIN = 24
 
 
 def _log_text(text: str) -> str:
-    """Text that came from the logs, as the terminal shows it.
+    """Text that came from the logs (or from the user's paths), as the terminal shows it: its
+    control characters escaped and its secrets cut out (log text is untrusted: escape
+    sequences, ``\r``, bidi overrides)."""
+    return visible(text)
 
-    The one place log text passes before it reaches the terminal (issue 15 makes control
-    characters visible here).
-    """
-    return text
+
+class _Text(Text):
+    """Rich text whose pieces show their control characters instead of sending them to the
+    terminal (:func:`_log_text` on every string put in it)."""
+
+    def __init__(self, text: str = "", style: str = "") -> None:
+        super().__init__(visible(text), style=style)
+
+    def append(self, text: str | Text, style: str | Style | None = None) -> _Text:
+        super().append(visible(text) if isinstance(text, str) else text, style)
+        return self
 
 
 def shorten_middle(text: str, limit: int) -> str:
@@ -144,7 +159,7 @@ class _Layout:
             label = ""
         head = Text("  ")
         head.append(f"{label:<{_LABEL}}", style="bold blue" if label else "")
-        text = body if isinstance(body, Text) else Text(body, style=style)
+        text = body if isinstance(body, Text) else _Text(body, style=style)
         self.folded(head, text, _INDENT, lead)
 
 
@@ -184,7 +199,7 @@ def _evidence(layout: _Layout, diagnosis: Diagnosis) -> None:
     )
     for index, (origin, event) in enumerate(evidence):
         label = "evidence" if index == 0 else ""
-        body = Text(str(origin), style="cyan")
+        body = _Text(str(origin), style="cyan")
         if event is None:
             layout.labelled(label, body)
             continue
@@ -212,7 +227,7 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
         layout.labelled(label, _log_text(fact))
     for index, attempt in enumerate(diagnosis.attempt_log):
         took = attempt.end - attempt.start if attempt.start and attempt.end else None
-        body = Text(f"#{attempt.attempt}  {period(attempt.start, attempt.end)}  ")
+        body = _Text(f"#{attempt.attempt}  {period(attempt.start, attempt.end)}  ")
         body.append(f"{span(took):>9}  ", style="dim")
         body.append(attempt.outcome, style="bold")
         if attempt.restarts:
@@ -223,7 +238,7 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
         for worker in run.workers:
             if not worker.restarts and not worker.exits:
                 continue
-            body = Text(f"{worker.task}", style="bold")
+            body = _Text(f"{worker.task}", style="bold")
             body.append(f"  attempt {run.number}: {plural(worker.restarts, 'restart')}")
             if worker.maintenance_restarts:
                 body.append(f" ({worker.maintenance_restarts} on another VM)")
@@ -305,8 +320,13 @@ def _footer(layout: _Layout, analysis: Analysis) -> None:
     )
     for stats in analysis.inputs:
         for reason, count in sorted(stats.skip_reasons.items()):
-            line = Text(f"{stats.path}: {count} skipped: {reason}", style="dim")
+            line = _Text(f"{stats.path}: {count} skipped: {reason}", style="dim")
             layout.folded(Text("  "), line, 4)
+    for rule in analysis.disabled_rules:
+        line = _Text(f"rule {rule} kept timing out and was disabled for the rest of the run")
+        layout.folded(Text("  "), line, 4)
+    for problem in analysis.unread:
+        layout.folded(Text("  "), _Text(f"not read: {problem}", style="dim"), 4)
 
 
 def _wraps(console: Console, wrap: bool | None) -> bool:
