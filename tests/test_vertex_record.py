@@ -235,3 +235,17 @@ def test_a_garbage_token_for_the_record_is_a_notice(
     assert json.loads(result.stdout)["jobs"][0]["job_spec"] is None
     (line,) = [line for line in result.stderr.splitlines() if "record was not read" in line]
     assert "token endpoint answered with something that is not a token" in line
+
+
+@pytest.mark.parametrize(
+    "body",
+    [[1, 2], {"error": "denied"}, {"error": {"code": 500, "details": ["x", None]}}],
+    ids=["list", "string-error", "odd-details"],
+)
+def test_an_error_of_another_shape_is_still_one_line(body: object) -> None:
+    vertex = VertexServer()
+    vertex.fail_next((500, body))  # type: ignore[arg-type]
+    with vertex, pytest.raises(SourceError, match="^Vertex AI error 500"):
+        read_custom_job(
+            PROJECT, "us-central1", JOB, endpoint=vertex.url, backoff=Backoff(attempts=0)
+        )

@@ -97,12 +97,18 @@ def _session(endpoint: str) -> Any:
 def _api_error(response: Any) -> tuple[str, str, str]:
     """The API's status, message and machine-readable reasons from an error response."""
     try:
-        error = response.json().get("error", {})
+        data = response.json()
     except ValueError:
         return "", response.text[:200].strip(), ""
+    error = data.get("error") if isinstance(data, dict) else None
     if not isinstance(error, dict):
-        return "", "", ""
-    reasons = " ".join(str(d.get("reason", "")) for d in error.get("details") or () if d)
+        return "", "", ""  # not the API's error shape (a proxy's page): the status says it
+    details = error.get("details")
+    reasons = " ".join(
+        str(d.get("reason", ""))
+        for d in (details if isinstance(details, list) else ())
+        if isinstance(d, dict)
+    )
     return str(error.get("status", "")), str(error.get("message", "")), reasons
 
 
@@ -179,8 +185,7 @@ def read_custom_job(
             response = session.get(url, headers=headers, timeout=_TIMEOUT)
         except (requests.ConnectionError, requests.Timeout):
             raise SourceError(
-                f"cannot reach Vertex AI at {redact(base)}: check the network or "
-                "--vertex-endpoint"
+                f"cannot reach Vertex AI at {redact(base)}: check the network or --vertex-endpoint"
             ) from None
         except Exception as exc:
             failure = _auth_failure(exc)
