@@ -245,7 +245,7 @@ def test_a_garbage_token_for_the_record_is_a_notice(
 def test_an_error_of_another_shape_is_still_one_line(body: object) -> None:
     vertex = VertexServer()
     vertex.fail_next((500, body))  # type: ignore[arg-type]
-    with vertex, pytest.raises(SourceError, match="^Vertex AI error 500"):
+    with vertex, pytest.raises(SourceError, match=r"^Vertex AI error 500"):
         read_custom_job(
             PROJECT, "us-central1", JOB, endpoint=vertex.url, backoff=Backoff(attempts=0)
         )
