@@ -62,6 +62,20 @@ def analyze_sources(
     book = rules if rules is not None else RuleBook.load()
     collector = Collector(book)
     collector.read_all(sources, while_waiting=_load_diagnosing)
+    return diagnose_collected(collector, book, policy=policy, job=job, job_spec=job_spec, lang=lang)
+
+
+def diagnose_collected(
+    collector: Collector,
+    book: RuleBook,
+    *,
+    policy: RetryPolicy | None = None,
+    job: str | None = None,
+    job_spec: JobSpec | None = None,
+    lang: str = "en",
+) -> Analysis:
+    """The analysis of what ``collector`` has read with ``book`` (:func:`analyze_sources`
+    once its sources are read; ``analyzer.bigquery`` fills a collector from query rows)."""
     from analyzer.policy import load_policy
     from analyzer.predict import diagnose_timeline
     from analyzer.timeline import build_timeline

@@ -103,6 +103,19 @@ class JobLog:
     trial: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SpanSummary:
+    """The records of one job group (:func:`~analyzer.records.job_group`), task and VM as a
+    query engine counts them: first and last time (None when untimed) and how many."""
+
+    group: str | None
+    task: str | None
+    vm: str | None
+    first: datetime | None
+    last: datetime | None
+    records: int
+
+
 @dataclass(slots=True)
 class _Span:
     first: datetime
@@ -244,7 +257,7 @@ def _from_scan(scan: RangeScan) -> dict[str | None, _JobAccumulator]:
 
 def _settle(
     local: dict[str | None, _JobAccumulator],
-    source: Source,
+    path: str,
     jobs: dict[tuple[str, str], _JobAccumulator],
 ) -> None:
     # A stream-logs text has no job id: take it from the console link of the service error.
@@ -258,7 +271,7 @@ def _settle(
             target.merge(anonymous)
     for job_id, acc in local.items():
         # A job without an id is only known inside its own input: never merge two of those.
-        key = ("", job_id) if job_id is not None else ("\x00", source.stats.path)
+        key = ("", job_id) if job_id is not None else ("\x00", path)
         if key in jobs:
             jobs[key].merge(acc)
         else:
@@ -376,8 +389,40 @@ class Collector:
                 local = _from_scan(scan)
             else:
                 local = _read_source(source, book, prefilter=self._fast)
-            _settle(local, source, self._jobs)
+            _settle(local, source.stats.path, self._jobs)
             self._stats.setdefault(source.stats.path, source.stats)
+
+    def read_summary(
+        self, stats: InputStats, spans: Iterable[SpanSummary], events: Iterable[Event]
+    ) -> None:
+        """Take an input a query engine has already summarised (``analyzer.bigquery``): the
+        spans of all its records per job group, task and VM, and the events of the records
+        the rule book matched. The same accumulators as reading its records one by one."""
+        local: dict[str | None, _JobAccumulator] = {}
+        for span in spans:
+            acc = local.get(span.group)
+            if acc is None:
+                acc = local[span.group] = _JobAccumulator()
+            acc.records += span.records
+            if span.first is None or span.last is None:
+                continue
+            acc.first = span.first if acc.first is None else min(acc.first, span.first)
+            acc.last = span.last if acc.last is None else max(acc.last, span.last)
+            if span.task is None or span.task == SERVICE_TASK:
+                continue
+            per_vm = acc.spans.setdefault(span.task, {})
+            known = per_vm.get(span.vm)
+            if known is None:
+                per_vm[span.vm] = _Span(span.first, span.last, span.records)
+            else:  # a trial label without a job id: grouped with the job's own records
+                known.first = min(known.first, span.first)
+                known.last = max(known.last, span.last)
+                known.records += span.records
+        for event in events:
+            group = job_group(event.job_id, event.trial)
+            local.setdefault(group, _JobAccumulator()).events.append(event)
+        _settle(local, stats.path, self._jobs)
+        self._stats.setdefault(stats.path, stats)
 
     @property
     def stats(self) -> list[InputStats]:
