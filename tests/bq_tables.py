@@ -182,7 +182,7 @@ def log_analytics_row(entry: dict[str, Any]) -> tuple[object, ...]:
 
 def load_duckdb(connection: Any, project: str, dataset: str, entries: list[dict[str, Any]]) -> None:
     """The entries as per-job sink tables and as ``_AllLogs`` in ``project.dataset``."""
-    connection.execute(f'ATTACH IF NOT EXISTS \':memory:\' AS "{project}"')
+    connection.execute(f"ATTACH IF NOT EXISTS ':memory:' AS \"{project}\"")
     connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{project}"."{dataset}"')
     where = f'"{project}"."{dataset}"'
     for name, rows in sink_tables(entries).items():
@@ -197,3 +197,66 @@ def load_duckdb(connection: Any, project: str, dataset: str, entries: list[dict[
             f'INSERT INTO {where}."_AllLogs" VALUES ({", ".join("?" * 9)})',
             [log_analytics_row(entry) for entry in entries],
         )
+
+
+def _sink_json(entry: dict[str, Any]) -> dict[str, Any]:
+    """One stored entry as the JSON row of a sink table (streaming insert)."""
+    row = dict(
+        zip(("insertId", "logName", "severity", "textPayload"), sink_row(entry)[:4], strict=True)
+    )
+    row["timestamp"] = entry["timestamp"]
+    row["receiveTimestamp"] = entry.get("receiveTimestamp")
+    _, _, _, _, _, _, payload, resource, labels = sink_row(entry)
+    row["jsonPayload"] = payload
+    row["resource"] = resource
+    row["labels"] = labels
+    return row
+
+
+def sink_schema() -> list[Any]:
+    """The BigQuery schema of :data:`SINK_DDL`."""
+    from google.cloud.bigquery import SchemaField as Field
+
+    def strings(names: Iterable[str]) -> list[Any]:
+        return [Field(name, "STRING") for name in names]
+
+    return [
+        *strings(("insertId", "logName", "severity", "textPayload")),
+        Field("timestamp", "TIMESTAMP"),
+        Field("receiveTimestamp", "TIMESTAMP"),
+        Field(
+            "jsonPayload",
+            "RECORD",
+            fields=[Field("message", "STRING"), Field("attrs", "RECORD", fields=strings(["tag"]))],
+        ),
+        Field(
+            "resource",
+            "RECORD",
+            fields=[
+                Field("type", "STRING"),
+                Field("labels", "RECORD", fields=strings(RESOURCE_LABELS)),
+            ],
+        ),
+        Field("labels", "RECORD", fields=strings(SINK_LABELS)),
+    ]
+
+
+def load_emulator(
+    client: Any, project: str, dataset: str, entries: list[dict[str, Any]]
+) -> list[str]:
+    """The entries as date-sharded per-job sink tables in the emulator; their names."""
+    from google.cloud import bigquery
+
+    client.create_dataset(f"{project}.{dataset}", exists_ok=True)
+    names = []
+    for name, rows in sink_tables(entries).items():
+        table = client.create_table(
+            bigquery.Table(f"{project}.{dataset}.{name}", schema=sink_schema())
+        )
+        for start in range(0, len(rows), 500):
+            errors = client.insert_rows_json(
+                table, [_sink_json(e) for e in rows[start : start + 500]]
+            )
+            assert not errors, errors
+        names.append(name)
+    return names

@@ -13,8 +13,6 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 duckdb = pytest.importorskip("duckdb", reason="the bigquery extra is not installed")
 
@@ -23,7 +21,7 @@ from analyzer.bigquery import DuckDBEngine, analyze_bigquery, bigquery_source  #
 from analyzer.ingest import open_sources  # noqa: E402
 from analyzer.ingest.entries import load_json  # noqa: E402
 from analyzer.rulebook import RuleBook  # noqa: E402
-from analyzer.simulate import SCENARIOS, fleet, simulate, write  # noqa: E402
+from analyzer.simulate import SCENARIOS, simulate, write  # noqa: E402
 from tests.bq_tables import load_duckdb, stored_entries  # noqa: E402
 
 SAMPLES = sorted(Path(__file__).resolve().parent.parent.joinpath("sample_logs").glob("*.jsonl"))

@@ -84,9 +84,7 @@ def analyze_bigquery(
     from analyzer.api import Analysis, diagnose_collected
 
     book = rules if rules is not None else RuleBook.load()
-    collector = collect_table(
-        source, engine or source.engine(), book, say=say, dry_run=dry_run
-    )
+    collector = collect_table(source, engine or source.engine(), book, say=say, dry_run=dry_run)
     if collector is None:
         return None
     found = diagnose_collected(collector, book, policy=policy, lang=lang)

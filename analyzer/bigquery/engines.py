@@ -86,7 +86,9 @@ class BigQueryEngine:
             from google.auth.credentials import AnonymousCredentials
             from google.cloud import bigquery
         except ImportError:
-            raise SourceError(f"reading BigQuery needs google-cloud-bigquery: {INSTALL_HINT}")
+            raise SourceError(
+                f"reading BigQuery needs google-cloud-bigquery: {INSTALL_HINT}"
+            ) from None
         kwargs: dict[str, Any] = {"project": self.billing_project}
         endpoint = self.endpoint
         if endpoint is not None:
@@ -103,7 +105,8 @@ class BigQueryEngine:
                 )
             kwargs["client_options"] = ClientOptions(api_endpoint=endpoint)
             if is_local(endpoint):
-                kwargs["credentials"] = AnonymousCredentials()
+                anonymous: Any = AnonymousCredentials
+                kwargs["credentials"] = anonymous()
         try:
             self._client = bigquery.Client(**kwargs)
         except Exception as exc:
@@ -147,14 +150,13 @@ class BigQueryEngine:
         from google.cloud import bigquery
 
         values: list[Any] = []
+        scalar: Any = bigquery.ScalarQueryParameter
         for parameter in parameters:
             if parameter.kind.startswith("ARRAY<"):
                 kind = parameter.kind[len("ARRAY<") : -1]
                 values.append(bigquery.ArrayQueryParameter(parameter.name, kind, parameter.value))
             else:
-                values.append(
-                    bigquery.ScalarQueryParameter(parameter.name, parameter.kind, parameter.value)
-                )
+                values.append(scalar(parameter.name, parameter.kind, parameter.value))
         return bigquery.QueryJobConfig(query_parameters=values, **options)
 
     def estimate(self, sql: str, parameters: Sequence[Parameter]) -> int | None:
@@ -230,7 +232,8 @@ class DuckDBEngine:
         if not ref.wildcard:
             if ref.table not in self._tables(ref):
                 raise InputError(f"table {ref} not found")
-            return TableInfo(self._paths(f"{quote(ref.project)}.{quote(ref.dataset)}.{quote(ref.table)}"))
+            qualified = f"{quote(ref.project)}.{quote(ref.dataset)}.{quote(ref.table)}"
+            return TableInfo(self._paths(qualified))
         names = [name for name in self._tables(ref) if name.startswith(ref.prefix)]
         if not names:
             raise InputError(f"no table in {ref.dataset_id} matches {ref.table}")
@@ -240,7 +243,8 @@ class DuckDBEngine:
             for name in names
         )
         self.connection.execute(f"CREATE OR REPLACE VIEW {schema}.{quote(ref.table)} AS {union}")
-        return TableInfo(self._paths(f"{schema}.{quote(ref.table)}"), is_sharded(names), False, len(names))
+        paths = self._paths(f"{schema}.{quote(ref.table)}")
+        return TableInfo(paths, is_sharded(names), False, len(names))
 
     def estimate(self, sql: str, parameters: Sequence[Parameter]) -> int | None:
         """None: DuckDB bills nothing and has no dry run."""

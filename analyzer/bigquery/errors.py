@@ -15,8 +15,10 @@ ROLES = (
     "BigQuery Data Viewer (roles/bigquery.dataViewer) on the dataset and BigQuery Job User"
     " (roles/bigquery.jobUser) on the billing project"
 )
-_UNRECOGNIZED = re.compile(r"Unrecognized name: (\S+)|Field name (\S+) does not exist|"
-                           r"Name (\S+) not found inside (\S+)")
+_UNRECOGNIZED = re.compile(
+    r"Unrecognized name: (\S+)|Field name (\S+) does not exist|"
+    r"Name (\S+) not found inside (\S+)"
+)
 
 
 def _reasons(exc: BaseException) -> str:

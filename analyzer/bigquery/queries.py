@@ -58,7 +58,8 @@ def _regex_escape(word: str) -> str:
     return "".join(c if c.isalnum() or c == " " else "\\" + c for c in word)
 
 
-def _filters(ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[str]) -> list[str]:
+def _filters(ref: TableRef, info: TableInfo) -> list[str]:
+    """The conditions on the table's own columns: what prunes partitions and tables."""
     where = ["timestamp >= @start", "timestamp < @end"]
     if info.ingestion_partitioned:
         # Entries are ingested after they happen: partitions before the window's first day
@@ -68,24 +69,32 @@ def _filters(ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[st
         )
     if ref.wildcard and info.sharded:
         where.append("SUBSTR(_TABLE_SUFFIX, -8) BETWEEN @first_day AND @last_day")
-    if jobs:
-        if ref.wildcard and ref.prefix == SINK_PREFIX:
-            # The per-job tables are named after the job: only theirs are read.
-            where.append(
-                "(_TABLE_SUFFIX IN UNNEST(@job_ids)"
-                " OR SUBSTR(_TABLE_SUFFIX, 1, LENGTH(_TABLE_SUFFIX) - 9) IN UNNEST(@job_ids))"
-            )
-        where.append(f"{adapter.job} IN UNNEST(@job_ids)")
-    if adapter.where:
-        where.append(adapter.where)
     return where
 
 
 def _entries(ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[str]) -> str:
-    """The subquery of the logical columns of every entry of the window."""
+    """The subquery of the logical columns of every entry of the window (and of ``jobs``)."""
+    inner = list(_filters(ref, info))
+    outer = []
+    if jobs:
+        if ref.wildcard and ref.prefix == SINK_PREFIX:
+            # The per-job tables are named after the job: only theirs are read.
+            inner.append(
+                "(_TABLE_SUFFIX IN UNNEST(@job_ids)"
+                " OR SUBSTR(_TABLE_SUFFIX, 1, LENGTH(_TABLE_SUFFIX) - 9) IN UNNEST(@job_ids))"
+            )
+        outer.append(f"{adapter.job} IN UNNEST(@job_ids)")
+    if adapter.where:
+        outer.append(adapter.where)
+    reads = ",\n      ".join(f"{path} AS {alias}" for alias, path in adapter.reads)
     columns = ",\n    ".join(f"{expression} AS {name}" for name, expression in adapter.columns())
-    conditions = "\n    AND ".join(_filters(ref, adapter, info, jobs))
-    return f"  SELECT\n    {columns}\n  FROM {ref.sql()}\n  WHERE\n    {conditions}"
+    text = (
+        f"  SELECT\n    {columns}\n  FROM (\n    SELECT\n      {reads}\n"
+        f"    FROM {ref.sql()}\n    WHERE\n      " + "\n      AND ".join(inner) + "\n  )"
+    )
+    if outer:
+        text += "\n  WHERE\n    " + "\n    AND ".join(outer)
+    return text
 
 
 def _plain_string(text: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from analyzer.errors import SourceError
 from analyzer.rulebook.model import Location, Problem, Rule
@@ -174,9 +175,9 @@ def _ascii_only(unit: str) -> str:
 
 
 @cache
-def _re2_module() -> object | None:
+def _re2_module() -> Any:
     try:
-        import re2  # type: ignore[import-not-found, unused-ignore]
+        import re2
     except ImportError:
         return None
     return re2
@@ -187,13 +188,13 @@ def re2_refuses(source: str) -> str | None:
 
     Raises SourceError when google-re2 is not installed (the ``bigquery`` extra).
     """
-    module: object | None = _re2_module()
+    module = _re2_module()
     if module is None:
         raise SourceError(f"compiling the rules for BigQuery needs google-re2: {INSTALL_HINT}")
-    options = module.Options()  # type: ignore[attr-defined]
+    options = module.Options()
     options.log_errors = False  # RE2 would print every refusal on stderr
     try:
-        module.compile(source, options)  # type: ignore[attr-defined]
+        module.compile(source, options)
     except Exception as exc:  # re2.error, which has no common base to name
         return str(exc).strip() or type(exc).__name__
     return None

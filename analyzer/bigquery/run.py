@@ -64,9 +64,7 @@ def build_plan(source: BigQuerySource, engine: Engine, book: RuleBook) -> QueryP
     adapter = adapter_for(source.table, info)
     templates = compile_rules(book.rules)
     window = source.window
-    return plan(
-        source.table, adapter, info, templates, window.start, window.end, source.job_ids
-    )
+    return plan(source.table, adapter, info, templates, window.start, window.end, source.job_ids)
 
 
 def estimate(query_plan: QueryPlan, engine: Engine) -> int | None:
@@ -101,13 +99,15 @@ def collect_table(
     if dry_run:
         return None
     stats = InputStats(path=source.path, format=query_plan.adapter.kind)
-    spans = list(_spans(engine.rows(query_plan.spans, query_plan.parameters, source.max_bytes), stats))
+    span_rows = engine.rows(query_plan.spans, query_plan.parameters, source.max_bytes)
+    spans = list(_spans(span_rows, stats))
     rows = sorted(
         engine.rows(query_plan.candidates, query_plan.parameters, source.max_bytes),
         key=lambda row: (row["time"], row["tbl"] or "", row["insert_id"] or ""),
     )
     collector = Collector(book)
-    collector.read_summary(stats, spans, _events(rows, source.path, book))
+    prefix = query_plan.adapter.table_prefix
+    collector.read_summary(stats, spans, _events(rows, source.path, prefix, book))
     return collector
 
 
@@ -130,13 +130,15 @@ def _spans(rows: Iterator[Mapping[str, Any]], stats: InputStats) -> Iterator[Spa
         )
 
 
-def _events(rows: list[Mapping[str, Any]], path: str, book: RuleBook) -> Iterator[Event]:
+def _events(
+    rows: list[Mapping[str, Any]], path: str, prefix: str, book: RuleBook
+) -> Iterator[Event]:
     for line, row in enumerate(rows, start=1):
         matches = book.match(row["text"])
         if not matches:
             continue
         insert_id = row["insert_id"]
-        origin = TableOrigin(path, line, 0, row["tbl"] or "", insert_id, row["time"])
+        origin = TableOrigin(path, line, 0, prefix + (row["tbl"] or ""), insert_id, row["time"])
         record = LogRecord(
             timestamp=row["time"],
             job_id=row["job"],
@@ -150,5 +152,3 @@ def _events(rows: list[Mapping[str, Any]], path: str, book: RuleBook) -> Iterato
         )
         for match in matches:
             yield Event.from_record(record, match)
-
-

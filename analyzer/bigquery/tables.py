@@ -93,12 +93,35 @@ def is_sharded(names: Iterable[str]) -> bool:
     return bool(names) and all(_SHARD.search(name) for name in names)
 
 
-def _string(path: str, paths: frozenset[str]) -> str:
-    return path if path in paths else "CAST(NULL AS STRING)"
+class _Reads:
+    """The table's own columns an adapter reads, each selected alone under a flat alias.
 
+    The logical expressions are computed one query level up, over those aliases: each
+    nested path in an expression of its own reads the same on BigQuery, and also on the
+    emulator, which cannot bind two RECORD paths inside one expression over a wildcard.
+    """
 
-def _label(path: str, paths: frozenset[str]) -> str | None:
-    return f"NULLIF({path}, '')" if path in paths else None
+    def __init__(self, paths: frozenset[str]) -> None:
+        self.paths = paths
+        self.selected: dict[str, str] = {}
+
+    def column(self, path: str) -> str | None:
+        """The alias of ``path`` (selected from now on), or None when the table lacks it."""
+        if path not in self.paths:
+            return None
+        return self.raw(path, path)
+
+    def raw(self, expression: str, name: str) -> str:
+        alias = "c_" + "".join(c if c.isalnum() else "_" for c in name)
+        self.selected[alias] = expression
+        return alias
+
+    def string(self, path: str) -> str:
+        return self.column(path) or "CAST(NULL AS STRING)"
+
+    def label(self, path: str) -> str | None:
+        alias = self.column(path)
+        return f"NULLIF({alias}, '')" if alias else None
 
 
 def _first(parts: Iterable[str | None]) -> str:
@@ -110,14 +133,18 @@ def _first(parts: Iterable[str | None]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Adapter:
-    """The logical columns of one table shape, as BigQuery SQL expressions.
+    """The logical columns of one table shape, as BigQuery SQL expressions over ``reads``.
 
-    ``kind`` is ``bigquery-sink`` or ``bigquery-log-analytics`` (the ``format`` of the input
-    in the JSON report); ``where`` restricts the rows to Vertex AI jobs where the table holds
-    every log of a project (Log Analytics).
+    ``reads`` are (alias, column path) of the table's own columns, selected first; the
+    logical expressions use the aliases. ``kind`` is ``bigquery-sink`` or
+    ``bigquery-log-analytics`` (the ``format`` of the input in the JSON report); ``where``
+    (over the aliases) restricts the rows to Vertex AI jobs where the table holds every log
+    of a project (Log Analytics). The ``tbl`` column is a table name once ``table_prefix``
+    is put before it.
     """
 
     kind: str
+    reads: tuple[tuple[str, str], ...]
     text: str
     job: str
     trial: str
@@ -128,6 +155,7 @@ class Adapter:
     insert_id: str
     table: str
     where: str | None = None
+    table_prefix: str = ""
 
     def columns(self) -> list[tuple[str, str]]:
         """(name, expression) of every logical column, in the order the queries select them."""
@@ -144,40 +172,42 @@ class Adapter:
         ]
 
 
+def _time(reads: _Reads, received: str) -> str:
+    entry = reads.raw("timestamp", "timestamp")
+    late = reads.column(received)
+    return f"COALESCE({entry}, {late})" if late else entry
+
+
 def sink_adapter(ref: TableRef, paths: frozenset[str]) -> Adapter:
     """The sink table's columns (LogEntry names; labels as BigQuery rewrites their keys)."""
-    table = f"CONCAT('{ref.prefix}', _TABLE_SUFFIX)" if ref.wildcard else f"'{ref.table}'"
-    received = "receiveTimestamp" if "receiveTimestamp" in paths else None
+    reads = _Reads(paths)
+    # A wildcard's table is its suffix, selected bare: the emulator fails a query applying
+    # any function to _TABLE_SUFFIX's value; Python puts the prefix back (table_prefix).
+    table = reads.raw("_TABLE_SUFFIX", "table_suffix") if ref.wildcard else f"'{ref.table}'"
     return Adapter(
         kind="bigquery-sink",
-        text=_first(
-            [
-                "jsonPayload.message" if "jsonPayload.message" in paths else None,
-                "textPayload" if "textPayload" in paths else None,
-            ]
-        ),
+        text=_first([reads.column("jsonPayload.message"), reads.column("textPayload")]),
         job=_first(
-            [
-                _label("resource.labels.job_id", paths),
-                _label("labels.ml_googleapis_com_job_id", paths),
-            ]
+            [reads.label("resource.labels.job_id"), reads.label("labels.ml_googleapis_com_job_id")]
         ),
         trial=_first(
-            [_label("labels.trial_id", paths), _label("labels.ml_googleapis_com_trial_id", paths)]
+            [reads.label("labels.trial_id"), reads.label("labels.ml_googleapis_com_trial_id")]
         ),
         task=_first(
             [
-                _label("resource.labels.task_name", paths),
-                _label("labels.task_name", paths),
-                _label("labels.ml_googleapis_com_task_name", paths),
-                _label("jsonPayload.attrs.tag", paths),
+                reads.label("resource.labels.task_name"),
+                reads.label("labels.task_name"),
+                reads.label("labels.ml_googleapis_com_task_name"),
+                reads.label("jsonPayload.attrs.tag"),
             ]
         ),
-        vm=_first([_label("labels.compute_googleapis_com_resource_id", paths)]),
-        time=f"COALESCE(timestamp, {received})" if received else "timestamp",
-        severity=_string("severity", paths),
-        insert_id=_string("insertId", paths),
+        vm=_first([reads.label("labels.compute_googleapis_com_resource_id")]),
+        time=_time(reads, "receiveTimestamp"),
+        severity=reads.string("severity"),
+        insert_id=reads.string("insertId"),
         table=table,
+        table_prefix=ref.prefix if ref.wildcard else "",
+        reads=tuple(reads.selected.items()),
     )
 
 
@@ -187,54 +217,52 @@ def _json_string(expression: str) -> str:
     return f"IF(JSON_TYPE({expression}) = 'string', JSON_VALUE({expression}), NULL)"
 
 
-def _json_label(column: str, key: str) -> str:
+def _json_label(column: str | None, key: str) -> str | None:
+    if column is None:
+        return None
     return f"NULLIF(JSON_VALUE({column}, '$.\"{key}\"'), '')"
 
 
 def log_analytics_adapter(ref: TableRef, paths: frozenset[str]) -> Adapter:
     """The Log Analytics view's columns (snake_case; payloads and labels as JSON)."""
-    has = paths.__contains__
+    reads = _Reads(paths)
+    payload = reads.column("json_payload")
+    labels = reads.column("labels")
+    resource_labels = reads.column("resource.labels")
+    resource_type = reads.column("resource.type")
     return Adapter(
         kind="bigquery-log-analytics",
         text=_first(
             [
-                _json_string("json_payload.message") if has("json_payload") else None,
-                "text_payload" if has("text_payload") else None,
+                _json_string(f"{payload}.message") if payload else None,
+                reads.column("text_payload"),
             ]
         ),
         job=_first(
             [
-                _json_label("resource.labels", "job_id") if has("resource.labels") else None,
-                _json_label("labels", "ml.googleapis.com/job_id") if has("labels") else None,
+                _json_label(resource_labels, "job_id"),
+                _json_label(labels, "ml.googleapis.com/job_id"),
             ]
         ),
         trial=_first(
-            [
-                _json_label("labels", "trial_id") if has("labels") else None,
-                _json_label("labels", "ml.googleapis.com/trial_id") if has("labels") else None,
-            ]
+            [_json_label(labels, "trial_id"), _json_label(labels, "ml.googleapis.com/trial_id")]
         ),
         task=_first(
             [
-                _json_label("resource.labels", "task_name") if has("resource.labels") else None,
-                _json_label("labels", "task_name") if has("labels") else None,
-                _json_label("labels", "ml.googleapis.com/task_name") if has("labels") else None,
-                f"NULLIF({_json_string('json_payload.attrs.tag')}, '')"
-                if has("json_payload")
-                else None,
+                _json_label(resource_labels, "task_name"),
+                _json_label(labels, "task_name"),
+                _json_label(labels, "ml.googleapis.com/task_name"),
+                f"NULLIF({_json_string(f'{payload}.attrs.tag')}, '')" if payload else None,
             ]
         ),
-        vm=_first(
-            [_json_label("labels", "compute.googleapis.com/resource_id") if has("labels") else None]
-        ),
-        time=(
-            "COALESCE(timestamp, receive_timestamp)" if has("receive_timestamp") else "timestamp"
-        ),
-        severity=_string("severity", paths),
-        insert_id=_string("insert_id", paths),
+        vm=_first([_json_label(labels, "compute.googleapis.com/resource_id")]),
+        time=_time(reads, "receive_timestamp"),
+        severity=reads.string("severity"),
+        insert_id=reads.string("insert_id"),
         table=f"'{ref.table}'",
         # _AllLogs holds every log of the bucket: only training jobs' entries are read.
-        where="resource.type IN ('ml_job', 'cloudml_job')" if has("resource.type") else None,
+        where=f"{resource_type} IN ('ml_job', 'cloudml_job')" if resource_type else None,
+        reads=tuple(reads.selected.items()),
     )
 
 

@@ -55,14 +55,18 @@ def report_command(
     if output_format not in FLEET_FORMATS:
         render_fleet(Analysis((), ()), output_format)  # raises the "did you mean" error
     analysis = analyze(paths, rules_dirs=rules_dirs, policy_path=policy_path)
-    text = render_fleet(analysis, output_format)
+    write_report(render_fleet(analysis, output_format), out)
+    return analysis
+
+
+def write_report(text: str, out: Path | None) -> None:
+    """Write ``text`` to ``out`` (stdout when None); InputError when it cannot be written."""
     if out is None:
         sys.stdout.write(text)
-        return analysis
+        return
     try:
         # newline="" keeps the csv module's line ends as they are.
         with open(out, "w", encoding="utf-8", newline="") as stream:
             stream.write(text)
     except OSError as error:
         raise InputError(f"{out}: cannot be written ({error.strerror}), check the path") from None
-    return analysis
