@@ -54,6 +54,15 @@ def sql_string(text: str) -> str:
     return "r'" + text.replace("'", r"\x27") + "'"
 
 
+def folded(column: str) -> str:
+    """SQL for :func:`~analyzer.rulebook.normalize` of an ASCII text in ``column``: each run
+    of whitespace (as Python's str.split() sees it) one space, none at either end."""
+    return (
+        f"REGEXP_REPLACE(REGEXP_REPLACE({column}, {sql_string(_WHITESPACE)}, ' '),"
+        f" {sql_string('^ | $')}, '')"
+    )
+
+
 def _regex_escape(word: str) -> str:
     return "".join(c if c.isalnum() or c == " " else "\\" + c for c in word)
 
@@ -156,8 +165,7 @@ def candidate_query(
         "  SELECT *,\n"
         f"    REGEXP_CONTAINS(text, {sql_string(_NON_ASCII)}) AS wide,\n"
         "    LOWER(text) AS lowered,\n"
-        "    REGEXP_REPLACE(REGEXP_REPLACE(text,"
-        f" {sql_string(_WHITESPACE)}, ' '), {sql_string('^ | $')}, '') AS folded\n"
+        f"    {folded('text')} AS folded\n"
         "  FROM (\n"
         f"{_indent(_entries(ref, adapter, info, jobs))}\n"
         "  )\n"

@@ -23,7 +23,7 @@ from analyzer.errors import InputError
 # Project ids hold letters, digits, '-', and maybe a domain prefix ("example.com:proj");
 # datasets and tables letters, digits and '_' (a wildcard may end in '*').
 _REFERENCE = re.compile(
-    r"`?(?P<project>[A-Za-z0-9][A-Za-z0-9.:_-]*)\.(?P<dataset>[A-Za-z0-9_]+)"
+    r"`?(?P<project>(?:[A-Za-z0-9.-]+:)?[A-Za-z0-9][A-Za-z0-9-]*)\.(?P<dataset>[A-Za-z0-9_]+)"
     r"\.(?P<table>[A-Za-z0-9_$-]+\*?)`?"
 )
 SINK_PREFIX = "ml_googleapis_com_"
