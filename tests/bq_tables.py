@@ -115,7 +115,8 @@ def sink_key(name: str) -> str:
     return re.sub(r"[^a-z0-9_]", "_", name.lower())
 
 
-def _log_table(entry: dict[str, Any]) -> str:
+def log_table(entry: dict[str, Any]) -> str:
+    """The table a sink writes the entry to, before the date suffix (named after its log)."""
     log_name = entry.get("logName") or ""
     log_id = unquote(log_name.rpartition("/logs/")[2]) if "/logs/" in log_name else ""
     if not log_id:
@@ -154,7 +155,7 @@ def sink_tables(entries: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, A
     tables: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
         day = parse_timestamp(entry["timestamp"]).astimezone(UTC).strftime("%Y%m%d")
-        tables.setdefault(f"{_log_table(entry)}_{day}", []).append(entry)
+        tables.setdefault(f"{log_table(entry)}_{day}", []).append(entry)
     return tables
 
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 pytest.importorskip("google.cloud.bigquery", reason="the bigquery extra is not installed")
 
-from analyzer.cli import app  # noqa: E402
+from analyzer.cli import app
 
 runner = CliRunner()
 TABLE_PATH = "/bigquery/v2/projects/p/datasets/d/tables/t"
