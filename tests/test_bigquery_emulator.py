@@ -220,3 +220,20 @@ def test_sql_golden(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(out)
     assert out == path.read_text()
+
+
+def test_a_fleet_frame_straight_from_bigquery(
+    emulator: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pandas.testing import assert_frame_equal
+
+    from analyzer import diagnose_frame
+    from analyzer.bigquery import bigquery_source
+
+    monkeypatch.setenv("JOBDOCTOR_BIGQUERY_ENDPOINT", emulator["url"])
+    table = f"{PROJECT}.{DATASET}.ml_googleapis_com_*"
+    frame = diagnose_frame(bigquery=table, start=WINDOW[1], end=WINDOW[3])
+    assert len(frame) >= 5
+    assert_frame_equal(frame, diagnose_frame(emulator["file"]))
+    source = bigquery_source(table, start=WINDOW[1], end=WINDOW[3])
+    assert_frame_equal(diagnose_frame(source), frame)
