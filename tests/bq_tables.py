@@ -150,12 +150,15 @@ def sink_row(entry: dict[str, Any]) -> tuple[object, ...]:
     )
 
 
-def sink_tables(entries: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The date-sharded per-log tables a sink writes the entries into."""
+def sink_tables(
+    entries: Iterable[dict[str, Any]], *, sharded: bool = True
+) -> dict[str, list[dict[str, Any]]]:
+    """The per-log tables a sink writes the entries into: date-sharded (``_YYYYMMDD``), or
+    one partitioned table per log."""
     tables: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
-        day = parse_timestamp(entry["timestamp"]).astimezone(UTC).strftime("%Y%m%d")
-        tables.setdefault(f"{log_table(entry)}_{day}", []).append(entry)
+        day = parse_timestamp(entry["timestamp"]).astimezone(UTC).strftime("_%Y%m%d")
+        tables.setdefault(log_table(entry) + (day if sharded else ""), []).append(entry)
     return tables
 
 
@@ -181,12 +184,19 @@ def log_analytics_row(entry: dict[str, Any]) -> tuple[object, ...]:
     )
 
 
-def load_duckdb(connection: Any, project: str, dataset: str, entries: list[dict[str, Any]]) -> None:
+def load_duckdb(
+    connection: Any,
+    project: str,
+    dataset: str,
+    entries: list[dict[str, Any]],
+    *,
+    sharded: bool = True,
+) -> None:
     """The entries as per-job sink tables and as ``_AllLogs`` in ``project.dataset``."""
     connection.execute(f"ATTACH IF NOT EXISTS ':memory:' AS \"{project}\"")
     connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{project}"."{dataset}"')
     where = f'"{project}"."{dataset}"'
-    for name, rows in sink_tables(entries).items():
+    for name, rows in sink_tables(entries, sharded=sharded).items():
         connection.execute(f'CREATE TABLE {where}."{name}" ({SINK_DDL})')
         connection.executemany(
             f'INSERT INTO {where}."{name}" VALUES ({", ".join("?" * 9)})',

@@ -62,9 +62,11 @@ def _file_document(entries: list[dict[str, Any]], tmp_path: Path) -> dict[str, A
     return _without_places(analysis.to_dict(), cited)
 
 
-def _table_document(entries: list[dict[str, Any]], shape: str, **options: Any) -> dict[str, Any]:
+def _table_document(
+    entries: list[dict[str, Any]], shape: str, *, sharded: bool = True, **options: Any
+) -> dict[str, Any]:
     connection = duckdb.connect()
-    load_duckdb(connection, PROJECT, DATASET, entries)
+    load_duckdb(connection, PROJECT, DATASET, entries, sharded=sharded)
     source = bigquery_source(
         f"{PROJECT}.{DATASET}.{shape}",
         start="2000-01-01T00:00:00Z",
@@ -195,3 +197,31 @@ def test_hypothesis_texts_from_templates(tmp_path: Path, inserted: list[tuple[fl
         model["insertId"] = f"h{len(entries)}"
         entries.append(model)
     assert_same(entries, tmp_path)
+
+
+def test_partitioned_per_job_tables(tmp_path: Path) -> None:
+    # One table per job (no date suffix): the window prunes partitions, not suffixes.
+    stored = stored_entries(simulate("project-wide", seed=3))
+    expected = _file_document(covered(SHAPES[0], stored), tmp_path)
+    assert _table_document(stored, SHAPES[0], sharded=False) == expected
+
+
+@pytest.mark.parametrize("dialect", ["bigquery", "duckdb"])
+def test_log_analytics_sql_golden(dialect: str) -> None:
+    import os
+
+    from analyzer.bigquery import sql_text
+
+    connection = duckdb.connect()
+    load_duckdb(connection, PROJECT, DATASET, stored_entries(simulate("success", seed=1)))
+    source = bigquery_source(
+        f"{PROJECT}.{DATASET}._AllLogs",
+        start="2024-01-01T00:00:00Z",
+        end="2024-02-01T00:00:00Z",
+        job_ids=["8501620632646057984"],
+    )
+    text = sql_text(source, dialect=dialect, engine=DuckDBEngine(connection), rules=BOOK)
+    path = Path(__file__).resolve().parent / "golden" / "sql" / f"log-analytics.{dialect}.sql"
+    if os.environ.get("JOBDOCTOR_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()

@@ -109,8 +109,11 @@ def sql_text(
     book = rules if rules is not None else RuleBook.load()
     query_plan = build_plan(source, engine or source.engine(), book)
     convert = to_duckdb if dialect == "duckdb" else (lambda sql: sql)
+    sent = query_plan.spans + query_plan.candidates
     params = "\n".join(
-        f"--   @{p.name} {p.kind} = {_shown(p.value)}" for p in query_plan.parameters
+        f"--   @{p.name} {p.kind} = {_shown(p.value)}"
+        for p in query_plan.parameters
+        if f"@{p.name}" in sent
     )
     head = (
         f"-- jobdoctor: {query_plan.adapter.kind} {source.table}, {describe_window(source)}\n"

@@ -165,8 +165,7 @@ def to_re2(pattern: str) -> tuple[str | None, str | None]:
             continue
         out.append(char if char.isascii() else f"\\x{{{ord(char):x}}}")
         index += 1
-        if char != "(" or depth != 1:
-            at_branch_start = False
+        at_branch_start = False
     return "".join(out), None
 
 

@@ -2,8 +2,6 @@
 -- parameters:
 --   @start TIMESTAMP = 2024-01-01T00:00:00Z
 --   @end TIMESTAMP = 2025-01-01T00:00:00Z
---   @first_day STRING = '20240101'
---   @last_day STRING = '20250101'
 
 -- Query B: first, last and count per job, trial, task and VM
 SELECT job, trial, task, vm, text IS NOT NULL AS has_text,
