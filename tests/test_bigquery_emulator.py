@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,8 @@ def test_report_from_the_sink(emulator: dict[str, Any], fmt: str, tmp_path: Path
     result = runner.invoke(app, ["report", str(emulator["file"]), "-f", fmt, "-o", str(theirs)])
     assert result.exit_code == 0
     assert len(ours) > 500
+    if fmt == "html":  # each job's card cites its evidence by table, insertId and time
+        assert re.search(r"ml_googleapis_com_\d+_\d{8} insertId=\S+ 2024-", ours)
     if fmt == "csv":  # one row per job, nothing about places: the same bytes
         assert ours == theirs.read_text()
 

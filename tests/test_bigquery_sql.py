@@ -216,3 +216,26 @@ def test_bad_table_references(text: str) -> None:
 def test_invisible_marks_are_non_ascii() -> None:
     # Query A returns every non-ASCII text whole: the marks Python removes are all such.
     assert all(not mark.isascii() for mark in INVISIBLE)
+
+
+def test_the_core_install_imports_none_of_the_extra() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = (
+        "import sys\n"
+        "from analyzer.cli import app\n"
+        "from typer.testing import CliRunner\n"
+        "result = CliRunner().invoke(app, ['diagnose', 'sample_logs/success.jsonl'])\n"
+        "assert result.exit_code == 0, result.output\n"
+        "import analyzer.bigquery\n"
+        "heavy = [m for m in ('google.cloud.bigquery', 'sqlglot', 'duckdb', 're2')"
+        " if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
