@@ -419,6 +419,8 @@ class Collector:
             if acc is None:
                 acc = local[span.group] = _JobAccumulator()
             acc.records += span.records
+            if span.task == SERVICE_TASK:
+                acc.service_records += span.records
             if span.first is None or span.last is None:
                 continue
             acc.first = span.first if acc.first is None else min(acc.first, span.first)

@@ -160,7 +160,7 @@ FROM (
       REGEXP_MATCHES(text, '[^\x00-\x7f]')
       OR REGEXP_MATCHES(
         LOWER(text),
-        'arguments|attempts|barrier|bus|checkpoint|clean|cleaning|cuda|cuda\_error\_out\_of\_memory|directory|distbackenderror|diststoreerror|enospc|error|exception|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|model|module|nccl|non\-zero|notfound|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|running|setting|shared|shm|space|specified|successfully|tearing|termination|traceback|waiting'
+        '429|accelerators|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|job\_id|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|state|status|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting'
       )
     )
 )
@@ -232,6 +232,19 @@ WHERE
     AND REGEXP_MATCHES(folded, 'No space left on device|ENOSPC')
   )
   OR (
+    (
+      STRPOS(lowered, 'starterror') > 0
+      OR STRPOS(lowered, 'containerd') > 0
+      OR STRPOS(lowered, 'oci') > 0
+      OR STRPOS(lowered, 'exec') > 0
+      OR STRPOS(lowered, 'executable') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      'Termination reason: ?StartError|failed to create containerd task|OCI runtime create failed|exec format error|executable file not found in \$PATH'
+    )
+  )
+  OR (
     STRPOS(lowered, 'termination') > 0
     AND REGEXP_MATCHES(
       folded,
@@ -289,6 +302,13 @@ WHERE
     AND REGEXP_MATCHES(
       folded,
       'The\s*following\s*quota\s*metrics\s*exceed\s*quota\s*limits\s*:\s*(?P<METRIC_NAME_0>(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+|/[A-Za-z0-9_-]+)*))'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'accelerators') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Quota\s*failure\s*for\s*project\s*(?P<PROJECT_ID_0>(?:[a-z][a-z0-9-]*[a-z0-9]|[0-9]+))\s*\.\s*The\s*request\s*for\s*(?P<COUNT_1>(?:[0-9]+))\s*(?P<ACCELERATOR_NAME_2>(?:[A-Z][A-Z0-9_]*))\s*accelerators\s*exceeds\s*the\s*allowed\s*maximum\s*of'
     )
   )
   OR (
@@ -414,6 +434,21 @@ WHERE
     )
   )
   OR (
+    STRPOS(lowered, 'updating') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\A\s*(?:Updating\s*master\s*address\s*to\s*local\s*address\s*(?P<HOST_NAME_0>(?:[A-Za-z0-9][A-Za-z0-9.-]*)))\s*\z'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'run_module') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Running\s*run_module\s*\.\s*py)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'running') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Running\s*command\s*:\s*(?P<COMMAND_LINE_0>(?:\S.*)))\s*\z')
+  )
+  OR (
     STRPOS(lowered, 'reason') > 0
     AND REGEXP_MATCHES(
       folded,
@@ -427,4 +462,52 @@ WHERE
   OR (
     STRPOS(lowered, 'clean') > 0
     AND REGEXP_MATCHES(folded, '\A\s*(?:Clean\s*up\s*finished(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    (
+      STRPOS(lowered, 'jobstate') > 0
+      OR STRPOS(lowered, 'status') > 0
+      OR STRPOS(lowered, 'state') > 0
+      OR STRPOS(lowered, 'succeeded') > 0
+      OR STRPOS(lowered, 'failed') > 0
+      OR STRPOS(lowered, 'cancelled') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      '(?:\bJobState\.|\bstatus |^state: ?|\bcurrent state: ?)JOB_STATE_(?P<state>[A-Z_]+)\b|^state: ?(?P<state>SUCCEEDED|FAILED|CANCELLED)$|^\$ state ?: chr "(?P<state>SUCCEEDED|FAILED|CANCELLED)"$|^Job: \S+ \((?P<state>SUCCEEDED|FAILED|CANCELLED)\)$'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'failed') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'resource_exhausted') > 0
+      OR STRPOS(lowered, 'invalid_argument') > 0
+      OR STRPOS(lowered, 'resourceexhausted') > 0
+      OR STRPOS(lowered, '429') > 0
+      OR STRPOS(lowered, 'creating') > 0
+      OR STRPOS(lowered, 'quota') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|"code": ?429\b|\b429 (?:Quota exceeded|Too Many Requests)\b|\bError creating the job\b|\bQuota failure for project\b'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'ml_job') > 0
+      OR STRPOS(lowered, 'customjobs') > 0
+      OR STRPOS(lowered, 'submitted') > 0
+      OR STRPOS(lowered, 'jobid') > 0
+      OR STRPOS(lowered, 'job_id') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)'
+    )
   );
