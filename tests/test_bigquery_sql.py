@@ -239,3 +239,36 @@ def test_the_core_install_imports_none_of_the_extra() -> None:
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_template_without_a_literal_word_sees_every_text(tmp_path: Any) -> None:
+    from analyzer.bigquery import DuckDBEngine, bigquery_source
+    from analyzer.bigquery.run import build_plan
+    from analyzer.simulate import simulate
+    from tests.bq_tables import load_duckdb, stored_entries
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    # Every word of this pattern is inside a group: the prefilter has no literal for it.
+    (rules / "mine.yaml").write_text(
+        "- id: mine.step-lost\n"
+        "  category: internal_error\n"
+        "  pattern: '(?:ste|sta)p \\d+ (?:lost|dropped)'\n"
+        "  examples:\n"
+        "    match:\n"
+        "      - text: 'step 12 lost'\n"
+        "        fields: {}\n"
+    )
+    book = RuleBook.load([rules])
+    assert next(t for t in compile_rules(book.rules) if t.rule == "mine.step-lost").literal is None
+    entries = stored_entries(simulate("success", seed=2))
+    entries[len(entries) // 2]["textPayload"] = "step 12 lost"
+    entries[len(entries) // 2].pop("jsonPayload", None)
+    connection = duckdb.connect()
+    load_duckdb(connection, "p", "d", entries)
+    source = bigquery_source("p.d.ml_googleapis_com_*", start="2000-01-01T00:00:00Z")
+    engine = DuckDBEngine(connection)
+    plan = build_plan(source, engine, book)
+    texts = [row["text"] for row in engine.rows(plan.candidates, plan.parameters, None)]
+    assert "step 12 lost" in texts
+    assert book.match("step 12 lost")[0].rule == "mine.step-lost"

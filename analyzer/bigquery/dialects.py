@@ -13,6 +13,8 @@ A comparison of ``JSON_TYPE`` with any other type name is refused rather than gu
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from analyzer.bigquery.re2rules import INSTALL_HINT
 from analyzer.errors import SourceError
 
@@ -20,6 +22,7 @@ DIALECTS = ("bigquery", "duckdb")
 _JSON_TYPES = {"string": "VARCHAR"}
 
 
+@lru_cache(maxsize=64)  # a pure function of a long text: the same queries come back often
 def to_duckdb(sql: str) -> str:
     """``sql`` (BigQuery) as DuckDB SQL. Raises SourceError when sqlglot is missing."""
     try:

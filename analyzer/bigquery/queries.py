@@ -148,8 +148,8 @@ def candidate_query(
 ) -> str:
     """Query A: the entries the rule book may match (see the module docstring)."""
     words, tests = _verdicts(templates)
-    if "TRUE" in tests:
-        selected = "TRUE"  # a template with no word and no RE2 form: every entry
+    if any(t.literal is None for t in templates):
+        selected = "TRUE"  # a template with no literal word is tried on every text
     elif words:
         alternatives = "|".join(_regex_escape(word) for word in sorted(words))
         selected = (
