@@ -20,6 +20,7 @@ import typer
 from analyzer.errors import InputError, JobDoctorError, PolicyError, RuleError, SourceError
 
 if TYPE_CHECKING:
+    from analyzer.bigquery import BigQuerySource
     from analyzer.jobspec import JobSpec
     from analyzer.policy import RetryPolicy
 
@@ -231,7 +232,7 @@ def _bigquery_source(
     job_ids: list[str] | None,
     billing_project: str | None,
     max_bytes: str,
-) -> object:
+) -> BigQuerySource:
     from analyzer.bigquery import bigquery_source
 
     return bigquery_source(
@@ -356,16 +357,22 @@ def diagnose(
         analysis: Analysis
         said = 0
         if bigquery is not None:
-            from analyzer.bigquery import BigQuerySource, analyze_bigquery
+            from analyzer.bigquery import analyze_bigquery
+            from analyzer.bigquery import describe_window as table_window
 
             wanted = [*(job_ids or []), *([job] if job else [])]
             source = _bigquery_source(
                 bigquery, since, start, end, wanted, billing_project, max_bytes
             )
-            assert isinstance(source, BigQuerySource)
-            _say(f"window: {source.window} over {source.table}")
+            _say(table_window(source))
             found = analyze_bigquery(
-                source, rules=book, policy=active_policy, lang=lang.value, say=_say, dry_run=dry_run
+                source,
+                rules=book,
+                policy=active_policy,
+                job_spec=_load_job_spec(job_spec),
+                lang=lang.value,
+                say=_say,
+                dry_run=dry_run,
             )
             if found is None:
                 return
@@ -550,11 +557,10 @@ def sql(
     with _reported_errors():
         if bigquery is None:
             raise InputError("sql prints the queries for a table: give --bigquery P.D.TABLE")
-        from analyzer.bigquery import BigQuerySource, sql_text
+        from analyzer.bigquery import sql_text
         from analyzer.rulebook import RuleBook
 
         source = _bigquery_source(bigquery, since, start, end, job_ids, billing_project, "100GB")
-        assert isinstance(source, BigQuerySource)
         book = RuleBook.load(_rules_dirs(rules))
         sys.stdout.write(sql_text(source, dialect=dialect.value, rules=book))
 

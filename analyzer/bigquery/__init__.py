@@ -32,6 +32,7 @@ from analyzer.rulebook import RuleBook
 
 if TYPE_CHECKING:
     from analyzer.api import Analysis
+    from analyzer.jobspec import JobSpec
     from analyzer.policy import RetryPolicy
 
 
@@ -72,6 +73,7 @@ def analyze_bigquery(
     engine: Engine | None = None,
     rules: RuleBook | None = None,
     policy: RetryPolicy | None = None,
+    job_spec: JobSpec | None = None,
     lang: str = "en",
     say: Callable[[str], None] = lambda line: None,
     dry_run: bool = False,
@@ -79,7 +81,8 @@ def analyze_bigquery(
     """Diagnose every job of ``source`` (None for ``dry_run``, after ``say`` got the estimate).
 
     ``engine`` defaults to BigQuery itself (a :class:`DuckDBEngine` runs the same queries on
-    DuckDB tables). The window is the analysis' first notice.
+    DuckDB tables); ``job_spec`` and ``lang`` as for files. The window is the analysis' first
+    notice.
     """
     from analyzer.api import Analysis, diagnose_collected
 
@@ -87,7 +90,7 @@ def analyze_bigquery(
     collector = collect_table(source, engine or source.engine(), book, say=say, dry_run=dry_run)
     if collector is None:
         return None
-    found = diagnose_collected(collector, book, policy=policy, lang=lang)
+    found = diagnose_collected(collector, book, policy=policy, job_spec=job_spec, lang=lang)
     return Analysis(found.inputs, found.diagnoses, (describe_window(source), *found.notices))
 
 
@@ -147,5 +150,6 @@ __all__ = [
     "TableRef",
     "analyze_bigquery",
     "bigquery_source",
+    "describe_window",
     "sql_text",
 ]

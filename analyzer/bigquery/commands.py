@@ -6,13 +6,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from analyzer.bigquery import analyze_bigquery
-from analyzer.bigquery.run import BigQuerySource
+from analyzer.bigquery.run import BigQuerySource, describe_window
 from analyzer.errors import InputError
 from analyzer.rulebook import RuleBook
 
 
 def bigquery_report(
-    source: object,
+    source: BigQuerySource,
     output_format: str,
     out: Path | None,
     rules_dirs: Sequence[Path],
@@ -26,13 +26,11 @@ def bigquery_report(
     from analyzer.policy import load_policy
     from analyzer.report.cli_report import FLEET_FORMATS, render_fleet, write_report
 
-    if not isinstance(source, BigQuerySource):
-        raise TypeError("a BigQuerySource")
     if output_format not in FLEET_FORMATS:
         raise InputError(f"unknown report format {output_format!r}")
     book = RuleBook.load(tuple(rules_dirs))
     policy = load_policy(policy_path)
-    say(f"window: {source.window} over {source.table}")
+    say(describe_window(source))
     analysis = analyze_bigquery(source, rules=book, policy=policy, say=say, dry_run=dry_run)
     if analysis is None:
         return
