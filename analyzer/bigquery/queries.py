@@ -1,12 +1,17 @@
 """The two queries jobdoctor runs on a table, written once in BigQuery's SQL.
 
-Query A (*candidates*) returns the entries Python must see: an exact superset of what the
-rule book's literal prefilter selects. A text is returned when it holds a non-ASCII character
-(Python folds those first, which SQL cannot reproduce), or when, lower-cased, it holds a
-rule's literal word and that rule's RE2 pattern matches it, whitespace folded as
-:func:`~analyzer.rulebook.normalize` folds it; a Python-only template returns every text with
-its word. Query B (*spans*) returns, per job, trial, task and VM, the first and last time and
-the number of ALL entries with a message (the spans and record counts the timeline needs).
+Query A (*candidates*) returns the entries Python must see: what the rule book's literal
+prefilter selects, less the ASCII texts no rule's RE2 form matches. A text is returned
+
+* when it holds a character outside ASCII and the prefilter's inert ranges (Python folds it
+  per character, which SQL cannot reproduce);
+* when it is ASCII, or ASCII and inert characters only (their probe is their lower case, as
+  ``tests/test_prefilter_inert.py`` checks), and lower-cased holds a rule's literal word;
+* and, if ASCII, when that template's RE2 pattern also matches it, whitespace folded as
+  :func:`~analyzer.rulebook.normalize` folds it (a Python-only template: its word suffices).
+
+Query B (*spans*) returns, per job, trial, task and VM, the first and last time and the number
+of ALL entries with a message (the spans and record counts the timeline needs).
 
 The window bounds every query (``@start`` <= timestamp < ``@end``, and the date suffixes of
 a sharded wildcard), and only the columns the logical columns need are read.
@@ -20,10 +25,20 @@ from datetime import datetime
 
 from analyzer.bigquery.re2rules import Re2Template
 from analyzer.bigquery.tables import SINK_PREFIX, Adapter, TableInfo, TableRef
+from analyzer.rulebook.prefilter import INERT_RANGES
 
 # Python's str.split() whitespace in ASCII: \t \n \v \f \r, the four separators, space.
 _WHITESPACE = r"[\t-\r\x1c-\x1f ]+"
 _NON_ASCII = r"[^\x00-\x7f]"
+# A character outside ASCII and the prefilter's inert ranges (characters NFKC leaves alone,
+# no invisible mark, their own lower case: Hebrew, kana, CJK, box drawing, ...). A text
+# without one has the prefilter probe LOWER(text) exactly, so its literal test is exact in
+# SQL too; a text with one is returned whole (SQL cannot fold it as Python does).
+_NOT_INERT = (
+    "[^\\x00-\\x7f"
+    + "".join(f"\\x{{{first:x}}}-\\x{{{last:x}}}" for first, last in INERT_RANGES)
+    + "]"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +79,9 @@ def folded(column: str) -> str:
 
 
 def _regex_escape(word: str) -> str:
-    return "".join(c if c.isalnum() or c == " " else "\\" + c for c in word)
+    return "".join(
+        (c if c.isalnum() else "\\" + c) if c.isascii() else f"\\x{{{ord(c):x}}}" for c in word
+    )
 
 
 def _filters(ref: TableRef, info: TableInfo) -> list[str]:
@@ -119,10 +136,10 @@ def _verdicts(templates: Sequence[Re2Template]) -> tuple[list[str], list[str]]:
     words: dict[str, None] = {}
     grouped: dict[tuple[str, str | None, str], list[str | None]] = {}
     for template in templates:
-        if not template.ascii_literal:
-            continue  # its word is not ASCII: only a non-ASCII text can hold it
         if template.literal is not None:
             words.setdefault(template.literal)
+        if not template.ascii_literal:
+            continue  # its word is not ASCII: no RE2 verdict, only non-ASCII texts hold it
         key = (template.rule, template.source, f"{template.location}")
         grouped.setdefault(key, []).append(template.literal)
     tests: dict[str, None] = {}
@@ -153,11 +170,11 @@ def candidate_query(
     elif words:
         alternatives = "|".join(_regex_escape(word) for word in sorted(words))
         selected = (
-            f"REGEXP_CONTAINS(text, {sql_string(_NON_ASCII)})"
+            f"REGEXP_CONTAINS(text, {sql_string(_NOT_INERT)})"
             f"\n      OR REGEXP_CONTAINS(LOWER(text), {sql_string(alternatives)})"
         )
     else:
-        selected = f"REGEXP_CONTAINS(text, {sql_string(_NON_ASCII)})"
+        selected = f"REGEXP_CONTAINS(text, {sql_string(_NOT_INERT)})"
     verdict = "\n    OR ".join(tests) if tests else "FALSE"
     return (
         "SELECT tbl, insert_id, time, severity, job, trial, task, vm, text\n"
