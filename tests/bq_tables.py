@@ -271,3 +271,45 @@ def load_emulator(
             assert not errors, errors
         names.append(name)
     return names
+
+
+def load_emulator_log_analytics(
+    client: Any, project: str, dataset: str, entries: list[dict[str, Any]]
+) -> None:
+    """The entries as a Log Analytics ``_AllLogs`` table (JSON columns) in the emulator."""
+    from google.cloud import bigquery
+    from google.cloud.bigquery import SchemaField as Field
+
+    strings = [Field(name, "STRING") for name in ("log_name", "severity", "insert_id")]
+    schema = [
+        Field("timestamp", "TIMESTAMP"),
+        Field("receive_timestamp", "TIMESTAMP"),
+        *strings,
+        Field("resource", "RECORD", fields=[Field("type", "STRING"), Field("labels", "JSON")]),
+        Field("labels", "JSON"),
+        Field("json_payload", "JSON"),
+        Field("text_payload", "STRING"),
+    ]
+    client.create_dataset(f"{project}.{dataset}", exists_ok=True)
+    table = client.create_table(bigquery.Table(f"{project}.{dataset}._AllLogs", schema=schema))
+    rows = []
+    for entry in entries:
+        _, _, log_name, severity, insert_id, resource, labels, payload, text = log_analytics_row(
+            entry
+        )
+        rows.append(
+            {
+                "timestamp": entry["timestamp"],
+                "receive_timestamp": entry.get("receiveTimestamp"),
+                "log_name": log_name,
+                "severity": severity,
+                "insert_id": insert_id,
+                "resource": resource,
+                "labels": labels,
+                "json_payload": payload,
+                "text_payload": text,
+            }
+        )
+    for start in range(0, len(rows), 500):
+        errors = client.insert_rows_json(table, rows[start : start + 500])
+        assert not errors, errors

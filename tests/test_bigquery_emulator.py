@@ -27,7 +27,7 @@ pytest.importorskip("google.cloud.bigquery", reason="the bigquery extra is not i
 
 from analyzer.cli import app
 from analyzer.simulate import fleet, simulate
-from tests.bq_tables import load_emulator, stored_entries
+from tests.bq_tables import load_emulator, load_emulator_log_analytics, stored_entries
 from tests.bqemulator_server import running_emulator
 from tests.test_bigquery_duckdb import _without_places
 
@@ -58,6 +58,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
             client_options=ClientOptions(api_endpoint=url),
         )
         tables = load_emulator(client, PROJECT, DATASET, entries)
+        load_emulator_log_analytics(client, PROJECT, "link", entries)
         path = tmp_path_factory.mktemp("sink") / "entries.jsonl"
         path.write_bytes(b"".join(orjson.dumps(entry) + b"\n" for entry in entries))
         yield {"url": url, "entries": entries, "tables": tables, "file": path}
@@ -116,6 +117,21 @@ def test_diagnose_equals_the_file(emulator: dict[str, Any]) -> None:
     assert document["inputs"][0]["format"] == "bigquery-sink"
     assert len(document["jobs"]) >= 5
     assert _table_json(out) == _file_json(emulator)
+
+
+def test_log_analytics_view_equals_the_file(emulator: dict[str, Any]) -> None:
+    table = f"{PROJECT}.link._AllLogs"
+    code, out, err = run(emulator, "diagnose", "--bigquery", table, *WINDOW, "--format", "json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["inputs"][0]["format"] == "bigquery-log-analytics"
+
+    def cited(item: dict[str, Any]) -> tuple[object, ...]:
+        assert item["table"] == "_AllLogs"
+        return (item["insert_id"], item["timestamp"])
+
+    # Every entry of the corpus is an ml_job entry: the view holds all of them for jobdoctor.
+    assert _without_places(document, cited) == _file_json(emulator)
 
 
 def test_only_the_jobs_asked_for(emulator: dict[str, Any]) -> None:

@@ -15,9 +15,9 @@ FROM (
     c_severity AS severity,
     COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."job_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"'), '')) AS job,
     COALESCE(NULLIF(JSON_VALUE(c_labels, '$."trial_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/trial_id"'), '')) AS trial,
-    COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/task_name"'), ''), NULLIF(IF(JSON_TYPE(c_json_payload.attrs.tag) = 'string', JSON_VALUE(c_json_payload.attrs.tag), NULL), '')) AS task,
+    COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/task_name"'), ''), NULLIF(IF(LOWER(JSON_TYPE(c_json_payload.attrs.tag)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.attrs.tag), NULL), '')) AS task,
     NULLIF(JSON_VALUE(c_labels, '$."compute.googleapis.com/resource_id"'), '') AS vm,
-    COALESCE(IF(JSON_TYPE(c_json_payload.message) = 'string', JSON_VALUE(c_json_payload.message), NULL), c_text_payload) AS text
+    COALESCE(IF(LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.message), NULL), c_text_payload) AS text
   FROM (
     SELECT
       json_payload AS c_json_payload,
@@ -55,9 +55,9 @@ FROM (
       c_severity AS severity,
       COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."job_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"'), '')) AS job,
       COALESCE(NULLIF(JSON_VALUE(c_labels, '$."trial_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/trial_id"'), '')) AS trial,
-      COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/task_name"'), ''), NULLIF(IF(JSON_TYPE(c_json_payload.attrs.tag) = 'string', JSON_VALUE(c_json_payload.attrs.tag), NULL), '')) AS task,
+      COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/task_name"'), ''), NULLIF(IF(LOWER(JSON_TYPE(c_json_payload.attrs.tag)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.attrs.tag), NULL), '')) AS task,
       NULLIF(JSON_VALUE(c_labels, '$."compute.googleapis.com/resource_id"'), '') AS vm,
-      COALESCE(IF(JSON_TYPE(c_json_payload.message) = 'string', JSON_VALUE(c_json_payload.message), NULL), c_text_payload) AS text
+      COALESCE(IF(LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.message), NULL), c_text_payload) AS text
     FROM (
       SELECT
         json_payload AS c_json_payload,

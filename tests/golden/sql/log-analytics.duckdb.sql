@@ -34,7 +34,7 @@ FROM (
       NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/task_name"') ->> '$', ''),
       NULLIF(
         CASE
-          WHEN JSON_TYPE(c_json_payload.attrs.tag) = 'VARCHAR'
+          WHEN LOWER(JSON_TYPE(c_json_payload.attrs.tag)) IN ('string', 'varchar')
           THEN JSON_VALUE(c_json_payload.attrs.tag, '$') ->> '$'
           ELSE NULL
         END,
@@ -44,7 +44,7 @@ FROM (
     NULLIF(JSON_VALUE(c_labels, '$."compute.googleapis.com/resource_id"') ->> '$', '') AS vm,
     COALESCE(
       CASE
-        WHEN JSON_TYPE(c_json_payload.message) = 'VARCHAR'
+        WHEN LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar')
         THEN JSON_VALUE(c_json_payload.message, '$') ->> '$'
         ELSE NULL
       END,
@@ -116,7 +116,7 @@ FROM (
         NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/task_name"') ->> '$', ''),
         NULLIF(
           CASE
-            WHEN JSON_TYPE(c_json_payload.attrs.tag) = 'VARCHAR'
+            WHEN LOWER(JSON_TYPE(c_json_payload.attrs.tag)) IN ('string', 'varchar')
             THEN JSON_VALUE(c_json_payload.attrs.tag, '$') ->> '$'
             ELSE NULL
           END,
@@ -126,7 +126,7 @@ FROM (
       NULLIF(JSON_VALUE(c_labels, '$."compute.googleapis.com/resource_id"') ->> '$', '') AS vm,
       COALESCE(
         CASE
-          WHEN JSON_TYPE(c_json_payload.message) = 'VARCHAR'
+          WHEN LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar')
           THEN JSON_VALUE(c_json_payload.message, '$') ->> '$'
           ELSE NULL
         END,
