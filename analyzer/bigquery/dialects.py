@@ -4,7 +4,9 @@ sqlglot transpiles the regex functions, ``UNNEST``, aggregates and named paramet
 faithfully. What it passes through unchanged, and DuckDB answers differently, is fixed here
 on the parsed tree, and each fix is covered by a test that runs the result:
 
-* ``JSON_TYPE(x) = 'string'``: DuckDB's ``json_type`` names a string ``VARCHAR``;
+* ``JSON_TYPE(x) = 'string'``: DuckDB's ``json_type`` names a string ``VARCHAR``. The
+  queries themselves accept both names (the BigQuery emulator runs their text on DuckDB
+  without this module); a comparison written with ``=`` is rewritten here;
 * ``JSON_VALUE`` of a JSON value is emitted by sqlglot as ``->> '$'`` (DuckDB's own
   ``json_value`` would return quoted JSON): left as sqlglot writes it, tested.
 

@@ -135,7 +135,7 @@ class BigQueryEngine:
                     f"no table in {ref.dataset_id} matches {ref.table}: check the dataset,"
                     " and that the sink has written to it"
                 )
-            newest = max(listed, key=lambda item: (item.created or datetime.min, item.table_id))
+            newest = max(listed, key=_created)
             table = client.get_table(newest.reference)
         except InputError:
             raise
@@ -182,6 +182,12 @@ class BigQueryEngine:
                 yield dict(row.items())
         except Exception as exc:
             raise self._error(exc) from None
+
+
+def _created(item: Any) -> tuple[float, str]:
+    """The order of a wildcard's tables by age (BigQuery takes the newest one's schema)."""
+    created = getattr(item, "created", None)
+    return (created.timestamp() if isinstance(created, datetime) else 0.0, item.table_id)
 
 
 def _by_ingestion(table: Any) -> bool:
