@@ -65,6 +65,7 @@ class FleetFormat(StrEnum):
     html = "html"
     markdown = "markdown"
     csv = "csv"
+    json = "json"
 
 
 class SqlDialect(StrEnum):

@@ -170,7 +170,7 @@ def test_dry_run_stops_after_the_estimate(emulator: dict[str, Any]) -> None:
     assert "window: " in err and "dry run: the 2 queries will scan 0 B" in err
 
 
-@pytest.mark.parametrize("fmt", ["html", "markdown", "csv"])
+@pytest.mark.parametrize("fmt", ["html", "markdown", "csv", "json"])
 def test_report_from_the_sink(emulator: dict[str, Any], fmt: str, tmp_path: Path) -> None:
     table = f"{PROJECT}.{DATASET}.ml_googleapis_com_*"
     out_file = tmp_path / f"report.{fmt}"
@@ -187,6 +187,8 @@ def test_report_from_the_sink(emulator: dict[str, Any], fmt: str, tmp_path: Path
         assert re.search(r"ml_googleapis_com_\d+_\d{8} insertId=\S+ 2024-", ours)
     if fmt == "csv":  # one row per job, nothing about places: the same bytes
         assert ours == theirs.read_text()
+    if fmt == "json":
+        assert _table_json(ours) == _file_json(emulator)
 
 
 def test_missing_table_is_one_line(emulator: dict[str, Any]) -> None:

@@ -16,14 +16,19 @@ from analyzer.errors import InputError
 from analyzer.report.fleet import render_csv, render_markdown_fleet, summarize_analysis
 from analyzer.report.html import render_html
 
-FLEET_FORMATS = ("html", "markdown", "csv")
+FLEET_FORMATS = ("html", "markdown", "csv", "json")
 
 
 def render_fleet(analysis: Analysis, output_format: str) -> str:
-    """The fleet report of ``analysis`` in ``output_format`` (``html``, ``markdown``, ``csv``).
+    """The fleet report of ``analysis`` in ``output_format`` (``html``, ``markdown``, ``csv``,
+    or ``json``: the ``jobdoctor.diagnosis/1`` document of every job).
 
     Raises :class:`~analyzer.errors.InputError` for an unknown format.
     """
+    if output_format == "json":
+        from analyzer.report.json import render_json
+
+        return render_json(analysis)
     summary = summarize_analysis(analysis)
     if output_format == "html":
         return render_html(summary)
