@@ -228,3 +228,17 @@ def test_bad_options_are_one_line(value: str, message: str) -> None:
 def test_bad_table_reference() -> None:
     code, _, err = run("diagnose", "--bigquery", "just-a-table", "--since", "7d")
     assert code == 2 and "give PROJECT.DATASET.TABLE" in _one_line(err)
+
+
+def test_an_endpoint_that_is_down_is_one_error() -> None:
+    import socket
+
+    from analyzer.bigquery import BigQueryEngine, TableRef
+    from analyzer.errors import SourceError
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    engine = BigQueryEngine("p", f"http://127.0.0.1:{port}", retry_seconds=0.5)
+    with pytest.raises(SourceError, match=f"cannot reach BigQuery at http://127.0.0.1:{port}"):
+        engine.describe(TableRef.parse("p.d.t"))

@@ -71,11 +71,17 @@ class BigQueryEngine:
 
     name = "bigquery"
 
-    def __init__(self, billing_project: str, endpoint: str | None = None) -> None:
+    def __init__(
+        self, billing_project: str, endpoint: str | None = None, retry_seconds: float = 60.0
+    ) -> None:
         self.billing_project = billing_project
+        # The client retries a lost connection and rate limits for 10 minutes by default:
+        # an endpoint that is down (an emulator not started) should say so sooner.
+        self.retry_seconds = retry_seconds
         chosen = endpoint or os.environ.get(ENDPOINT_ENV) or None
         self.endpoint = chosen.rstrip("/") if chosen else None
         self._client: Any = None
+        self._retry: Any = None
         self._table = ""
 
     def _connect(self) -> Any:
@@ -111,6 +117,7 @@ class BigQueryEngine:
             self._client = bigquery.Client(**kwargs)
         except Exception as exc:
             raise self._error(exc) from None
+        self._retry = bigquery.DEFAULT_RETRY.with_deadline(self.retry_seconds)
         return self._client
 
     def _error(self, exc: Exception) -> Exception:
@@ -123,11 +130,11 @@ class BigQueryEngine:
         self._table = str(ref)
         try:
             if not ref.wildcard:
-                table = client.get_table(str(ref))
+                table = client.get_table(str(ref), retry=self._retry)
                 return TableInfo(frozenset(_paths(table.schema)), False, _by_ingestion(table))
             listed = [
                 item
-                for item in client.list_tables(ref.dataset_id, page_size=1000)
+                for item in client.list_tables(ref.dataset_id, page_size=1000, retry=self._retry)
                 if item.table_id.startswith(ref.prefix)
             ]
             if not listed:
@@ -136,7 +143,7 @@ class BigQueryEngine:
                     " and that the sink has written to it"
                 )
             newest = max(listed, key=_created)
-            table = client.get_table(newest.reference)
+            table = client.get_table(newest.reference, retry=self._retry)
         except InputError:
             raise
         except Exception as exc:
@@ -164,7 +171,7 @@ class BigQueryEngine:
         client = self._connect()
         config = self._config(_used(sql, parameters), dry_run=True, use_query_cache=False)
         try:
-            job = client.query(sql, job_config=config)
+            job = client.query(sql, job_config=config, retry=self._retry)
         except Exception as exc:
             raise self._error(exc) from None
         return int(job.total_bytes_processed or 0)
@@ -177,7 +184,8 @@ class BigQueryEngine:
         client = self._connect()
         config = self._config(_used(sql, parameters), maximum_bytes_billed=max_bytes)
         try:
-            result = client.query(sql, job_config=config).result(page_size=_PAGE_ROWS)
+            job = client.query(sql, job_config=config, retry=self._retry)
+            result = job.result(page_size=_PAGE_ROWS, retry=self._retry)
             for row in result:
                 yield dict(row.items())
         except Exception as exc:

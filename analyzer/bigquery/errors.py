@@ -46,6 +46,8 @@ def translate(
         from google.auth import exceptions as auth
     except ImportError:
         return None
+    if isinstance(exc, api.RetryError) and isinstance(exc.cause, BaseException):
+        exc = exc.cause  # the retries ran out: what the last try met
     why = _reasons(exc)
     if isinstance(exc, auth.DefaultCredentialsError):
         return SourceError(
