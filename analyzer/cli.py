@@ -25,6 +25,7 @@ from analyzer.errors import InputError, JobDoctorError, PolicyError, RuleError, 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from analyzer.bigquery import BigQuerySource
     from analyzer.gcloud import JobName
     from analyzer.jobspec import JobSpec
     from analyzer.live.window import Window
@@ -77,6 +78,11 @@ class FleetFormat(StrEnum):
     markdown = "markdown"
     csv = "csv"
     json = "json"
+
+
+class SqlDialect(StrEnum):
+    bigquery = "bigquery"
+    duckdb = "duckdb"
 
 
 class FailOn(StrEnum):
@@ -459,6 +465,60 @@ def _file_window(since: str | None, start: str | None, end: str | None) -> Windo
     return parse_window(since, start, end)
 
 
+BigQueryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bigquery",
+        help="Read a BigQuery table, P.D.TABLE: a sink table, the per-job tables "
+        "(ml_googleapis_com_*) or a Log Analytics view (_AllLogs); needs --since or --start.",
+        show_default=False,
+    ),
+]
+BillingOpt = Annotated[
+    str | None,
+    typer.Option("--billing-project", help="BigQuery: bill the queries to this project."),
+]
+MaxBytesOpt = Annotated[
+    str, typer.Option("--max-bytes", help="BigQuery: refuse to scan more (e.g. 100GB, 1TB).")
+]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="BigQuery: print the bytes and price, run nothing.")
+]
+JobIdsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--job-id",
+        help="The job to read live: its id, or projects/P/locations/L/customJobs/ID as gcloud "
+        "prints it (which also gives the project and region); with --bigquery, only these "
+        "jobs (repeatable).",
+        rich_help_panel=LIVE_PANEL,
+    ),
+]
+
+
+def _bigquery_source(
+    table: str,
+    since: str | None,
+    start: str | None,
+    end: str | None,
+    job_ids: list[str] | None,
+    billing_project: str | None,
+    max_bytes: str,
+) -> BigQuerySource:
+    from analyzer.bigquery import bigquery_source
+
+    # Ids as gcloud prints them (projects/P/locations/L/customJobs/ID) name their job.
+    return bigquery_source(
+        table,
+        since=since,
+        start=start,
+        end=end,
+        job_ids=[_parse_job_name(j).job_id for j in job_ids or ()],
+        billing_project=billing_project,
+        max_bytes=max_bytes,
+    )
+
+
 def _load_policy(path: Path | None) -> RetryPolicy:
     from analyzer.policy import load_policy
 
@@ -526,7 +586,7 @@ def diagnose(
     rules: RulesOpt = None,
     policy: PolicyOpt = None,
     project: ProjectOpt = None,
-    job_id: JobIdOpt = None,
+    job_ids: JobIdsOpt = None,
     region: RegionOpt = None,
     since: SinceOpt = None,
     start: StartOpt = None,
@@ -541,6 +601,10 @@ def diagnose(
             rich_help_panel=LIVE_PANEL,
         ),
     ] = True,
+    bigquery: BigQueryOpt = None,
+    billing_project: BillingOpt = None,
+    max_bytes: MaxBytesOpt = "100GB",
+    dry_run: DryRunOpt = False,
     follow: Annotated[
         bool,
         typer.Option(
@@ -565,21 +629,30 @@ def diagnose(
 ) -> None:
     """Diagnose every job in the logs: state, retries, root cause, evidence, advice.
 
-    Reads files, or live from Cloud Logging with --job-id (and --project, default gcloud's).
-    --since/--start/--end keep the jobs active in that window, for files too.
+    Reads files, live from Cloud Logging with --job-id (and --project, default gcloud's), or a
+    BigQuery table with --bigquery (a dry run first: bytes and price, then bounded by
+    --max-bytes). --since/--start/--end keep the jobs active in that window, for files too.
     """
     # Only what reading needs: the rest loads while worker processes scan (analyzer.api).
     from analyzer.api import Analysis, analyze_sources
     from analyzer.rulebook import RuleBook
 
+    job_id = job_ids[-1] if job_ids else None
     with _reported_errors():
-        if paths and job_id is not None:
+        if bigquery is not None and (paths or project is not None or follow):
+            raise InputError("give log files, --project or --bigquery, one of them")
+        wants_live = bigquery is None and (project is not None or bool(job_ids))
+        if wants_live and job_ids and len(job_ids) > 1:
+            raise InputError("live reading takes one --job-id")
+        if paths and job_ids and bigquery is None:
             raise InputError("give log files or --job-id (live), not both")
         if paths and project is not None:
             raise InputError("--project reads live logs: give --job-id instead of log files")
-        live = _live_target(project, job_id, region) if (project or job_id) else None
-        if live is None and not paths:
-            raise InputError("no input: give log files, - for stdin, or --project and --job-id")
+        live = _live_target(project, job_id, region) if wants_live else None
+        if live is None and not paths and bigquery is None:
+            raise InputError(
+                "no input: give log files, - for stdin, --project and --job-id, or --bigquery"
+            )
         if follow and live is None:
             raise InputError("--follow reads live logs: give --project and --job-id")
         if follow and end is not None:
@@ -602,7 +675,30 @@ def diagnose(
             return
         analysis: Analysis
         spec = _load_job_spec(job_spec)
-        if live is not None:
+        said = 0
+        if bigquery is not None:
+            from analyzer.bigquery import analyze_bigquery
+            from analyzer.bigquery import describe_window as table_window
+
+            wanted = [*(job_ids or []), *([job] if job else [])]
+            source = _bigquery_source(
+                bigquery, since, start, end, wanted, billing_project, max_bytes
+            )
+            _say(table_window(source))
+            found = analyze_bigquery(
+                source,
+                rules=book,
+                policy=active_policy,
+                job_spec=spec,
+                lang=lang.value,
+                say=_say,
+                dry_run=dry_run,
+            )
+            if found is None:
+                return
+            # The window (the first notice) was said before the queries ran.
+            analysis, said = found, 1
+        elif live is not None:
             from analyzer.live import LiveQuery, LiveSource, describe_window
 
             query = _live_query(live.project, live.job_id, since, start, end, api_endpoint)
@@ -637,7 +733,7 @@ def diagnose(
                     window=window,
                     unread=unread,
                 )
-        for notice in analysis.notices:
+        for notice in analysis.notices[said:]:
             _say(notice)
         if only is not None and not analysis.diagnoses:
             raise InputError(f"job {only} is not in the inputs; run without --job to list them")
@@ -797,7 +893,10 @@ def fetch(
 
 @app.command()
 def report(
-    paths: PathsArg,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="Log files, directories, globs, or - for stdin.", show_default=False),
+    ] = None,
     output: Annotated[
         FleetFormat, typer.Option("--format", "-f", help="Report format.")
     ] = FleetFormat.html,
@@ -815,14 +914,40 @@ def report(
             "accelerators give accelerator-hours.",
         ),
     ] = None,
+    bigquery: BigQueryOpt = None,
+    since: SinceOpt = None,
+    start: StartOpt = None,
+    end: EndOpt = None,
+    job_ids: JobIdsOpt = None,
+    billing_project: BillingOpt = None,
+    max_bytes: MaxBytesOpt = "100GB",
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Fleet report over many jobs: causes, time lost, machine-hours, worst jobs, timelines.
 
     HTML goes to --out (never to a terminal); markdown, csv and json may go to stdout.
     """
-    from analyzer.report.cli_report import report_command
+    from analyzer.report.cli_report import HTML_ON_TERMINAL, report_command
 
     with _reported_errors():
+        if out is None and output is FleetFormat.html and sys.stdout.isatty():
+            raise InputError(HTML_ON_TERMINAL)
+        if bigquery is not None:
+            from analyzer.bigquery.commands import bigquery_report
+
+            if paths:
+                raise InputError("give log files or --bigquery, not both")
+            source = _bigquery_source(
+                bigquery, since, start, end, job_ids, billing_project, max_bytes
+            )
+            bigquery_report(
+                source, output.value, out, _rules_dirs(rules), policy, say=_say, dry_run=dry_run
+            )
+            if out is not None and not dry_run:
+                _say(f"wrote the {output.value} report to {out}")
+            return
+        if not paths:
+            raise InputError("no input: give log files, directories, - for stdin, or --bigquery")
         with _reading_progress(paths):
             analysis = report_command(
                 paths,
@@ -840,6 +965,31 @@ def report(
             _say(f"wrote the {output.value} report of {jobs} jobs to {out}")
     if analysis.unread:  # said above; the report covers the other inputs
         raise typer.Exit(EXIT_USAGE)
+
+
+@app.command()
+def sql(
+    bigquery: BigQueryOpt = None,
+    since: SinceOpt = None,
+    start: StartOpt = None,
+    end: EndOpt = None,
+    job_ids: JobIdsOpt = None,
+    dialect: Annotated[
+        SqlDialect, typer.Option("--dialect", help="bigquery, or duckdb (what the tests run).")
+    ] = SqlDialect.bigquery,
+    billing_project: BillingOpt = None,
+    rules: RulesOpt = None,
+) -> None:
+    """Print the queries diagnose --bigquery would run (the table's schema is read; free)."""
+    with _reported_errors():
+        if bigquery is None:
+            raise InputError("sql prints the queries for a table: give --bigquery P.D.TABLE")
+        from analyzer.bigquery import sql_text
+        from analyzer.rulebook import RuleBook
+
+        source = _bigquery_source(bigquery, since, start, end, job_ids, billing_project, "100GB")
+        book = RuleBook.load(_rules_dirs(rules))
+        sys.stdout.write(sql_text(source, dialect=dialect.value, rules=book))
 
 
 @app.command()

@@ -16,16 +16,21 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from analyzer import accessor as _accessor  # noqa: F401 - registers df.jobdoctor
 from analyzer.api import PathsLike, analyze, flatten_paths
 from analyzer.diagnosis import Diagnosis, JobState
+from analyzer.errors import InputError
 from analyzer.events import Category
 from analyzer.ingest import read_records
 from analyzer.jobspec import JobSpec
 from analyzer.report.fleet import JOB_COLUMNS, job_summary
+
+if TYPE_CHECKING:
+    from analyzer.bigquery import BigQuerySource
 
 # The columns of a record frame; the first five are what the accessor requires.
 RECORD_COLUMNS: tuple[str, ...] = (
@@ -102,12 +107,19 @@ def jobs_frame(diagnoses: Iterable[Diagnosis], job_spec: JobSpec | None = None) 
 
 
 def diagnose_frame(
-    *paths: PathsLike,
+    *paths: PathsLike | BigQuerySource,
     rules_dirs: Sequence[str | Path] = (),
     policy_path: str | Path | None = None,
     job_spec: str | Path | None = None,
     job: str | None = None,
     lang: str = "en",
+    bigquery: str | None = None,
+    since: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    job_ids: Sequence[str] = (),
+    billing_project: str | None = None,
+    max_bytes: str = "100GB",
 ) -> pd.DataFrame:
     """Diagnose every job in ``paths`` (files, directories, globs, or lists of them, such as
     ``glob.glob("exports/*.json")``) into one row per job (see :func:`jobs_frame`).
@@ -117,20 +129,52 @@ def diagnose_frame(
     the CLI's ``--rules``, ``--policy`` and ``--job-spec`` (the record also gives the job's
     accelerator-hours). An input that cannot be read is skipped with a
     :class:`UnreadInputWarning` naming it, and listed in ``frame.attrs["unread"]``; the
-    others are diagnosed.
+    others are diagnosed. ``bigquery="P.D.TABLE"`` with ``since`` (or ``start`` and
+    ``end``) reads a BigQuery table instead, as ``jobdoctor diagnose --bigquery`` does (also:
+    an :class:`analyzer.bigquery.BigQuerySource` given as the path).
     """
     from analyzer.jobspec import load_job_spec
 
     spec_path = Path(job_spec) if job_spec is not None else None
+    spec = load_job_spec(spec_path) if spec_path is not None else None
+    rules = tuple(Path(d) for d in rules_dirs)
+    policy_file = Path(policy_path) if policy_path is not None else None
+    # A table is the one thing given that is neither a path nor a list of paths.
+    tables = [p for p in paths if not isinstance(p, str | Path | Iterable)]
+    if bigquery is not None or tables:
+        from analyzer.bigquery import analyze_bigquery, bigquery_source
+        from analyzer.policy import load_policy
+        from analyzer.rulebook import RuleBook
+
+        if bigquery is not None:
+            tables.append(
+                bigquery_source(
+                    bigquery,
+                    since=since,
+                    start=start,
+                    end=end,
+                    job_ids=job_ids,
+                    billing_project=billing_project,
+                    max_bytes=max_bytes,
+                )
+            )
+        if len(tables) != 1 or len(tables) != len(paths) + (bigquery is not None):
+            raise InputError("diagnose_frame reads one BigQuery table, or files: not both")
+        book = RuleBook.load(rules)
+        found = analyze_bigquery(
+            tables[0], rules=book, policy=load_policy(policy_file), job_spec=spec, lang=lang
+        )
+        assert found is not None
+        return jobs_frame(found.diagnoses, spec)
+    files = flatten_paths(p for p in paths if isinstance(p, str | Path | Iterable))
     analysis = analyze(
-        flatten_paths(paths),
-        rules_dirs=[Path(d) for d in rules_dirs],
-        policy_path=Path(policy_path) if policy_path is not None else None,
+        files,
+        rules_dirs=rules,
+        policy_path=policy_file,
         job=job,
         job_spec_path=spec_path,
         lang=lang,
     )
-    spec = load_job_spec(spec_path) if spec_path is not None else None
     frame = jobs_frame(analysis.diagnoses, spec)
     frame.attrs["unread"] = list(analysis.unread)
     for problem in analysis.unread:

@@ -212,11 +212,16 @@ def test_report_json_for_dashboards(tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", "--format", "json", "-o", str(out), str(SAMPLES)])
     assert result.exit_code == 0, result.stderr
     data = json.loads(out.read_text())
-    assert data["schema"] == FLEET_SCHEMA
-    assert data["totals"]["jobs"] == len(data["jobs"]) == 25
-    lost = sum(j["time_lost_s"] for j in data["jobs"])
-    assert data["totals"]["time_lost_s"] == pytest.approx(lost, abs=0.01)
-    assert {"trial", "path", "duration_s", "machine_hours"} <= set(data["jobs"][0])
+    # The diagnosis document scripts read, with the fleet summary added beside its jobs.
+    assert data["schema"] == "jobdoctor.diagnosis/1" and len(data["jobs"]) == 25
+    fleet = data["fleet"]
+    assert fleet["schema"] == FLEET_SCHEMA
+    assert fleet["totals"]["jobs"] == len(fleet["jobs"]) == 25
+    lost = sum(j["time_lost_s"] for j in fleet["jobs"])
+    assert fleet["totals"]["time_lost_s"] == pytest.approx(lost, abs=0.01)
+    assert {"trial", "path", "duration_s", "machine_hours"} <= set(fleet["jobs"][0])
+    shares = {c["category"]: c["share"] for c in fleet["by_category"]}
+    assert shares["user_code_exception"] == pytest.approx(13 / 25)
     assert f"wrote the json report of 25 jobs to {out}" in result.stderr
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from analyzer.api import Analysis, analyze
 from analyzer.errors import InputError
 from analyzer.report.fleet import (
+    fleet_document,
     render_csv,
-    render_json_fleet,
     render_markdown_fleet,
     summarize_analysis,
 )
@@ -26,23 +26,32 @@ if TYPE_CHECKING:
     from analyzer.jobspec import JobSpec
 
 FLEET_FORMATS = ("html", "markdown", "csv", "json")
+HTML_ON_TERMINAL = (
+    "the HTML report is a web page, not terminal output: write it with --out report.html "
+    "(or redirect stdout), or use --format markdown"
+)
 
 
 def render_fleet(analysis: Analysis, output_format: str, job_spec: JobSpec | None = None) -> str:
     """The fleet report of ``analysis`` in ``output_format`` (``html``, ``markdown``, ``csv``,
-    ``json``); ``job_spec`` gives the accelerator-hours of the job it describes.
+    or ``json``: the ``jobdoctor.diagnosis/1`` document of every job, with the fleet summary
+    added as ``fleet`` for dashboards); ``job_spec`` gives the accelerator-hours of the job it
+    describes.
 
     Raises :class:`~analyzer.errors.InputError` for an unknown format.
     """
     summary = summarize_analysis(analysis, job_spec=job_spec)
+    if output_format == "json":
+        from analyzer.report.json import render_json
+
+        # The contract's document (what scripts read) plus the fields it allows to be added.
+        return render_json(analysis, {"fleet": fleet_document(summary)})
     if output_format == "html":
         return render_html(summary)
     if output_format == "markdown":
         return render_markdown_fleet(summary)
     if output_format == "csv":
         return render_csv(summary)
-    if output_format == "json":
-        return render_json_fleet(summary)
     close = difflib.get_close_matches(output_format, FLEET_FORMATS, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise InputError(
@@ -70,24 +79,25 @@ def report_command(
     if output_format not in FLEET_FORMATS:
         render_fleet(Analysis((), ()), output_format)  # raises the "did you mean" error
     if out is None and terminal and output_format == "html":
-        raise InputError(
-            "the HTML report is a web page, not terminal output: write it with "
-            "--out report.html (or redirect stdout), or use --format markdown"
-        )
+        raise InputError(HTML_ON_TERMINAL)
     analysis = analyze(
         paths, rules_dirs=rules_dirs, policy_path=policy_path, job_spec_path=job_spec_path
     )
     from analyzer.jobspec import load_job_spec
 
     spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
-    text = render_fleet(analysis, output_format, spec)
+    write_report(render_fleet(analysis, output_format, spec), out)
+    return analysis
+
+
+def write_report(text: str, out: Path | None) -> None:
+    """Write ``text`` to ``out`` (stdout when None); InputError when it cannot be written."""
     if out is None:
         sys.stdout.write(text)
-        return analysis
+        return
     try:
         # newline="" keeps the csv module's line ends as they are.
         with open(out, "w", encoding="utf-8", newline="") as stream:
             stream.write(text)
     except OSError as error:
         raise InputError(f"{out}: cannot be written ({error.strerror}), check the path") from None
-    return analysis

@@ -449,15 +449,15 @@ def _count_json(count: CauseCount) -> dict[str, object]:
 
 
 def fleet_document(summary: FleetSummary) -> dict[str, object]:
-    """The fleet summary as the ``jobdoctor.fleet/1`` JSON document, for dashboards.
+    """The fleet summary as a ``jobdoctor.fleet/1`` JSON object, for dashboards (``report
+    --format json`` adds it to the diagnosis document as ``fleet``).
 
     Durations are seconds (``_s``), hours are hours; ``worst`` lists job ids in rank order;
-    ``jobs`` holds the CSV's rows. The per-job diagnoses are ``diagnose --format json``'s.
+    ``jobs`` holds the CSV's rows (the diagnoses are the document's own ``jobs``).
     """
     return {
         "schema": FLEET_SCHEMA,
         "definitions": {"time_lost": TIME_LOST_DEFINITION},
-        "inputs": [s.to_dict() for s in summary.inputs],
         "totals": {
             "jobs": len(summary.jobs),
             "states": dict(summary.states),
@@ -474,9 +474,3 @@ def fleet_document(summary: FleetSummary) -> dict[str, object]:
         "jobs": [_job_json(j) for j in summary.jobs],
     }
 
-
-def render_json_fleet(summary: FleetSummary) -> str:
-    """:func:`fleet_document` as indented JSON."""
-    import json
-
-    return json.dumps(fleet_document(summary), indent=2, ensure_ascii=False) + "\n"

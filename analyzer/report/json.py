@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import orjson
@@ -11,14 +12,15 @@ if TYPE_CHECKING:
     from analyzer.api import Analysis
 
 
-def render_json(analysis: Analysis) -> str:
-    """The analysis as an indented JSON document (keys in contract order).
+def render_json(analysis: Analysis, added: Mapping[str, object] | None = None) -> str:
+    """The analysis as an indented JSON document (keys in contract order), with ``added``'s
+    keys after them (the contract allows fields to be added: ``report``'s ``fleet``).
 
     orjson writes it ten times faster than the standard library, byte for byte the same for
     this document (its floats are rounded durations); a text orjson refuses (a lone surrogate
     from a live entry) falls back to the standard library.
     """
-    document = analysis.to_dict()
+    document = {**analysis.to_dict(), **(added or {})}
     try:
         return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
     except orjson.JSONEncodeError:
