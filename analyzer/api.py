@@ -7,11 +7,12 @@ Only this module and the CLI know the whole pipeline
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.classify import Collector
+from analyzer.classify import Cluster, Collector
 from analyzer.ingest import open_sources
 from analyzer.records import InputStats, Source
 from analyzer.rulebook import RuleBook
@@ -21,6 +22,7 @@ from analyzer.rulebook import RuleBook
 if TYPE_CHECKING:
     from analyzer.diagnosis import Diagnosis
     from analyzer.jobspec import JobSpec
+    from analyzer.live.window import Window
     from analyzer.policy import RetryPolicy
     from analyzer.report.html import DiagnosisList
 
@@ -53,15 +55,20 @@ def analyze_sources(
     job: str | None = None,
     job_spec: JobSpec | None = None,
     lang: str = "en",
+    dask: object = None,
 ) -> Analysis:
     """Diagnose every job in ``sources`` (or only ``job``).
 
     ``job_spec`` (the job's describe output) refines the policy, the advice and the state check
-    of the job it describes; ``lang`` (en, ja, he) is the language of the advice.
+    of the job it describes; ``lang`` (en, ja, he) is the language of the advice. ``dask``
+    scans the sink files on Dask workers instead of this machine's processes: ``"local"``
+    (a LocalCluster of this machine's cores), a scheduler address (``"tcp://HOST:PORT"``) or
+    a ``distributed.Client``; the diagnoses are the same.
     """
     book = rules if rules is not None else RuleBook.load()
-    collector = Collector(book)
-    collector.read_all(sources, while_waiting=_load_diagnosing)
+    with _cluster(dask) as cluster:
+        collector = Collector(book, cluster=cluster)
+        collector.read_all(sources, while_waiting=_load_diagnosing)
     from analyzer.policy import load_policy
     from analyzer.predict import diagnose_timeline
     from analyzer.timeline import build_timeline
@@ -81,6 +88,28 @@ def analyze_sources(
         for rule, count in sorted(book.timeouts.items())
     ]
     return Analysis(tuple(stats), diagnoses, (*book.notices, *slow, *quiet))
+
+
+@contextmanager
+def _cluster(dask: object) -> Iterator[Cluster | None]:
+    """The Dask cluster ``dask`` names, for the time of a scan; None for none."""
+    if dask is None:
+        yield None
+        return
+    from analyzer.cluster import DaskCluster
+
+    with DaskCluster(dask) as cluster:
+        yield cluster
+
+
+def window_of(since: str | None, start: str | None, end: str | None) -> Window | None:
+    """The time window ``--since``/``--start``/``--end`` give a sink tree; None when none of
+    them is given (the whole tree is read)."""
+    if since is None and start is None and end is None:
+        return None
+    from analyzer.live.window import parse_window
+
+    return parse_window(since, start, end)
 
 
 def _load_diagnosing() -> None:
@@ -103,10 +132,18 @@ def analyze(
     job: str | None = None,
     job_spec_path: Path | None = None,
     lang: str = "en",
+    since: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    dask: object = None,
 ) -> Analysis:
-    """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them.
+    """Read ``paths`` (files, directories, globs, ``-``, ``gs://BUCKET/PREFIX/``) and diagnose
+    every job in them.
 
     ``job_spec_path``: ``gcloud ai custom-jobs describe --format=json`` output of the job.
+    ``since`` (``7d``), or ``start`` and ``end`` (RFC 3339): read only the hourly sink files
+    of a tree (directory, glob or ``gs://`` prefix) whose hour overlaps that window.
+    ``dask``: see :func:`analyze_sources`.
     """
     from analyzer.jobspec import load_job_spec
     from analyzer.policy import load_policy
@@ -115,23 +152,25 @@ def analyze(
     policy = load_policy(policy_path)
     spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
     return analyze_sources(
-        open_sources([str(p) for p in paths]),
+        open_sources([str(p) for p in paths], window_of(since, start, end)),
         rules=book,
         policy=policy,
         job=job,
         job_spec=spec,
         lang=lang,
+        dask=dask,
     )
 
 
-def diagnose(*paths: str | Path) -> DiagnosisList:
+def diagnose(*paths: str | Path, since: str | None = None, dask: object = None) -> DiagnosisList:
     """The diagnoses of every job in ``paths``, with the built-in rules and policy.
 
     A list that Jupyter shows as a table of verdicts with each job's timeline chart.
+    ``since`` and ``dask``: see :func:`analyze`.
     """
     from analyzer.report.html import DiagnosisList
 
-    return DiagnosisList(analyze(paths).diagnoses)
+    return DiagnosisList(analyze(paths, since=since, dask=dask).diagnoses)
 
 
 def follow_job(

@@ -92,12 +92,25 @@ def diagnose_frame(
     *paths: str | Path,
     rules_dirs: Sequence[Path] = (),
     policy_path: Path | None = None,
+    since: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    dask: object = None,
 ) -> pd.DataFrame:
     """Diagnose every job in ``paths`` into one row per job (see :func:`jobs_frame`).
 
     Streams the inputs: records are matched against the rules as they are read and only
     each job's matched events are kept. ``rules_dirs`` and ``policy_path`` are the CLI's
-    ``--rules`` and ``--policy``.
+    ``--rules`` and ``--policy``; a path may be a ``gs://BUCKET/PREFIX/`` sink tree, and
+    ``since``/``start``/``end`` and ``dask`` are those of :func:`analyzer.api.analyze`.
     """
-    analysis = analyze(paths, rules_dirs=rules_dirs, policy_path=policy_path)
+    analysis = analyze(
+        paths,
+        rules_dirs=rules_dirs,
+        policy_path=policy_path,
+        since=since,
+        start=start,
+        end=end,
+        dask=dask,
+    )
     return jobs_frame(analysis.diagnoses)

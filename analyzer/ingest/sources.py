@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 from analyzer.errors import InputError
 from analyzer.ingest.jsonl import read_jsonl
-from analyzer.ingest.paths import STDIN, expand_paths, special_file
+from analyzer.ingest.paths import STDIN, TimeWindow, expand_paths, special_file
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format, sniff
 from analyzer.ingest.streams import (
     BUFFER_SIZE,
@@ -167,7 +167,7 @@ class MemorySource:
         return _records(io.BytesIO(self._data), self._stats)
 
 
-def open_sources(paths: Sequence[str]) -> list[Source]:
+def open_sources(paths: Sequence[str], window: TimeWindow | None = None) -> list[Source]:
     """One source per input file found in ``paths``.
 
     Each path is a file (plain or gzip, recognised by its magic bytes), ``-``
@@ -175,10 +175,21 @@ def open_sources(paths: Sequence[str]) -> list[Source]:
     files in time order) or a glob pattern. Every file is sniffed now, so that
     a missing, unreadable or binary input raises InputError before any reading.
     A path that is not a regular file (a pipe such as the shell's ``<(...)``, a
-    FIFO) can be read only once, and is read as a stream like stdin.
+    FIFO) can be read only once, and is read as a stream like stdin. A
+    ``gs://BUCKET/PREFIX/`` path is a sink tree in Cloud Storage (``analyzer.ingest.gcs``).
+    With ``window``, a tree (directory, glob, prefix) gives only its hourly sink files whose
+    hour overlaps it.
     """
     sources: list[Source] = []
-    for path in expand_paths(paths):
+    remote = [path for path in paths if path.startswith("gs://")]
+    if remote:
+        from analyzer.ingest.gcs import open_gcs
+
+        sources.extend(open_gcs(remote, window))
+        paths = [path for path in paths if not path.startswith("gs://")]
+        if not paths:
+            return sources
+    for path in expand_paths(paths, window):
         if path == STDIN:
             sources.append(StreamSource(sys.stdin.buffer, STDIN_NAME))
         elif special_file(path):

@@ -1,0 +1,278 @@
+"""``gs://`` inputs: a Log Router sink tree (or one object) read where it lives.
+
+``gs://BUCKET/PREFIX/`` lists the objects under the prefix, in one paged listing, and keeps
+those a local walk of the same tree would keep (no hidden names, no folder placeholders), in
+the same order; with a time window only the hourly sink files whose hour overlaps it
+(``.../YYYY/MM/DD/HH:00:00_HH:59:59_S0.json`` and the late ``..._A0:<unixtime>.json``): the
+path says the hour, so nothing outside the window is read. ``gs://BUCKET/NAME`` naming an
+object reads that object.
+
+Objects are streamed through the real ``google-cloud-storage`` client in ranged reads of
+:data:`CHUNK_BYTES`, never whole. The client takes the user's Application Default
+Credentials, or ``STORAGE_EMULATOR_HOST`` (anonymous) for an emulator or a test. Needs the
+``gcs`` extra; nothing of it is imported before a ``gs://`` path is given. Every failure is
+one :class:`~analyzer.errors.InputError` line saying what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from analyzer.errors import InputError
+from analyzer.ingest.paths import (
+    TimeWindow,
+    _name_key,
+    empty_window_message,
+    in_window,
+    sink_hour,
+)
+from analyzer.ingest.sniff import SNIFF_LIMIT, Format, sniff
+from analyzer.ingest.sources import _records
+from analyzer.records import InputStats, LogRecord
+
+if TYPE_CHECKING:
+    from google.cloud.storage import Client
+
+SCHEME = "gs://"
+EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
+# One ranged GET per chunk: large enough that a request's latency is small against its
+# transfer, small enough that a worker holds little.
+CHUNK_BYTES = 8 << 20
+_INSTALL = "reading gs:// paths needs the gcs extra: pip install 'jobdoctor[gcs]'"
+
+
+def is_gcs(path: str) -> bool:
+    """Whether ``path`` names Cloud Storage (``gs://...``)."""
+    return path.startswith(SCHEME)
+
+
+@dataclass(frozen=True, slots=True)
+class GcsObject:
+    """One object found by a listing: its bucket, name and size in bytes."""
+
+    bucket: str
+    name: str
+    size: int
+
+    @property
+    def uri(self) -> str:
+        """``gs://bucket/name``: the object's path in reports and evidence."""
+        return f"{SCHEME}{self.bucket}/{self.name}"
+
+
+def split_uri(uri: str) -> tuple[str, str]:
+    """``(bucket, name or prefix)`` of ``gs://bucket/rest``; InputError when no bucket."""
+    bucket, _, name = uri[len(SCHEME) :].partition("/")
+    if not bucket:
+        raise InputError(f"{uri}: no bucket, write gs://BUCKET/PREFIX/")
+    return bucket, name
+
+
+def _client() -> Client:
+    """This process's client: one per process, since a forked worker must not share the
+    parent's connections."""
+    pid = os.getpid()
+    client = _CLIENTS.get(pid)
+    if client is None:
+        try:
+            from google.cloud import storage
+        except ImportError:
+            raise InputError(_INSTALL) from None
+        try:
+            # With STORAGE_EMULATOR_HOST set, the client goes there, anonymously.
+            client = _CLIENTS[pid] = storage.Client()
+        except Exception as error:
+            raise InputError(_explained(error, SCHEME)) from None
+    return client
+
+
+_CLIENTS: dict[int, Client] = {}
+
+
+def _explained(error: BaseException, uri: str) -> str:
+    """One line for a failure of the client on ``uri``, saying what to do."""
+    from google.api_core import exceptions as api
+    from google.auth import exceptions as auth
+
+    where = uri.rstrip("/") or SCHEME
+    if isinstance(error, auth.DefaultCredentialsError):
+        return (
+            f"{where}: no Google Cloud credentials; run `gcloud auth application-default login`"
+            " or set GOOGLE_APPLICATION_CREDENTIALS to a service account key"
+        )
+    if isinstance(error, auth.RefreshError):
+        return (
+            f"{where}: the credentials were refused ({_first_line(error)}); run"
+            " `gcloud auth application-default login` again"
+        )
+    if isinstance(error, api.Forbidden | api.Unauthorized):
+        return (
+            f"{where}: permission denied; reading a sink tree needs the Storage Object Viewer"
+            " role (roles/storage.objectViewer) on the bucket"
+        )
+    if isinstance(error, api.NotFound):
+        bucket = split_uri(uri)[0] if uri != SCHEME else ""
+        return f"{where}: no such bucket gs://{bucket}, check the name"
+    if isinstance(error, api.GoogleAPICallError):
+        return f"{where}: Cloud Storage answered {error.code}: {_first_line(error)}"
+    endpoint = os.environ.get(EMULATOR_ENV) or "storage.googleapis.com"
+    return (
+        f"{where}: cannot reach Cloud Storage at {endpoint} ({type(error).__name__}:"
+        f" {_first_line(error)}), check the network or {EMULATOR_ENV}"
+    )
+
+
+def _first_line(error: BaseException) -> str:
+    message = getattr(error, "message", None) or str(error)
+    return str(message).strip().splitlines()[0] if str(message).strip() else type(error).__name__
+
+
+@contextlib.contextmanager
+def _explaining(uri: str) -> Iterator[None]:
+    """Client failures on ``uri`` as one InputError line."""
+    try:
+        yield
+    except InputError:
+        raise
+    except Exception as error:
+        raise InputError(_explained(error, uri)) from None
+
+
+def _hidden(relative: str) -> bool:
+    """A name a local walk skips: a hidden file or one inside a hidden folder, or a folder
+    placeholder (an empty object whose name ends in ``/``)."""
+    return relative.endswith("/") or any(part.startswith(".") for part in relative.split("/"))
+
+
+def _order(obj: GcsObject) -> tuple[tuple[str, ...], tuple[str, int, int, int, str]]:
+    """The order a local walk of the same tree reads files in (``paths._path_key``)."""
+    folder, _, name = obj.name.rpartition("/")
+    return (tuple(folder.split("/")) if folder else ("",), _name_key(name))
+
+
+def list_objects(uri: str, window: TimeWindow | None = None) -> list[GcsObject]:
+    """The objects ``uri`` names, in a local walk's order: the object itself, or those under
+    the prefix (see the module docstring). InputError when there are none, or none in
+    ``window``."""
+    bucket_name, name = split_uri(uri)
+    client = _client()
+    with _explaining(uri):
+        bucket = client.bucket(bucket_name)
+        if name and not name.endswith("/"):
+            blob = bucket.get_blob(name)  # None when absent (or when the bucket is)
+            if blob is not None:
+                return [GcsObject(bucket_name, name, int(blob.size or 0))]
+            name += "/"
+        found = [
+            GcsObject(bucket_name, blob.name, int(blob.size or 0))
+            for blob in client.list_blobs(bucket_name, prefix=name or None)
+            if not _hidden(blob.name[len(name) :])
+        ]
+    if not found:
+        raise InputError(f"{uri}: no object under this prefix, check the path")
+    if window is not None:
+        kept = [obj for obj in found if in_window(obj.name, window)]
+        if not kept:
+            raise InputError(empty_window_message(uri, [obj.name for obj in found], window))
+        found = kept
+    return sorted(found, key=_order)
+
+
+class _ObjectReader:
+    """An object's bytes as a stream, fetched a chunk at a time; failures as InputError."""
+
+    def __init__(self, uri: str) -> None:
+        bucket, name = split_uri(uri)
+        self._uri = uri
+        with _explaining(uri):
+            blob = _client().bucket(bucket).blob(name)
+            self._reader: Any = blob.open("rb", chunk_size=CHUNK_BYTES)
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0:  # never the whole object at once
+            return b"".join(iter(lambda: self.read(CHUNK_BYTES), b""))
+        with _explaining(self._uri):
+            return bytes(self._reader.read(size))
+
+
+def open_object(uri: str) -> BinaryIO:
+    """The object at ``uri`` as a binary stream read in ranged chunks (never whole)."""
+    import io
+
+    reader = _ObjectReader(uri)
+
+    class _Raw(io.RawIOBase):
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            data = reader.read(len(buffer))
+            buffer[: len(data)] = data
+            return len(data)
+
+    # A buffered reader gives readline and peek to the text readers; the fast scan reads
+    # blocks of a megabyte, which pass through it.
+    return io.BufferedReader(_Raw(), buffer_size=1 << 20)
+
+
+def head_of(uri: str) -> bytes:
+    """The first :data:`SNIFF_LIMIT` bytes of the object at ``uri``."""
+    bucket, name = split_uri(uri)
+    with _explaining(uri):
+        blob = _client().bucket(bucket).blob(name)
+        return bytes(blob.download_as_bytes(start=0, end=SNIFF_LIMIT - 1, checksum=None))
+
+
+class GcsSource:
+    """One Cloud Storage object, read as a stream like a file on disk.
+
+    An hourly sink file is Cloud Logging JSONL by what writes it (a Log Router sink): its
+    format is known from its name, saving a request per object. Any other object is sniffed
+    from its first bytes, as a file is.
+    """
+
+    def __init__(self, obj: GcsObject) -> None:
+        self.object = obj
+        self._stats = InputStats(path=obj.uri)
+        if obj.size == 0:
+            found = sniff(b"", obj.uri)
+        elif sink_hour(obj.name) is not None:
+            found = Format.CLOUD_LOGGING_JSONL
+        else:
+            found = sniff(head_of(obj.uri), obj.uri)
+        self._stats.format = found.value
+
+    @property
+    def stats(self) -> InputStats:
+        """How the object was read; complete once :meth:`records` is exhausted."""
+        return self._stats
+
+    @property
+    def size(self) -> int:
+        """The object's size in bytes, from the listing."""
+        return self.object.size
+
+    def open_binary(self) -> BinaryIO:
+        """The object's bytes (still compressed if it is), streamed."""
+        return open_object(self.object.uri)
+
+    def records(self) -> Iterator[LogRecord]:
+        """The object's records, in object order."""
+        return _records(self.open_binary(), self._stats)
+
+
+def open_gcs(uris: Sequence[str], window: TimeWindow | None = None) -> list[GcsSource]:
+    """One source per object the ``gs://`` paths ``uris`` name (see :func:`list_objects`),
+    each object once."""
+    seen: set[str] = set()
+    sources: list[GcsSource] = []
+    for uri in uris:
+        for obj in list_objects(uri, window):
+            if obj.uri not in seen:
+                seen.add(obj.uri)
+                sources.append(GcsSource(obj))
+    return sources
