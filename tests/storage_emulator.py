@@ -54,14 +54,24 @@ class _Serving:
 
 
 class StorageEmulator(_Serving):
-    """gcp-storage-emulator in memory, threaded."""
+    """gcp-storage-emulator in memory, threaded; ``requests`` records each request's method,
+    path and Range header."""
 
     def __init__(self) -> None:
         from gcp_storage_emulator.server import RequestHandler
         from gcp_storage_emulator.storage import Storage
 
         self.storage = Storage(use_memory_fs=True)
-        super().__init__(partial(RequestHandler, self.storage))
+        self.requests: list[tuple[str, str, str | None]] = []
+        seen = self.requests
+
+        class Recording(RequestHandler):  # type: ignore[misc]
+            def handle_one_request(self) -> None:
+                super().handle_one_request()
+                if getattr(self, "command", None):
+                    seen.append((self.command, self.path, self.headers.get("range")))
+
+        super().__init__(partial(Recording, self.storage))
 
     def __enter__(self) -> StorageEmulator:
         super().__enter__()

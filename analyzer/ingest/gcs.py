@@ -74,8 +74,8 @@ def split_uri(uri: str) -> tuple[str, str]:
 
 def _client() -> Client:
     """This process's client: one per process, since a forked worker must not share the
-    parent's connections."""
-    pid = os.getpid()
+    parent's connections (and one per emulator address, which a client keeps)."""
+    pid = (os.getpid(), os.environ.get(EMULATOR_ENV))
     client = _CLIENTS.get(pid)
     if client is None:
         try:
@@ -90,7 +90,7 @@ def _client() -> Client:
     return client
 
 
-_CLIENTS: dict[int, Client] = {}
+_CLIENTS: dict[tuple[int, str | None], Client] = {}
 
 
 def _explained(error: BaseException, uri: str) -> str:
@@ -196,7 +196,8 @@ class _ObjectReader:
         if size < 0:  # never the whole object at once
             return b"".join(iter(lambda: self.read(CHUNK_BYTES), b""))
         with _explaining(self._uri):
-            return bytes(self._reader.read(size))
+            # The reader fetches what is asked when it is more than a chunk: ask no more.
+            return bytes(self._reader.read(min(size, CHUNK_BYTES)))
 
 
 def open_object(uri: str) -> BinaryIO:

@@ -1,0 +1,226 @@
+"""gs:// inputs through the real google-cloud-storage client against an emulator on loopback:
+the same reports as the same tree on disk, windows by the files' hours, streamed reads, and
+one line for each failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from analyzer.cli import app
+from analyzer.frames import diagnose_frame
+from analyzer.ingest import gcs
+from analyzer.ingest.paths import in_window, sink_hour
+from analyzer.live.window import parse_window
+from tests.sink_trees import BUCKET
+from tests.storage_emulator import ENV, RefusingServer
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+TREES = ("fixture", "scenarios", "fleet")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    assert not isinstance(result.exception, Exception) or isinstance(
+        result.exception, SystemExit
+    ), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("name", TREES)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("diagnose", "--format", "json"),
+        ("diagnose", "--format", "markdown"),
+        ("report", "--format", "csv"),
+        ("classify", "--format", "jsonl"),
+    ],
+    ids=["diagnose-json", "diagnose-markdown", "report-csv", "classify"],
+)
+def test_a_tree_in_cloud_storage_reads_as_on_disk(
+    sink_trees: dict[str, Any], name: str, command: tuple[str, ...]
+) -> None:
+    tree = sink_trees[name]
+    code, remote, err = run(*command, tree.uri)
+    assert code == 0, err
+    code, local, _ = run(*command, str(tree.local))
+    assert code == 0
+    assert tree.as_local(remote) == local
+    assert local.strip()
+
+
+def test_the_listing_keeps_what_a_walk_keeps_in_its_order(sink_trees: dict[str, Any]) -> None:
+    tree = sink_trees["fixture"]
+    code, out, _ = run("diagnose", "--format", "json", tree.uri)
+    assert code == 0
+    paths = [i["path"] for i in json.loads(out)["inputs"]]
+    # S0 before S1 before the late A0 file; the hidden file is skipped, as on disk.
+    assert [p.rsplit("/", 1)[1] for p in paths] == [
+        "02:00:00_02:59:59_S0.json",
+        "02:00:00_02:59:59_S1.json",
+        "02:00:00_02:59:59_A0:1640315400.json",
+    ]
+    assert all(p.startswith(tree.uri) for p in paths)
+
+
+@pytest.mark.parametrize("name", ["scenarios"])
+def test_a_window_reads_only_its_hours_late_files_included(
+    sink_trees: dict[str, Any], name: str
+) -> None:
+    tree = sink_trees[name]
+    everything = [str(p) for p in tree.local.rglob("*.json")]
+    hours = sorted({sink_hour(p) for p in everything if sink_hour(p) is not None})
+    assert len(hours) >= 3
+    # From half past the second hour to the start of the last: both edges cut an hour.
+    start, end = hours[1] + timedelta(minutes=30), hours[-1]
+    window = ("--start", start.isoformat(), "--end", end.isoformat())
+    code, remote, err = run("diagnose", "--format", "json", *window, tree.uri)
+    assert code == 0, err
+    code, local, _ = run("diagnose", "--format", "json", *window, str(tree.local))
+    assert tree.as_local(remote) == local
+    read = {i["path"] for i in json.loads(local)["inputs"]}
+    expected = {p for p in everything if in_window(p, parse_window(None, *window[1::2]))}
+    assert read == expected
+    assert 0 < len(read) < len(everything)
+    assert any("_A0:" in p for p in read)
+    # The hour holding the start is read; the hour starting at the end is not.
+    kept = {sink_hour(p) for p in read}
+    assert hours[1] in kept and hours[-1] not in kept and hours[0] not in kept
+
+
+def test_one_object_reads_like_its_file(sink_trees: dict[str, Any]) -> None:
+    tree = sink_trees["scenarios"]
+    local = sorted(tree.local.rglob("*_S0.json"))[3]
+    uri = tree.uri + local.relative_to(tree.local).as_posix()
+    code, remote, err = run("diagnose", "--format", "json", uri)
+    assert code == 0, err
+    code, expected, _ = run("diagnose", "--format", "json", str(local))
+    assert tree.as_local(remote) == expected
+    assert len(json.loads(remote)["inputs"]) == 1
+
+
+def test_diagnose_frame_takes_a_gs_tree(sink_trees: dict[str, Any]) -> None:
+    tree = sink_trees["scenarios"]
+    remote = diagnose_frame(tree.uri)
+    pd.testing.assert_frame_equal(remote, diagnose_frame(tree.local))
+    assert len(remote) > 20
+
+
+def test_objects_are_streamed_in_ranged_reads(
+    storage_emulator: Any, sink_trees: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = sink_trees["fleet"]
+    biggest = max(tree.local.rglob("*.json"), key=lambda p: p.stat().st_size)
+    size = biggest.stat().st_size
+    chunk = 64 << 10
+    assert size > 8 * chunk
+    monkeypatch.setattr(gcs, "CHUNK_BYTES", chunk)
+    name = f"{tree.name}/{biggest.relative_to(tree.local).as_posix()}"
+    storage_emulator.requests.clear()
+    with gcs.open_object(f"gs://{BUCKET}/{name}") as stream:
+        data = b"".join(iter(lambda: stream.read(1 << 20), b""))
+    assert data == biggest.read_bytes()
+    reads = [r for r in storage_emulator.requests if r[0] == "GET" and "alt=media" in r[1]]
+    assert len(reads) >= size // (chunk + 1)
+    for _, _, ranged in reads:
+        assert ranged is not None
+        first, last = map(int, ranged.removeprefix("bytes=").split("-"))
+        assert last - first + 1 <= chunk + 1
+
+
+@pytest.mark.parametrize(
+    ("uri", "extra", "message"),
+    [
+        ("gs://no-such-bucket/logs/", (), "gs://no-such-bucket/logs: no such bucket"),
+        ("gs://no-such-bucket/a.json", (), "no such bucket gs://no-such-bucket"),
+        (f"gs://{BUCKET}/nothing-here/", (), "no object under this prefix"),
+        ("gs://", (), "gs://: no bucket, write gs://BUCKET/PREFIX/"),
+        (
+            f"gs://{BUCKET}/fleet/",
+            ("--start", "2020-01-01T00:00:00Z", "--end", "2020-01-02T00:00:00Z"),
+            "no sink file in the window 2020-01-01T00:00:00Z .. 2020-01-02T00:00:00Z; its"
+            " files hold 2024-03-11T08:00Z .. ",
+        ),
+    ],
+)
+def test_failures_are_one_line(
+    sink_trees: dict[str, Any], uri: str, extra: tuple[str, ...], message: str
+) -> None:
+    code, out, err = run("diagnose", *extra, uri)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("jobdoctor: ")
+    assert message in err
+
+
+def test_a_caller_without_the_viewer_role_is_told_which_role() -> None:
+    with RefusingServer():
+        code, _, err = run("diagnose", "gs://locked-bucket/logs/")
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "gs://locked-bucket/logs: permission denied" in err
+    assert "Storage Object Viewer role (roles/storage.objectViewer)" in err
+
+
+def _cli(env: dict[str, str], *args: str, code: str = "") -> subprocess.CompletedProcess[str]:
+    """The CLI in a process of its own (a fresh client, its own environment)."""
+    script = (
+        f"import sys; {code}from analyzer.cli import main;"
+        " sys.argv = ['jobdoctor', *sys.argv[1:]]; main()"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
+
+
+def test_no_credentials_says_how_to_log_in(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    env["GOOGLE_APPLICATION_CREDENTIALS"] = str(tmp_path / "missing-key.json")
+    done = _cli(env, "diagnose", "gs://some-bucket/logs/")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "no Google Cloud credentials; run `gcloud auth application-default login`" in (
+        done.stderr
+    )
+
+
+def test_without_the_extra_it_says_what_to_install() -> None:
+    done = _cli(
+        dict(os.environ),
+        "diagnose",
+        "gs://some-bucket/logs/",
+        code="sys.modules['google.cloud.storage'] = None; ",
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "jobdoctor: reading gs:// paths needs the gcs extra: pip install 'jobdoctor[gcs]'\n"
+    )
+
+
+def test_nothing_of_cloud_storage_or_dask_is_imported_unless_used() -> None:
+    code = (
+        "import sys; from analyzer.api import analyze; import analyzer.cli;"
+        " analyze(['sample_logs/success.jsonl']);"
+        " print(sorted(m for m in sys.modules if m.startswith("
+        "('google.cloud.storage', 'google.auth', 'distributed', 'dask'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert done.stdout.strip() == "[]", done.stderr
