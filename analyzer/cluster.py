@@ -64,7 +64,7 @@ class DaskCluster:
                     n_workers=_cores(),
                     threads_per_worker=1,  # the scan holds the GIL: one per process
                     processes=True,
-                    dashboard_address=None,
+                    dashboard_address=":0",  # a free port: never fight over 8787
                     silence_logs=logging.ERROR,
                 )
                 self._client = distributed.Client(self._cluster)

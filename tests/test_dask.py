@@ -1,0 +1,123 @@
+"""--dask: jobdoctor's own scan on the workers of a real Dask cluster (LocalCluster, worker
+processes on loopback), over trees on disk and in the Cloud Storage emulator; the output is the
+run without --dask, byte for byte."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from analyzer import cluster as dask_cluster
+from analyzer.api import analyze
+from analyzer.cli import app
+from analyzer.errors import InputError
+from analyzer.simulate.fleet import fleet
+
+distributed = pytest.importorskip("distributed", reason="pip install -e '.[test]' installs it")
+
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    assert not isinstance(result.exception, Exception) or isinstance(
+        result.exception, SystemExit
+    ), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def scheduler(sink_trees: dict[str, Any]) -> Iterator[str]:
+    """The address of a two-worker LocalCluster; made after the emulator is up, so that its
+    workers find it through STORAGE_EMULATOR_HOST."""
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as local:
+        yield local.scheduler_address
+
+
+@pytest.fixture(scope="module")
+def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One 16 MB sink file: cut into byte ranges, several per worker."""
+    path = tmp_path_factory.mktemp("dask") / "fleet.jsonl"
+    with path.open("wb") as out:
+        out.writelines(fleet(16_000_000, seed=5))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("where", "command"),
+    [
+        ("fleet-local", ("diagnose", "--format", "json")),
+        ("scenarios-local", ("diagnose", "--format", "json")),
+        ("fleet-gs", ("diagnose", "--format", "json")),
+        ("scenarios-gs", ("diagnose", "--format", "json")),
+        ("scenarios-gs", ("classify", "--format", "csv")),
+        ("scenarios-local", ("report", "--format", "markdown")),
+        ("big-file", ("diagnose", "--format", "json")),
+    ],
+)
+def test_dask_gives_the_output_of_the_plain_run(
+    scheduler: str,
+    sink_trees: dict[str, Any],
+    big_file: Path,
+    where: str,
+    command: tuple[str, ...],
+) -> None:
+    if where == "big-file":
+        path = str(big_file)
+    else:
+        name, kind = where.split("-")
+        tree = sink_trees[name]
+        path = tree.uri if kind == "gs" else str(tree.local)
+    code, plain, err = run(*command, path)
+    assert code == 0, err
+    code, spread, err = run(*command, "--dask", scheduler, path)
+    assert code == 0, err
+    assert spread == plain
+    assert plain.strip()
+
+
+def test_dask_local_on_the_simulated_fleet(sink_trees: dict[str, Any]) -> None:
+    tree = sink_trees["fleet"]
+    code, plain, _ = run("diagnose", "--format", "json", str(tree.local))
+    code, spread, err = run("diagnose", "--format", "json", "--dask", "local", str(tree.local))
+    assert code == 0, err
+    assert spread == plain
+    assert len(json.loads(plain)["jobs"]) >= 6
+
+
+def test_the_api_takes_a_connected_client(scheduler: str, sink_trees: dict[str, Any]) -> None:
+    tree = sink_trees["scenarios"]
+    with distributed.Client(scheduler) as client:
+        spread = analyze([tree.uri], dask=client, since=None)
+        assert client.status == "running"  # a client it was given stays open
+    assert spread.to_dict() == analyze([tree.uri]).to_dict()
+
+
+def test_an_unreachable_scheduler_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dask_cluster, "CONNECT_SECONDS", 1)
+    with pytest.raises(InputError, match=r"^--dask tcp://127\.0\.0\.1:9: cannot reach the Dask"):
+        with dask_cluster.DaskCluster("tcp://127.0.0.1:9"):
+            pass
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--dask", "somewhere", "sample_logs/success.jsonl"), "--dask somewhere: give 'local'"),
+        (
+            ("--dask", "local", "--project", "p", "--job-id", "1"),
+            "--dask scans files and gs:// trees, not live logs",
+        ),
+    ],
+)
+def test_bad_dask_use_is_one_line(args: tuple[str, ...], message: str) -> None:
+    code, out, err = run("diagnose", *args)
+    assert code == 2
+    assert err.count("\n") == 1 and message in err
