@@ -147,9 +147,9 @@ def _batches(
 _BOOKS: dict[str, BookLike] = {}
 
 
-def _scan_batch(blob: bytes, digest: str, batch: list[tuple[int, Task]]) -> list[
-    tuple[int, RangeScan]
-]:
+def _scan_batch(
+    blob: bytes, digest: str, batch: list[tuple[int, Task]]
+) -> list[tuple[int, RangeScan]]:
     """On a worker: scan each task of ``batch`` with the rule book pickled in ``blob``."""
     book = _BOOKS.get(digest)
     if book is None:

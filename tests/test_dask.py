@@ -5,6 +5,10 @@ run without --dask, byte for byte."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,13 +36,63 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def scheduler(sink_trees: dict[str, Any]) -> Iterator[str]:
-    """The address of a two-worker LocalCluster; made after the emulator is up, so that its
-    workers find it through STORAGE_EMULATOR_HOST."""
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as local:
-        yield local.scheduler_address
+def scheduler(
+    sink_trees: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The address of a Dask scheduler with two single-threaded workers, each its own process
+    (``dask scheduler`` and ``dask worker``, as a user runs them); started after the emulator,
+    so that the workers find it through STORAGE_EMULATOR_HOST. Run apart from this process,
+    which then owns no worker process (other tests count its children)."""
+    address_file = tmp_path_factory.mktemp("dask") / "scheduler.json"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    started = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--dashboard-address",
+                ":0",
+                "--scheduler-file",
+                str(address_file),
+            ],
+            **quiet,  # type: ignore[call-overload]
+        )
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists() or not address_file.read_text().strip():
+            assert time.monotonic() < deadline, "the Dask scheduler did not start"
+            time.sleep(0.1)
+        started.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_worker",
+                    "--nworkers",
+                    "2",
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(address_file),
+                ],
+                **quiet,  # type: ignore[call-overload]
+            )
+        )
+        with distributed.Client(scheduler_file=str(address_file), timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+            address: str = client.scheduler.address
+        yield address
+    finally:
+        for process in reversed(started):
+            process.terminate()
+            process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -84,11 +138,29 @@ def test_dask_gives_the_output_of_the_plain_run(
 
 
 def test_dask_local_on_the_simulated_fleet(sink_trees: dict[str, Any]) -> None:
+    # In a process of its own, as a user runs it: the LocalCluster's processes are its.
     tree = sink_trees["fleet"]
     code, plain, _ = run("diagnose", "--format", "json", str(tree.local))
-    code, spread, err = run("diagnose", "--format", "json", "--dask", "local", str(tree.local))
-    assert code == 0, err
-    assert spread == plain
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "analyzer.cli",
+            "diagnose",
+            "--format",
+            "json",
+            "--dask",
+            "local",
+            str(tree.local),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == plain
+    assert done.stderr == ""
     assert len(json.loads(plain)["jobs"]) >= 6
 
 
