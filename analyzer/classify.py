@@ -30,6 +30,7 @@ from analyzer.ingest.gcs import GcsSource
 from analyzer.ingest.sources import StreamSource
 from analyzer.parallel import (
     GZIP_EXPANSION,
+    MIN_RANGE_BYTES,
     PARALLEL_MIN_BYTES,
     BookLike,
     RangeScan,
@@ -510,10 +511,14 @@ def _scan(
         s for s in files if isinstance(s, StreamSource)
     ]
     files = [s for s in files if not isinstance(s, StreamSource)]
-    # A gzip file cannot be entered in the middle, and a Cloud Storage object is read whole
-    # by one worker: one task each.
+    # A gzip file cannot be entered in the middle: one task each. So is a Cloud Storage object
+    # too small to be cut (asking whether it is gzip would cost a request).
     compressed = {s.stats.path for s in files if isinstance(s, FileSource) and s.compressed}
-    whole = compressed | {s.stats.path for s in files if isinstance(s, GcsSource)}
+    whole = compressed | {
+        s.stats.path
+        for s in files
+        if isinstance(s, GcsSource) and (s.size <= MIN_RANGE_BYTES or s.compressed)
+    }
     sizes = {
         s.stats.path: s.size if isinstance(s, GcsSource) else os.path.getsize(s.stats.path)
         for s in files

@@ -9,6 +9,7 @@ add up, earliest and latest times are minima and maxima, and first appearances k
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import itertools
@@ -40,6 +41,8 @@ PARALLEL_MIN_BYTES = 48 << 20
 MIN_RANGE_BYTES = 4 << 20
 # The largest: the progress bar moves when a range is done.
 MAX_RANGE_BYTES = 32 << 20
+# What a Cloud Storage object's cut reads to find its line end.
+PROBE_BYTES = 64 << 10
 
 
 class BookLike(Protocol):
@@ -125,15 +128,28 @@ def line_ranges(
     other.
     """
     cuts = [0]
-    with open(path, "rb") as stream:
+    with contextlib.ExitStack() as stack:
+        if path.startswith("gs://"):
+            from analyzer.ingest.gcs import open_object
+
+            def line_end(offset: int) -> int:
+                # A small ranged read per cut, not a whole chunk.
+                with open_object(path, offset, PROBE_BYTES) as probe:
+                    return offset + len(probe.readline())
+        else:
+            stream = stack.enter_context(open(path, "rb"))
+
+            def line_end(offset: int) -> int:
+                stream.seek(offset)
+                stream.readline()
+                return stream.tell()
+
         while True:
             share = min(MAX_RANGE_BYTES, (size - cuts[-1]) // (2 * processes))
             target = cuts[-1] + max(smallest, share)
             if target >= size:
                 break
-            stream.seek(target - 1)
-            stream.readline()  # to the end of the line holding byte target - 1
-            at = stream.tell()
+            at = line_end(target - 1)  # the end of the line holding byte target - 1
             if at >= size:
                 break
             cuts.append(at)
@@ -162,6 +178,17 @@ def _open_input(path: str) -> BinaryIO:
 
         return open_object(path)
     return open_file(path)
+
+
+def _open_at(path: str, start: int) -> BinaryIO:
+    """The file (or ``gs://`` object) at ``path``, read from byte ``start``."""
+    if path.startswith("gs://"):
+        from analyzer.ingest.gcs import open_object
+
+        return open_object(path, start)
+    stream = open(path, "rb")  # noqa: SIM115 - the caller closes it
+    stream.seek(start)
+    return stream
 
 
 def scan_binary(
@@ -252,8 +279,7 @@ def scan_task(book: BookLike, task: Task) -> RangeScan:
     _, path, start, end = task
     if end == -1:
         return _packed(scan_file(path, InputStats(path=path), book))
-    with open(path, "rb") as stream:
-        stream.seek(start)
+    with _open_at(path, start) as stream:
         found = scan_stream(
             stream, InputStats(path=path), book, at_start=start == 0, limit=end - start
         )

@@ -21,6 +21,7 @@ from analyzer.api import analyze
 from analyzer.cli import app
 from analyzer.errors import InputError
 from analyzer.simulate.fleet import fleet
+from tests.sink_trees import BUCKET
 
 distributed = pytest.importorskip("distributed", reason="pip install -e '.[test]' installs it")
 
@@ -96,11 +97,14 @@ def scheduler(
 
 
 @pytest.fixture(scope="module")
-def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One 16 MB sink file: cut into byte ranges, several per worker."""
-    path = tmp_path_factory.mktemp("dask") / "fleet.jsonl"
+def big_file(storage_emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One 16 MB sink file, on disk and as ``gs://BUCKET/dask-big/fleet.jsonl``: cut into
+    byte ranges, several per worker."""
+    folder = tmp_path_factory.mktemp("dask")
+    path = folder / "fleet.jsonl"
     with path.open("wb") as out:
         out.writelines(fleet(16_000_000, seed=5))
+    storage_emulator.upload_tree(BUCKET, "dask-big/", folder)
     return path
 
 
@@ -114,6 +118,7 @@ def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("scenarios-gs", ("classify", "--format", "csv")),
         ("scenarios-local", ("report", "--format", "markdown")),
         ("big-file", ("diagnose", "--format", "json")),
+        ("big-object", ("diagnose", "--format", "json")),
     ],
 )
 def test_dask_gives_the_output_of_the_plain_run(
@@ -125,6 +130,8 @@ def test_dask_gives_the_output_of_the_plain_run(
 ) -> None:
     if where == "big-file":
         path = str(big_file)
+    elif where == "big-object":
+        path = f"gs://{BUCKET}/dask-big/fleet.jsonl"
     else:
         name, kind = where.split("-")
         tree = sink_trees[name]
@@ -141,6 +148,7 @@ def test_dask_local_on_the_simulated_fleet(sink_trees: dict[str, Any]) -> None:
     # In a process of its own, as a user runs it: the LocalCluster's processes are its.
     tree = sink_trees["fleet"]
     code, plain, _ = run("diagnose", "--format", "json", str(tree.local))
+    assert code == 0
     done = subprocess.run(
         [
             sys.executable,
@@ -174,9 +182,9 @@ def test_the_api_takes_a_connected_client(scheduler: str, sink_trees: dict[str, 
 
 def test_an_unreachable_scheduler_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dask_cluster, "CONNECT_SECONDS", 1)
-    with pytest.raises(InputError, match=r"^--dask tcp://127\.0\.0\.1:9: cannot reach the Dask"):
-        with dask_cluster.DaskCluster("tcp://127.0.0.1:9"):
-            pass
+    unreachable = r"^--dask tcp://127\.0\.0\.1:9: cannot reach the Dask"
+    with pytest.raises(InputError, match=unreachable), dask_cluster.DaskCluster("tcp://127.0.0.1:9"):
+        pass
 
 
 @pytest.mark.parametrize(
@@ -191,5 +199,5 @@ def test_an_unreachable_scheduler_is_one_line(monkeypatch: pytest.MonkeyPatch) -
 )
 def test_bad_dask_use_is_one_line(args: tuple[str, ...], message: str) -> None:
     code, out, err = run("diagnose", *args)
-    assert code == 2
+    assert code == 2 and out == ""
     assert err.count("\n") == 1 and message in err

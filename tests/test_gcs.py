@@ -224,3 +224,86 @@ def test_nothing_of_cloud_storage_or_dask_is_imported_unless_used() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_a_terminal_sees_objects_and_bytes_of_the_listed_total(
+    sink_trees: dict[str, Any],
+) -> None:
+    import pty
+
+    tree = sink_trees["fleet"]
+    objects = [p for p in tree.local.rglob("*.json")]
+    total = sum(p.stat().st_size for p in objects)
+    leader, follower = pty.openpty()
+    script = (
+        "import sys; from analyzer.cli import main;"
+        " sys.argv = ['jobdoctor', *sys.argv[1:]]; main()"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script, "diagnose", "--format", "json", tree.uri],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "160", "TERM": "xterm"},
+    ) as process:
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            seen += chunk
+        out, _ = process.communicate(timeout=60)
+    os.close(leader)
+    assert process.returncode == 0
+    text = seen.decode(errors="replace")
+    assert f"/{len(objects)} objects" in text
+    assert f"{total / 1e6:.1f}" in text  # rich's DownloadColumn: "12.3/16.0 MB"
+    assert json.loads(out)["inputs"]
+
+
+@pytest.fixture(scope="module")
+def big_objects(storage_emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 16 MB sink file and its gzip copy, on disk and as objects ``big/`` in the bucket."""
+    import gzip
+
+    from analyzer.simulate.fleet import fleet
+
+    folder = tmp_path_factory.mktemp("big")
+    plain = folder / "fleet.jsonl"
+    with plain.open("wb") as out:
+        out.writelines(fleet(16_000_000, seed=9))
+    (folder / "fleet.jsonl.gz").write_bytes(gzip.compress(plain.read_bytes(), compresslevel=1))
+    storage_emulator.upload_tree(BUCKET, "big/", folder)
+    return folder
+
+
+@pytest.mark.parametrize("name", ["fleet.jsonl", "fleet.jsonl.gz"])
+def test_a_large_object_is_cut_into_ranges_unless_gzip(
+    storage_emulator: Any, big_objects: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JOBDOCTOR_JOBS", "2")
+    storage_emulator.requests.clear()
+    code, remote, err = run("diagnose", "--format", "json", f"gs://{BUCKET}/big/{name}")
+    assert code == 0, err
+    code, local, _ = run("diagnose", "--format", "json", str(big_objects / name))
+    assert remote.replace(f"gs://{BUCKET}/big/", f"{big_objects}/") == local
+    # Each cut reads a little at its offset to find the line end; a gzip object has none
+    # (sniffing reads too, but from the start, a chunk after another).
+    probes = [
+        ranged
+        for method, path, ranged in storage_emulator.requests
+        if method == "GET" and "alt=media" in path and ranged and _probe(ranged)
+    ]
+    if name.endswith(".gz"):
+        assert not probes
+    else:
+        assert len(probes) >= 2
+
+
+def _probe(ranged: str) -> bool:
+    first, last = map(int, ranged.removeprefix("bytes=").split("-"))
+    return last - first + 1 == 64 << 10 and first % (64 << 10) != 0

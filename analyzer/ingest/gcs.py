@@ -17,6 +17,7 @@ one :class:`~analyzer.errors.InputError` line saying what to do.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,8 @@ from analyzer.ingest.paths import (
     sink_hour,
 )
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format, sniff
-from analyzer.ingest.sources import _records
+from analyzer.ingest.sources import _records, _sniff_stream
+from analyzer.ingest.streams import GZIP_MAGIC
 from analyzer.records import InputStats, LogRecord
 
 if TYPE_CHECKING:
@@ -182,50 +184,64 @@ def list_objects(uri: str, window: TimeWindow | None = None) -> list[GcsObject]:
     return sorted(found, key=_order)
 
 
-class _ObjectReader:
-    """An object's bytes as a stream, fetched a chunk at a time; failures as InputError."""
+class _ObjectReader(io.RawIOBase):
+    """An object's bytes from ``start`` on, fetched a ranged GET of ``chunk`` bytes at a time;
+    failures as InputError. Not seekable: readers carry a cut line over instead of seeking
+    back (which would fetch a chunk again)."""
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, start: int, chunk: int) -> None:
+        super().__init__()
         bucket, name = split_uri(uri)
         self._uri = uri
+        self._chunk = chunk
+        self._position = start
+        self._held = memoryview(b"")
+        self._ended = False
         with _explaining(uri):
-            blob = _client().bucket(bucket).blob(name)
-            self._reader: Any = blob.open("rb", chunk_size=CHUNK_BYTES)
+            self._blob: Any = _client().bucket(bucket).blob(name)
 
-    def read(self, size: int = -1) -> bytes:
-        if size < 0:  # never the whole object at once
-            return b"".join(iter(lambda: self.read(CHUNK_BYTES), b""))
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._held and not self._ended:
+            self._held = memoryview(self._fetch())
+        count = min(len(buffer), len(self._held))
+        buffer[:count] = self._held[:count]
+        self._held = self._held[count:]
+        return count
+
+    def _fetch(self) -> bytes:
+        from google.api_core.exceptions import RequestRangeNotSatisfiable
+
+        last = self._position + self._chunk - 1
         with _explaining(self._uri):
-            # The reader fetches what is asked when it is more than a chunk: ask no more.
-            return bytes(self._reader.read(min(size, CHUNK_BYTES)))
+            try:
+                # No checksum: the server has one for the whole object only.
+                data = bytes(
+                    self._blob.download_as_bytes(start=self._position, end=last, checksum=None)
+                )
+            except RequestRangeNotSatisfiable:
+                data = b""  # at the end already (the size was a multiple of a chunk)
+        self._position += len(data)
+        self._ended = len(data) < self._chunk
+        return data
 
 
-def open_object(uri: str) -> BinaryIO:
-    """The object at ``uri`` as a binary stream read in ranged chunks (never whole)."""
-    import io
-
-    reader = _ObjectReader(uri)
-
-    class _Raw(io.RawIOBase):
-        def readable(self) -> bool:
-            return True
-
-        def readinto(self, buffer: Any) -> int:
-            data = reader.read(len(buffer))
-            buffer[: len(data)] = data
-            return len(data)
-
-    # A buffered reader gives readline and peek to the text readers; the fast scan reads
-    # blocks of a megabyte, which pass through it.
-    return io.BufferedReader(_Raw(), buffer_size=1 << 20)
+def open_object(uri: str, start: int = 0, chunk: int | None = None) -> BinaryIO:
+    """The object at ``uri`` from byte ``start`` on, as a binary stream read in ranged GETs
+    of ``chunk`` bytes (:data:`CHUNK_BYTES`): never whole."""
+    size = chunk or CHUNK_BYTES
+    # Line readers get readline from the buffer; the fast scan reads blocks through it.
+    return io.BufferedReader(_ObjectReader(uri, start, size), buffer_size=min(size, 1 << 20))
 
 
-def head_of(uri: str) -> bytes:
-    """The first :data:`SNIFF_LIMIT` bytes of the object at ``uri``."""
+def head_of(uri: str, limit: int = SNIFF_LIMIT) -> bytes:
+    """The first ``limit`` bytes of the object at ``uri``."""
     bucket, name = split_uri(uri)
     with _explaining(uri):
         blob = _client().bucket(bucket).blob(name)
-        return bytes(blob.download_as_bytes(start=0, end=SNIFF_LIMIT - 1, checksum=None))
+        return bytes(blob.download_as_bytes(start=0, end=limit - 1, checksum=None))
 
 
 class GcsSource:
@@ -239,13 +255,24 @@ class GcsSource:
     def __init__(self, obj: GcsObject) -> None:
         self.object = obj
         self._stats = InputStats(path=obj.uri)
+        self._compressed: bool | None = None
         if obj.size == 0:
             found = sniff(b"", obj.uri)
         elif sink_hour(obj.name) is not None:
             found = Format.CLOUD_LOGGING_JSONL
         else:
-            found = sniff(head_of(obj.uri), obj.uri)
+            # As a file is sniffed (decompressed when gzip), reading no more than it needs.
+            with open_object(obj.uri, chunk=SNIFF_LIMIT) as head:
+                found, self._compressed = _sniff_stream(head, obj.uri)
         self._stats.format = found.value
+
+    @property
+    def compressed(self) -> bool:
+        """Whether the object holds gzip data (which cannot be entered in the middle): its
+        first two bytes, fetched when first asked."""
+        if self._compressed is None:
+            self._compressed = self.size >= 2 and head_of(self.object.uri, 2) == GZIP_MAGIC
+        return self._compressed
 
     @property
     def stats(self) -> InputStats:
