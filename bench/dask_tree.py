@@ -11,13 +11,16 @@ each as its own process:
 - ``dask-tcp``: the same with ``--dask tcp://...``, against a scheduler and one worker process
   per core started before the runs (what a user with a cluster pays: no cluster start-up).
 
-Checks that the three print the same JSON, and prints wall times (median and best).
+Checks that the three print the same JSON, and prints wall times (median and best) and the CPU
+seconds every process of the run used (the machine's load moves those less): the command's
+and its descendants', plus, for ``dask-tcp``, what the workers and the scheduler used during it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,15 +57,36 @@ def start_cluster(workers: int, folder: Path) -> tuple[str, list[subprocess.Pope
     address_file = folder / "scheduler.json"
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     scheduler = subprocess.Popen(
-        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1"]
-        + ["--port", "0", "--dashboard-address", ":0", "--scheduler-file", str(address_file)],
+        [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--dashboard-address",
+            ":0",
+            "--scheduler-file",
+            str(address_file),
+        ],
         **quiet,  # type: ignore[call-overload]
     )
     while not address_file.exists() or not address_file.read_text().strip():
         time.sleep(0.1)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "distributed.cli.dask_worker", "--nworkers", str(workers)]
-        + ["--nthreads", "1", "--no-dashboard", "--scheduler-file", str(address_file)],
+        [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_worker",
+            "--nworkers",
+            str(workers),
+            "--nthreads",
+            "1",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(address_file),
+        ],
         **quiet,  # type: ignore[call-overload]
     )
     import distributed
@@ -71,6 +95,25 @@ def start_cluster(workers: int, folder: Path) -> tuple[str, list[subprocess.Pope
         client.wait_for_workers(workers, timeout=120)
         address: str = client.scheduler.address
     return address, [worker, scheduler]
+
+
+def _cpu_self() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cluster_cpu(address: str) -> float:
+    """CPU seconds the cluster's workers and scheduler have used so far."""
+    import distributed
+
+    with distributed.Client(address) as client:
+        workers = client.run(_cpu_self)
+        return sum(workers.values()) + float(client.run_on_scheduler(_cpu_self))
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -94,12 +137,19 @@ def main() -> None:
                 "dask-tcp": [*base, "--dask", address, str(root)],
             }
             times: dict[str, list[float]] = {name: [] for name in contenders}
+            cpu: dict[str, list[float]] = {name: [] for name in contenders}
             outputs: dict[str, bytes] = {}
             for _ in range(args.runs):
                 for name, command in contenders.items():
+                    remote = _cluster_cpu(address) if name == "dask-tcp" else 0.0
+                    used = _children_cpu()
                     began = time.perf_counter()
                     done = subprocess.run(command, capture_output=True, check=True)
                     times[name].append(time.perf_counter() - began)
+                    spent = _children_cpu() - used
+                    if name == "dask-tcp":
+                        spent += _cluster_cpu(address) - remote
+                    cpu[name].append(spent)
                     outputs.setdefault(name, done.stdout)
                     assert done.stdout == outputs[name], f"{name}: output changed between runs"
         finally:
@@ -113,8 +163,8 @@ def main() -> None:
         median = statistics.median(runs)
         print(
             f"{name:<11} median {median:6.2f} s  best {min(runs):6.2f} s  "
-            f"{total / median / 1e6:6.0f} MB/s  x{median / plain:4.2f}  runs "
-            + " ".join(f"{t:.2f}" for t in runs)
+            f"{total / median / 1e6:6.0f} MB/s  x{median / plain:4.2f}  "
+            f"CPU {statistics.median(cpu[name]):6.2f} s  runs " + " ".join(f"{t:.2f}" for t in runs)
         )
     if not same:
         sys.exit(1)
