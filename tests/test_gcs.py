@@ -145,6 +145,11 @@ def test_objects_are_streamed_in_ranged_reads(
         ("gs://no-such-bucket/logs/", (), "gs://no-such-bucket/logs: no such bucket"),
         ("gs://no-such-bucket/a.json", (), "no such bucket gs://no-such-bucket"),
         (f"gs://{BUCKET}/nothing-here/", (), "no object under this prefix"),
+        (
+            f"gs://{BUCKET}/fleet/missing.json",
+            (),
+            f"gs://{BUCKET}/fleet/missing.json: no such object, and no object under",
+        ),
         ("gs://", (), "gs://: no bucket, write gs://BUCKET/PREFIX/"),
         (
             f"gs://{BUCKET}/fleet/",
@@ -236,8 +241,7 @@ def test_a_terminal_sees_objects_and_bytes_of_the_listed_total(
     total = sum(p.stat().st_size for p in objects)
     leader, follower = pty.openpty()
     script = (
-        "import sys; from analyzer.cli import main;"
-        " sys.argv = ['jobdoctor', *sys.argv[1:]]; main()"
+        "import sys; from analyzer.cli import main; sys.argv = ['jobdoctor', *sys.argv[1:]]; main()"
     )
     with subprocess.Popen(
         [sys.executable, "-c", script, "diagnose", "--format", "json", tree.uri],
@@ -307,3 +311,19 @@ def test_a_large_object_is_cut_into_ranges_unless_gzip(
 def _probe(ranged: str) -> bool:
     first, last = map(int, ranged.removeprefix("bytes=").split("-"))
     return last - first + 1 == 64 << 10 and first % (64 << 10) != 0
+
+
+def test_local_and_gs_paths_keep_their_argument_order(sink_trees: dict[str, Any]) -> None:
+    fixture, scenarios = sink_trees["fixture"], sink_trees["scenarios"]
+    code, out, err = run(
+        "diagnose", "--format", "json", str(fixture.local), scenarios.uri, str(scenarios.local)
+    )
+    assert code == 0, err
+    paths = [i["path"] for i in json.loads(out)["inputs"]]
+    objects = len(list(scenarios.local.rglob("*.json")))
+    # The fixture's three files, then the prefix's objects, then the same tree on disk (the
+    # same files under other names: read again, as two exports of the same logs would be).
+    assert [p.startswith("gs://") for p in paths] == [False] * 3 + [True] * objects + [
+        False
+    ] * objects
+    assert [scenarios.as_local(p) for p in paths[3 : 3 + objects]] == paths[3 + objects :]

@@ -164,7 +164,8 @@ def list_objects(uri: str, window: TimeWindow | None = None) -> list[GcsObject]:
     client = _client()
     with _explaining(uri):
         bucket = client.bucket(bucket_name)
-        if name and not name.endswith("/"):
+        named = bool(name) and not name.endswith("/")
+        if named:
             blob = bucket.get_blob(name)  # None when absent (or when the bucket is)
             if blob is not None:
                 return [GcsObject(bucket_name, name, int(blob.size or 0))]
@@ -174,6 +175,8 @@ def list_objects(uri: str, window: TimeWindow | None = None) -> list[GcsObject]:
             for blob in client.list_blobs(bucket_name, prefix=name or None)
             if not _hidden(blob.name[len(name) :])
         ]
+    if not found and named:
+        raise InputError(f"{uri}: no such object, and no object under {uri}/; check the path")
     if not found:
         raise InputError(f"{uri}: no object under this prefix, check the path")
     if window is not None:

@@ -25,7 +25,7 @@ _GLOB_CHARS = frozenset("*?[")
 # The hour a sink file holds, from its path: .../YYYY/MM/DD/HH:00:00_HH:59:59_S0.json, late
 # entries of that hour in ..._A0:<unixtime>.json.
 _SINK_HOUR = re.compile(
-    r"(?:^|/)(\d{4})/(\d\d)/(\d\d)/(\d\d):00:00_\d\d:59:59_(?:S\d+|A\d+:\d+)\.json$"
+    r"(?:^|/)(\d{4})/(\d\d)/(\d\d)/(\d\d):00:00_\4:59:59_(?:S\d+|A\d+:\d+)\.json$"
 )
 
 

@@ -181,14 +181,22 @@ def open_sources(paths: Sequence[str], window: TimeWindow | None = None) -> list
     hour overlaps it.
     """
     sources: list[Source] = []
-    remote = [path for path in paths if path.startswith("gs://")]
-    if remote:
+    if any(path.startswith("gs://") for path in paths):
         from analyzer.ingest.gcs import open_gcs
 
-        sources.extend(open_gcs(remote, window))
-        paths = [path for path in paths if not path.startswith("gs://")]
-        if not paths:
-            return sources
+        # In argument order: each run of local paths, then each gs:// path.
+        local: list[str] = []
+        for path in paths:
+            if not path.startswith("gs://"):
+                local.append(path)
+                continue
+            if local:
+                sources.extend(open_sources(local, window))
+                local = []
+            sources.extend(open_gcs([path], window))
+        if local:
+            sources.extend(open_sources(local, window))
+        return sources
     for path in expand_paths(paths, window):
         if path == STDIN:
             sources.append(StreamSource(sys.stdin.buffer, STDIN_NAME))
