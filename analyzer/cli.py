@@ -565,6 +565,21 @@ def _print_explanation(result: object) -> None:
         (f"also {k}", v) for m in result.also for k, v in m.fields.items()
     ]:
         console.print(Text(f"  {name}: {value}"), soft_wrap=True)
+    cause = result.cause
+    if cause is not None and cause.detail:
+        console.print(Text(f"  detail: {cause.detail}"), soft_wrap=True)
+    if cause is not None and cause.exit_meaning:
+        console.print(Text(f"  exit: {cause.exit_code}: {cause.exit_meaning}"), soft_wrap=True)
+    if cause is not None and cause.exception is not None:
+        seen = cause.exception
+        where = (
+            f" at {seen.frame.file}:{seen.frame.line} in {seen.frame.function}"
+            if seen.frame
+            else ""
+        )
+        console.print(Text(f"  exception: {seen.type}: {seen.message}{where}"), soft_wrap=True)
+    if result.job_id:
+        console.print(Text(f"  job: {result.job_id}"), soft_wrap=True)
     if result.next_step:
         console.print(Text(f"  next: {result.next_step}"), soft_wrap=True)
     for advice in result.advice:
