@@ -85,8 +85,10 @@ def _client() -> Client:
         except ImportError:
             raise InputError(_INSTALL) from None
         try:
-            # With STORAGE_EMULATOR_HOST set, the client goes there, anonymously.
-            client = _CLIENTS[pid] = storage.Client()
+            # With STORAGE_EMULATOR_HOST set, the client goes there, anonymously. Reading
+            # needs no project: without one named, credentials that carry none still work.
+            project = os.environ.get("GOOGLE_CLOUD_PROJECT") or None
+            client = _CLIENTS[pid] = storage.Client(project=project)
         except Exception as error:
             raise InputError(_explained(error, SCHEME)) from None
     return client
