@@ -186,8 +186,13 @@ def _open_inputs(
     from analyzer.api import window_of
     from analyzer.ingest import open_sources
 
+    window = window_of(since, start, end)
     with _listing(paths):
-        return open_sources(paths, window_of(since, start, end))
+        sources = open_sources(paths, window)
+    if window is not None:
+        # The window is always said: a tree is read by whole hours around it.
+        _say(f"window {window}: {len(sources)} input(s) read, trees by the hours overlapping it")
+    return sources
 
 
 def _rules_dirs(rules: list[Path] | None) -> tuple[Path, ...]:

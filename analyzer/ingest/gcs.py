@@ -20,6 +20,7 @@ import contextlib
 import io
 import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -45,11 +46,6 @@ EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 # transfer, small enough that a worker holds little.
 CHUNK_BYTES = 8 << 20
 _INSTALL = "reading gs:// paths needs the gcs extra: pip install 'jobdoctor[gcs]'"
-
-
-def is_gcs(path: str) -> bool:
-    """Whether ``path`` names Cloud Storage (``gs://...``)."""
-    return path.startswith(SCHEME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +93,9 @@ def _client() -> Client:
 _CLIENTS: dict[tuple[int, str | None], Client] = {}
 
 
-def _explained(error: BaseException, uri: str) -> str:
-    """One line for a failure of the client on ``uri``, saying what to do."""
+def _explained(error: BaseException, uri: str, reading: bool = False) -> str:
+    """One line for a failure of the client on ``uri`` (``reading`` an object, else listing),
+    saying what to do."""
     from google.api_core import exceptions as api
     from google.auth import exceptions as auth
 
@@ -118,6 +115,8 @@ def _explained(error: BaseException, uri: str) -> str:
             f"{where}: permission denied; reading a sink tree needs the Storage Object Viewer"
             " role (roles/storage.objectViewer) on the bucket"
         )
+    if isinstance(error, api.NotFound) and reading:
+        return f"{where}: no such object (deleted since it was listed?), run again"
     if isinstance(error, api.NotFound):
         bucket = split_uri(uri)[0] if uri != SCHEME else ""
         return f"{where}: no such bucket gs://{bucket}, check the name"
@@ -136,14 +135,14 @@ def _first_line(error: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _explaining(uri: str) -> Iterator[None]:
-    """Client failures on ``uri`` as one InputError line."""
+def _explaining(uri: str, reading: bool = False) -> Iterator[None]:
+    """Client failures on ``uri`` as one InputError line (:func:`_explained`)."""
     try:
         yield
     except InputError:
         raise
     except Exception as error:
-        raise InputError(_explained(error, uri)) from None
+        raise InputError(_explained(error, uri, reading)) from None
 
 
 def _hidden(relative: str) -> bool:
@@ -191,10 +190,11 @@ def list_objects(uri: str, window: TimeWindow | None = None) -> list[GcsObject]:
 
 class _ObjectReader(io.RawIOBase):
     """An object's bytes from ``start`` on, fetched a ranged GET of ``chunk`` bytes at a time;
-    failures as InputError. Not seekable: readers carry a cut line over instead of seeking
-    back (which would fetch a chunk again)."""
+    failures as InputError. With ``ahead``, the next chunk is fetched by a thread while this
+    one is read (the network and the scan overlap; two chunks are held at most). Not seekable:
+    readers carry a cut line over instead of seeking back (which would fetch a chunk again)."""
 
-    def __init__(self, uri: str, start: int, chunk: int) -> None:
+    def __init__(self, uri: str, start: int, chunk: int, ahead: bool) -> None:
         super().__init__()
         bucket, name = split_uri(uri)
         self._uri = uri
@@ -202,6 +202,8 @@ class _ObjectReader(io.RawIOBase):
         self._position = start
         self._held = memoryview(b"")
         self._ended = False
+        self._next: Future[bytes] | None = None
+        self._fetcher = ThreadPoolExecutor(1, "jobdoctor-gcs") if ahead else None
         with _explaining(uri):
             self._blob: Any = _client().bucket(bucket).blob(name)
 
@@ -210,41 +212,59 @@ class _ObjectReader(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         if not self._held and not self._ended:
-            self._held = memoryview(self._fetch())
+            self._held = memoryview(self._take())
         count = min(len(buffer), len(self._held))
         buffer[:count] = self._held[:count]
         self._held = self._held[count:]
         return count
 
-    def _fetch(self) -> bytes:
-        from google.api_core.exceptions import RequestRangeNotSatisfiable
+    def close(self) -> None:
+        if self._fetcher is not None:
+            self._fetcher.shutdown(wait=True, cancel_futures=True)
+        super().close()
 
-        last = self._position + self._chunk - 1
-        with _explaining(self._uri):
-            try:
-                # No checksum: the server has one for the whole object only.
-                data = bytes(
-                    self._blob.download_as_bytes(start=self._position, end=last, checksum=None)
-                )
-            except RequestRangeNotSatisfiable:
-                data = b""  # at the end already (the size was a multiple of a chunk)
+    def _take(self) -> bytes:
+        """The next chunk, and the one after it asked for."""
+        if self._next is not None:
+            data = self._next.result()
+        else:
+            data = self._fetch(self._position)
         self._position += len(data)
         self._ended = len(data) < self._chunk
+        self._next = None
+        if self._fetcher is not None and not self._ended:
+            self._next = self._fetcher.submit(self._fetch, self._position)
         return data
+
+    def _fetch(self, start: int) -> bytes:
+        from google.api_core.exceptions import RequestRangeNotSatisfiable
+
+        with _explaining(self._uri, reading=True):
+            try:
+                # No checksum: the server has one for the whole object only.
+                return bytes(
+                    self._blob.download_as_bytes(
+                        start=start, end=start + self._chunk - 1, checksum=None
+                    )
+                )
+            except RequestRangeNotSatisfiable:
+                return b""  # at the end already (the size was a multiple of a chunk)
 
 
 def open_object(uri: str, start: int = 0, chunk: int | None = None) -> BinaryIO:
     """The object at ``uri`` from byte ``start`` on, as a binary stream read in ranged GETs
-    of ``chunk`` bytes (:data:`CHUNK_BYTES`): never whole."""
+    of ``chunk`` bytes (:data:`CHUNK_BYTES`): never whole. Reads of whole chunks fetch the
+    next one ahead; smaller ones (a cut's line end, a sniffed head) do not."""
     size = chunk or CHUNK_BYTES
+    reader = _ObjectReader(uri, start, size, ahead=size >= CHUNK_BYTES)
     # Line readers get readline from the buffer; the fast scan reads blocks through it.
-    return io.BufferedReader(_ObjectReader(uri, start, size), buffer_size=min(size, 1 << 20))
+    return io.BufferedReader(reader, buffer_size=min(size, 1 << 20))
 
 
 def head_of(uri: str, limit: int = SNIFF_LIMIT) -> bytes:
     """The first ``limit`` bytes of the object at ``uri``."""
     bucket, name = split_uri(uri)
-    with _explaining(uri):
+    with _explaining(uri, reading=True):
         blob = _client().bucket(bucket).blob(name)
         return bytes(blob.download_as_bytes(start=0, end=limit - 1, checksum=None))
 
