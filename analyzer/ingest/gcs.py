@@ -225,10 +225,8 @@ class _ObjectReader(io.RawIOBase):
 
     def _take(self) -> bytes:
         """The next chunk, and the one after it asked for."""
-        if self._next is not None:
-            data = self._next.result()
-        else:
-            data = self._fetch(self._position)
+        ahead = self._next
+        data = ahead.result() if ahead is not None else self._fetch(self._position)
         self._position += len(data)
         self._ended = len(data) < self._chunk
         self._next = None
