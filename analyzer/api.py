@@ -66,7 +66,7 @@ def analyze_sources(
     a ``distributed.Client``; the diagnoses are the same.
     """
     book = rules if rules is not None else RuleBook.load()
-    with _cluster(dask) as cluster:
+    with dask_cluster(dask) as cluster:
         collector = Collector(book, cluster=cluster)
         collector.read_all(sources, while_waiting=_load_diagnosing)
     from analyzer.policy import load_policy
@@ -93,8 +93,9 @@ def analyze_sources(
 
 
 @contextmanager
-def _cluster(dask: object) -> Iterator[Cluster | None]:
-    """The Dask cluster ``dask`` names, for the time of a scan; None for none."""
+def dask_cluster(dask: object) -> Iterator[Cluster | None]:
+    """The Dask cluster ``dask`` names (see :func:`analyze_sources`), connected for the time
+    of a scan; None for None."""
     if dask is None:
         yield None
         return

@@ -20,7 +20,6 @@ import typer
 from analyzer.errors import InputError, JobDoctorError, PolicyError, RuleError, SourceError
 
 if TYPE_CHECKING:
-    from analyzer.classify import Cluster
     from analyzer.jobspec import JobSpec
     from analyzer.policy import RetryPolicy
     from analyzer.records import Source
@@ -607,6 +606,7 @@ def classify(
 
     Reads files or gs://BUCKET/PREFIX/ sink trees (--since: only the hours of that window).
     """
+    from analyzer.api import dask_cluster
     from analyzer.classify import classify_sources
     from analyzer.report.events import write_csv, write_jsonl
     from analyzer.rulebook import RuleBook
@@ -614,24 +614,12 @@ def classify(
     with _reported_errors():
         book = RuleBook.load(_rules_dirs(rules))
         sources = _open_inputs(paths, since, start, end)
-        with _reading_progress(sources), _dask_cluster(dask) as cluster:
+        with _reading_progress(sources), dask_cluster(dask) as cluster:
             events = classify_sources(sources, book, cluster=cluster)
             if output is RowFormat.csv:
                 write_csv(events, sys.stdout)
             else:
                 write_jsonl(events, sys.stdout)
-
-
-@contextmanager
-def _dask_cluster(dask: str | None) -> Iterator[Cluster | None]:
-    """The Dask cluster of ``--dask``, for the time of a scan (None without it)."""
-    if dask is None:
-        yield None
-        return
-    from analyzer.cluster import DaskCluster
-
-    with DaskCluster(dask) as cluster:
-        yield cluster
 
 
 @rules_app.command("check")
