@@ -76,7 +76,7 @@ def test_the_listing_keeps_what_a_walk_keeps_in_its_order(sink_trees: dict[str, 
 
 @pytest.mark.parametrize("name", ["scenarios"])
 def test_a_window_reads_only_its_hours_late_files_included(
-    sink_trees: dict[str, Any], name: str
+    storage_emulator: Any, sink_trees: dict[str, Any], name: str
 ) -> None:
     tree = sink_trees[name]
     everything = [str(p) for p in tree.local.rglob("*.json")]
@@ -85,8 +85,12 @@ def test_a_window_reads_only_its_hours_late_files_included(
     # From half past the second hour to the start of the last: both edges cut an hour.
     start, end = hours[1] + timedelta(minutes=30), hours[-1]
     window = ("--start", start.isoformat(), "--end", end.isoformat())
+    storage_emulator.requests.clear()
     code, remote, err = run("diagnose", "--format", "json", *window, tree.uri)
     assert code == 0, err
+    # The server is asked for the window's days only.
+    listed = [p for m, p, _ in storage_emulator.requests if m == "GET" and "/o?" in p]
+    assert listed and all("matchGlob=" in p for p in listed)
     code, local, _ = run("diagnose", "--format", "json", *window, str(tree.local))
     assert tree.as_local(remote) == local
     read = {i["path"] for i in json.loads(local)["inputs"]}
@@ -97,6 +101,23 @@ def test_a_window_reads_only_its_hours_late_files_included(
     # The hour holding the start is read; the hour starting at the end is not.
     kept = {sink_hour(p) for p in read}
     assert hours[1] in kept and hours[-1] not in kept and hours[0] not in kept
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "globs"),
+    [
+        ("2024-03-11T08:30:00Z", "2024-03-11T10:00:00Z", ["**/2024/03/11/*"]),
+        ("2024-03-11T23:00:00Z", "2024-03-12T00:00:00Z", ["**/2024/03/11/*"]),
+        (
+            "2024-03-30T12:00:00Z",
+            "2024-04-02T01:00:00Z",
+            ["**/2024/03/{30,31}/*", "**/2024/04/{01,02}/*"],
+        ),
+        ("2023-12-31T23:00:00Z", "2024-01-01T00:00:01Z", ["**/2023/12/31/*", "**/2024/01/01/*"]),
+    ],
+)
+def test_a_window_lists_its_days(start: str, end: str, globs: list[str]) -> None:
+    assert gcs._day_globs(parse_window(None, start, end)) == globs
 
 
 def test_one_object_reads_like_its_file(sink_trees: dict[str, Any]) -> None:

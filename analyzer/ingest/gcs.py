@@ -1,11 +1,12 @@
 """``gs://`` inputs: a Log Router sink tree (or one object) read where it lives.
 
-``gs://BUCKET/PREFIX/`` lists the objects under the prefix, in one paged listing, and keeps
-those a local walk of the same tree would keep (no hidden names, no folder placeholders), in
-the same order; with a time window only the hourly sink files whose hour overlaps it
+``gs://BUCKET/PREFIX/`` lists the objects under the prefix and keeps those a local walk of
+the same tree would keep (no hidden names, no folder placeholders), in the same order; with a
+time window only the hourly sink files whose hour overlaps it
 (``.../YYYY/MM/DD/HH:00:00_HH:59:59_S0.json`` and the late ``..._A0:<unixtime>.json``): the
-path says the hour, so nothing outside the window is read. ``gs://BUCKET/NAME`` naming an
-object reads that object.
+path says the hour, so nothing outside the window is read, and the listing itself asks the
+server for the window's days only (``matchGlob``). ``gs://BUCKET/NAME`` naming an object reads
+that object.
 
 Objects are streamed through the real ``google-cloud-storage`` client in ranged reads of
 :data:`CHUNK_BYTES`, never whole. The client takes the user's Application Default
@@ -157,6 +158,54 @@ def _order(obj: GcsObject) -> tuple[tuple[str, ...], tuple[str, int, int, int, s
     return (tuple(folder.split("/")) if folder else ("",), _name_key(name))
 
 
+# Names listed, at most, to say which hours a prefix holds when none is in the window.
+_HINT_NAMES = 10_000
+
+
+def _listed(
+    client: Client, bucket: str, prefix: str, window: TimeWindow | None
+) -> list[GcsObject]:
+    """The objects under ``prefix`` a walk keeps. With a window, the listing asks the server
+    for the window's days only (``matchGlob``, one listing per month); the hours are then
+    kept here by :func:`in_window`. When none is there, a first part of the plain listing
+    says which hours the prefix does hold; a server refusing the glob gets the plain listing.
+    """
+    from google.api_core.exceptions import BadRequest
+
+    def listing(**options: Any) -> list[GcsObject]:
+        return [
+            GcsObject(bucket, blob.name, int(blob.size or 0))
+            for blob in client.list_blobs(bucket, prefix=prefix or None, **options)
+            if not _hidden(blob.name[len(prefix) :])
+        ]
+
+    if window is None:
+        return listing()
+    try:
+        found = [obj for glob in _day_globs(window) for obj in listing(match_glob=glob)]
+    except BadRequest:
+        return listing()
+    return found or listing(max_results=_HINT_NAMES)
+
+
+def _day_globs(window: TimeWindow) -> list[str]:
+    """``matchGlob`` patterns for the sink files of the days ``window`` touches, one per month
+    (a glob's ``{a,b}`` may not hold a ``/``): ``**/2024/03/{11,12}/*``."""
+    from datetime import timedelta
+
+    last = (window.end - timedelta(microseconds=1)).date()
+    day = window.start.date()
+    months: dict[tuple[int, int], list[str]] = {}
+    while day <= last:
+        months.setdefault((day.year, day.month), []).append(f"{day.day:02}")
+        day += timedelta(days=1)
+    globs = []
+    for (year, month), days in months.items():
+        choice = days[0] if len(days) == 1 else "{" + ",".join(days) + "}"
+        globs.append(f"**/{year:04}/{month:02}/{choice}/*")
+    return globs
+
+
 def list_objects(uri: str, window: TimeWindow | None = None) -> list[GcsObject]:
     """The objects ``uri`` names, in a local walk's order: the object itself, or those under
     the prefix (see the module docstring). InputError when there are none, or none in
@@ -171,11 +220,7 @@ def list_objects(uri: str, window: TimeWindow | None = None) -> list[GcsObject]:
             if blob is not None:
                 return [GcsObject(bucket_name, name, int(blob.size or 0))]
             name += "/"
-        found = [
-            GcsObject(bucket_name, blob.name, int(blob.size or 0))
-            for blob in client.list_blobs(bucket_name, prefix=name or None)
-            if not _hidden(blob.name[len(name) :])
-        ]
+        found = _listed(client, bucket_name, name, window)
     if not found and named:
         raise InputError(f"{uri}: no such object, and no object under {uri}/; check the path")
     if not found:
