@@ -84,6 +84,8 @@ class Cluster(Protocol):
 _FIRST_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
 # The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
 _JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
+# Processes reading Cloud Storage objects, per core.
+GCS_READERS_PER_CORE = 4
 # Records whose texts go through the prefilter at once (_matched): enough to amortise a
 # Hyperscan scan, few enough that a batch of records stays small.
 _MATCH_BATCH = 1024
@@ -561,6 +563,12 @@ def _scan(
         return size * (GZIP_EXPANSION if path in compressed else 1)
 
     count = processes_for(sum(map(weight, sizes)), processes)
+    objects = sum(1 for s in files if isinstance(s, GcsSource))
+    if objects > 1 and processes is None and not os.environ.get("JOBDOCTOR_JOBS"):
+        # Reading an object waits on the network more than on a core: more readers than
+        # cores keep the cores busy, whatever the total size.
+        cores = processes_for(PARALLEL_MIN_BYTES, None)
+        count = max(count, min(GCS_READERS_PER_CORE * cores, objects))
     if cluster is not None and files:
         count = cluster.width()
     # One compressed file is one task: a pool would only add its start-up.
