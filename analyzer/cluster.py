@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, cast
 
+from analyzer import __version__
 from analyzer.errors import InputError
 from analyzer.parallel import BookLike, RangeScan, Task, scan_task, warm
 
@@ -111,14 +112,21 @@ class DaskCluster:
         digest = hashlib.sha256(blob).hexdigest()
         shared = client.scatter(blob, broadcast=True, hash=False)
         futures = [
-            client.submit(_scan_batch, shared, digest, batch, pure=False)
+            client.submit(_scan_batch, shared, digest, __version__, batch, pure=False)
             for batch in _batches(tasks, weights, self.width())
         ]
         if while_waiting is not None:
             while_waiting()
         try:
             for future in distributed.as_completed(futures):
-                yield from future.result()
+                try:
+                    found = future.result()
+                except ImportError as error:  # the workers lack jobdoctor, or a part of it
+                    raise InputError(
+                        f"the Dask workers cannot import jobdoctor ({_first_line(error)});"
+                        f" install jobdoctor {__version__} on them"
+                    ) from None
+                yield from found
         finally:
             client.cancel(futures)
 
