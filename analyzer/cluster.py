@@ -156,9 +156,15 @@ _BOOKS: dict[str, BookLike] = {}
 
 
 def _scan_batch(
-    blob: bytes, digest: str, batch: list[tuple[int, Task]]
+    blob: bytes, digest: str, version: str, batch: list[tuple[int, Task]]
 ) -> list[tuple[int, RangeScan]]:
-    """On a worker: scan each task of ``batch`` with the rule book pickled in ``blob``."""
+    """On a worker: scan each task of ``batch`` with the rule book pickled in ``blob``, if
+    this worker's jobdoctor is the caller's ``version`` (another could read differently)."""
+    if version != __version__:
+        raise InputError(
+            f"a Dask worker runs jobdoctor {__version__}, this one {version}; install"
+            f" jobdoctor {version} on the workers"
+        )
     book = _BOOKS.get(digest)
     if book is None:
         book = cast(BookLike, pickle.loads(blob))
