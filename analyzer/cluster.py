@@ -162,7 +162,7 @@ def _scan_batch(
     this worker's jobdoctor is the caller's ``version`` (another could read differently)."""
     if version != __version__:
         raise InputError(
-            f"a Dask worker runs jobdoctor {__version__}, this one {version}; install"
+            f"a Dask worker runs jobdoctor {__version__} and this machine {version}; install"
             f" jobdoctor {version} on the workers"
         )
     book = _BOOKS.get(digest)
