@@ -85,3 +85,19 @@ def test_a_window_cuts_a_tree_but_not_a_named_file(tree: Path) -> None:
     assert named[0].stats.path == str(files[0])
     with pytest.raises(InputError, match=r"no sink file in the window .*; its files hold"):
         open_sources([str(tree)], Window(last + timedelta(days=1), last + timedelta(days=2)))
+
+
+def test_the_tree_command_writes_a_scenario_and_refuses_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from analyzer.simulate.tree import main
+
+    main([str(tmp_path / "t"), "--scenario", "oom"])
+    assert "wrote 3 files" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "t").rglob("*.json"))
+    with pytest.raises(SystemExit) as stopped:
+        main([str(tmp_path / "t"), "--scenario", "oom"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == (
+        f"jobdoctor: {tmp_path / 't'}: not empty, write a sink tree into a new folder\n"
+    )

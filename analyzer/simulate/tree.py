@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -97,11 +98,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scenario", help="one scenario instead of a fleet")
     args = parser.parse_args(argv)
-    if args.scenario:
-        lines: Iterable[bytes | str] = sink_lines(simulate(args.scenario, args.seed))
-    else:
-        lines = fleet(_bytes(args.size), seed=args.seed)
-    files = write_sink_tree(lines, args.out, seed=args.seed)
+    try:
+        if args.scenario:
+            lines: Iterable[bytes | str] = sink_lines(simulate(args.scenario, args.seed))
+        else:
+            lines = fleet(_bytes(args.size), seed=args.seed)
+        files = write_sink_tree(lines, args.out, seed=args.seed)
+    except InputError as error:  # one line, as the CLI says it
+        sys.stderr.write(f"jobdoctor: {error}\n")
+        raise SystemExit(2) from None
     total = sum(path.stat().st_size for path in files)
     print(f"wrote {len(files)} files, {total:,} bytes under {args.out}")
 
