@@ -77,24 +77,26 @@ class StorageEmulator(_Serving):
         super().__enter__()
         return self
 
-    def client(self) -> Any:
-        """A real google-cloud-storage client pointed at the emulator."""
-        from google.cloud import storage
-
-        return storage.Client()
-
     def upload_tree(self, bucket: str, prefix: str, root: Path) -> list[str]:
-        """Upload every file under ``root`` as ``prefix`` + its relative path (``/``-separated);
-        the bucket is made if it is missing. Returns the object names."""
-        client = self.client()
-        target = client.lookup_bucket(bucket) or client.create_bucket(bucket)
-        names = []
-        for path in sorted(root.rglob("*")):
-            if path.is_file():
-                name = prefix + path.relative_to(root).as_posix()
-                target.blob(name).upload_from_filename(str(path))
-                names.append(name)
-        return names
+        """:func:`upload_tree` into this emulator."""
+        return upload_tree(bucket, prefix, root)
+
+
+def upload_tree(bucket: str, prefix: str, root: Path) -> list[str]:
+    """Upload every file under ``root`` as ``prefix`` + its relative path (``/``-separated),
+    with the real client, to where STORAGE_EMULATOR_HOST points; the bucket is made if it is
+    missing. Returns the object names."""
+    from google.cloud import storage
+
+    client = storage.Client()
+    target = client.lookup_bucket(bucket) or client.create_bucket(bucket)
+    names = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            name = prefix + path.relative_to(root).as_posix()
+            target.blob(name).upload_from_filename(str(path))
+            names.append(name)
+    return names
 
 
 class _Refusing(BaseHTTPRequestHandler):

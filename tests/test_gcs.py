@@ -348,3 +348,29 @@ def test_local_and_gs_paths_keep_their_argument_order(sink_trees: dict[str, Any]
         False
     ] * objects
     assert [scenarios.as_local(p) for p in paths[3 : 3 + objects]] == paths[3 + objects :]
+
+
+def test_the_emulator_as_shipped_answering_one_request_at_a_time(
+    sink_trees: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    from gcp_storage_emulator.server import create_server
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    try:
+        monkeypatch.setenv(ENV, f"http://127.0.0.1:{port}")
+        from tests.storage_emulator import upload_tree
+
+        tree = sink_trees["scenarios"]
+        upload_tree("stock", "t/", tree.local)
+        code, remote, err = run("diagnose", "--format", "json", "gs://stock/t/")
+        assert code == 0, err
+    finally:
+        server.stop()
+    _, local, _ = run("diagnose", "--format", "json", str(tree.local))
+    assert remote.replace("gs://stock/t/", f"{tree.local}/") == local
