@@ -374,3 +374,17 @@ def test_the_emulator_as_shipped_answering_one_request_at_a_time(
         server.stop()
     _, local, _ = run("diagnose", "--format", "json", str(tree.local))
     assert remote.replace("gs://stock/t/", f"{tree.local}/") == local
+
+
+@pytest.mark.parametrize("command", ["diagnose", "report", "classify"])
+def test_the_readme_options_of_trees_are_the_commands(command: str) -> None:
+    readme = (ROOT / "README.md").read_text()
+    line = next(
+        line for line in readme.splitlines() if line.startswith(f"jobdoctor {command} PATH")
+    )
+    code, out, _ = run(command, "--help")
+    assert code == 0
+    for option in ("--since", "--start", "--end", "--dask"):
+        assert option in out
+        assert option in line or command == "diagnose"
+    assert "jobdoctor diagnose gs://BUCKET/PREFIX/ [--since 7d" in readme
