@@ -244,7 +244,7 @@ def _scan_split(
     results: dict[int, RangeScan] = {}
     work = partial(_scan_chunk, book, stats.path)
     for index, found in run_streamed(items(), work, processes):
-        results[index] = unpacked(found)
+        results[index] = _unpacked(found)
         if on_bytes is not None:
             on_bytes(sizes[index])
     merged = _merged([results[index] for index in range(len(results))], book)
@@ -304,7 +304,7 @@ def _packed(found: RangeScan) -> RangeScan:
     return found
 
 
-def unpacked(found: RangeScan) -> RangeScan:
+def _unpacked(found: RangeScan) -> RangeScan:
     """``found``, back from a worker, with its events decoded again."""
     found.events = _EVENTS_DECODER.decode(found.packed_events)
     found.packed_events = b""
@@ -410,7 +410,7 @@ def scan_files(
     weights = [_weight(task, sizes[owner[task[0]]]) for task in order]
     for position, found in run(order, weights, book, processes, while_waiting):
         index = order[position][0]
-        results[index] = unpacked(found)
+        results[index] = _unpacked(found)
         if on_bytes is not None:
             _, _, start, end = tasks[index]
             on_bytes((sizes[owner[index]] if end == -1 else end) - start)
