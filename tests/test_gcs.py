@@ -388,3 +388,15 @@ def test_the_readme_options_of_trees_are_the_commands(command: str) -> None:
         assert option in out
         assert option in line or command == "diagnose"
     assert "jobdoctor diagnose gs://BUCKET/PREFIX/ [--since 7d" in readme
+
+
+def test_records_of_a_gs_tree_are_those_of_its_files(sink_trees: dict[str, Any]) -> None:
+    # The record-by-record path (read_logs, the reference the fast scan is tested against).
+    from analyzer.frames import read_logs
+
+    tree = sink_trees["scenarios"]
+    remote = read_logs(tree.uri)
+    remote["path"] = remote["path"].map(tree.as_local)
+    local = read_logs(tree.local)
+    pd.testing.assert_frame_equal(remote, local)
+    assert len(local) > 1000
