@@ -1,8 +1,10 @@
 """The predict stage: replay the retry policy over a job's attempts.
 
-It names the root cause (the first initiating failure of the attempt that decided the job's
-fate), the final state (read from the logs, or predicted by replaying the policy forward when
-the logs stop early, assuming the last failure repeats) and the retry count.
+It judges each attempt (:class:`AttemptStatus`, and its cause from :mod:`analyzer.causes`),
+names the root cause in depth (:mod:`analyzer.rootcause`: the first initiating failure of the
+attempt that decided the job's fate), the final state (read from the logs, or predicted by
+replaying the policy forward when the logs stop early, assuming the last failure repeats) and
+the retry count. Each decision says which fact of platform.md it implements.
 """
 
 from __future__ import annotations
@@ -11,22 +13,25 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-import regex
-
 from analyzer.advice import advice_for
+from analyzer.causes import (
+    cause_from_event,
+    first_cause,
+    int_field,
+    restarts_exhausted,
+    str_field,
+)
 from analyzer.diagnosis import (
     AttemptOutcome,
-    CascadeFailure,
     Cause,
     Diagnosis,
     JobState,
     SpecCheck,
 )
 from analyzer.events import Category, Event, EventKind
-from analyzer.exitcodes import decode
 from analyzer.jobspec import JobSpec
 from analyzer.policy import RetryPolicy
-from analyzer.records import Origin
+from analyzer.rootcause import deepen, find_death
 from analyzer.timeline import (
     Attempt,
     JobTimeline,
@@ -36,10 +41,8 @@ from analyzer.timeline import (
     replica_task,
     restarts_by_worker,
 )
-from analyzer.tracebacks import ExceptionInfo, exception_from_events, parse_text
+from analyzer.tracebacks import ExceptionInfo, exception_from_events
 from analyzer.work import CHECKPOINT_INTERVAL, AttemptWork, attempt_work
-
-_MESSAGE_LIMIT = 400
 
 
 class AttemptStatus(StrEnum):
@@ -102,59 +105,6 @@ _PROGRESS_KINDS = frozenset(
         EventKind.TEARDOWN,
     }
 )
-# platform.md section 7: 137 (SIGKILL), or the raw signal 9 in legacy logs; alone they do not
-# prove an OOM, beside the platform's memory message they confirm it.
-_KILLED = frozenset({9, 137})
-
-
-def _message(event: Event) -> str:
-    text = " ".join(event.text.strip().splitlines()[0].split()) if event.text.strip() else ""
-    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
-
-
-def _int_field(event: Event, name: str) -> int | None:
-    value = event.match.field(name)
-    return value if isinstance(value, int) else None
-
-
-def _str_field(event: Event, name: str) -> str | None:
-    value = event.match.field(name)
-    return value if isinstance(value, str) and value else None
-
-
-def _supporting(attempt: Attempt, first: Event, task: str | None) -> tuple[Origin, ...]:
-    """The lines that back a cause: the failure, the worker's exit, the job's end."""
-    origins = [first.origin]
-    for event in attempt.events:
-        worker_exit = (
-            event.kind is EventKind.WORKER_EXITED
-            and task is not None
-            and event.task == task
-            and (_int_field(event, "exit_code") or 0) != 0
-        )
-        job_end = event.kind in (EventKind.JOB_FAILED, EventKind.RETRIES_EXHAUSTED)
-        if (worker_exit or job_end) and event.origin not in origins:
-            origins.append(event.origin)
-    return tuple(origins)
-
-
-def _cause_from_event(attempt: Attempt, event: Event, category: Category) -> Cause:
-    replica = _str_field(event, "replica") or _str_field(event, "pool")
-    task = event.task if event.kind is EventKind.WORKER_EXITED else replica
-    return Cause(
-        category=category,
-        rule=event.match.rule,
-        lang=event.match.lang,
-        replica=replica or (event.task if event.kind is EventKind.WORKER_EXITED else None),
-        exit_code=_int_field(event, "exit_code"),
-        region=_str_field(event, "region"),
-        message=_message(event),
-        evidence=_supporting(attempt, event, task),
-        attempt=attempt.number,
-        detail=event.match.detail,
-        time=event.timestamp,
-        signal=_str_field(event, "signal"),
-    )
 
 
 def _exhausted_worker(attempt: Attempt, policy: RetryPolicy) -> WorkerTimeline | None:
@@ -177,59 +127,17 @@ def _primary_succeeded(attempt: Attempt) -> bool:
     """The primary replica exited 0 (``Task completed. Exit code (0). Exit reason
     (SUCCEEDED)``) and no failure of the job followed: the job succeeded even when the
     service's final lines are missing (platform.md sections 2 and 9)."""
-    for event in attempt.events:
+    events = attempt.events  # in time order
+    for index, event in enumerate(events):
         if (
             event.kind is EventKind.WORKER_EXITED
             and is_primary(event.task)
-            and _int_field(event, "exit_code") == 0
+            and int_field(event, "exit_code") == 0
         ):
-            later = [e for e in attempt.events if e.timestamp and event.timestamp]
             return not any(
-                e.kind in (EventKind.JOB_FAILED, EventKind.ERROR)
-                and e.timestamp is not None
-                and event.timestamp is not None
-                and e.timestamp >= event.timestamp
-                for e in later
+                e.kind in (EventKind.JOB_FAILED, EventKind.ERROR) for e in events[index + 1 :]
             )
     return False
-
-
-def _first_cause(attempt: Attempt) -> Cause | None:
-    """The attempt's first failure message as a cause.
-
-    platform.md section 7: an exit 137/9 of a replica next to the platform's out-of-memory
-    message for its pool is that OOM (the memory message confirms the kill); otherwise the
-    first failure is the initiating one.
-    """
-    errors = [e for e in attempt.errors if e.match.category is not None]
-    if not errors:
-        return None
-    first = errors[0]
-    assert first.match.category is not None
-    oom = next((e for e in errors if e.match.category is Category.OOM), None)
-    killed = _int_field(first, "exit_code") in _KILLED
-    if oom is not None and first is not oom and killed and _same_pool(first, oom):
-        cause = _cause_from_event(attempt, oom, Category.OOM)
-        return replace(
-            cause,
-            replica=_str_field(first, "replica") or cause.replica,
-            exit_code=cause.exit_code
-            if cause.exit_code is not None
-            else _int_field(first, "exit_code"),
-            evidence=_with_origins(cause.evidence, [first.origin]),
-            detail="oom-confirmed",
-        )
-    return _cause_from_event(attempt, first, first.match.category)
-
-
-def _same_pool(killed: Event, oom: Event) -> bool:
-    """Whether the killed replica is in the pool (or is the replica) the OOM message names."""
-    replica = _str_field(killed, "replica")
-    named = _str_field(oom, "replica") or _str_field(oom, "pool")
-    if replica is None or named is None:
-        return True
-    task, other = replica_task(replica), replica_task(named)
-    return task == other or task.startswith(f"{other}-")
 
 
 def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
@@ -260,10 +168,10 @@ def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
     if any(e.match.category is not Category.QUOTA for e in attempt.errors):
         return None, None  # another failure is in the text: the refusal is not this job's story
     quota = next((e for e in attempt.errors if e.match.category is Category.QUOTA), None)
-    status = _str_field(refused, "status") or "RESOURCE_EXHAUSTED"
+    status = str_field(refused, "status") or "RESOURCE_EXHAUSTED"
     if quota is None and status != "RESOURCE_EXHAUSTED":
         return status, None
-    cause = _cause_from_event(attempt, quota or refused, Category.QUOTA)
+    cause = cause_from_event(attempt, quota or refused, Category.QUOTA)
     return "RESOURCE_EXHAUSTED", replace(cause, detail="refused-at-creation")
 
 
@@ -291,27 +199,27 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
         or (not failed_line and _primary_succeeded(attempt))
     ):
         return verdict(AttemptStatus.SUCCEEDED)
-    cause = _first_cause(attempt)
+    cause = first_cause(attempt)
     if cause is None and (worker := _exhausted_worker(attempt, policy)) is not None:
-        cause = _restarts_exhausted(attempt, worker, policy)
+        cause = restarts_exhausted(attempt, worker, policy)
     if cause is None and (failed_line or recorded is AttemptStatus.FAILED):
         # No service message: the runner's own non-zero exit is the best evidence left.
         exit_event = next(
             (
                 e
                 for e in attempt.events
-                if e.kind is EventKind.WORKER_EXITED and (_int_field(e, "exit_code") or 0) != 0
+                if e.kind is EventKind.WORKER_EXITED and (int_field(e, "exit_code") or 0) != 0
             ),
             None,
         )
         if exit_event is not None:
-            cause = _cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
+            cause = cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
     cancel = attempt.first(EventKind.JOB_CANCELLED)
     if cancel is not None or recorded is AttemptStatus.CANCELLED:
         fallback = cancel or attempt.events[-1]
         return verdict(
             AttemptStatus.CANCELLED,
-            cause or _cause_from_event(attempt, fallback, Category.CANCELLED),
+            cause or cause_from_event(attempt, fallback, Category.CANCELLED),
         )
     if cause is not None or failed_line or exhausted_line or recorded is AttemptStatus.FAILED:
         return verdict(AttemptStatus.FAILED, cause)
@@ -324,242 +232,9 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
     return verdict(AttemptStatus.PENDING)
 
 
-def _restarts_exhausted(attempt: Attempt, worker: WorkerTimeline, policy: RetryPolicy) -> Cause:
-    last_exit = next((e for e in reversed(worker.failures) if e.exit_code), None)
-    origin = last_exit.origin if last_exit else worker.starts[-1].origin
-    return Cause(
-        category=Category.WORKER_RESTARTS_EXHAUSTED,
-        rule="jobdoctor.worker-restarts-exhausted",
-        lang="en",
-        replica=worker.task,
-        exit_code=last_exit.exit_code if last_exit else None,
-        region=None,
-        message=(
-            f"{worker.task} restarted {worker.budget_restarts} times"
-            f" (limit {policy.worker_restart_budget}) and failed again"
-        ),
-        evidence=tuple(o for o in (origin,) if o is not None),
-        attempt=attempt.number,
-        time=last_exit.time if last_exit else None,
-    )
-
-
-# Details that are usually the echo of another replica's failure, not a failure of their own.
-_CASCADE_DETAILS = frozenset({"nccl-error", "rendezvous-timeout"})
-# Without a traceback, detail lines this shortly before a death still count as its evidence.
-_DETAIL_WINDOW = timedelta(minutes=2)
 # Error codes the platform sets on the job object (platform.md section 6: 3 for a user exit,
 # 8 for OOM and quota); other categories are not compared.
 _ERROR_CODES = {Category.USER_CODE_EXCEPTION: 3, Category.OOM: 8, Category.QUOTA: 8}
-
-
-@dataclass(frozen=True, slots=True)
-class _Death:
-    """When a replica's failing process started and died, and its non-zero exit line."""
-
-    task: str
-    run_start: datetime | None
-    time: datetime | None
-    origin: Origin | None
-
-
-def _death(attempt: Attempt, task: str, before: datetime | None) -> _Death:
-    worker = next((w for w in attempt.workers if w.task == task), None)
-    if worker is None:
-        return _Death(task, attempt.start, before, None)
-    exits = [
-        e
-        for e in worker.exits
-        if e.exit_code not in (None, 0)
-        and e.time is not None
-        and (before is None or e.time <= before)
-    ]
-    last = exits[-1] if exits else None
-    time = last.time if last is not None else before
-    starts = [
-        s.time for s in worker.starts if s.time is not None and (time is None or s.time <= time)
-    ]
-    return _Death(
-        task, starts[-1] if starts else attempt.start, time, last.origin if last else None
-    )
-
-
-def _window(attempt: Attempt, death: _Death) -> list[Event]:
-    """The dying process's own matched lines, up to a second after its death."""
-    end = death.time + timedelta(seconds=1) if death.time is not None else None
-    return [
-        e
-        for e in attempt.events
-        if e.task == death.task
-        and (death.run_start is None or e.timestamp is None or e.timestamp >= death.run_start)
-        and (end is None or e.timestamp is None or e.timestamp <= end)
-    ]
-
-
-def _details(window: list[Event], death: _Death, own: list[Event]) -> list[Event]:
-    """Detail events that explain the death: inside its last traceback, or just before it."""
-    headers = [e.timestamp for e in window if e.kind is EventKind.TRACEBACK and e.timestamp]
-    since = max(headers) if headers else None
-    if since is None and death.time is not None:
-        since = death.time - _DETAIL_WINDOW
-    found = [
-        e
-        for e in window
-        if e.kind is EventKind.DETAIL
-        and (since is None or e.timestamp is None or e.timestamp >= since)
-    ]
-    return found + [e for e in own if e.kind is EventKind.DETAIL]
-
-
-def _with_origins(origins: tuple[Origin, ...], more: list[Origin | None]) -> tuple[Origin, ...]:
-    merged = list(origins)
-    merged += [o for o in more if o is not None and o not in merged]
-    return tuple(dict.fromkeys(merged))
-
-
-_REPLICA_SENTENCE = regex.compile(r"The replica (\S+(?: \d+)?) (?:exited|ran out)")
-
-
-def _replica_part(text: str, replica: str | None) -> str:
-    """The part of a service message about ``replica``: one message can name several
-    replicas, each with its own traceback tail (platform.md section 3)."""
-    starts = list(_REPLICA_SENTENCE.finditer(text))
-    if replica is None or len(starts) < 2:
-        return text
-    for index, found in enumerate(starts):
-        if found.group(1) == replica:
-            end = starts[index + 1].start() if index + 1 < len(starts) else len(text)
-            return text[found.start() : end]
-    return text
-
-
-def _pasted_tail(attempt: Attempt, own: list[Event]) -> ExceptionInfo | None:
-    """The traceback a text without a task column holds next to the service's message: in a
-    paste the tail follows on the next lines (platform.md sections 3 and 9), or the worker's
-    traceback came just before it. The nearest complete one after the message wins."""
-    if not own or own[0].task is not None:
-        return None
-    here = own[0].origin
-    lines = sorted(
-        (e for e in attempt.events if e.task is None and e.origin.path == here.path),
-        key=lambda e: (e.origin.line, e.origin.entry),
-    )
-    after: list[Event] = []
-    for event in lines:
-        if event.origin.line <= here.line:
-            continue
-        if event.kind is EventKind.ERROR:
-            break  # the next service message: its tail is its own
-        after.append(event)
-    before = [e for e in lines if e.origin.line < here.line]
-    return exception_from_events(after) or exception_from_events(before)
-
-
-def _deepen_one(
-    cause: Cause, attempt: Attempt, policy: RetryPolicy, stream: bool
-) -> tuple[Cause, _Death]:
-    """``cause`` with its exception, finer detail and decoded exit code.
-
-    ``stream``: the input holds the job's container stream (timeline.has_container_stream),
-    so a failure without any container line means the container wrote nothing.
-    """
-    task = replica_task(cause.replica) if cause.replica else None
-    own = [e for e in attempt.events if cause.evidence and e.origin == cause.evidence[0]]
-    death = _death(attempt, task, cause.time) if task else _Death("", None, cause.time, None)
-    window = _window(attempt, death) if task else []
-    # The worker's own traceback lines first; else the tail the service copied into its
-    # message (real lines, escaped or flattened); else the lines next to it in a paste.
-    exception: ExceptionInfo | None = exception_from_events(window)
-    if exception is None:
-        exception = next(
-            (
-                found
-                for e in own
-                if (found := parse_text(_replica_part(e.text, cause.replica), e.origin))
-            ),
-            None,
-        )
-    if exception is None:
-        exception = _pasted_tail(attempt, own)
-    details = _details(window, death, own) if cause.category is not Category.OOM else []
-    detail = cause.detail or (details[0].match.detail if details else None)
-    decoded = decode(cause.exit_code, cause.signal) if cause.exit_code is not None else None
-    if cause.category is Category.OOM:
-        detail = detail or "host-oom"
-    elif detail is None and decoded is not None and decoded.signal == "SIGKILL" and not exception:
-        detail = "killed-no-traceback"
-    if (
-        detail is None
-        and exception is None
-        and cause.category is Category.USER_CODE_EXCEPTION
-        and not any(w.starts for w in attempt.workers)
-    ):
-        # platform.md section 9: "no container output reached Cloud Logging" only when the
-        # input holds the container's stream and it is empty; a paste of the service's lines
-        # only lacks it, which is another thing to say.
-        detail = "no-container-output" if stream else "output-not-in-input"
-    evidence = _with_origins(
-        cause.evidence,
-        [exception.origin if exception else None, *(e.origin for e in details[:1])],
-    )
-    deeper = replace(
-        cause,
-        detail=detail,
-        exception=exception,
-        evidence=evidence,
-        signal=decoded.signal if decoded else cause.signal,
-        exit_meaning=decoded.meaning if decoded else None,
-        transient=policy.is_transient(cause.exit_code) if decoded else None,
-    )
-    return deeper, death
-
-
-def _first_other_failure(attempt: Attempt, death: _Death) -> Event | None:
-    """The earliest non-zero exit of another replica before ``death``: the initiating one."""
-    if death.time is None:
-        return None
-    first: tuple[datetime, Origin] | None = None
-    for worker in attempt.workers:
-        if worker.task == death.task:
-            continue
-        for gone in worker.exits:
-            if gone.exit_code in (None, 0) or gone.time is None:
-                continue
-            if gone.time < death.time - timedelta(seconds=1) and (
-                first is None or gone.time < first[0]
-            ):
-                first = (gone.time, gone.origin)
-    if first is None:
-        return None
-    return next((e for e in attempt.events if e.origin == first[1]), None)
-
-
-def _deepen(cause: Cause, attempt: Attempt, policy: RetryPolicy, stream: bool) -> Cause:
-    """The root cause in depth; an NCCL or rendezvous failure that followed another
-    replica's earlier failure becomes that replica's failure, with the timeout as cascade."""
-    deeper, death = _deepen_one(cause, attempt, policy, stream)
-    if deeper.detail not in _CASCADE_DETAILS:
-        return deeper
-    initiating = _first_other_failure(attempt, death)
-    if initiating is None:
-        return deeper
-    root = _cause_from_event(attempt, initiating, Category.USER_CODE_EXCEPTION)
-    if initiating.kind is EventKind.WORKER_EXITED:
-        root = replace(root, replica=initiating.task)
-    root, _ = _deepen_one(root, attempt, policy, stream)
-    what = f"exit {root.exit_code}" if root.exit_code is not None else "a failure"
-    if root.exception is not None:
-        what += f", {root.exception.type}: {root.exception.message}"
-    message = (
-        f"{root.replica} failed first ({what}); {deeper.replica} then failed with "
-        f"{deeper.detail} (a cascade)"
-    )
-    return replace(
-        root,
-        message=message if len(message) <= _MESSAGE_LIMIT else message[: _MESSAGE_LIMIT - 1] + "…",
-        evidence=_with_origins(root.evidence, list(deeper.evidence)),
-        cascade=(CascadeFailure(deeper.replica, deeper.detail, deeper.exit_code, deeper.message),),
-    )
 
 
 def _work(
@@ -569,9 +244,9 @@ def _work(
     failure: datetime | None = None
     deep: Cause | None = None
     if cause is not None:
-        deep = _deepen(cause, attempt, policy, stream)
+        deep = deepen(cause, attempt, policy, stream)
         task = replica_task(deep.replica) if deep.replica else None
-        failure = _death(attempt, task, deep.time).time if task else deep.time
+        failure = find_death(attempt, task, deep.time).time if task else deep.time
     failed = verdict.status in (AttemptStatus.FAILED, AttemptStatus.CANCELLED)
     return attempt_work(attempt, failure, failed), deep
 
@@ -793,6 +468,33 @@ def _shows_attempts(timeline: JobTimeline) -> bool:
     return any(a.has(EventKind.ATTEMPT_STARTED) for a in timeline.attempts)
 
 
+def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[str]:
+    """What the attempts' work shows: long stretches without a checkpoint (platform.md
+    section 2: at least every 4 hours in jobs longer than 4 hours), and failures inside the
+    parallel start of the workers (section 2: user code starts as soon as its worker is up)."""
+    notes: list[str] = []
+    for attempt, work in zip(timeline.attempts, works, strict=True):
+        if (
+            work.training is not None
+            and work.training > CHECKPOINT_INTERVAL
+            and work.checkpoint_gap is not None
+            and work.checkpoint_gap > CHECKPOINT_INTERVAL
+        ):
+            notes.append(
+                f"attempt {attempt.number} trained {_span_text(work.training)} with"
+                f" {_span_text(work.checkpoint_gap)} without a checkpoint: save one at least"
+                " every 4 hours so that a restart resumes instead of starting over"
+            )
+        if work.startup_race and work.startup_skew is not None:
+            notes.append(
+                f"attempt {attempt.number} failed while workers were still starting"
+                f" ({int(work.startup_skew.total_seconds())} s between the first and the last"
+                " worker start): a parallel-start race; wait for every peer before"
+                " communicating"
+            )
+    return notes
+
+
 def diagnose_timeline(
     timeline: JobTimeline, policy: RetryPolicy, spec: JobSpec | None = None, lang: str = "en"
 ) -> Diagnosis:
@@ -828,25 +530,7 @@ def diagnose_timeline(
     notes = list(fate.notes)
     notes += _evidence_notes(timeline, verdicts, cause, stream, state)
     retries = max(0, attempts - 1)
-    for attempt, (work, _) in zip(timeline.attempts, works, strict=True):
-        if (
-            work.training is not None
-            and work.training > CHECKPOINT_INTERVAL
-            and work.checkpoint_gap is not None
-            and work.checkpoint_gap > CHECKPOINT_INTERVAL
-        ):
-            notes.append(
-                f"attempt {attempt.number} trained {_span_text(work.training)} with"
-                f" {_span_text(work.checkpoint_gap)} without a checkpoint: save one at least"
-                " every 4 hours so that a restart resumes instead of starting over"
-            )
-        if work.startup_race and work.startup_skew is not None:
-            notes.append(
-                f"attempt {attempt.number} failed while workers were still starting"
-                f" ({int(work.startup_skew.total_seconds())} s between the first and the last"
-                " worker start): a parallel-start race; wait for every peer before"
-                " communicating"
-            )
+    notes += _work_notes(timeline, [work for work, _ in works])
     timed = [w.lost for w, _ in works if w.lost is not None]
     check = _spec_check(spec, state, cause) if spec is not None else None
     if check is not None and not check.agrees:

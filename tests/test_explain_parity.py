@@ -109,3 +109,30 @@ def test_not_a_cause_is_said_of_lifecycle_messages_only() -> None:
         POLICY,
     )
     assert refused.match is not None and refused.match.category is not None
+
+
+@pytest.mark.parametrize(
+    ("message", "field", "value"),
+    [
+        ("Resources are insufficient in region: us-central１", "region", "us-central1"),
+        ("Resources are insufficient in region：\u200e ｕｓ-east4", "region", "us-east4"),
+        (
+            "The replica ｍａｓｔｅｒ-replica-0 exited with a non-zero status of １.",
+            "replica",
+            "master-replica-0",
+        ),
+    ],
+)
+def test_values_cut_from_damaged_text_are_normalised(message: str, field: str, value: str) -> None:
+    """Issue 13, point 7: explain, diagnose, classify and the advice see the same value."""
+    from analyzer.api import analyze_sources
+    from analyzer.ingest.sources import MemorySource
+
+    (match, *_) = BOOK.match(message)
+    assert match.field(field) == value
+    result = explain(message, BOOK, POLICY)
+    assert result.cause is not None and getattr(result.cause, field) == value
+
+    (diagnosis,) = analyze_sources([MemorySource(message, "<paste>")]).diagnoses
+    assert diagnosis.cause is not None and getattr(diagnosis.cause, field) == value
+    assert any(value in line for line in diagnosis.advice) or field == "replica"

@@ -33,8 +33,8 @@ from analyzer.ingest.paths import (
     in_window,
     sink_hour,
 )
-from analyzer.ingest.sniff import SNIFF_LIMIT, Format, sniff
-from analyzer.ingest.sources import _records, _sniff_stream
+from analyzer.ingest.sniff import SNIFF_LIMIT, Format
+from analyzer.ingest.sources import Sniffed, _records, _sniff_stream
 from analyzer.ingest.streams import GZIP_MAGIC
 from analyzer.records import InputStats, LogRecord
 
@@ -316,23 +316,24 @@ class GcsSource:
     """One Cloud Storage object, read as a stream like a file on disk.
 
     An hourly sink file is Cloud Logging JSONL by what writes it (a Log Router sink): its
-    format is known from its name, saving a request per object. Any other object is sniffed
-    from its first bytes, as a file is.
+    format is known from its name, saving a request per object. Any other object (and an
+    empty one) is sniffed from its first bytes, as a file is.
     """
 
     def __init__(self, obj: GcsObject) -> None:
         self.object = obj
         self._stats = InputStats(path=obj.uri)
         self._compressed: bool | None = None
-        if obj.size == 0:
-            found = sniff(b"", obj.uri)
-        elif sink_hour(obj.name) is not None:
-            found = Format.CLOUD_LOGGING_JSONL
+        self.encoding: str | None = None  # UTF-16's codec (sinks write UTF-8)
+        if sink_hour(obj.name) is not None and obj.size > 0:
+            found = Sniffed(Format.CLOUD_LOGGING_JSONL, False, None, True)
         else:
             # As a file is sniffed (decompressed when gzip), reading no more than it needs.
             with open_object(obj.uri, chunk=SNIFF_LIMIT) as head:
-                found, self._compressed = _sniff_stream(head, obj.uri)
-        self._stats.format = found.value
+                found = _sniff_stream(head, obj.uri)
+            self._compressed = found.compressed
+            self.encoding = found.encoding
+        found.describe(self._stats)
 
     @property
     def compressed(self) -> bool:
