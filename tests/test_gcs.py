@@ -400,3 +400,19 @@ def test_records_of_a_gs_tree_are_those_of_its_files(sink_trees: dict[str, Any])
     local = read_logs(tree.local)
     pd.testing.assert_frame_equal(remote, local)
     assert len(local) > 1000
+
+
+@pytest.mark.parametrize("folder", ["sample_logs", "tests/fixtures/shapes"])
+def test_exports_of_every_shape_read_from_cloud_storage_as_on_disk(
+    storage_emulator: Any, folder: str
+) -> None:
+    # Objects that are not sink files (gzip, gcloud JSON and YAML, stream-logs, Explorer
+    # downloads, UTF-16) are sniffed as files are.
+    local = ROOT / folder
+    prefix = folder.replace("/", "-") + "/"
+    storage_emulator.upload_tree(BUCKET, prefix, local)
+    code, remote, err = run("diagnose", "--format", "json", f"gs://{BUCKET}/{prefix}")
+    assert code == 0, err
+    code, expected, _ = run("diagnose", "--format", "json", str(local))
+    assert remote.replace(f"gs://{BUCKET}/{prefix}", f"{local}/") == expected
+    assert len(json.loads(expected)["inputs"]) >= 5
