@@ -53,12 +53,21 @@ class DaskCluster:
         where = self._where
         if isinstance(where, distributed.Client):
             self._client = where
-            return self
-        if not isinstance(where, str) or not (where == LOCAL or "://" in where):
+        elif not isinstance(where, str) or not (where == LOCAL or "://" in where):
             raise InputError(
                 f"--dask {where!s}: give 'local' (a cluster of this machine's cores) or a"
                 " scheduler address such as tcp://10.0.0.5:8786"
             )
+        # Connected when first used: inputs the scan does not take (text exports, stdin)
+        # start no cluster.
+        return self
+
+    def _connected(self) -> Any:
+        """The client, connecting (or starting the LocalCluster) on first use."""
+        if self._client is not None:
+            return self._client
+        distributed = _distributed()
+        where = self._where
         try:
             if where == LOCAL:
                 self._cluster = distributed.LocalCluster(
@@ -77,7 +86,7 @@ class DaskCluster:
                 f"--dask {where}: cannot reach the Dask scheduler ({_first_line(error)}),"
                 " check the address and that the scheduler is running"
             ) from None
-        return self
+        return self._client
 
     def __exit__(
         self,
@@ -93,7 +102,7 @@ class DaskCluster:
 
     def width(self) -> int:
         """The number of tasks the workers run at once (their threads)."""
-        threads: dict[str, int] = self._client.nthreads()
+        threads: dict[str, int] = self._connected().nthreads()
         return max(1, sum(threads.values()))
 
     def run(
@@ -107,7 +116,7 @@ class DaskCluster:
         """``(position, packed scan)`` for every task, as the workers finish batches of them
         (``analyzer.parallel.Runner``)."""
         distributed = _distributed()
-        client = self._client
+        client = self._connected()
         blob = pickle.dumps(book, protocol=pickle.HIGHEST_PROTOCOL)
         digest = hashlib.sha256(blob).hexdigest()
         shared = client.scatter(blob, broadcast=True, hash=False)

@@ -183,8 +183,9 @@ def test_the_api_takes_a_connected_client(scheduler: str, sink_trees: dict[str, 
 def test_an_unreachable_scheduler_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dask_cluster, "CONNECT_SECONDS", 1)
     unreachable = r"^--dask tcp://127\.0\.0\.1:9: cannot reach the Dask"
-    with pytest.raises(InputError, match=unreachable), dask_cluster.DaskCluster("tcp://127.0.0.1:9"):
-        pass
+    cluster = dask_cluster.DaskCluster("tcp://127.0.0.1:9")
+    with cluster, pytest.raises(InputError, match=unreachable):
+        cluster.width()
 
 
 @pytest.mark.parametrize(
@@ -201,6 +202,20 @@ def test_bad_dask_use_is_one_line(args: tuple[str, ...], message: str) -> None:
     code, out, err = run("diagnose", *args)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and message in err
+
+
+def test_inputs_the_scan_does_not_take_start_no_cluster() -> None:
+    # A stream-logs text is read here: an unreachable scheduler is never asked.
+    code, out, err = run(
+        "diagnose",
+        "--format",
+        "json",
+        "--dask",
+        "tcp://127.0.0.1:9",
+        "sample_logs/oom.stream-logs.txt",
+    )
+    assert code == 0, err
+    assert out == run("diagnose", "--format", "json", "sample_logs/oom.stream-logs.txt")[1]
 
 
 def test_a_worker_of_another_version_refuses_to_scan(scheduler: str) -> None:
