@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from analyzer import cluster as dask_cluster
@@ -223,3 +225,21 @@ def test_a_worker_of_another_version_refuses_to_scan(scheduler: str) -> None:
         future = client.submit(dask_cluster._scan_batch, b"", "digest", "0.0.0-other", [])
         with pytest.raises(InputError, match=r"install jobdoctor 0\.0\.0-other on the workers"):
             future.result()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    weights=st.lists(st.integers(min_value=0, max_value=80 << 20), max_size=300),
+    width=st.integers(min_value=1, max_value=64),
+)
+def test_batches_hold_every_task_once_in_order(weights: list[int], width: int) -> None:
+    tasks = [(index, f"f{index}", 0, -1) for index in range(len(weights))]
+    batches = dask_cluster._batches(tasks, weights, width)
+    flat = [item for batch in batches for item in batch]
+    assert flat == list(enumerate(tasks))
+    target = min(
+        dask_cluster.BATCH_BYTES, max(dask_cluster.MIN_BATCH_BYTES, sum(weights) // (4 * width))
+    )
+    for batch in batches[:-1]:  # each full enough to be worth a Dask task, none past it
+        held = [weights[position] for position, _ in batch]
+        assert sum(held) >= target and sum(held[:-1]) < target

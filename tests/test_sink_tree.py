@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer.errors import InputError
 from analyzer.ingest import open_sources
@@ -101,3 +103,30 @@ def test_the_tree_command_writes_a_scenario_and_refuses_in_one_line(
     assert capsys.readouterr().err == (
         f"jobdoctor: {tmp_path / 't'}: not empty, write a sink tree into a new folder\n"
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    start=st.datetimes(min_value=datetime(2023, 11, 1), max_value=datetime(2024, 3, 1)),
+    span=st.timedeltas(min_value=timedelta(minutes=1), max_value=timedelta(days=70)),
+    hour=st.datetimes(min_value=datetime(2023, 10, 1), max_value=datetime(2024, 6, 1)),
+    late=st.booleans(),
+)
+def test_the_listing_globs_keep_every_hour_the_window_keeps(
+    start: datetime, span: timedelta, hour: datetime, late: bool
+) -> None:
+    # The emulator's matchGlob (written to the Cloud Storage syntax) is the oracle: every file
+    # the window keeps is listed by one of its globs, and the globs list whole days only.
+    from gcp_storage_emulator.gcs_glob import gcs_glob_match
+
+    from analyzer.ingest.gcs import _day_globs
+
+    window = Window(start.replace(tzinfo=UTC), start.replace(tzinfo=UTC) + span)
+    h = hour.strftime("%H")
+    shard = "A0:1700000000" if late else "S0"
+    name = f"logs/ml.googleapis.com/123/{hour:%Y/%m/%d}/{h}:00:00_{h}:59:59_{shard}.json"
+    listed = any(gcs_glob_match(glob, name) for glob in _day_globs(window))
+    if in_window(name, window):
+        assert listed
+    first, last = window.start.date(), (window.end - timedelta(microseconds=1)).date()
+    assert listed == (first <= hour.date() <= last)
