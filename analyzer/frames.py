@@ -13,6 +13,7 @@ only place, with the accessor, that imports pandas.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -102,7 +103,9 @@ def diagnose_frame(
     Streams the inputs: records are matched against the rules as they are read and only
     each job's matched events are kept. ``rules_dirs`` and ``policy_path`` are the CLI's
     ``--rules`` and ``--policy``; a path may be a ``gs://BUCKET/PREFIX/`` sink tree, and
-    ``since``/``start``/``end`` and ``dask`` are those of :func:`analyzer.api.analyze`.
+    ``since``/``start``/``end`` and ``dask`` are those of :func:`analyzer.api.analyze`. An
+    input that cannot be read is skipped with a :class:`UnreadInputWarning` naming it, and
+    listed in ``frame.attrs["unread"]``; the others are diagnosed.
     """
     analysis = analyze(
         paths,
@@ -113,4 +116,12 @@ def diagnose_frame(
         end=end,
         dask=dask,
     )
-    return jobs_frame(analysis.diagnoses)
+    frame = jobs_frame(analysis.diagnoses)
+    frame.attrs["unread"] = list(analysis.unread)
+    for problem in analysis.unread:
+        warnings.warn(problem, UnreadInputWarning, stacklevel=2)
+    return frame
+
+
+class UnreadInputWarning(UserWarning):
+    """An input of a batch that could not be read (the others were)."""

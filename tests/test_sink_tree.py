@@ -81,12 +81,12 @@ def test_a_window_cuts_a_tree_but_not_a_named_file(tree: Path) -> None:
     first, last = sink_hour(str(files[0])), sink_hour(str(files[-1]))
     assert first is not None and last is not None and first < last
     window = Window(last, last + timedelta(hours=1))
-    read = {s.stats.path for s in open_sources([str(tree)], window)}
+    read = {s.stats.path for s in open_sources([str(tree)], window=window)}
     assert read == {str(p) for p in files if sink_hour(str(p)) == last}
-    named = open_sources([str(files[0]), str(tree)], window)
+    named = open_sources([str(files[0]), str(tree)], window=window)
     assert named[0].stats.path == str(files[0])
     with pytest.raises(InputError, match=r"no sink file in the window .*; its files hold"):
-        open_sources([str(tree)], Window(last + timedelta(days=1), last + timedelta(days=2)))
+        open_sources([str(tree)], window=Window(last + timedelta(days=1), last + timedelta(days=2)))
 
 
 def test_the_tree_command_writes_a_scenario_and_refuses_in_one_line(

@@ -362,14 +362,30 @@ class GcsSource:
         return _records(self.open_binary(), self._stats)
 
 
-def open_gcs(uris: Sequence[str], window: TimeWindow | None = None) -> list[GcsSource]:
+def open_gcs(
+    uris: Sequence[str], window: TimeWindow | None = None, problems: list[str] | None = None
+) -> list[GcsSource]:
     """One source per object the ``gs://`` paths ``uris`` name (see :func:`list_objects`),
-    each object once."""
+    each object once. With a ``problems`` list, a path or object that cannot be read is
+    named there in one line and the others are opened (as ``open_sources`` does)."""
     seen: set[str] = set()
     sources: list[GcsSource] = []
     for uri in uris:
-        for obj in list_objects(uri, window):
-            if obj.uri not in seen:
-                seen.add(obj.uri)
+        try:
+            objects = list_objects(uri, window)
+        except InputError as error:
+            if problems is None:
+                raise
+            problems.append(str(error))
+            continue
+        for obj in objects:
+            if obj.uri in seen:
+                continue
+            seen.add(obj.uri)
+            try:
                 sources.append(GcsSource(obj))
+            except InputError as error:
+                if problems is None:
+                    raise
+                problems.append(str(error))
     return sources
