@@ -416,3 +416,15 @@ def test_exports_of_every_shape_read_from_cloud_storage_as_on_disk(
     code, expected, _ = run("diagnose", "--format", "json", str(local))
     assert remote.replace(f"gs://{BUCKET}/{prefix}", f"{local}/") == expected
     assert len(json.loads(expected)["inputs"]) >= 5
+
+
+def test_a_bad_gs_path_in_a_batch_is_named_and_the_rest_read(sink_trees: dict[str, Any]) -> None:
+    tree = sink_trees["fixture"]
+    code, out, err = run("diagnose", "--format", "json", "gs://no-such-bucket/x/", tree.uri)
+    assert code == 2  # an input was not read
+    assert (
+        err
+        == "jobdoctor: gs://no-such-bucket/x: no such bucket gs://no-such-bucket, check the name\n"
+    )
+    data = json.loads(out)
+    assert data["jobs"] and all(i["path"].startswith(tree.uri) for i in data["inputs"])
