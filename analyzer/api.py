@@ -15,7 +15,7 @@ from analyzer.classify import Collector
 from analyzer.errors import InputError
 from analyzer.ingest import Format, open_sources
 from analyzer.records import NO_MESSAGE, InputStats, Source
-from analyzer.rulebook import RuleBook
+from analyzer.rulebook import RULE_BUDGET_SECONDS, RuleBook
 
 # What turns the scanned logs into diagnoses is imported while the scan runs (see
 # _load_diagnosing), not here: a third of start-up, out of the way of the scan.
@@ -35,6 +35,12 @@ class Analysis:
     inputs: tuple[InputStats, ...]
     diagnoses: tuple[Diagnosis, ...]
     notices: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
+    """One line per input that could not be read, or only up to a cut (also the first of
+    :attr:`notices`): a batch goes on past it, and the CLI exits 2 at the end."""
+    disabled_rules: tuple[str, ...] = ()
+    """Rules that used up their time budget (timeouts) and were not run on the rest of the
+    inputs: their matches after that are missing (also said in :attr:`notices`)."""
 
     def to_dict(self) -> dict[str, object]:
         """The ``jobdoctor.diagnosis/1`` JSON document."""
@@ -54,16 +60,22 @@ def analyze_sources(
     job: str | None = None,
     job_spec: JobSpec | None = None,
     lang: str = "en",
+    unread: Sequence[str] = (),
 ) -> Analysis:
     """Diagnose every job in ``sources`` (or only ``job``).
 
     ``job_spec`` (the job's describe output) refines the policy, the advice and the state check
-    of the job it describes; ``lang`` (en, ja, he) is the language of the advice.
+    of the job it describes; ``lang`` (en, ja, he) is the language of the advice. ``unread``
+    names inputs that could not be opened (``open_sources``' problems): they are kept in the
+    analysis with those that fail while read.
     """
     book = rules if rules is not None else RuleBook.load()
+    book.new_run()  # each rule's time budget is per run
     collector = Collector(book)
     collector.read_all(sources, while_waiting=_load_diagnosing)
-    return diagnose_collected(collector, book, policy=policy, job=job, job_spec=job_spec, lang=lang)
+    return diagnose_collected(
+        collector, book, policy=policy, job=job, job_spec=job_spec, lang=lang, unread=unread
+    )
 
 
 def diagnose_collected(
@@ -74,9 +86,11 @@ def diagnose_collected(
     job: str | None = None,
     job_spec: JobSpec | None = None,
     lang: str = "en",
+    unread: Sequence[str] = (),
 ) -> Analysis:
     """The analysis of what ``collector`` has read with ``book`` (:func:`analyze_sources`
-    once its sources are read; ``analyzer.bigquery`` fills a collector from query rows)."""
+    once its sources are read; ``analyzer.bigquery`` fills a collector from query rows).
+    ``unread``: inputs that could not be opened, kept with those that failed while read."""
     from analyzer.policy import load_policy
     from analyzer.predict import diagnose_timeline
     from analyzer.timeline import job_timelines
@@ -99,13 +113,26 @@ def diagnose_collected(
         if job is None or log.job_id == job
         for timeline in job_timelines(log, budget)
     )
-    # A runaway pattern was cut short by its timeout: say so, since it may have missed a line.
+    # A runaway pattern was cut short by its timeout: say so, since it may have missed a line;
+    # one that used up its budget was not run on the rest of the inputs.
+    disabled = set(book.disabled)
     slow = [
-        f"rule {rule} timed out on {count} message(s) and was skipped there;"
+        f"rule {rule} timed out on {count} message(s) and was disabled for the rest of the run"
+        f" ({RULE_BUDGET_SECONDS:g} s budget per rule); its matches after that are missing:"
+        " run `jobdoctor rules check` on it"
+        if rule in disabled
+        else f"rule {rule} timed out on {count} message(s) and was skipped there;"
         " run `jobdoctor rules check` on it"
         for rule, count in sorted(book.timeouts.items())
     ]
-    return Analysis(tuple(stats), diagnoses, (*book.notices, *slow, *quiet))
+    missing = (*unread, *collector.unread)
+    return Analysis(
+        tuple(stats),
+        diagnoses,
+        (*missing, *book.notices, *slow, *quiet),
+        missing,
+        book.disabled,
+    )
 
 
 NOT_AN_EXPORT = (
@@ -157,6 +184,9 @@ def analyze(
     """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them.
 
     ``job_spec_path``: ``gcloud ai custom-jobs describe`` output of the job (YAML or JSON).
+    An input that cannot be read (a missing file, a binary one, a cut ``.gz``) is named in
+    the analysis' :attr:`~Analysis.unread` and the others are diagnosed; InputError only
+    when no input at all can be read.
     """
     from analyzer.jobspec import load_job_spec
     from analyzer.policy import load_policy
@@ -164,14 +194,31 @@ def analyze(
     book = RuleBook.load(tuple(rules_dirs))
     policy = load_policy(policy_path)
     spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
+    unread: list[str] = []
+    sources = open_batch([str(p) for p in paths], unread)
     return analyze_sources(
-        open_sources([str(p) for p in paths]),
+        sources,
         rules=book,
         policy=policy,
         job=job,
         job_spec=spec,
         lang=lang,
+        unread=unread,
     )
+
+
+def open_batch(paths: Sequence[str], unread: list[str]) -> list[Source]:
+    """The sources of ``paths``, each input that cannot be opened named in ``unread``.
+
+    Raises InputError when none can be: the first problem, with how many more there are.
+    """
+    sources = open_sources(paths, unread)
+    if not sources:
+        if not unread:  # pragma: no cover - expand_paths raises for no input at all
+            raise InputError("no input could be read")
+        more = f" (and {len(unread) - 1} more inputs that cannot be read)" if unread[1:] else ""
+        raise InputError(f"{unread[0]}{more}")
+    return sources
 
 
 def diagnose(*paths: str | Path) -> DiagnosisList:

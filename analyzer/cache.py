@@ -9,15 +9,29 @@ everything they were built from; a changed rule file, another version of jobdoct
 
 ``JOBDOCTOR_CACHE_DIR`` names another directory; ``off`` (or empty) turns the cache off. A
 cache that cannot be read or written (a read-only home, a damaged file) is not an error: the
-work is done again. Only this user's cache directory is read (created ``0700``): a pickle is
-code, and nothing from anywhere else is unpickled.
+work is done again.
+
+A pickle can name any function to call, so what is read is guarded three ways:
+
+- only this user's own files: the directory is opened without following a link
+  (``O_NOFOLLOW``), its owner and mode are checked on the opened descriptor, and each file is
+  opened inside it (``dir_fd``, ``O_NOFOLLOW``) and checked the same way, so a directory
+  swapped for a link, or a file of another user's put inside, is never read;
+- each file carries a checksum of its content, and one that does not match (a damaged or
+  cut file that would still unpickle) is built again;
+- unpickling may only call the constructors and functions the cached values are made of
+  (:data:`_ALLOWED`): a file that names anything else is not loaded. Storing something other
+  than pickle (JSON, then compiling every pattern again) would give up what the cache is for:
+  the compiled patterns and Hyperscan databases.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pickle
+import stat
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -30,12 +44,58 @@ except ImportError:  # pragma: no cover - another Python
 
 CACHE_ENV = "JOBDOCTOR_CACHE_DIR"
 # Bumped when what is cached changes shape in a way the sources hashed below would not show.
-_FORMAT = b"jobdoctor-cache-1"
+_FORMAT = b"jobdoctor-cache-2"
+# What every cache file begins with, then the checksum of the rest (the pickle).
+_MAGIC = b"jobdoctor-cache-2\n"
+_DIGEST_SIZE = 32
+# The largest file read: the rule book is ~100 KB; a larger file is not one of ours.
+_MAX_BYTES = 16 << 20
 # Files kept per kind: the newest, so that a few rule setups in turn all stay cached and the
 # files of old versions go.
 _KEEP = 8
+_SUFFIX = ".pickle"
+
+# Everything the cached values (rule book, prefilter, policy, advice, guard) are built of: the
+# only globals a cache file may name.
+_ALLOWED = frozenset(
+    {
+        ("analyzer.events", "Category"),
+        ("analyzer.events", "EventKind"),
+        ("analyzer.events", "Writer"),
+        ("analyzer.policy", "_unpickled_policy"),
+        ("analyzer.rulebook.book", "RuleBook"),
+        ("analyzer.rulebook.model", "Capture"),
+        ("analyzer.rulebook.model", "FieldType"),
+        ("analyzer.rulebook.model", "Location"),
+        ("analyzer.rulebook.model", "MatchExample"),
+        ("analyzer.rulebook.model", "NoMatchExample"),
+        ("analyzer.rulebook.model", "Rule"),
+        ("analyzer.rulebook.model", "Template"),
+        ("analyzer.rulebook.prefilter", "Prefilter"),
+        ("builtins", "frozenset"),
+        ("builtins", "set"),
+        ("collections", "Counter"),
+        ("collections", "OrderedDict"),
+        ("re", "_compile"),
+        ("regex._regex", "compile"),
+    }
+)
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO put in its place is not waited on
 
 T = TypeVar("T")
+
+
+class _Unpickler(pickle.Unpickler):
+    """Unpickles only what :data:`_ALLOWED` names."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the cache")
+        return super().find_class(module, name)
 
 
 def cache_dir() -> Path | None:
@@ -59,12 +119,66 @@ def key(*parts: bytes | str | Iterable[Path]) -> str:
         for path in part:
             name = str(path).encode()
             try:
-                content = path.read_bytes()
+                content = _key_bytes(path)
             except OSError:  # gone, or unreadable: whoever reads it reports that
                 content = b"\xff unreadable"
             digest.update(len(name).to_bytes(8, "little") + name)
             digest.update(len(content).to_bytes(8, "little") + content)
     return digest.hexdigest()
+
+
+def _key_bytes(path: Path) -> bytes:
+    """What of ``path`` a key covers: a regular file's bytes (up to the largest file a cache
+    holds); a FIFO or a device in a rules folder is not waited on or read without end."""
+    handle = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+    with os.fdopen(handle, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            return b"\xff not a regular file"
+        return stream.read(_MAX_BYTES + 1)
+
+
+def _mine(status: os.stat_result) -> bool:
+    """Whether ``status`` is of this user's and nobody else may write to it (where there are
+    POSIX owners and modes)."""
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or (status.st_uid == getuid() and not status.st_mode & 0o022)
+
+
+def _open_directory(directory: Path) -> int:
+    """A descriptor of ``directory`` when it is this user's own (not a link); OSError else."""
+    handle = os.open(directory, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    status = os.fstat(handle)
+    if not stat.S_ISDIR(status.st_mode) or not _mine(status):
+        os.close(handle)
+        raise PermissionError(f"{directory}: not this user's own cache directory")
+    return handle
+
+
+def _read_file(directory: int, name: str) -> bytes:
+    """The bytes of ``name`` in ``directory`` when it is this user's own regular file."""
+    handle = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK, dir_fd=directory)
+    with os.fdopen(handle, "rb") as stream:
+        status = os.fstat(stream.fileno())
+        if not stat.S_ISREG(status.st_mode) or not _mine(status):
+            raise PermissionError(f"{name}: not this user's own cache file")
+        if status.st_size > _MAX_BYTES:
+            raise PermissionError(f"{name}: too large for a cache file")
+        return stream.read(_MAX_BYTES + 1)
+
+
+def _sealed(data: bytes) -> bytes:
+    return _MAGIC + blake2b(data, digest_size=_DIGEST_SIZE).digest() + data
+
+
+def _unsealed(content: bytes) -> bytes | None:
+    """The pickle inside ``content``, or None when the checksum does not match."""
+    if not content.startswith(_MAGIC):
+        return None
+    start = len(_MAGIC) + _DIGEST_SIZE
+    digest, data = content[len(_MAGIC) : start], content[start:]
+    if blake2b(data, digest_size=_DIGEST_SIZE).digest() != digest:
+        return None
+    return data
 
 
 def load(kind: str, name: str) -> object | None:
@@ -73,18 +187,21 @@ def load(kind: str, name: str) -> object | None:
     if directory is None:
         return None
     try:
-        # Only a directory of this user's that nobody else may write to (where there are
-        # POSIX owners and modes).
-        status = directory.stat()
-        getuid = getattr(os, "getuid", None)
-        if getuid is not None and (status.st_uid != getuid() or status.st_mode & 0o022):
-            return None
-        data = (directory / f"{kind}-{name}.pickle").read_bytes()
+        handle = _open_directory(directory)
     except OSError:
         return None
     try:
-        value: object = pickle.loads(data)
-    except Exception:  # damaged, or written by code that has changed since: build it again
+        content = _read_file(handle, f"{kind}-{name}{_SUFFIX}")
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+    data = _unsealed(content)
+    if data is None:  # damaged: build it again (and the new file replaces this one)
+        return None
+    try:
+        value: object = _Unpickler(io.BytesIO(data)).load()
+    except Exception:  # names what is not allowed, or written by code that has changed
         return None
     return value
 
@@ -95,27 +212,32 @@ def store(kind: str, name: str, value: object) -> None:
     if directory is None:
         return
     try:
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        data = _sealed(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # something in it cannot be pickled: not worth failing a run over
         return
-    import tempfile
-
-    temporary = None
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{kind}-", suffix=".tmp")
-        with os.fdopen(handle, "wb") as out:
+        handle = _open_directory(directory)
+    except OSError:
+        return
+    temporary = f".{kind}-{os.getpid()}-{os.urandom(6).hex()}.tmp"
+    written = False
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+        with os.fdopen(os.open(temporary, flags, 0o600, dir_fd=handle), "wb") as out:
+            written = True
             out.write(data)
         # Atomic: a run reading at the same time sees the old file or the whole new one.
-        os.replace(temporary, directory / f"{kind}-{name}.pickle")
-        temporary = None
-        _prune(directory, kind)
+        os.replace(temporary, f"{kind}-{name}{_SUFFIX}", src_dir_fd=handle, dst_dir_fd=handle)
+        written = False
+        _prune(handle, kind)
     except OSError:
         pass
     finally:
-        if temporary is not None:
+        if written:
             with contextlib.suppress(OSError):
-                os.unlink(temporary)
+                os.unlink(temporary, dir_fd=handle)
+        os.close(handle)
 
 
 def remembered(kind: str, files: Iterable[Path], build: Callable[[], T], expected: type[T]) -> T:
@@ -134,14 +256,16 @@ def remembered(kind: str, files: Iterable[Path], build: Callable[[], T], expecte
     return value
 
 
-def _prune(directory: Path, kind: str) -> None:
-    """Remove all but the newest :data:`_KEEP` files of ``kind``."""
-    files = sorted(
-        directory.glob(f"{kind}-*.pickle"), key=lambda path: path.stat().st_mtime, reverse=True
-    )
-    for path in files[_KEEP:]:
+def _prune(directory: int, kind: str) -> None:
+    """Remove all but the newest :data:`_KEEP` files of ``kind`` in ``directory``."""
+    dated: list[tuple[float, str]] = []
+    for entry in os.scandir(directory):
+        if entry.name.startswith(f"{kind}-") and entry.name.endswith(_SUFFIX):
+            with contextlib.suppress(OSError):
+                dated.append((entry.stat(follow_symlinks=False).st_mtime, entry.name))
+    for _, name in sorted(dated, reverse=True)[_KEEP:]:
         with contextlib.suppress(OSError):
-            path.unlink()
+            os.unlink(name, dir_fd=directory)
 
 
 def dump_hyperscan(database: Any) -> bytes:

@@ -19,8 +19,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from html import escape
+from html import escape as _html_escape
 
+from analyzer.controls import visible
 from analyzer.diagnosis import Diagnosis
 from analyzer.events import Category, Event, EventKind
 from analyzer.timeline import Attempt, WorkerExit, WorkerStart, WorkerTimeline, replica_task
@@ -44,6 +45,27 @@ TONES: dict[str, str] = {
     "neutral": "#C9D1DA",
 }
 _FALLBACK_TONE = "#555555"
+
+
+# The instants a datetime can hold: a log may carry years 1 and 9999, and a chart's padding
+# or last tick past them would overflow.
+_FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)
+_LAST_INSTANT = datetime.max.replace(tzinfo=UTC)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _moved(when: datetime, delta: timedelta) -> datetime:
+    """``when + delta``, held at the first or last instant a datetime can hold."""
+    try:
+        return when + delta
+    except OverflowError:
+        return _LAST_INSTANT if delta > timedelta() else _FIRST_INSTANT
+
+
+def escape(text: str) -> str:
+    """``text`` escaped for SVG, its control characters and bidi overrides written as their
+    escapes (an SVG ``<text>`` has no room for a mark)."""
+    return _html_escape(visible(text))
 
 
 def tone_colour(tone: str) -> str:
@@ -305,12 +327,12 @@ def _tick_step(span: timedelta, max_ticks: int = _MAX_TICKS) -> int:
 def time_ticks(start: datetime, end: datetime, max_ticks: int = _MAX_TICKS) -> list[datetime]:
     """Round instants between ``start`` and ``end`` (both included) to label an axis."""
     step = _tick_step(end - start, max_ticks)
-    epoch = datetime(1970, 1, 1, tzinfo=UTC)
-    first = int((start - epoch).total_seconds() // step + 1) * step
+    first = int((start - _EPOCH).total_seconds() // step + 1) * step
+    last = (end - _EPOCH).total_seconds()
     ticks = []
     at = first
-    while epoch + timedelta(seconds=at) <= end:
-        ticks.append(epoch + timedelta(seconds=at))
+    while at <= last:
+        ticks.append(_moved(_EPOCH, timedelta(seconds=at)))
         at += step
     return ticks
 
@@ -445,10 +467,13 @@ def timeline_svg(diagnosis: Diagnosis) -> str:
     start = min(m.start for m in marks)
     end = max(m.end or m.start for m in marks)
     if end - start < timedelta(seconds=1):
-        end = start + timedelta(seconds=1)
+        end = _moved(start, timedelta(seconds=1))
+        start = _moved(end, -timedelta(seconds=1))  # at the last instant, there is no later
     # A little air at both ends so that marks on the edges are whole.
     pad = (end - start) * 0.02
-    scale = _Scale(start - pad, end + pad, _LABEL_WIDTH, _WIDTH - _LABEL_WIDTH - 12)
+    scale = _Scale(
+        _moved(start, -pad), _moved(end, pad), _LABEL_WIDTH, _WIDTH - _LABEL_WIDTH - 12
+    )
     lanes: dict[int, tuple[str, bool]] = {}
     for mark in marks:
         lanes.setdefault(mark.row, (mark.lane, mark.lane.startswith("attempt ")))
@@ -540,19 +565,18 @@ def failure_buckets(
     width = next((w for w in _BUCKET_STEPS if seconds / w < max_buckets), None)
     if width is None:
         width = _BUCKET_STEPS[-1] * (int(seconds / _BUCKET_STEPS[-1] / max_buckets) + 1)
-    epoch = datetime(1970, 1, 1, tzinfo=UTC)
-    base = int((first - epoch).total_seconds() // width) * width
-    count = int(((last - epoch).total_seconds() - base) // width) + 1
+    base = int((first - _EPOCH).total_seconds() // width) * width
+    count = int(((last - _EPOCH).total_seconds() - base) // width) + 1
     buckets = [
         Bucket(
-            epoch + timedelta(seconds=base + i * width),
-            epoch + timedelta(seconds=base + (i + 1) * width),
+            _moved(_EPOCH, timedelta(seconds=base + i * width)),
+            _moved(_EPOCH, timedelta(seconds=base + (i + 1) * width)),
             Counter(),
         )
         for i in range(count)
     ]
     for when, category in points:
-        index = int(((when - epoch).total_seconds() - base) // width)
+        index = int(((when - _EPOCH).total_seconds() - base) // width)
         buckets[index].counts[category] += 1
     return buckets
 

@@ -24,9 +24,10 @@ from typing import Protocol, TypeGuard
 
 import regex
 
+from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource, Format
-from analyzer.ingest.sources import StreamSource
+from analyzer.ingest.sources import TRUNCATED_COMPRESSED, StreamSource
 from analyzer.parallel import (
     GZIP_EXPANSION,
     PARALLEL_MIN_BYTES,
@@ -374,6 +375,16 @@ def classify_sources(
             yield from _events(source.records(), book, prefilter=fast)
 
 
+def _present(source: Source) -> bool:
+    return not isinstance(source, FileSource) or os.path.exists(source.stats.path)
+
+
+def _unread_line(path: str, error: Exception) -> str:
+    if isinstance(error, OSError):
+        return f"{path}: cannot be read ({error.strerror}), check the file"
+    return str(error)
+
+
 class Collector:
     """Reads sources into per-job accumulators; :meth:`logs` snapshots them as JobLogs.
 
@@ -387,6 +398,10 @@ class Collector:
         self._processes = processes
         self._jobs: dict[tuple[str, str], _JobAccumulator] = {}
         self._stats: dict[str, InputStats] = {}
+        self.unread: list[str] = []
+        """One line per input that failed while it was read (it gave nothing) or was cut
+        short (a truncated ``.gz``: what came before the cut was read); the others were
+        read."""
 
     def read(self, source: Source) -> None:
         """Consume ``source`` entirely."""
@@ -401,7 +416,10 @@ class Collector:
         """
         book = self._book
         pending = list(sources)
-        fast_files = [s for s in pending if self._fast and _fast_eligible(s, book)]
+        # A file gone since it was opened is left to the one-by-one reading, which names it.
+        fast_files = [
+            s for s in pending if self._fast and _fast_eligible(s, book) and _present(s)
+        ]
         scans: dict[int, RangeScan] = {}
         if fast_files:
             scans = _scan(fast_files, book, self._processes, while_waiting)
@@ -410,9 +428,23 @@ class Collector:
             if scan is not None:
                 local = _from_scan(scan)
             else:
-                local = _read_source(source, book, prefilter=self._fast)
+                try:
+                    local = _read_source(source, book, prefilter=self._fast)
+                except (InputError, OSError) as error:
+                    # A file gone since it was opened, an I/O error under it: a batch goes on.
+                    # What another source (a frame, a live read) raises is its caller's.
+                    if not isinstance(source, FileSource | StreamSource):
+                        raise
+                    self.unread.append(_unread_line(source.stats.path, error))
+                    continue
             _settle(local, source.stats.path, self._jobs)
             self._stats.setdefault(source.stats.path, source.stats)
+            if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
+                # Read up to the cut; what came after it is lost, which a batch must not hide.
+                self.unread.append(
+                    f"{source.stats.path}: truncated compressed data, read up to the cut; the"
+                    " rest of the file is lost"
+                )
 
     def read_summary(
         self, stats: InputStats, spans: Iterable[SpanSummary], events: Iterable[Event]

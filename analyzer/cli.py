@@ -7,11 +7,13 @@ policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceba
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from analyzer.bigquery import BigQuerySource
     from analyzer.jobspec import JobSpec
     from analyzer.policy import RetryPolicy
+    from analyzer.records import Source
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -80,8 +83,12 @@ class FailOn(StrEnum):
 
 
 def _say(message: str) -> None:
-    """One line on stderr, never wrapped (scripts grep it)."""
-    sys.stderr.write(f"jobdoctor: {message}\n")
+    """One line on stderr, never wrapped (scripts grep it); a path or text from a log in it
+    shows its control characters rather than sending them to the terminal, and a token or
+    password in it (a server's echo, a URL's ``user:pass@``) is cut out."""
+    from analyzer.controls import visible
+
+    sys.stderr.write(f"jobdoctor: {visible(message)}\n")
 
 
 @contextmanager
@@ -106,18 +113,38 @@ def _reported_errors() -> Iterator[None]:
         # The reader (head, less) went away: nothing left to say (main leaves without the
         # interpreter's own flush, which would complain about the pipe).
         raise typer.Exit(0) from None
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        # The report's file or stdout ran out of room: the user's disk, not a bug of ours.
+        _say(_full_message(exc))
+        raise typer.Exit(EXIT_USAGE) from None
     except (typer.Exit, typer.Abort):
         raise
     except Exception as exc:
         # A bug of ours: one line, no locals (they may hold log content); the traceback only
-        # when asked for.
+        # when asked for, and with its secrets cut out as well.
         if os.environ.get("JOBDOCTOR_DEBUG"):
-            raise
+            import traceback
+
+            from analyzer.redact import redact
+
+            sys.stderr.write(redact("".join(traceback.format_exception(exc))))
+            raise typer.Exit(EXIT_INTERNAL) from None
         _say(
             f"internal error: {type(exc).__name__}: {exc}; rerun with JOBDOCTOR_DEBUG=1"
             " for the traceback and report it"
         )
         raise typer.Exit(EXIT_INTERNAL) from None
+
+
+# Write failures that say the output's device is full (or the file too large for it).
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _full_message(exc: OSError) -> str:
+    reason = "no space left on device" if exc.errno == errno.ENOSPC else exc.strerror
+    return f"cannot write the output: {(reason or 'no space left on device').lower()}"
 
 
 PROGRESS_MIN_BYTES = 50 << 20
@@ -393,21 +420,20 @@ def diagnose(
                 job_spec=spec,
                 lang=lang.value,
             )
-            analysis = Analysis(
-                analysis.inputs, analysis.diagnoses, (*analysis.notices, describe_window(query))
-            )
+            analysis = replace(analysis, notices=(*analysis.notices, describe_window(query)))
         else:
-            from analyzer.ingest import open_sources
-
             spec = _load_job_spec(job_spec)
+            unread: list[str] = []
+            sources = _open_batch(paths or [], unread)
             with _reading_progress(paths or []):
                 analysis = analyze_sources(
-                    open_sources(paths or []),
+                    sources,
                     rules=book,
                     policy=active_policy,
                     job=job,
                     job_spec=spec,
                     lang=lang.value,
+                    unread=unread,
                 )
         for notice in analysis.notices[said:]:
             _say(notice)
@@ -426,8 +452,23 @@ def diagnose(
             from analyzer.report.text import render_text
 
             render_text(analysis, Console(highlight=False))
+    if analysis.unread:  # said above, one line each; the rest was diagnosed (as rg does)
+        raise typer.Exit(EXIT_USAGE)
     if fail_on is FailOn.failed and any(d.state is JobState.FAILED for d in analysis.diagnoses):
         raise typer.Exit(EXIT_FAILED_JOB)
+
+
+def _open_batch(paths: list[str], unread: list[str]) -> list[Source]:
+    """The sources of ``paths``; an input that cannot be opened is named in ``unread`` and
+    the others are read. When none can be, each is said and the run ends with exit 2."""
+    from analyzer.ingest import open_sources
+
+    sources = open_sources(paths, unread)
+    if not sources:
+        for problem in unread:
+            _say(problem)
+        raise typer.Exit(EXIT_USAGE)
+    return sources
 
 
 def _follow(
@@ -540,6 +581,8 @@ def report(
         )
         for notice in analysis.notices:
             _say(notice)
+    if analysis.unread:  # said above; the report covers the other inputs
+        raise typer.Exit(EXIT_USAGE)
 
 
 @app.command()
@@ -610,6 +653,7 @@ def _print_explanation(result: object) -> None:
     from rich.console import Console
     from rich.text import Text
 
+    from analyzer.controls import visible
     from analyzer.explain import Explanation
 
     assert isinstance(result, Explanation)
@@ -625,7 +669,7 @@ def _print_explanation(result: object) -> None:
     for name, value in [*match.fields.items()] + [
         (f"also {k}", v) for m in result.also for k, v in m.fields.items()
     ]:
-        console.print(Text(f"  {name}: {value}"), soft_wrap=True)
+        console.print(Text(visible(f"  {name}: {value}")), soft_wrap=True)
     cause = result.cause
     if cause is not None and cause.detail:
         console.print(Text(f"  detail: {cause.detail}"), soft_wrap=True)
@@ -638,13 +682,14 @@ def _print_explanation(result: object) -> None:
             if seen.frame
             else ""
         )
-        console.print(Text(f"  exception: {seen.type}: {seen.message}{where}"), soft_wrap=True)
+        line = f"  exception: {seen.type}: {seen.message}{where}"
+        console.print(Text(visible(line)), soft_wrap=True)
     if result.job_id:
-        console.print(Text(f"  job: {result.job_id}"), soft_wrap=True)
+        console.print(Text(visible(f"  job: {result.job_id}")), soft_wrap=True)
     if result.next_step:
-        console.print(Text(f"  next: {result.next_step}"), soft_wrap=True)
+        console.print(Text(visible(f"  next: {result.next_step}")), soft_wrap=True)
     for advice in result.advice:
-        console.print(Text(f"  → {advice}", style="green"), soft_wrap=True)
+        console.print(Text(visible(f"  → {advice}"), style="green"), soft_wrap=True)
 
 
 @app.command()
@@ -658,16 +703,30 @@ def classify(
     """One row per record that matched a rule: time, job, task, category or event, fields."""
     from analyzer.classify import classify_sources
     from analyzer.ingest import open_sources
+    from analyzer.ingest.sources import TRUNCATED_COMPRESSED
     from analyzer.report.events import write_csv, write_jsonl
     from analyzer.rulebook import RuleBook
 
     with _reported_errors():
         book = RuleBook.load(_rules_dirs(rules))
-        events = classify_sources(open_sources(paths), book)
+        unread: list[str] = []
+        sources = open_sources(paths, unread)
+        for problem in unread:
+            _say(problem)
+        events = classify_sources(sources, book)
         if output is RowFormat.csv:
             write_csv(events, sys.stdout)
         else:
             write_jsonl(events, sys.stdout)
+        for source in sources:  # read now: a cut .gz gave its rows up to the cut
+            if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
+                unread.append(f"{source.stats.path}: truncated compressed data")
+                _say(
+                    f"{source.stats.path}: truncated compressed data, read up to the cut; the"
+                    " rest of the file is lost"
+                )
+    if unread:  # said above; the other inputs' rows were written
+        raise typer.Exit(EXIT_USAGE)
 
 
 @rules_app.command("check")
@@ -750,10 +809,19 @@ def main() -> None:
         code = 1
     # Leave without tearing down every object one by one (~20-50 ms after a large input):
     # nothing is left to do but flush what was written.
-    for stream in (sys.stdout, sys.stderr):
-        # The reader may have gone away (| head), or the stream be closed.
-        with suppress(OSError, ValueError):
-            stream.flush()
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        # What was still buffered did not fit (stdout on a full disk): not a success.
+        if exc.errno in _FULL:
+            with suppress(OSError, ValueError):
+                _say(_full_message(exc))
+            code = EXIT_USAGE
+    except ValueError:  # closed
+        pass
+    # The reader may have gone away (| head), or the stream be closed.
+    with suppress(OSError, ValueError):
+        sys.stderr.flush()
     os._exit(code or 0)
 
 

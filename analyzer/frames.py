@@ -13,6 +13,7 @@ only place, with the accessor, that imports pandas.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -109,7 +110,9 @@ def diagnose_frame(
 
     Streams the inputs: records are matched against the rules as they are read and only
     each job's matched events are kept. ``rules_dirs`` and ``policy_path`` are the CLI's
-    ``--rules`` and ``--policy``. ``bigquery="P.D.TABLE"`` with ``since`` (or ``start`` and
+    ``--rules`` and ``--policy``. An input that cannot be read is skipped with a
+    :class:`UnreadInputWarning` naming it, and listed in ``frame.attrs["unread"]``; the
+    others are diagnosed. ``bigquery="P.D.TABLE"`` with ``since`` (or ``start`` and
     ``end``) reads a BigQuery table instead, as ``jobdoctor diagnose --bigquery`` does (also:
     an :class:`analyzer.bigquery.BigQuerySource` given as the path).
     """
@@ -139,4 +142,12 @@ def diagnose_frame(
         return jobs_frame(found.diagnoses)
     files = [p for p in paths if isinstance(p, str | Path)]
     analysis = analyze(files, rules_dirs=rules_dirs, policy_path=policy_path)
-    return jobs_frame(analysis.diagnoses)
+    frame = jobs_frame(analysis.diagnoses)
+    frame.attrs["unread"] = list(analysis.unread)
+    for problem in analysis.unread:
+        warnings.warn(problem, UnreadInputWarning, stacklevel=2)
+    return frame
+
+
+class UnreadInputWarning(UserWarning):
+    """An input of a batch that could not be read (the others were)."""

@@ -141,6 +141,7 @@ class InputStats:
             "format": self.format,
             "lines": self.lines,
             "records": self.records,
+            "used": self.used,
             "skipped": self.skipped,
             "skip_reasons": dict(sorted(self.skip_reasons.items())),
             "duplicates": self.duplicates,

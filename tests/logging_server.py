@@ -16,9 +16,15 @@ What it does:
 - orders by timestamp, pages with an opaque ``nextPageToken``;
 - ``empty_pages``: first pages with no entries but a ``nextPageToken``;
 - scripted failures (``fail_next``, ``fail_on``): a 403 permission denied,
-  a 403 API disabled, a 429, a 503, a 404 project.
+  a 403 API disabled, a 429, a 503, a 404 project, a 401 whose message echoes the
+  request's bearer token, and answers that are not the API's: a 200 that is not JSON
+  (``Failure.raw``), or JSON of another shape (``Failure(200, ...)``).
 
 ``server.entries`` may be appended to while it runs (for follow tests).
+
+It is also an OAuth token endpoint (``POST /token``, ``server.token_uri``) for a service
+account key file whose ``token_uri`` names it: it answers a token, or what
+``token_answers`` scripts (garbage, a token of the wrong type).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from types import TracebackType
 from typing import Any
 
 LIST_PATH = "/v2/entries:list"
+TOKEN_PATH = "/token"
+TOKEN = "ya29.test-access-token-from-the-loopback-server"
 
 # One clause of the filters jobdoctor writes: a dotted field, an operator, a quoted value.
 _CLAUSE = re.compile(r'^\s*([A-Za-z_][\w.]*)\s*(>=|<=|=|<|>)\s*"((?:[^"\\]|\\.)*)"\s*$')
@@ -59,7 +67,27 @@ class Failure:
     """A scripted error response: HTTP status and the API's JSON error body."""
 
     status: int
-    body: dict[str, Any]
+    body: Any
+    raw: bytes | None = None
+    """Sent as it is instead of ``body`` as JSON (a proxy's HTML page, say)."""
+    content_type: str = "application/json; charset=UTF-8"
+
+    @staticmethod
+    def raw_answer(status: int, raw: bytes, content_type: str = "text/html") -> Failure:
+        return Failure(status, None, raw, content_type)
+
+    @staticmethod
+    def unauthenticated(token: str) -> Failure:
+        # Some servers and proxies echo what they were sent: the secret must not be printed.
+        return Failure(
+            401,
+            _error(
+                401,
+                "UNAUTHENTICATED",
+                "Request had invalid authentication credentials. Expected OAuth 2 access token,"
+                f" got 'Authorization: Bearer {token}' (access_token={token}).",
+            ),
+        )
 
     @staticmethod
     def permission_denied() -> Failure:
@@ -147,6 +175,8 @@ class LoggingServer:
     empty_pages: int = 0
     """Answer this many first pages of each listing with no entries but a token (as the
     real API does when it runs out of time scanning)."""
+    token_answers: list[Failure] = field(default_factory=list)
+    """The answers of the next token requests, one each; then a valid token."""
     _next_failures: list[Failure] = field(default_factory=list)
     _failures_on: dict[int, Failure] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -159,6 +189,11 @@ class LoggingServer:
         assert self._httpd is not None, "server not started"
         host, port = self._httpd.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    @property
+    def token_uri(self) -> str:
+        """The OAuth token endpoint to put in a key file's ``token_uri``."""
+        return self.url + TOKEN_PATH
 
     @property
     def list_bodies(self) -> list[dict[str, Any]]:
@@ -208,6 +243,11 @@ class LoggingServer:
         """Answer one request: a Failure is also how a 200 page is returned."""
         with self._lock:
             self.requests.append(ReceivedRequest(path, body, headers))
+            if path == TOKEN_PATH:
+                if self.token_answers:
+                    return self.token_answers.pop(0)
+                token = {"access_token": TOKEN, "expires_in": 3600, "token_type": "Bearer"}
+                return Failure(200, token)
             number = len(self.requests)
             failure = self._failures_on.pop(number, None)
             if failure is None and self._next_failures:
@@ -322,9 +362,9 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         path = self.path.split("?", 1)[0]
         answer = self.server_state.handle(path, body, headers)
-        payload = json.dumps(answer.body).encode()
+        payload = answer.raw if answer.raw is not None else json.dumps(answer.body).encode()
         self.send_response(answer.status, HTTPStatus(answer.status).phrase)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Type", answer.content_type)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)

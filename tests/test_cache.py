@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import MappingProxyType
 
@@ -257,3 +258,82 @@ def test_a_cached_policy_is_the_policy(cache_dir: Path) -> None:
     assert kept is read and again is not read
     assert again == read and isinstance(again.max_attempts, MappingProxyType)
     assert again.with_scheduling(spot=True).spot
+
+
+# -- what is read: only this user's own files, whole, naming only what the cache is made of --
+
+
+def test_a_cache_directory_that_is_a_link_is_not_read(
+    cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The directory could be swapped for a link between a check of its path and the read.
+    cache.store("test", "x", {"value": 1})
+    assert cache.load("test", "x") == {"value": 1}
+    link = tmp_path / "link"
+    link.symlink_to(cache_dir, target_is_directory=True)
+    monkeypatch.setenv(cache.CACHE_ENV, str(link))
+    assert cache.load("test", "x") is None
+
+
+def test_a_cache_file_that_is_a_link_is_not_read(cache_dir: Path, tmp_path: Path) -> None:
+    cache.store("test", "x", {"value": 1})
+    elsewhere = tmp_path / "elsewhere.pickle"
+    os.replace(cache_dir / "test-x.pickle", elsewhere)
+    (cache_dir / "test-x.pickle").symlink_to(elsewhere)
+    assert cache.load("test", "x") is None
+
+
+def test_a_file_others_may_write_is_not_read(cache_dir: Path) -> None:
+    cache.store("test", "x", {"value": 1})
+    (cache_dir / "test-x.pickle").chmod(0o666)
+    assert cache.load("test", "x") is None
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root"
+)
+def test_a_file_of_another_user_is_not_read(cache_dir: Path) -> None:
+    cache.store("test", "x", {"value": 1})
+    os.chown(cache_dir / "test-x.pickle", 65534, 65534)
+    assert cache.load("test", "x") is None
+
+
+def test_a_fifo_in_place_of_a_file_is_not_waited_on(cache_dir: Path) -> None:
+    cache.store("test", "y", 1)
+    os.mkfifo(cache_dir / "test-x.pickle", 0o600)
+    found: list[object] = []
+    reading = threading.Thread(target=lambda: found.append(cache.load("test", "x")), daemon=True)
+    reading.start()
+    reading.join(timeout=10)
+    assert found == [None], "the read waited on the FIFO"
+
+
+def test_a_damaged_file_that_still_unpickles_is_built_again(cache_dir: Path) -> None:
+    # A flipped byte in a pickle's string still loads: the state of a job changed silently.
+    cache.store("test", "x", {"state": "SUCCEEDED"})
+    path = cache_dir / "test-x.pickle"
+    damaged = path.read_bytes().replace(b"SUCCEEDED", b"RUNNING!!")
+    assert damaged != path.read_bytes()
+    path.write_bytes(damaged)
+    assert cache.load("test", "x") is None
+    assert cache.remembered("test", [], lambda: {"state": "SUCCEEDED"}, dict) == {
+        "state": "SUCCEEDED"
+    }
+
+
+class _Planted:
+    """A value whose unpickling would call a function of the planter's choosing."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.mkdir, (str(self.target),))
+
+
+def test_a_file_naming_anything_else_is_not_run(cache_dir: Path, tmp_path: Path) -> None:
+    target = tmp_path / "ran"
+    cache.store("test", "x", _Planted(target))  # a whole file, with a matching checksum
+    assert (cache_dir / "test-x.pickle").exists() and not target.exists()
+    assert cache.load("test", "x") is None
+    assert not target.exists()

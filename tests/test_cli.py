@@ -71,6 +71,7 @@ def test_json_follows_the_contract() -> None:
         "format",
         "lines",
         "records",
+        "used",
         "skipped",
         "skip_reasons",
     }

@@ -62,8 +62,9 @@ def test_broken_rules_are_reported_where_they_are(case: Path, tmp_path: Path) ->
 def test_load_raises_with_the_same_errors(case: Path, tmp_path: Path) -> None:
     folder = _case_dir(case, tmp_path)
     errors = [e for e in _expected(folder) if e[3] == "error"]
-    # Failing examples are found by `rules check`, not at load time.
-    load_errors = [e for e in errors if "example" not in e[4]]
+    # Failing examples and patterns measured as catastrophic are found by `rules check`, not
+    # at load time (a run spends its time budget on such a rule instead, then disables it).
+    load_errors = [e for e in errors if "example" not in e[4] and "ran over" not in e[4]]
     if not load_errors:
         RuleBook.load([folder])
         return

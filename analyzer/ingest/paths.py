@@ -8,6 +8,7 @@ that each hour's regular shards come before its late ones.
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import re
@@ -35,16 +36,33 @@ def _path_key(path: str) -> tuple[tuple[str, ...], tuple[str, int, int, int, str
     return (tuple(head.split(os.sep)), _name_key(name))
 
 
-def _walk(directory: str) -> list[str]:
+def _walk(directory: str, problems: list[str] | None = None) -> list[str]:
     found: list[str] = []
     for root, dirs, files in os.walk(directory):
         # Hidden directories (.git, editor caches) hold no logs.
         dirs[:] = [name for name in dirs if not name.startswith(".")]
-        paths = (os.path.join(root, name) for name in files if not name.startswith("."))
+        if problems is not None:
+            # Links to directories are not followed (os.walk's default); one that leads back
+            # up the tree (or to itself) is a loop, which is said.
+            problems.extend(
+                f"{os.path.join(root, name)}: a link loop, not followed"
+                for name in dirs
+                if _loops(os.path.join(root, name))
+            )
+        paths = [os.path.join(root, name) for name in files if not name.startswith(".")]
         # A pipe or socket in a folder is not an export (and a pipe nobody writes to would
         # be waited on forever); given by name, it is read.
         found.extend(path for path in paths if not special_file(path))
     return sorted(found, key=_path_key)
+
+
+def _loops(path: str) -> bool:
+    """Whether the link ``path`` leads to a directory that holds it (itself included)."""
+    if not os.path.islink(path):
+        return False
+    target = os.path.realpath(path)
+    here = os.path.realpath(os.path.dirname(path))
+    return here == target or here.startswith(target.rstrip(os.sep) + os.sep)
 
 
 def special_file(path: str) -> bool:
@@ -69,16 +87,22 @@ def _check_readable(path: str) -> None:
     except PermissionError:
         raise InputError(f"{path}: permission denied, make the file readable") from None
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise InputError(f"{path}: a link loop, not followed") from None
+        if error.errno == errno.ENOENT and os.path.islink(path):
+            raise InputError(
+                f"{path}: a dangling link (its target does not exist), check the path"
+            ) from None
         raise InputError(f"{path}: cannot be opened ({error.strerror}), check the path") from None
 
 
-def _expand_one(path: str) -> list[str]:
+def _expand_one(path: str, problems: list[str] | None = None) -> list[str]:
     if path == STDIN:
         return [STDIN]
     if os.path.isdir(path):
         if not os.access(path, os.R_OK | os.X_OK):
             raise InputError(f"{path}: permission denied, make the directory readable")
-        files = _walk(path)
+        files = _walk(path, problems)
         if not files:
             raise InputError(f"{path}: empty directory, point to the directory holding the logs")
         return files
@@ -91,31 +115,53 @@ def _expand_one(path: str) -> list[str]:
         expanded: list[str] = []
         for match in matches:
             if os.path.isdir(match):
-                expanded.extend(_walk(match))
+                expanded.extend(_walk(match, problems))
             elif not os.path.basename(match).startswith("."):
                 expanded.append(match)
         return expanded
+    if os.path.islink(path):
+        try:
+            os.stat(path)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise InputError(f"{path}: a link loop, not followed") from None
+        raise InputError(f"{path}: a dangling link (its target does not exist), check the path")
     raise InputError(f"{path}: no such file or directory, check the path")
 
 
-def expand_paths(paths: Sequence[str]) -> list[str]:
+def expand_paths(paths: Sequence[str], problems: list[str] | None = None) -> list[str]:
     """Input files for ``paths``, in argument order, each argument's files sorted.
 
     The same file named twice (directly, by a glob or in a directory) is read
     once. Raises InputError for a missing or unreadable path, an empty directory,
-    or a glob that matches nothing.
+    or a glob that matches nothing; with a ``problems`` list, appends each such
+    message there instead (one line naming the path) and goes on with the other
+    paths, as a batch does; link loops in walked folders are said there too.
     """
     if not paths:
         raise InputError("no input given, pass a file, a directory, a glob pattern or '-'")
     seen: set[str] = set()
     files: list[str] = []
     for path in paths:
-        for file in _expand_one(path):
+        try:
+            expanded = _expand_one(path, problems)
+        except InputError as error:
+            if problems is None:
+                raise
+            problems.append(str(error))
+            continue
+        for file in expanded:
             identity = file if file == STDIN else os.path.realpath(file)
             if identity in seen:
                 continue
             seen.add(identity)
             if file != STDIN:
-                _check_readable(file)
+                try:
+                    _check_readable(file)
+                except InputError as error:
+                    if problems is None:
+                        raise
+                    problems.append(str(error))
+                    continue
             files.append(file)
     return files

@@ -136,7 +136,11 @@ class FileSource:
     def __init__(self, path: str) -> None:
         self._stats = InputStats(path=path)
         with open_file(path) as stream:
-            found = _sniff_stream(stream, path)
+            try:
+                found = _sniff_stream(stream, path)
+            except OSError as error:  # an I/O error under the file (EIO), say
+                message = f"{path}: cannot be read ({error.strerror}), check the file"
+                raise InputError(message) from None
         found.describe(self._stats)
         self.compressed = found.compressed  # gzip: read whole, not by ranges
         self.encoding = found.encoding  # "utf-16-le"/"-be", or None: UTF-8 (the fast path's)
@@ -205,24 +209,31 @@ class MemorySource:
         return _records(io.BytesIO(self._data), self._stats)
 
 
-def open_sources(paths: Sequence[str]) -> list[Source]:
+def open_sources(paths: Sequence[str], problems: list[str] | None = None) -> list[Source]:
     """One source per input file found in ``paths``.
 
     Each path is a file (plain or gzip, recognised by its magic bytes), ``-``
     for stdin, a directory (walked recursively, hidden files skipped, sink
     files in time order) or a glob pattern. Every file is sniffed now, so that
     a missing, unreadable or binary input raises InputError before any reading.
+    With a ``problems`` list, such an input is named there in one line instead
+    and the others are opened (a batch goes on past one bad file).
     A path that is not a regular file (a pipe such as the shell's ``<(...)``, a
     FIFO) can be read only once, and is read as a stream like stdin.
     """
     sources: list[Source] = []
-    for path in expand_paths(paths):
-        if path == STDIN:
-            sources.append(StreamSource(sys.stdin.buffer, STDIN_NAME))
-        elif special_file(path):
-            sources.append(StreamSource(open_file(path), path))
-        else:
-            sources.append(FileSource(path))
+    for path in expand_paths(paths, problems):
+        try:
+            if path == STDIN:
+                sources.append(StreamSource(sys.stdin.buffer, STDIN_NAME))
+            elif special_file(path):
+                sources.append(StreamSource(open_file(path), path))
+            else:
+                sources.append(FileSource(path))
+        except InputError as error:
+            if problems is None:
+                raise
+            problems.append(str(error))
     return sources
 
 

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from analyzer.errors import SourceError
 from analyzer.live.errors import missing_extra, translate
 from analyzer.live.query import LiveQuery
+from analyzer.redact import redact
 
 ENDPOINT_ENV = "JOBDOCTOR_LOGGING_ENDPOINT"
 PUBLIC_ENDPOINT = "https://logging.googleapis.com"
@@ -67,7 +68,7 @@ def make_client(query: LiveQuery) -> Any:
         scheme = urlsplit(endpoint).scheme
         if scheme not in ("http", "https") or not urlsplit(endpoint).hostname:
             raise SourceError(
-                f"invalid --api-endpoint {endpoint!r}: give a URL such as "
+                f"invalid --api-endpoint {redact(endpoint)!r}: give a URL such as "
                 "https://logging.googleapis.com or http://127.0.0.1:8085"
             )
         if scheme == "http" and not is_local(endpoint):

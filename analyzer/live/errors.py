@@ -2,7 +2,8 @@
 
 The messages say what to run or which role to grant. They never include a
 token, a credential file's content or its path: only the exception's class
-and the API's own error message (which carries neither) are used.
+and the API's own error message are used, and that message goes through
+:func:`~analyzer.redact.redact` (a server may echo the request's token in it).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import random
 from dataclasses import dataclass
 
 from analyzer.errors import SourceError
+from analyzer.redact import redact
 
 INSTALL_HINT = "pip install 'jobdoctor[gcp]'"
 LOGIN_HINT = "run `gcloud auth application-default login`"
@@ -37,6 +39,10 @@ class Backoff:
 
 
 DEFAULT_BACKOFF = Backoff()
+
+
+class MalformedAnswer(ValueError):
+    """An answer of the endpoint that is not a Logging API page (not JSON, or not its shape)."""
 
 
 def missing_extra() -> SourceError:
@@ -75,13 +81,32 @@ def translate(exc: BaseException, project: str, endpoint: str) -> SourceError | 
     from google.api_core import exceptions as api
     from google.auth import exceptions as auth
 
+    if (
+        isinstance(exc, TypeError | ValueError | KeyError)
+        and not isinstance(exc, auth.GoogleAuthError)
+        and _raised_in_auth(exc)
+    ):
+        # google-auth reads a token endpoint's answer as it expects it: HTML, a list or a
+        # number where a token should be fails inside it (TypeError, ValueError).
+        return SourceError(
+            "the credentials' token endpoint answered with something that is not a token:"
+            " check GOOGLE_APPLICATION_CREDENTIALS (its token_uri) or "
+            f"{LOGIN_HINT}"
+        )
+    if isinstance(exc, auth.InvalidOperation):
+        # An HTTP 401 to the anonymous credentials of a loopback endpoint: google-auth tries
+        # to refresh them, which anonymous credentials cannot.
+        return SourceError(
+            f"Cloud Logging credentials rejected (HTTP 401) by {redact(endpoint)}: the endpoint "
+            "asks for credentials that loopback endpoints are not sent"
+        )
     if isinstance(exc, auth.DefaultCredentialsError):
         return SourceError(
             f"no credentials for Cloud Logging: {LOGIN_HINT} (or set "
             "GOOGLE_APPLICATION_CREDENTIALS to a service-account key file that exists)"
         )
-    if isinstance(exc, auth.RefreshError | api.Unauthenticated):
-        return SourceError(f"Cloud Logging credentials were rejected or expired: {LOGIN_HINT}")
+    if isinstance(exc, auth.RefreshError | api.Unauthenticated | api.Unauthorized):
+        return SourceError(f"Cloud Logging credentials rejected (or expired): {LOGIN_HINT}")
     if isinstance(exc, api.Forbidden | api.PermissionDenied):
         why = _reasons(exc)
         if "SERVICE_DISABLED" in why or "has not been used" in why or "is disabled" in why:
@@ -99,18 +124,40 @@ def translate(exc: BaseException, project: str, endpoint: str) -> SourceError | 
             "(the project ID, e.g. my-project-123)"
         )
     if isinstance(exc, api.BadRequest | api.InvalidArgument):
-        return SourceError(f"Cloud Logging rejected the query: {getattr(exc, 'message', exc)}")
+        return SourceError(f"Cloud Logging rejected the query: {_said(exc)}")
     if is_retryable(exc):
         return SourceError(
             f"Cloud Logging is rate limiting or unavailable ({getattr(exc, 'code', '?')}) "
             "and retries ran out: wait a minute and try again, or narrow --since"
         )
     if isinstance(exc, api.GoogleAPICallError):
-        return SourceError(
-            f"Cloud Logging error {getattr(exc, 'code', '?')}: {getattr(exc, 'message', exc)}"
-        )
+        return SourceError(f"Cloud Logging error {getattr(exc, 'code', '?')}: {_said(exc)}")
     if isinstance(exc, requests.ConnectionError | requests.Timeout | auth.TransportError):
         return SourceError(
-            f"cannot reach Cloud Logging at {endpoint}: check the network or --api-endpoint"
+            f"cannot reach Cloud Logging at {redact(endpoint)}: check the network or "
+            "--api-endpoint"
+        )
+    # Before ValueError: requests' JSONDecodeError is one (a 200 answer that is not JSON).
+    if isinstance(exc, MalformedAnswer | requests.exceptions.JSONDecodeError):
+        what = "is not JSON" if not isinstance(exc, MalformedAnswer) else str(exc)
+        return SourceError(
+            f"Cloud Logging at {redact(endpoint)} answered with a page that {what}: check "
+            "--api-endpoint (it must be the Logging API, e.g. https://logging.googleapis.com)"
         )
     return None
+
+
+def _raised_in_auth(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside google-auth (its token refresh)."""
+    trace = exc.__traceback__
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    if trace is None:
+        return False
+    module = str(trace.tb_frame.f_globals.get("__name__", ""))
+    return module.startswith(("google.auth", "google.oauth2"))
+
+
+def _said(exc: BaseException) -> str:
+    """What the API said about ``exc``, one line, its secrets cut out."""
+    return redact(" ".join(str(getattr(exc, "message", exc)).split()))

@@ -25,7 +25,13 @@ from typing import Any
 
 from analyzer.ingest.entries import record_or_reason
 from analyzer.live.client import PUBLIC_ENDPOINT, make_client, resolve_endpoint
-from analyzer.live.errors import DEFAULT_BACKOFF, Backoff, is_retryable, translate
+from analyzer.live.errors import (
+    DEFAULT_BACKOFF,
+    Backoff,
+    MalformedAnswer,
+    is_retryable,
+    translate,
+)
 from analyzer.live.query import LiveQuery, job_filter
 from analyzer.records import NO_MESSAGE, InputStats, LogRecord, Origin, parse_timestamp
 
@@ -138,10 +144,18 @@ def raw_entries(
     }
     while True:
         page = api_request(method="POST", path="/entries:list", data=body)
-        for entry in page.get("entries", ()):
+        # Whatever answered (a proxy's page, a wrong endpoint) may not be the API's shape.
+        if not isinstance(page, dict):
+            raise MalformedAnswer(f"is a JSON {type(page).__name__}, not an object")
+        entries = page.get("entries", ())
+        if not isinstance(entries, list | tuple):
+            raise MalformedAnswer("has entries that are not a list")
+        token = page.get("nextPageToken")
+        if token is not None and not isinstance(token, str):
+            raise MalformedAnswer("has a nextPageToken that is not a string")
+        for entry in entries:
             if isinstance(entry, dict):
                 yield entry
-        token = page.get("nextPageToken")
         # The API may answer an empty page with a token (it ran out of time): keep going.
         if not token:
             return

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from analyzer.controls import visible
 from analyzer.diagnosis import Diagnosis, JobState
 from analyzer.events import Category
 from analyzer.records import InputStats
@@ -235,7 +236,7 @@ def render_csv(summary: FleetSummary) -> str:
 
 def _cell(value: object) -> str:
     text = value if isinstance(value, str) else _csv_value(value)
-    return " ".join(text.split()).replace("|", "\\|").replace("`", "'") or "-"
+    return " ".join(visible(text).split()).replace("|", "\\|").replace("`", "'") or "-"
 
 
 def _share(value: float) -> str:

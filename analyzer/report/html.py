@@ -3,8 +3,9 @@
 :func:`render_html` writes one file that works offline: CSS and SVG inline, no script, no
 font or image fetched, and a Content-Security-Policy that forbids both even if some text got
 through unescaped. Every piece of log text, job id and task name goes through
-``html.escape``. :func:`diagnosis_html` is one job's card (verdict, cause, evidence, attempts,
-timeline chart, advice); :class:`DiagnosisList` shows a list of them in Jupyter.
+``html.escape``, and its control characters and bidi overrides are shown marked.
+:func:`diagnosis_html` is one job's card (verdict, cause, evidence, attempts, timeline chart,
+advice); :class:`DiagnosisList` shows a list of them in Jupyter.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from html import escape
 from typing import TYPE_CHECKING
 
 from analyzer.chart import failures_svg, timeline_svg, tone_colour
+from analyzer.controls import marked_html
 from analyzer.diagnosis import Diagnosis, JobState
 from analyzer.report.facts import (
     clock,
@@ -78,12 +79,14 @@ _CSS = """
 .jd a{color:#0b5cad}
 .jd .jd-verdict{font-weight:600}
 .jd code{font-size:.9em}
+.jd mark.jd-control{background:#ffe08a;color:#1d2329;font-family:ui-monospace,monospace}
 """
 
 
 def _e(value: object) -> str:
-    """Escaped text of ``value`` (``-`` for None)."""
-    return escape("-" if value is None else str(value), quote=True)
+    """Escaped text of ``value`` (``-`` for None), its control characters and bidi
+    overrides shown marked (:func:`~analyzer.controls.marked_html`) rather than obeyed."""
+    return marked_html("-" if value is None else str(value))
 
 
 def _badge(state: str) -> str:

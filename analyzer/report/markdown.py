@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from analyzer.controls import visible
 from analyzer.report.facts import (
     clock,
     depth_facts,
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("`", "'")
+    # Log text is untrusted: its control characters are shown, not sent to a terminal.
+    return visible(text).replace("|", "\\|").replace("`", "'")
 
 
 def render_markdown(analysis: Analysis) -> str:
@@ -45,7 +47,7 @@ def render_markdown(analysis: Analysis) -> str:
             duration = attempt.end - attempt.start if attempt.start and attempt.end else None
             out.append(
                 f"| {attempt.attempt} | {clock(attempt.start)} | {clock(attempt.end)} "
-                f"| {span(duration)} | {attempt.outcome} | {attempt.restarts} |"
+                f"| {span(duration)} | {_cell(attempt.outcome)} | {attempt.restarts} |"
             )
         out.append("")
         if diagnosis.worker_restarts:
@@ -55,4 +57,11 @@ def render_markdown(analysis: Analysis) -> str:
         if diagnosis.advice:
             out += ["What to do:", ""] + [f"- {_cell(a)}" for a in diagnosis.advice] + [""]
         out += [f"_{_cell(n)}_" for n in diagnosis.notes] + ([""] if diagnosis.notes else [])
+    # What the diagnoses may lack: inputs not read, rules stopped after their time budget.
+    lacking = [f"- not read: {_cell(problem)}" for problem in analysis.unread] + [
+        f"- rule `{_cell(rule)}` kept timing out and was disabled for the rest of the run"
+        for rule in analysis.disabled_rules
+    ]
+    if lacking:
+        out += ["Not in this diagnosis:", "", *lacking, ""]
     return "\n".join(out)

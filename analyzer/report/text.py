@@ -1,5 +1,7 @@
 """The terminal report: a verdict a person reads in ten seconds, then the evidence.
 
+Log text is shown with its control characters escaped (:mod:`analyzer.controls`).
+
 Lines are never hard-wrapped (``soft_wrap``): the terminal folds long lines itself, and a
 report piped to a file or ``grep`` keeps one fact per line.
 """
@@ -9,8 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.style import Style
 from rich.text import Text
 
+from analyzer.controls import visible
 from analyzer.diagnosis import Diagnosis, JobState
 from analyzer.report.facts import (
     cause_phrase,
@@ -36,14 +40,26 @@ _STATE_STYLE = {
 _LABEL = 10  # width of the left-hand labels
 
 
+class _Text(Text):
+    """Rich text whose pieces show their control characters instead of sending them to the
+    terminal: log text is untrusted (escape sequences, ``\\r``, bidi overrides)."""
+
+    def __init__(self, text: str = "", style: str = "") -> None:
+        super().__init__(visible(text), style=style)
+
+    def append(self, text: str | Text, style: str | Style | None = None) -> _Text:
+        super().append(visible(text) if isinstance(text, str) else text, style)
+        return self
+
+
 def _labelled(label: str, body: Text | str, style: str | None = None) -> Text:
-    line = Text(f"  {label:<{_LABEL}}", style="bold")
-    line.append(body if isinstance(body, Text) else Text(body, style=style or ""))
+    line = _Text(f"  {label:<{_LABEL}}", style="bold")
+    line.append(body if isinstance(body, Text) else _Text(body, style=style or ""))
     return line
 
 
 def _verdict(diagnosis: Diagnosis) -> Text:
-    line = Text("job ", style="bold")
+    line = _Text("job ", style="bold")
     line.append(diagnosis.job_id or "(job id not in the logs)", style="bold")
     if diagnosis.trial:
         line.append(f" trial {diagnosis.trial}", style="bold")
@@ -61,7 +77,7 @@ def _job_lines(diagnosis: Diagnosis) -> list[Text]:
     if diagnosis.cause is not None:
         lines.append(_labelled("cause", diagnosis.cause.message))
         for index, (origin, event) in enumerate(evidence_events(diagnosis)):
-            body = Text(str(origin), style="cyan")
+            body = _Text(str(origin), style="cyan")
             if event is not None:
                 body.append(f"  {clock(event.timestamp)}  {event.task or '-'}  ", style="dim")
                 body.append(first_line(event.text, 140))
@@ -70,7 +86,7 @@ def _job_lines(diagnosis: Diagnosis) -> list[Text]:
         lines.append(_labelled(label, fact))
     for index, attempt in enumerate(diagnosis.attempt_log):
         took = attempt.end - attempt.start if attempt.start and attempt.end else None
-        body = Text(f"#{attempt.attempt}  {period(attempt.start, attempt.end)}  ")
+        body = _Text(f"#{attempt.attempt}  {period(attempt.start, attempt.end)}  ")
         body.append(f"{span(took):>9}  ", style="dim")
         body.append(attempt.outcome, style="bold")
         if attempt.restarts:
@@ -81,7 +97,7 @@ def _job_lines(diagnosis: Diagnosis) -> list[Text]:
         for worker in run.workers:
             if not worker.restarts and not worker.exits:
                 continue
-            body = Text(f"{worker.task}", style="bold")
+            body = _Text(f"{worker.task}", style="bold")
             body.append(f"  attempt {run.number}: {plural(worker.restarts, 'restart')}")
             if worker.maintenance_restarts:
                 body.append(f" ({worker.maintenance_restarts} on another VM)")
@@ -108,7 +124,7 @@ def render_text(analysis: Analysis, console: Console) -> None:
             console.print(line, soft_wrap=True)
     skipped = sum(s.skipped for s in analysis.inputs)
     records = sum(s.records for s in analysis.inputs)
-    summary = Text(
+    summary = _Text(
         f"\nread {records} records from {plural(len(analysis.inputs), 'input')}"
         + (f", skipped {skipped} lines" if skipped else ""),
         style="dim",
@@ -116,4 +132,8 @@ def render_text(analysis: Analysis, console: Console) -> None:
     for stats in analysis.inputs:
         for reason, count in sorted(stats.skip_reasons.items()):
             summary.append(f"\n  {stats.path}: {count} skipped: {reason}")
+    for rule in analysis.disabled_rules:
+        summary.append(f"\n  rule {rule} kept timing out and was disabled for the rest of the run")
+    for problem in analysis.unread:
+        summary.append(f"\n  not read: {problem}")
     console.print(summary, soft_wrap=True)

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from analyzer.rulebook.book import DEFAULT_TIMEOUT, RuleBook, builtin_rules_dir
+from analyzer.rulebook.book import (
+    DEFAULT_TIMEOUT,
+    RULE_BUDGET_SECONDS,
+    RuleBook,
+    builtin_rules_dir,
+)
 from analyzer.rulebook.model import Problem, Rule
 from analyzer.rulebook.normalize import normalize
 
@@ -35,6 +40,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "RULE_BUDGET_SECONDS",
     "Problem",
     "Rule",
     "RuleBook",

@@ -208,8 +208,8 @@ def _probe(regex: Pattern, seed: str, location: Location) -> list[Problem]:
                 Problem.at(
                     location,
                     f"pattern ran over {_STRESS_TIMEOUT} s on a {len(text)}-character stress "
-                    "text: catastrophic backtracking risk; make repetitions unambiguous",
-                    "warning",
+                    "text: catastrophic backtracking, measured; make repetitions unambiguous",
+                    "error",
                 )
             ]
         if time.perf_counter() - started > _STRESS_SLOW:

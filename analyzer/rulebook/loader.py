@@ -35,6 +35,7 @@ from analyzer.rulebook.model import (
 )
 from analyzer.rulebook.normalize import normalize
 from analyzer.rulebook.yamlnodes import Node, parse
+from analyzer.yamlload import NotARegularFile, read_config
 
 # Other data that lives next to the rules (the policy profile, the advice texts).
 RESERVED_FILES = frozenset({"policy.yaml", "policy.yml", "advice.yaml", "advice.yml"})
@@ -119,9 +120,17 @@ def read_dir(directory: Path, problems: list[Problem]) -> list[RuleFile]:
         if path.name in RESERVED_FILES:
             continue
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_config(path)
+        except NotARegularFile as exc:
+            problems.append(Problem(str(path), 1, 1, "error", f"not read: {exc}"))
+            continue
+        except UnicodeDecodeError as exc:
             problems.append(Problem(str(path), 1, 1, "error", f"cannot read the file: {exc}"))
+            continue
+        except OSError as exc:
+            problems.append(
+                Problem(str(path), 1, 1, "error", f"cannot read the file: {exc.strerror or exc}")
+            )
             continue
         root = parse(text, str(path), problems)
         if root is not None:

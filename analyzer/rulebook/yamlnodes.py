@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from analyzer.rulebook.model import Location, Problem
-from analyzer.yamlload import compose
+from analyzer.yamlload import compose, first_alias
 
 Scalar = str | int | float | bool | None
 
@@ -97,7 +97,22 @@ class _Builder:
 
 
 def parse(text: str, path: str, problems: list[Problem]) -> Node | None:
-    """Parse one YAML document; syntax errors are appended to ``problems``."""
+    """Parse one YAML document; syntax errors, anchors and aliases are appended to
+    ``problems``."""
+    alias = first_alias(text)
+    if alias is not None:
+        line, column, what = alias
+        problems.append(
+            Problem(
+                path,
+                line,
+                column,
+                "error",
+                f"YAML {what}: anchors and aliases are not allowed in rule files (a few of them"
+                " can expand to gigabytes); write the value out",
+            )
+        )
+        return None
     try:
         # libyaml's loader keeps line and column marks too, and is several times faster.
         root = compose(text)
