@@ -10,7 +10,8 @@ SELECT
   trial,
   task,
   vm,
-  NOT text IS NULL AS has_text,
+  skip,
+  other_resource,
   MIN(time) AS first,
   MAX(time) AS last,
   COUNT(*) AS records
@@ -48,8 +49,79 @@ FROM (
         THEN JSON_VALUE(c_json_payload.message, '$') ->> '$'
         ELSE NULL
       END,
-      c_text_payload
-    ) AS text
+      c_text_payload,
+      CASE
+        WHEN LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar')
+        THEN JSON_VALUE(c_json_payload.msg, '$') ->> '$'
+        ELSE NULL
+      END,
+      CASE
+        WHEN LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar')
+        THEN JSON_VALUE(c_json_payload.log, '$') ->> '$'
+        ELSE NULL
+      END,
+      CASE
+        WHEN LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar')
+        THEN JSON_VALUE(c_json_payload.text, '$') ->> '$'
+        ELSE NULL
+      END,
+      CASE
+        WHEN LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar')
+        THEN JSON_VALUE(c_json_payload.event, '$') ->> '$'
+        ELSE NULL
+      END,
+      CASE
+        WHEN LOWER(JSON_TYPE(c_json_payload)) = 'object'
+        AND CAST(TO_JSON(c_json_payload) AS TEXT) <> '{}'
+        THEN CAST(TO_JSON(c_json_payload) AS TEXT)
+        ELSE NULL
+      END
+    ) AS text,
+    CASE
+      WHEN NOT c_proto_payload IS NULL
+      THEN 'audit log entry (protoPayload)'
+      WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+      THEN 'other resource type: '
+      WHEN COALESCE(
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.message, '$') ->> '$'
+          ELSE NULL
+        END,
+        c_text_payload,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.msg, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.log, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.text, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.event, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload)) = 'object'
+          AND CAST(TO_JSON(c_json_payload) AS TEXT) <> '{}'
+          THEN CAST(TO_JSON(c_json_payload) AS TEXT)
+          ELSE NULL
+        END
+      ) IS NULL
+      THEN 'no message text'
+    END AS skip,
+    CASE
+      WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+      THEN c_resource_type
+    END AS other_resource
   FROM (
     SELECT
       json_payload AS c_json_payload,
@@ -57,6 +129,7 @@ FROM (
       resource.labels AS c_resource_labels,
       resource.type AS c_resource_type,
       text_payload AS c_text_payload,
+      proto_payload AS c_proto_payload,
       timestamp AS c_timestamp,
       receive_timestamp AS c_receive_timestamp,
       severity AS c_severity,
@@ -70,14 +143,14 @@ FROM (
       NULLIF(JSON_VALUE(c_resource_labels, '$.job_id') ->> '$', ''),
       NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"') ->> '$', '')
     ) IN (SELECT UNNEST($job_ids))
-    AND c_resource_type IN ('ml_job', 'cloudml_job')
 )
 GROUP BY
   job,
   trial,
   task,
   vm,
-  has_text;
+  skip,
+  other_resource;
 
 -- Query A: the entries the rule book may match
 SELECT
@@ -130,8 +203,79 @@ FROM (
           THEN JSON_VALUE(c_json_payload.message, '$') ->> '$'
           ELSE NULL
         END,
-        c_text_payload
-      ) AS text
+        c_text_payload,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.msg, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.log, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.text, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.event, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload)) = 'object'
+          AND CAST(TO_JSON(c_json_payload) AS TEXT) <> '{}'
+          THEN CAST(TO_JSON(c_json_payload) AS TEXT)
+          ELSE NULL
+        END
+      ) AS text,
+      CASE
+        WHEN NOT c_proto_payload IS NULL
+        THEN 'audit log entry (protoPayload)'
+        WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+        THEN 'other resource type: '
+        WHEN COALESCE(
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar')
+            THEN JSON_VALUE(c_json_payload.message, '$') ->> '$'
+            ELSE NULL
+          END,
+          c_text_payload,
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar')
+            THEN JSON_VALUE(c_json_payload.msg, '$') ->> '$'
+            ELSE NULL
+          END,
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar')
+            THEN JSON_VALUE(c_json_payload.log, '$') ->> '$'
+            ELSE NULL
+          END,
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar')
+            THEN JSON_VALUE(c_json_payload.text, '$') ->> '$'
+            ELSE NULL
+          END,
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar')
+            THEN JSON_VALUE(c_json_payload.event, '$') ->> '$'
+            ELSE NULL
+          END,
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload)) = 'object'
+            AND CAST(TO_JSON(c_json_payload) AS TEXT) <> '{}'
+            THEN CAST(TO_JSON(c_json_payload) AS TEXT)
+            ELSE NULL
+          END
+        ) IS NULL
+        THEN 'no message text'
+      END AS skip,
+      CASE
+        WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+        THEN c_resource_type
+      END AS other_resource
     FROM (
       SELECT
         json_payload AS c_json_payload,
@@ -139,6 +283,7 @@ FROM (
         resource.labels AS c_resource_labels,
         resource.type AS c_resource_type,
         text_payload AS c_text_payload,
+        proto_payload AS c_proto_payload,
         timestamp AS c_timestamp,
         receive_timestamp AS c_receive_timestamp,
         severity AS c_severity,
@@ -152,10 +297,9 @@ FROM (
         NULLIF(JSON_VALUE(c_resource_labels, '$.job_id') ->> '$', ''),
         NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"') ->> '$', '')
       ) IN (SELECT UNNEST($job_ids))
-      AND c_resource_type IN ('ml_job', 'cloudml_job')
   )
   WHERE
-    NOT text IS NULL
+    skip IS NULL
     AND (
       REGEXP_MATCHES(
         text,

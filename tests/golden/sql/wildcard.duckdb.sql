@@ -11,7 +11,8 @@ SELECT
   trial,
   task,
   vm,
-  NOT text IS NULL AS has_text,
+  skip,
+  other_resource,
   MIN(time) AS first,
   MAX(time) AS last,
   COUNT(*) AS records
@@ -33,12 +34,41 @@ FROM (
       NULLIF(c_jsonPayload_attrs_tag, '')
     ) AS task,
     NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
-    COALESCE(c_jsonPayload_message, c_textPayload) AS text
+    COALESCE(
+      c_jsonPayload_message,
+      c_textPayload,
+      c_jsonPayload_msg,
+      c_jsonPayload_log,
+      c_jsonPayload_text,
+      c_jsonPayload_event
+    ) AS text,
+    CASE
+      WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+      THEN 'other resource type: '
+      WHEN COALESCE(
+        c_jsonPayload_message,
+        c_textPayload,
+        c_jsonPayload_msg,
+        c_jsonPayload_log,
+        c_jsonPayload_text,
+        c_jsonPayload_event
+      ) IS NULL
+      THEN 'no message text'
+    END AS skip,
+    CASE
+      WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+      THEN c_resource_type
+    END AS other_resource
   FROM (
     SELECT
       _TABLE_SUFFIX AS c_table_suffix,
+      jsonPayload.msg AS c_jsonPayload_msg,
+      jsonPayload.log AS c_jsonPayload_log,
+      jsonPayload.text AS c_jsonPayload_text,
+      jsonPayload.event AS c_jsonPayload_event,
       jsonPayload.message AS c_jsonPayload_message,
       textPayload AS c_textPayload,
+      resource.type AS c_resource_type,
       resource.labels.job_id AS c_resource_labels_job_id,
       labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
       labels.trial_id AS c_labels_trial_id,
@@ -64,7 +94,8 @@ GROUP BY
   trial,
   task,
   vm,
-  has_text;
+  skip,
+  other_resource;
 
 -- Query A: the entries the rule book may match
 SELECT
@@ -101,12 +132,41 @@ FROM (
         NULLIF(c_jsonPayload_attrs_tag, '')
       ) AS task,
       NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
-      COALESCE(c_jsonPayload_message, c_textPayload) AS text
+      COALESCE(
+        c_jsonPayload_message,
+        c_textPayload,
+        c_jsonPayload_msg,
+        c_jsonPayload_log,
+        c_jsonPayload_text,
+        c_jsonPayload_event
+      ) AS text,
+      CASE
+        WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+        THEN 'other resource type: '
+        WHEN COALESCE(
+          c_jsonPayload_message,
+          c_textPayload,
+          c_jsonPayload_msg,
+          c_jsonPayload_log,
+          c_jsonPayload_text,
+          c_jsonPayload_event
+        ) IS NULL
+        THEN 'no message text'
+      END AS skip,
+      CASE
+        WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+        THEN c_resource_type
+      END AS other_resource
     FROM (
       SELECT
         _TABLE_SUFFIX AS c_table_suffix,
+        jsonPayload.msg AS c_jsonPayload_msg,
+        jsonPayload.log AS c_jsonPayload_log,
+        jsonPayload.text AS c_jsonPayload_text,
+        jsonPayload.event AS c_jsonPayload_event,
         jsonPayload.message AS c_jsonPayload_message,
         textPayload AS c_textPayload,
+        resource.type AS c_resource_type,
         resource.labels.job_id AS c_resource_labels_job_id,
         labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
         labels.trial_id AS c_labels_trial_id,
@@ -128,7 +188,7 @@ FROM (
     )
   )
   WHERE
-    NOT text IS NULL
+    skip IS NULL
     AND (
       REGEXP_MATCHES(
         text,
