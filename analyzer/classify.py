@@ -27,12 +27,17 @@ import regex
 from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource, Format
+from analyzer.ingest.gcs import GcsSource
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED, StreamSource
 from analyzer.parallel import (
     GZIP_EXPANSION,
+    MIN_RANGE_BYTES,
     PARALLEL_MIN_BYTES,
+    BookLike,
     RangeScan,
+    Task,
     processes_for,
+    run_here,
     scan_binary,
     scan_files,
 )
@@ -57,11 +62,36 @@ from analyzer.records import (
 reading_progress: ContextVar[Callable[[int | None, int], None] | None] = ContextVar(
     "reading_progress", default=None
 )
+# Likewise, told each input (file, Cloud Storage object) once all of it is read.
+input_progress: ContextVar[Callable[[str], None] | None] = ContextVar(
+    "input_progress", default=None
+)
+
+
+class Cluster(Protocol):
+    """Somewhere else to run the fast scan's tasks (``analyzer.cluster``: Dask)."""
+
+    def width(self) -> int:
+        """How many tasks it runs at once."""
+        ...
+
+    def run(
+        self,
+        tasks: Sequence[Task],
+        weights: Sequence[int],
+        book: BookLike,
+        processes: int,
+        while_waiting: Callable[[], None] | None,
+    ) -> Iterator[tuple[int, RangeScan]]:
+        """The tasks' packed scans (``analyzer.parallel.Runner``)."""
+        ...
 
 # A text's first line: up to the first of the line boundaries str.splitlines() knows.
 _FIRST_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
 # The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
 _JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
+# Processes reading Cloud Storage objects, per core.
+GCS_READERS_PER_CORE = 4
 # Records whose texts go through the prefilter at once (_matched): enough to amortise a
 # Hyperscan scan, few enough that a batch of records stays small.
 _MATCH_BATCH = 1024
@@ -208,34 +238,6 @@ def gzip_size(path: str) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
-    """How the fast scan will read its files: their sizes, which are gzip, and whether
-    several processes share them."""
-
-    sizes: Mapping[str, int]
-    compressed: frozenset[str]
-    parallel: bool
-    count: int
-
-
-def _plan(files: Sequence[Source], processes: int | None) -> _Plan:
-    compressed = frozenset(
-        s.stats.path for s in files if isinstance(s, FileSource) and s.compressed
-    )
-    sizes = {s.stats.path: os.path.getsize(s.stats.path) for s in files}
-
-    def weight(path: str) -> int:
-        """What there is to read: compressed bytes at what they usually expand to."""
-        size = sizes.get(path, PARALLEL_MIN_BYTES)
-        return size * (GZIP_EXPANSION if path in compressed else 1)
-
-    count = processes_for(sum(map(weight, sizes)), processes)
-    # One compressed file is one task: a pool would only add its start-up.
-    parallel = count > 1 and (len(files) > 1 or not compressed)
-    return _Plan(sizes, compressed, parallel, count)
-
-
-@dataclass(frozen=True, slots=True)
 class _Meter:
     """Tells :data:`reading_progress` what was read, with the total of this read."""
 
@@ -246,29 +248,51 @@ class _Meter:
         self.report(self.total, count)
 
 
-def _meter(
-    pending: Sequence[Source], fast: Sequence[Source], processes: int | None
-) -> _Meter | None:
-    """The progress meter of one read of ``pending`` (``fast``: those the fast scan reads),
-    or None when nobody asked for progress."""
+class _Expanded:
+    """A gzip file read here reports its decompressed bytes: told in the file's own bytes,
+    in proportion (its trailer gives the size it expands to), so the bar moves while it is
+    decompressed and the total stays the inputs' sizes on disk."""
+
+    def __init__(self, meter: Callable[[int], None], path: str) -> None:
+        self._meter = meter
+        self._size = _size(path)
+        self._expanded = gzip_size(path)
+        self._read = 0
+        self._told = 0
+
+    def __call__(self, count: int) -> None:
+        self._read += count
+        now = min(self._size, self._read * self._size // max(self._expanded, 1))
+        if now > self._told:
+            self._meter(now - self._told)
+            self._told = now
+
+    def finish(self) -> None:
+        """What is left of the file's size (the trailer's size is modulo 4 GiB)."""
+        if self._told < self._size:
+            self._meter(self._size - self._told)
+            self._told = self._size
+
+
+def source_size(source: Source) -> int | None:
+    """An input's size on disk (or in Cloud Storage); None for a stream."""
+    size = getattr(source, "size", None)
+    if isinstance(size, int):
+        return size
+    if isinstance(source, FileSource):
+        return _size(source.stats.path)
+    return None
+
+
+def _meter(pending: Sequence[Source]) -> _Meter | None:
+    """The progress meter of one read of ``pending``, or None when nobody asked for
+    progress: the total is the inputs' sizes (None when a stream is among them)."""
     report = reading_progress.get()
     if report is None:
         return None
-    plan = _plan([s for s in fast if isinstance(s, FileSource)], processes)
-    total = 0
-    streams = False
-    chosen = {id(s) for s in fast}
-    for source in pending:
-        if not isinstance(source, FileSource):
-            streams = True
-            continue
-        path = source.stats.path
-        in_process = not plan.parallel
-        if id(source) in chosen and source.compressed and in_process:
-            total += gzip_size(path)
-        else:
-            total += _size(path)
-    meter = _Meter(report, None if streams else total)
+    sizes = [source_size(source) for source in pending]
+    total = None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
+    meter = _Meter(report, total)
     meter(0)
     return meter
 
@@ -454,22 +478,28 @@ def _events(records: Iterable[LogRecord], book: Matcher, prefilter: bool) -> Ite
 
 
 def classify_sources(
-    sources: Iterable[Source], book: Matcher, *, fast: bool = True, processes: int | None = None
+    sources: Iterable[Source],
+    book: Matcher,
+    *,
+    fast: bool = True,
+    processes: int | None = None,
+    cluster: Cluster | None = None,
 ) -> Iterator[Event]:
     """:func:`classify_records`, the same rows in the same order, with sink JSONL files read by
-    the fast scan (candidate lines only, several processes for large inputs)."""
+    the fast scan (candidate lines only, several processes for large inputs, or the workers
+    of ``cluster``)."""
     pending = list(sources)
     eligible = [s for s in pending if fast and _fast_eligible(s, book)]
-    meter = _meter(pending, eligible, processes)
-    scans = _scan(eligible, book, processes, meter=meter) if eligible else {}
+    meter = _meter(pending)
+    scans = _scan(eligible, book, processes, cluster=cluster, meter=meter) if eligible else {}
     for source in pending:
         scan = scans.get(id(source))
         if scan is not None:
             yield from scan.events
         else:
             yield from _events(source.records(), book, prefilter=fast)
-            if meter is not None and isinstance(source, FileSource):
-                meter(_size(source.stats.path))
+            if meter is not None:
+                meter(source_size(source) or 0)
 
 
 def _present(source: Source) -> bool:
@@ -489,10 +519,18 @@ class Collector:
     records and diagnoses again).
     """
 
-    def __init__(self, book: Matcher, *, fast: bool = True, processes: int | None = None) -> None:
+    def __init__(
+        self,
+        book: Matcher,
+        *,
+        fast: bool = True,
+        processes: int | None = None,
+        cluster: Cluster | None = None,
+    ) -> None:
         self._book = book
         self._fast = fast
         self._processes = processes
+        self._cluster = cluster
         self._jobs: dict[tuple[str, str], _JobAccumulator] = {}
         self._stats: dict[str, InputStats] = {}
         self.unread: list[str] = []
@@ -517,10 +555,12 @@ class Collector:
         fast_files = [
             s for s in pending if self._fast and _fast_eligible(s, book) and _present(s)
         ]
-        meter = _meter(pending, fast_files, self._processes)
+        meter = _meter(pending)
         scans: dict[int, RangeScan] = {}
         if fast_files:
-            scans = _scan(fast_files, book, self._processes, while_waiting, meter=meter)
+            scans = _scan(
+                fast_files, book, self._processes, while_waiting, self._cluster, meter=meter
+            )
         for source in pending:
             scan = scans.get(id(source))
             if scan is not None:
@@ -535,8 +575,8 @@ class Collector:
                         raise
                     self.unread.append(_unread_line(source.stats.path, error))
                     continue
-                if meter is not None and isinstance(source, FileSource):
-                    meter(_size(source.stats.path))
+                if meter is not None:
+                    meter(source_size(source) or 0)
             _settle(local, source.stats.path, self._jobs)
             self._stats.setdefault(source.stats.path, source.stats)
             if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
@@ -642,7 +682,7 @@ def _is_fast(book: Matcher) -> TypeGuard[FastMatcher]:
 
 def _fast_eligible(source: Source, book: Matcher) -> bool:
     return (
-        isinstance(source, FileSource | StreamSource)
+        isinstance(source, FileSource | StreamSource | GcsSource)
         and source.stats.format == Format.CLOUD_LOGGING_JSONL.value
         and source.encoding is None  # the fast path reads UTF-8 bytes
         and _is_fast(book)
@@ -671,29 +711,70 @@ def _scan(
     book: Matcher,
     processes: int | None,
     while_waiting: Callable[[], None] | None = None,
+    cluster: Cluster | None = None,
     *,
     meter: Callable[[int], None] | None = None,
 ) -> dict[int, RangeScan]:
     """The fast scans of ``files`` (sink JSONL: :func:`_fast_eligible`), by ``id`` of source;
     large files and streams are read by several processes (``processes``: None for as many
-    as there are cores). ``meter`` is told the bytes of files read (see
-    :data:`reading_progress` for the units)."""
+    as there are cores), or every file by the workers of ``cluster``. ``meter`` (the caller's,
+    over all of its inputs) is told the bytes read, else :data:`reading_progress` is told
+    these files' (see there for the units)."""
     if not _is_fast(book):
         raise TypeError("the fast path needs a rule book with may_match_texts")
     scans: dict[int, RangeScan] = {}
     # A stream (stdin) is read in this process, as it comes; files maybe in several.
-    here: list[FileSource | StreamSource] = [s for s in files if isinstance(s, StreamSource)]
+    here: list[FileSource | StreamSource | GcsSource] = [
+        s for s in files if isinstance(s, StreamSource)
+    ]
     files = [s for s in files if not isinstance(s, StreamSource)]
-    plan = _plan(files, processes)
-    if plan.parallel:
+    # A gzip file cannot be entered in the middle: one task each. So is a Cloud Storage object
+    # too small to be cut (asking whether it is gzip would cost a request).
+    compressed = {s.stats.path for s in files if isinstance(s, FileSource) and s.compressed}
+    whole = compressed | {
+        s.stats.path
+        for s in files
+        if isinstance(s, GcsSource) and (s.size <= MIN_RANGE_BYTES or s.compressed)
+    }
+    sizes = {
+        s.stats.path: s.size if isinstance(s, GcsSource) else os.path.getsize(s.stats.path)
+        for s in files
+    }
+    total = sum(sizes.values())
+    progress = reading_progress.get()
+    on_bytes: Callable[[int], None] | None = meter
+    if meter is None and progress is not None and files:
+        progress(total, 0)
+        on_bytes = lambda count: progress(total, count)  # noqa: E731
+
+    def weight(path: str) -> int:
+        """What there is to read: compressed bytes at what they usually expand to; a
+        stream's size is not known."""
+        size = sizes.get(path, PARALLEL_MIN_BYTES)
+        return size * (GZIP_EXPANSION if path in compressed else 1)
+
+    count = processes_for(sum(map(weight, sizes)), processes)
+    objects = sum(1 for s in files if isinstance(s, GcsSource))
+    if objects > 1 and processes is None and not os.environ.get("JOBDOCTOR_JOBS"):
+        # Reading an object waits on the network more than on a core: more readers than
+        # cores keep the cores busy, whatever the total size.
+        cores = processes_for(PARALLEL_MIN_BYTES, None)
+        count = max(count, min(GCS_READERS_PER_CORE * cores, objects))
+    if cluster is not None and files:
+        count = cluster.width()
+    # One compressed file is one task: a pool would only add its start-up.
+    if cluster is not None or (count > 1 and (len(files) > 1 or not whole)):
         paths = [s.stats.path for s in files]
         found = scan_files(
             paths,
             book,
-            plan.count,
-            meter,
-            compressed=plan.compressed,
+            count,
+            on_bytes,
+            compressed=whole,
             while_waiting=while_waiting,
+            sizes=[sizes[path] for path in paths],
+            on_input=input_progress.get(),
+            run=cluster.run if cluster is not None else run_here,
         )
         for source, scan in zip(files, found, strict=True):
             source.stats.add(scan.stats)
@@ -701,15 +782,26 @@ def _scan(
             scans[id(source)] = scan
     else:
         for source in files:
-            assert isinstance(source, FileSource)
+            assert isinstance(source, FileSource | GcsSource)
             here.append(source)
+    told = input_progress.get()
     for source in here:
-        # A stream's bytes are not counted here (see reading_progress). A stream, or one
-        # compressed file, is read here and, when long, scanned by forked workers as it comes.
-        counted = meter if isinstance(source, FileSource) else None
-        size = plan.sizes.get(source.stats.path, PARALLEL_MIN_BYTES)
-        weight = size * (GZIP_EXPANSION if source.stats.path in plan.compressed else 1)
-        workers = processes_for(weight, processes)
+        # A stream's bytes are not in the progress total. A stream, or one compressed file,
+        # is read here and, when long, scanned by forked workers as it comes.
+        counted = on_bytes if not isinstance(source, StreamSource) else None
+        expanded = None
+        if counted is not None and meter is not None and source.stats.path in compressed:
+            # Decompressed bytes are counted: told in the file's own, in proportion.
+            counted = expanded = _Expanded(counted, source.stats.path)
+        elif counted is not None and meter is not None and source.stats.path in whole:
+            counted = None  # a compressed object: its size is told once it is read
+        workers = processes_for(weight(source.stats.path), processes)
         with source.open_binary() as raw:
             scans[id(source)] = scan_binary(raw, source.stats, book, counted, workers)
+        if expanded is not None:
+            expanded.finish()
+        elif meter is not None and counted is None and not isinstance(source, StreamSource):
+            meter(source_size(source) or 0)
+        if told is not None:
+            told(source.stats.path)
     return scans

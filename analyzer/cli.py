@@ -11,7 +11,7 @@ import errno
 import io
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from enum import StrEnum
@@ -208,18 +208,36 @@ class _CountingReader(io.RawIOBase):
         return len(data)
 
 
+class _Progress:
+    """What the caller of :func:`_reading_progress` tells it: the sources once opened (a
+    ``gs://`` tree's objects are then counted as they are read)."""
+
+    def __init__(self, update: Callable[[int], None] | None = None) -> None:
+        self._update = update
+
+    def opened(self, sources: Sequence[Source]) -> None:
+        """The inputs are open: the bar may show from now on."""
+        from analyzer.ingest.gcs import GcsSource
+
+        if self._update is not None:
+            self._update(sum(1 for s in sources if isinstance(s, GcsSource)))
+            self._update = None
+
+
 @contextmanager
-def _reading_progress(paths: list[str], *, writing: bool = False) -> Iterator[None]:
+def _reading_progress(paths: Sequence[str], *, writing: bool = False) -> Iterator[_Progress]:
     """A progress bar on stderr while the inputs are read, only when stderr is a terminal and
     the read lasts longer than :data:`PROGRESS_DELAY_S`.
 
     Files (directories and globs included) are counted by :mod:`analyzer.classify` as it reads
-    them, gzip files by what they expand to; stdin by the bytes read from it, with no total.
-    ``writing``: the command writes its output while it reads; then rows that go to the same
-    terminal are the feedback, and a bar would be drawn through them.
+    them, gzip files by what they expand to; stdin by the bytes read from it, with no total; a
+    Cloud Storage tree by its bytes and objects (``opened`` tells how many). Enter it before
+    the inputs are opened: stdin is then counted from its first byte. ``writing``: the
+    command writes its output while it reads; then rows that go to the same terminal are the
+    feedback, and a bar would be drawn through them.
     """
     if not sys.stderr.isatty() or (writing and sys.stdout.isatty()):
-        yield
+        yield _Progress()
         return
     import threading
 
@@ -233,7 +251,7 @@ def _reading_progress(paths: list[str], *, writing: bool = False) -> Iterator[No
         TransferSpeedColumn,
     )
 
-    from analyzer.classify import reading_progress
+    from analyzer.classify import input_progress, reading_progress
 
     stdin = "-" in paths
     columns = (
@@ -252,11 +270,28 @@ def _reading_progress(paths: list[str], *, writing: bool = False) -> Iterator[No
         redirect_stderr=False,
     )
     task = bar.add_task("reading stdin" if stdin else "reading", total=None)
+    remote = [0, 0]  # objects listed, objects read
 
     def advance(total: int | None, count: int) -> None:
         if total is not None:
             bar.update(task, total=total)
         bar.update(task, advance=count)
+
+    def opened(count: int) -> None:
+        remote[0] = count
+        # Only now may the bar show: opening may have shown a listing's spinner, and rich
+        # draws one live display at a time. Objects are read over the network: their bar
+        # shows at once.
+        if count:
+            bar.update(task, description=f"reading 0/{count} objects")
+            show()
+        else:
+            timer.start()
+
+    def finished(path: str) -> None:
+        if remote[0] and path.startswith("gs://"):
+            remote[1] += 1
+            bar.update(task, description=f"reading {remote[1]}/{remote[0]} objects")
 
     # The bar appears once the read has lasted a while; the lock keeps a late timer from
     # starting it after the read ended.
@@ -271,21 +306,54 @@ def _reading_progress(paths: list[str], *, writing: bool = False) -> Iterator[No
     timer = threading.Timer(PROGRESS_DELAY_S, show)
     timer.daemon = True
     token = reading_progress.set(advance)
+    told = input_progress.set(finished)
     saved = sys.stdin
     raw = getattr(sys.stdin, "buffer", None)
     if stdin and isinstance(raw, io.BufferedIOBase):
         counted = _CountingReader(raw, lambda n: advance(None, n))
         sys.stdin = io.TextIOWrapper(io.BufferedReader(counted), encoding="utf-8")
-    timer.start()
     try:
-        yield
+        yield _Progress(opened)
     finally:
         with lock:
             ended = True
         timer.cancel()
         bar.stop()
         sys.stdin = saved
+        input_progress.reset(told)
         reading_progress.reset(token)
+
+
+@contextmanager
+def _listing(paths: Sequence[str]) -> Iterator[None]:
+    """A spinner on a terminal while a ``gs://`` prefix is listed."""
+    remote = [p for p in paths if p.startswith("gs://")]
+    if not remote or not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(f"listing {', '.join(remote)}"):
+        yield
+
+
+def _open_inputs(
+    paths: Sequence[str],
+    unread: list[str],
+    since: str | None,
+    start: str | None,
+    end: str | None,
+) -> list[Source]:
+    """:func:`_open_batch` with trees cut to the window of ``--since``/``--start``/``--end``."""
+    from analyzer.api import window_of
+
+    window = window_of(since, start, end)
+    with _listing(paths):
+        sources = _open_batch(paths, unread, window)
+    if window is not None:
+        # The window is always said: a tree is read by whole hours around it.
+        _say(f"window {window}: {len(sources)} input(s) read, trees by the hours overlapping it")
+    return sources
 
 
 def _rules_dirs(rules: list[Path] | None) -> tuple[Path, ...]:
@@ -359,7 +427,7 @@ SinceOpt = Annotated[
     typer.Option(
         "--since",
         help="Only the last 30m, 12h, 7d: live, the window read (default 7d); files, the jobs "
-        "active in it.",
+        "active in it, and a sink tree only its hours in it (read whole without it).",
         rich_help_panel=WINDOW_PANEL,
     ),
 ]
@@ -369,6 +437,15 @@ StartOpt = Annotated[
 ]
 EndOpt = Annotated[
     str | None, typer.Option("--end", help="Window end (RFC 3339).", rich_help_panel=WINDOW_PANEL)
+]
+DaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dask",
+        help="Scan on Dask workers: 'local' (a cluster of this machine's cores) or an existing"
+        " scheduler tcp://HOST:PORT; same output.",
+        show_default=False,
+    ),
 ]
 EndpointOpt = Annotated[
     str | None,
@@ -626,12 +703,14 @@ def diagnose(
         ),
     ] = None,
     color: ColorOpt = ColorMode.auto,
+    dask: DaskOpt = None,
 ) -> None:
     """Diagnose every job in the logs: state, retries, root cause, evidence, advice.
 
-    Reads files, live from Cloud Logging with --job-id (and --project, default gcloud's), or a
-    BigQuery table with --bigquery (a dry run first: bytes and price, then bounded by
-    --max-bytes). --since/--start/--end keep the jobs active in that window, for files too.
+    Reads files, gs://BUCKET/PREFIX/ sink trees, live from Cloud Logging with --job-id (and
+    --project, default gcloud's), or a BigQuery table with --bigquery (a dry run first: bytes
+    and price, then bounded by --max-bytes). --since/--start/--end keep the jobs active in
+    that window, for files too.
     """
     # Only what reading needs: the rest loads while worker processes scan (analyzer.api).
     from analyzer.api import Analysis, analyze_sources
@@ -658,6 +737,8 @@ def diagnose(
         if follow and end is not None:
             raise InputError("--follow runs until the job ends: drop --end")
         only = _parse_job_name(job).job_id if job is not None else None
+        if (live is not None or bigquery is not None) and dask is not None:
+            raise InputError("--dask scans files and gs:// trees, not live logs or BigQuery")
         book = RuleBook.load(_rules_dirs(rules))
         # A policy file of the user's is checked before reading; the built-in one is loaded
         # once the logs are read (with YAML, while worker processes scan them).
@@ -720,9 +801,10 @@ def diagnose(
         else:
             window = _file_window(since, start, end)
             unread: list[str] = []
-            # Opened inside: the bar counts stdin's bytes from its first one.
-            with _reading_progress(paths or []):
-                sources = _open_batch(paths or [], unread)
+            # Entered before opening: the bar counts stdin's bytes from its first one.
+            with _reading_progress(paths or []) as progress:
+                sources = _open_inputs(paths or [], unread, since, start, end)
+                progress.opened(sources)
                 analysis = analyze_sources(
                     sources,
                     rules=book,
@@ -732,6 +814,7 @@ def diagnose(
                     lang=lang.value,
                     window=window,
                     unread=unread,
+                    dask=dask,
                 )
         for notice in analysis.notices[said:]:
             _say(notice)
@@ -814,12 +897,15 @@ def _write_diagnosis(analysis: object, output: ReportFormat, quiet: bool, color:
         render_text(analysis, _console(color), wrap=wrap)
 
 
-def _open_batch(paths: list[str], unread: list[str]) -> list[Source]:
-    """The sources of ``paths``; an input that cannot be opened is named in ``unread`` and
-    the others are read. When none can be, each is said and the run ends with exit 2."""
+def _open_batch(
+    paths: Sequence[str], unread: list[str], window: Window | None = None
+) -> list[Source]:
+    """The sources of ``paths`` (trees cut to ``window``); an input that cannot be opened is
+    named in ``unread`` and the others are read. When none can be, each is said and the run
+    ends with exit 2."""
     from analyzer.ingest import open_sources
 
-    sources = open_sources(paths, unread)
+    sources = open_sources(paths, unread, window)
     if not sources:
         for problem in unread:
             _say(problem)
@@ -922,9 +1008,11 @@ def report(
     billing_project: BillingOpt = None,
     max_bytes: MaxBytesOpt = "100GB",
     dry_run: DryRunOpt = False,
+    dask: DaskOpt = None,
 ) -> None:
     """Fleet report over many jobs: causes, time lost, machine-hours, worst jobs, timelines.
 
+    Reads files or gs://BUCKET/PREFIX/ sink trees (--since: only the hours of that window).
     HTML goes to --out (never to a terminal); markdown, csv and json may go to stdout.
     """
     from analyzer.report.cli_report import HTML_ON_TERMINAL, report_command
@@ -937,6 +1025,8 @@ def report(
 
             if paths:
                 raise InputError("give log files or --bigquery, not both")
+            if dask is not None:
+                raise InputError("--dask scans files and gs:// trees, not BigQuery")
             source = _bigquery_source(
                 bigquery, since, start, end, job_ids, billing_project, max_bytes
             )
@@ -948,7 +1038,8 @@ def report(
             return
         if not paths:
             raise InputError("no input: give log files, directories, - for stdin, or --bigquery")
-        with _reading_progress(paths):
+        with _reading_progress(paths) as progress:
+            progress.opened([])  # the report opens its inputs itself, with no spinner
             analysis = report_command(
                 paths,
                 output.value,
@@ -957,6 +1048,10 @@ def report(
                 policy_path=policy,
                 job_spec_path=job_spec,
                 terminal=sys.stdout.isatty(),
+                since=since,
+                start=start,
+                end=end,
+                dask=dask,
             )
         for notice in analysis.notices:
             _say(notice)
@@ -1083,10 +1178,17 @@ def classify(
         RowFormat.jsonl
     ),
     rules: RulesOpt = None,
+    since: SinceOpt = None,
+    start: StartOpt = None,
+    end: EndOpt = None,
+    dask: DaskOpt = None,
 ) -> None:
-    """One row per record that matched a rule: time, job, task, category or event, fields."""
+    """One row per record that matched a rule: time, job, task, category or event, fields.
+
+    Reads files or gs://BUCKET/PREFIX/ sink trees (--since: only the hours of that window).
+    """
+    from analyzer.api import dask_cluster
     from analyzer.classify import classify_sources
-    from analyzer.ingest import open_sources
     from analyzer.ingest.sources import TRUNCATED_COMPRESSED
     from analyzer.report.events import write_csv, write_jsonl
     from analyzer.rulebook import RuleBook
@@ -1094,15 +1196,17 @@ def classify(
     with _reported_errors():
         book = RuleBook.load(_rules_dirs(rules))
         unread: list[str] = []
-        with _reading_progress(paths, writing=True):
-            sources = open_sources(paths, unread)
+        with _reading_progress(paths, writing=True) as progress:
+            sources = _open_inputs(paths, unread, since, start, end)
+            progress.opened(sources)
             for problem in unread:
                 _say(problem)
-            events = classify_sources(sources, book)
-            if output is RowFormat.csv:
-                write_csv(events, sys.stdout)
-            else:
-                write_jsonl(events, sys.stdout)
+            with dask_cluster(dask) as cluster:
+                events = classify_sources(sources, book, cluster=cluster)
+                if output is RowFormat.csv:
+                    write_csv(events, sys.stdout)
+                else:
+                    write_jsonl(events, sys.stdout)
         for source in sources:  # read now: a cut .gz gave its rows up to the cut
             if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
                 unread.append(f"{source.stats.path}: truncated compressed data")

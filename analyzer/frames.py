@@ -120,6 +120,7 @@ def diagnose_frame(
     job_ids: Sequence[str] = (),
     billing_project: str | None = None,
     max_bytes: str = "100GB",
+    dask: object = None,
 ) -> pd.DataFrame:
     """Diagnose every job in ``paths`` (files, directories, globs, or lists of them, such as
     ``glob.glob("exports/*.json")``) into one row per job (see :func:`jobs_frame`).
@@ -127,11 +128,13 @@ def diagnose_frame(
     Streams the inputs: records are matched against the rules as they are read and only
     each job's matched events are kept. ``rules_dirs``, ``policy_path`` and ``job_spec`` are
     the CLI's ``--rules``, ``--policy`` and ``--job-spec`` (the record also gives the job's
-    accelerator-hours). An input that cannot be read is skipped with a
-    :class:`UnreadInputWarning` naming it, and listed in ``frame.attrs["unread"]``; the
-    others are diagnosed. ``bigquery="P.D.TABLE"`` with ``since`` (or ``start`` and
-    ``end``) reads a BigQuery table instead, as ``jobdoctor diagnose --bigquery`` does (also:
-    an :class:`analyzer.bigquery.BigQuerySource` given as the path).
+    accelerator-hours); a path may be a ``gs://BUCKET/PREFIX/`` sink tree, and
+    ``since``/``start``/``end`` and ``dask`` are those of :func:`analyzer.api.analyze`. An
+    input that cannot be read is skipped with a :class:`UnreadInputWarning` naming it, and
+    listed in ``frame.attrs["unread"]``; the others are diagnosed. ``bigquery="P.D.TABLE"``
+    with ``since`` (or ``start`` and ``end``) reads a BigQuery table instead, as ``jobdoctor
+    diagnose --bigquery`` does (also: an :class:`analyzer.bigquery.BigQuerySource` given as
+    the path).
     """
     from analyzer.jobspec import load_job_spec
 
@@ -174,6 +177,10 @@ def diagnose_frame(
         job=job,
         job_spec_path=spec_path,
         lang=lang,
+        since=since,
+        start=start,
+        end=end,
+        dask=dask,
     )
     frame = jobs_frame(analysis.diagnoses, spec)
     frame.attrs["unread"] = list(analysis.unread)

@@ -68,9 +68,14 @@ def report_command(
     policy_path: Path | None = None,
     job_spec_path: Path | None = None,
     terminal: bool = False,
+    since: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    dask: object = None,
 ) -> Analysis:
     """Diagnose every job in ``paths`` and write the fleet report to ``out`` (stdout if None).
 
+    ``since``/``start``/``end`` and ``dask`` are those of :func:`analyzer.api.analyze`.
     Returns the analysis, so that the caller can print its notices. Raises
     :class:`~analyzer.errors.InputError` for an unreadable input, an unknown format, HTML
     asked for on a ``terminal`` stdout (a page of markup is no use there), or an output file
@@ -81,7 +86,14 @@ def report_command(
     if out is None and terminal and output_format == "html":
         raise InputError(HTML_ON_TERMINAL)
     analysis = analyze(
-        paths, rules_dirs=rules_dirs, policy_path=policy_path, job_spec_path=job_spec_path
+        paths,
+        rules_dirs=rules_dirs,
+        policy_path=policy_path,
+        job_spec_path=job_spec_path,
+        since=since,
+        start=start,
+        end=end,
+        dask=dask,
     )
     from analyzer.jobspec import load_job_spec
 
