@@ -55,19 +55,38 @@ def _keys(
     """The advice entries for ``cause``: its finer detail's when we have one, else its
     category's (transient exit codes have their own)."""
     if cause is None:
+        if state is JobState.UNSPECIFIED:
+            return ["none.unknown"]
         return ["none.failed" if state is JobState.FAILED else "none.running"]
+    if cause.detail == "output-not-in-input":
+        # What the exit code alone says, then how to get the output that says more.
+        transient = policy.is_transient(cause.exit_code)
+        return ["user_code_exception.transient"] * transient + [
+            "user_code_exception.output-not-in-input"
+        ]
     if cause.detail and f"{cause.category.value}.{cause.detail}" in table:
         return [f"{cause.category.value}.{cause.detail}"]
     if cause.category is Category.USER_CODE_EXCEPTION and policy.is_transient(cause.exit_code):
         return ["user_code_exception.transient"]
     if cause.category is Category.USER_CODE_EXCEPTION and cause.exception is not None:
+        # Without a frame there is no place to name: say what is known, never a "?".
+        if cause.exception.frame is None:
+            return ["user_code_exception.exception-only"]
         return ["user_code_exception.exception"]
     return [cause.category.value]
 
 
 def _metric(message: str) -> str:
     found = re.search(r"exceed quota limits:\s*(\S+)", message)
-    return found.group(1).rstrip(".,") if found else "see the message"
+    if found:
+        return found.group(1).rstrip('.,"')
+    legacy = re.search(r"The request for (\d+ \S+) accelerators", message)
+    return f"{legacy.group(1)} accelerators" if legacy else "see the message"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _machine_values(cause: Cause | None, spec: JobSpec | None) -> dict[str, object] | None:
@@ -146,14 +165,20 @@ def advice_for(
     frame = exception.frame if exception is not None else None
     values: dict[str, object] = {
         "replica": cause.replica if cause and cause.replica else "the replica",
-        "exit_code": cause.exit_code if cause and cause.exit_code is not None else "?",
+        "exit_code": cause.exit_code if cause and cause.exit_code is not None else "unknown",
+        "exit_meaning": cause.exit_meaning if cause and cause.exit_meaning else "meaning unknown",
         "region": cause.region if cause and cause.region else "the region",
         "metric": _metric(cause.message) if cause else "see the message",
         "attempts": (
             policy.attempts_allowed(cause.category, cause.exit_code) if cause is not None else 1
         ),
         "exception": exception.type if exception else "the exception",
-        "where": f"{frame.file}:{frame.line} ({frame.function})" if frame else "?",
+        "exception_message": _short(exception.message)
+        if exception and exception.message
+        else "no message",
+        "where": f"{frame.file}:{frame.line} ({frame.function})"
+        if frame
+        else "where its traceback points",
         "detail": cause.detail if cause and cause.detail else "",
         "cascade": cause.cascade[0].replica if cause and cause.cascade else "the other replicas",
         **(machine or {}),
@@ -163,4 +188,5 @@ def advice_for(
         entry = table.get(key)
         if entry is not None:
             lines += [line.format(**values) for line in entry.get(lang) or entry["en"]]
-    return tuple(lines)
+    # A sentence that opens with the unnamed replica starts with a capital.
+    return tuple(f"T{line[1:]}" if line.startswith("the replica") else line for line in lines)

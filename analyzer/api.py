@@ -75,15 +75,17 @@ def analyze_sources(
     collector.read_all(sources, while_waiting=_load_diagnosing)
     from analyzer.policy import load_policy
     from analyzer.predict import diagnose_timeline
-    from analyzer.timeline import build_timeline
+    from analyzer.timeline import job_timelines
 
     active_policy = policy if policy is not None else load_policy()
     logs, stats = collector.logs(), collector.stats
     quiet = [f"{path}: no Vertex AI job message in it" for path in collector.without_jobs()]
+    budget = active_policy.worker_restart_budget
     diagnoses = tuple(
-        diagnose_timeline(build_timeline(log), active_policy, job_spec, lang)
+        diagnose_timeline(timeline, active_policy, job_spec, lang)
         for log in logs
         if job is None or log.job_id == job
+        for timeline in job_timelines(log, budget)
     )
     # A runaway pattern was cut short by its timeout: say so, since it may have missed a line;
     # one that used up its budget was not run on the rest of the inputs.
@@ -229,7 +231,8 @@ def follow_job(
         logs = [log for log in collector.logs() if log.job_id == job_id]
         if not logs:
             return False
-        diagnosis = diagnose_timeline(build_timeline(logs[0]), active_policy)
+        timeline = build_timeline(logs[0], active_policy.worker_restart_budget)
+        diagnosis = diagnose_timeline(timeline, active_policy)
         changes = describe_changes(latest[-1] if latest else None, diagnosis)
         latest[:] = [diagnosis]
         if changes:

@@ -102,6 +102,7 @@ class JobLog:
     first_seen: datetime | None
     last_seen: datetime | None
     trial: str | None = None
+    service_records: int = 0  # records the service wrote (task "service")
 
 
 @dataclass(slots=True)
@@ -118,9 +119,12 @@ class _JobAccumulator:
     records: int = 0
     first: datetime | None = None
     last: datetime | None = None
+    service_records: int = 0
 
     def observe(self, record: LogRecord) -> None:
         self.records += 1
+        if record.task == SERVICE_TASK:
+            self.service_records += 1
         when = record.timestamp
         if when is None:
             return
@@ -145,6 +149,7 @@ class _JobAccumulator:
     def merge(self, other: _JobAccumulator) -> None:
         self.events.extend(other.events)
         self.records += other.records
+        self.service_records += other.service_records
         for when in (other.first, other.last):
             if when is not None:
                 self.first = when if self.first is None else min(self.first, when)
@@ -168,6 +173,14 @@ def _event_order(event: Event) -> tuple[bool, datetime, str, int]:
 
 
 def _linked_job_id(events: Iterable[Event]) -> str | None:
+    """The job a text without job ids is about: the first line that names it (a rule's
+    ``job_id`` field: the console link, ``customJobs/ID``, ``Job NAME is queued.``), else a
+    console link inside any matched text."""
+    events = list(events)
+    for event in events:
+        named = event.match.field("job_id")
+        if isinstance(named, str) and named:
+            return named
     for event in events:
         found = _JOB_LINK.search(event.text)
         if found:
@@ -228,6 +241,8 @@ def _from_scan(scan: RangeScan) -> dict[str | None, _JobAccumulator]:
         if acc is None:
             acc = local[job_id] = _JobAccumulator()
         acc.records += span.records
+        if task == SERVICE_TASK:
+            acc.service_records += span.records
         first, last = moment(span.first), moment(span.last)
         acc.first = first if acc.first is None else min(acc.first, first)
         acc.last = last if acc.last is None else max(acc.last, last)
@@ -449,7 +464,16 @@ class Collector:
                 for task, per_vm in sorted(acc.spans.items())
             }
             logs.append(
-                JobLog(job_id, tuple(events), spans, acc.records, acc.first, acc.last, trial)
+                JobLog(
+                    job_id,
+                    tuple(events),
+                    spans,
+                    acc.records,
+                    acc.first,
+                    acc.last,
+                    trial,
+                    acc.service_records,
+                )
             )
         return logs
 

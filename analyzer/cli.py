@@ -515,6 +515,11 @@ def _print_explanation(result: object) -> None:
 
     assert isinstance(result, Explanation)
     console = Console(highlight=False)
+
+    def say(line: str, style: str = "") -> None:
+        # Fields and messages come from the pasted text: shown, never obeyed.
+        console.print(Text(visible(line), style=style), soft_wrap=True)
+
     if result.match is None:
         console.print("No rule knows this message.", markup=False)
         return
@@ -526,11 +531,26 @@ def _print_explanation(result: object) -> None:
     for name, value in [*match.fields.items()] + [
         (f"also {k}", v) for m in result.also for k, v in m.fields.items()
     ]:
-        console.print(Text(visible(f"  {name}: {value}")), soft_wrap=True)
+        say(f"  {name}: {value}")
+    cause = result.cause
+    if cause is not None and cause.detail:
+        say(f"  detail: {cause.detail}")
+    if cause is not None and cause.exit_meaning:
+        say(f"  exit: {cause.exit_code}: {cause.exit_meaning}")
+    if cause is not None and cause.exception is not None:
+        seen = cause.exception
+        where = (
+            f" at {seen.frame.file}:{seen.frame.line} in {seen.frame.function}"
+            if seen.frame
+            else ""
+        )
+        say(f"  exception: {seen.type}: {seen.message}{where}")
+    if result.job_id:
+        say(f"  job: {result.job_id}")
     if result.next_step:
-        console.print(Text(visible(f"  next: {result.next_step}")), soft_wrap=True)
+        say(f"  next: {result.next_step}")
     for advice in result.advice:
-        console.print(Text(visible(f"  → {advice}"), style="green"), soft_wrap=True)
+        say(f"  → {advice}", "green")
 
 
 @app.command()

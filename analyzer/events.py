@@ -44,12 +44,29 @@ class EventKind(StrEnum):
     JOB_SUCCEEDED = "job_succeeded"  # "Job completed successfully." / legacy equivalents
     RETRIES_EXHAUSTED = "retries_exhausted"  # "Job will not be retried, max error retry..."
     JOB_CANCELLED = "job_cancelled"  # cancellation messages
+    JOB_STATE = "job_state"  # the job object's state as the SDK prints it (JobState.JOB_STATE_X)
+    JOB_ERROR = "job_error"  # the job object's error code as the SDK prints it ("code: 3")
+    CREATION_REFUSED = "creation_refused"  # the API refused to create the job (HTTP 429, ...)
+    JOB_NAMED = "job_named"  # a line naming the job (console link, customJobs/ID, jobId: ...)
     CHECKPOINT = "checkpoint"  # the user's code saved a checkpoint
     PROGRESS = "progress"  # the user's code reported training progress
     DETAIL = "detail"  # a finer cause (CUDA OOM, NCCL timeout, ...): evidence, not a verdict
     TRACEBACK = "traceback"  # "Traceback (most recent call last):" starts a Python traceback
     FRAME = "frame"  # '  File "...", line N, in fn' inside a traceback
     EXCEPTION = "exception"  # the "SomeError: message" line that ends a traceback
+    # A service-only message found in a container's own output (a launcher printing a child
+    # job's failure, an echoed stream-logs): evidence of that worker, never the job's fate
+    # (platform.md section 9, provenance).
+    ECHO = "echo"
+
+
+class Writer(StrEnum):
+    """Who writes a rule's message (a rule's ``written_by``): the training service only,
+    or anyone (worker runners, the user's code). A ``service`` message counts as the job's own
+    only when its record's task is ``service`` or unknown (a text without a task column)."""
+
+    SERVICE = "service"
+    ANY = "any"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +85,7 @@ class RuleMatch:
     lang: str
     fields: Mapping[str, str | int]
     detail: str | None = None
+    writer: Writer = Writer.ANY
 
     def field(self, name: str) -> str | int | None:
         """The extracted value of ``name``, or None."""

@@ -5,15 +5,20 @@ Deliberately light: it imports no pandas and reads no logs, so that it answers a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from analyzer.advice import advice_for, next_step
 from analyzer.diagnosis import Cause, JobState
-from analyzer.events import EventKind, RuleMatch
+from analyzer.events import Category, Event, EventKind, RuleMatch
+from analyzer.exitcodes import decode
 from analyzer.policy import RetryPolicy
-from analyzer.records import Origin
+from analyzer.records import LogRecord, Origin
 from analyzer.rulebook import RuleBook
+from analyzer.tracebacks import parse_text
+
+if TYPE_CHECKING:
+    from analyzer.diagnosis import Diagnosis
 
 # Always present in the JSON "fields", null when the message does not carry them.
 _STANDARD_FIELDS = ("replica", "exit_code", "region")
@@ -30,6 +35,8 @@ class Explanation:
     next_step: str | None
     advice: tuple[str, ...]
     also: tuple[RuleMatch, ...] = ()  # further matches (a message naming several replicas)
+    cause: Cause | None = None  # what diagnose would name: exception, detail, decoded exit
+    job_id: str | None = None  # from the console link or a line naming the job
 
     @property
     def matched(self) -> bool:
@@ -54,16 +61,39 @@ class Explanation:
             "next": self.next_step,
             "advice": list(self.advice),
             "also": [dict(m.fields) for m in self.also],
+            "job_id": self.job_id,
+            "cause_detail": self.cause.detail if self.cause else None,
+            "exception": (
+                self.cause.exception.to_dict() if self.cause and self.cause.exception else None
+            ),
+            "signal": self.cause.signal if self.cause else None,
+            "exit_meaning": self.cause.exit_meaning if self.cause else None,
         }
 
 
 def _primary(matches: tuple[RuleMatch, ...]) -> RuleMatch:
     """The match that says most: a failure before a finer detail before a lifecycle event."""
-    for kind in (EventKind.ERROR, EventKind.DETAIL):
+    for kind in (EventKind.ERROR, EventKind.DETAIL, EventKind.CREATION_REFUSED):
         for match in matches:
             if match.kind is kind:
                 return match
     return matches[0]
+
+
+def _diagnosed(message: str, book: RuleBook, policy: RetryPolicy, lang: str) -> Diagnosis | None:
+    """What ``diagnose`` concludes of ``message`` pasted alone: the same stages, so that the
+    traceback tail, the finer detail, the decoded exit code and the console link's job id
+    are found exactly as in a log (issue 13: explain knows what diagnose knows)."""
+    from analyzer.classify import JobLog
+    from analyzer.predict import diagnose_timeline
+    from analyzer.timeline import build_timeline
+
+    record = LogRecord(None, None, None, "DEFAULT", message, Origin("<message>", 1))
+    events = tuple(Event.from_record(record, match) for match in book.match(message))
+    job_id = next((str(e.match.field("job_id")) for e in events if e.match.field("job_id")), None)
+    log = JobLog(job_id, events, {}, 1, None, None)
+    diagnosis = diagnose_timeline(build_timeline(log), policy, lang=lang)
+    return diagnosis if diagnosis.cause is not None else None
 
 
 def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en") -> Explanation:
@@ -74,17 +104,66 @@ def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en")
     match = _primary(matches)
     also = tuple(m for m in matches if m is not match and m.rule == match.rule)
     category = match.category
-    if category is None or match.kind is not EventKind.ERROR:
-        event = match.kind.value if category is None else f"{match.kind.value}: {category.value}"
-        return Explanation(
-            message, match, None, None, next_step(None, None, policy, lang, event), (), also
+    if match.kind is EventKind.DETAIL and category is not None:
+        # A finer cause: what the failure it comes with means, with the detail's advice.
+        cause = _cause(message, match, category)
+        exception = parse_text(message)
+        cause = replace(cause, exception=exception) if exception else cause
+        return _explained(message, match, also, cause, policy, lang)
+    if match.kind is EventKind.ERROR and category is not None:
+        diagnosis = _diagnosed(message, book, policy, lang)
+        found = diagnosis.cause if diagnosis is not None else None
+        return _explained(
+            message,
+            match,
+            also,
+            found or _cause(message, match, category),
+            policy,
+            lang,
+            diagnosis.job_id if diagnosis else None,
         )
+    event = match.kind.value if category is None else f"{match.kind.value}: {category.value}"
+    job_id = match.field("job_id")
+    return Explanation(
+        message,
+        match,
+        None,
+        None,
+        next_step(
+            None, None, policy, lang, event if match.kind in _LIFECYCLE else match.kind.value
+        ),
+        (),
+        also,
+        job_id=str(job_id) if job_id else None,
+    )
+
+
+# Kinds whose messages mark a step of the job's life: "not a cause" is said of them only.
+_LIFECYCLE = frozenset(
+    {
+        EventKind.JOB_QUEUED,
+        EventKind.ATTEMPT_STARTED,
+        EventKind.JOB_PROVISIONING,
+        EventKind.JOB_PREPARING,
+        EventKind.JOB_RUNNING,
+        EventKind.WORKER_STARTED,
+        EventKind.WORKER_EXITED,
+        EventKind.TEARDOWN,
+        EventKind.JOB_FAILED,
+        EventKind.JOB_SUCCEEDED,
+        EventKind.RETRIES_EXHAUSTED,
+        EventKind.JOB_CANCELLED,
+    }
+)
+
+
+def _cause(message: str, match: RuleMatch, category: Category) -> Cause:
     exit_code = match.field("exit_code")
     code = exit_code if isinstance(exit_code, int) else None
-    attempts = policy.attempts_allowed(category, code)
     replica = match.field("replica") or match.field("pool")
     region = match.field("region")
-    cause = Cause(
+    decoded = decode(code, _text(match.field("signal"))) if code is not None else None
+    return Cause(
         category=category,
         rule=match.rule,
         lang=match.lang,
@@ -95,13 +174,33 @@ def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en")
         evidence=(Origin("<message>", 1),),
         attempt=1,
         detail=match.detail,
+        signal=decoded.signal if decoded else None,
+        exit_meaning=decoded.meaning if decoded else None,
     )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _explained(
+    message: str,
+    match: RuleMatch,
+    also: tuple[RuleMatch, ...],
+    cause: Cause,
+    policy: RetryPolicy,
+    lang: str,
+    job_id: str | None = None,
+) -> Explanation:
+    attempts = policy.attempts_allowed(cause.category, cause.exit_code)
     return Explanation(
         message=message,
         match=match,
         permanent=attempts <= 1,
         max_retries=attempts - 1,
-        next_step=next_step(category, code, policy, lang),
+        next_step=next_step(cause.category, cause.exit_code, policy, lang),
         advice=advice_for(cause, JobState.FAILED, policy, lang),
         also=also,
+        cause=cause,
+        job_id=job_id,
     )

@@ -74,8 +74,14 @@ class RetryPolicy:
         """Whether a user-code exit with ``exit_code`` is retried like a transient failure."""
         return exit_code is not None and exit_code in self.transient_exit_codes
 
-    def attempts_allowed(self, category: Category, exit_code: int | None = None) -> int:
-        """How many attempts a job gets when every attempt fails with ``category``."""
+    def attempts_allowed(
+        self, category: Category, exit_code: int | None = None, running: bool = True
+    ) -> int:
+        """How many attempts a job gets when every attempt fails with ``category``.
+
+        ``running``: the failing attempt had reached JOB_STATE_RUNNING (``disableRetries``
+        only stops retries of internal errors from then on).
+        """
         if category is Category.USER_CODE_EXCEPTION and self.is_transient(exit_code):
             allowed = self.transient_max_attempts
         elif category is Category.STOCKOUT and self.spot:
@@ -83,7 +89,7 @@ class RetryPolicy:
         else:
             allowed = self.max_attempts.get(category, 1)
         # disableRetries stops retries of internal errors once the job runs.
-        if self.disable_retries and category is Category.INTERNAL_ERROR:
+        if self.disable_retries and category is Category.INTERNAL_ERROR and running:
             return 1
         return allowed
 

@@ -1,111 +1,121 @@
 """The predict stage: replay the retry policy over a job's attempts.
 
-It names the root cause (the first initiating failure of the attempt that decided the job's
-fate), the final state (read from the logs, or predicted by replaying the policy forward when
-the logs stop early, assuming the last failure repeats) and the retry count.
+It judges each attempt (:class:`AttemptStatus`, and its cause from :mod:`analyzer.causes`),
+names the root cause in depth (:mod:`analyzer.rootcause`: the first initiating failure of the
+attempt that decided the job's fate), the final state (read from the logs, or predicted by
+replaying the policy forward when the logs stop early, assuming the last failure repeats) and
+the retry count. Each decision says which fact of platform.md it implements.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from analyzer.advice import advice_for
+from analyzer.causes import (
+    cause_from_event,
+    first_cause,
+    int_field,
+    restarts_exhausted,
+    str_field,
+)
 from analyzer.diagnosis import (
     AttemptOutcome,
-    CascadeFailure,
     Cause,
     Diagnosis,
     JobState,
     SpecCheck,
 )
 from analyzer.events import Category, Event, EventKind
-from analyzer.exitcodes import decode
 from analyzer.jobspec import JobSpec
 from analyzer.policy import RetryPolicy
-from analyzer.records import Origin
+from analyzer.rootcause import deepen, find_death
 from analyzer.timeline import (
     Attempt,
     JobTimeline,
     WorkerTimeline,
+    has_container_stream,
+    is_primary,
     replica_task,
     restarts_by_worker,
 )
-from analyzer.tracebacks import ExceptionInfo, exception_from_events, parse_text
+from analyzer.tracebacks import ExceptionInfo, exception_from_events
 from analyzer.work import CHECKPOINT_INTERVAL, AttemptWork, attempt_work
 
-_MESSAGE_LIMIT = 400
+
+class AttemptStatus(StrEnum):
+    """How one attempt stands, as its lines show it (``attempt_log[].outcome`` when it has no
+    cause)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    RUNNING = "running"
+    PENDING = "pending"
+    QUEUED = "queued"
+    REFUSED = "refused"  # the API refused to create the job: no attempt ran
 
 
 @dataclass(frozen=True, slots=True)
 class _AttemptVerdict:
-    """What one attempt shows: its status and, when it failed, why."""
+    """What one attempt shows: its status and, when it failed, why.
 
-    status: str  # succeeded | failed | cancelled | running | pending | queued
+    ``failed_line``: the service wrote ``Job failed.``; ``exhausted_line``: it wrote ``Job will
+    not be retried, ...``; ``recorded_end``: a tool reading the job object (the SDK) printed
+    its final state or error code, so the job's fate is observed even without those lines.
+    """
+
+    status: AttemptStatus
     cause: Cause | None
-    failed_line: bool  # "Job failed." was written
-    exhausted_line: bool  # "Job will not be retried, ..." was written
+    failed_line: bool
+    exhausted_line: bool
+    recorded_end: bool = False
+    error_code: int | None = None
+    running: bool = False  # the attempt reached JOB_STATE_RUNNING (or a worker started)
+    refusal: str | None = None  # the API's status when it refused to create the job
 
 
-def _message(event: Event) -> str:
-    text = " ".join(event.text.strip().splitlines()[0].split()) if event.text.strip() else ""
-    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
-
-
-def _int_field(event: Event, name: str) -> int | None:
-    value = event.match.field(name)
-    return value if isinstance(value, int) else None
-
-
-def _str_field(event: Event, name: str) -> str | None:
-    value = event.match.field(name)
-    return value if isinstance(value, str) and value else None
-
-
-def _supporting(attempt: Attempt, first: Event, task: str | None) -> tuple[Origin, ...]:
-    """The lines that back a cause: the failure, the worker's exit, the job's end."""
-    origins = [first.origin]
-    for event in attempt.events:
-        worker_exit = (
-            event.kind is EventKind.WORKER_EXITED
-            and task is not None
-            and event.task == task
-            and (_int_field(event, "exit_code") or 0) != 0
-        )
-        job_end = event.kind in (EventKind.JOB_FAILED, EventKind.RETRIES_EXHAUSTED)
-        if (worker_exit or job_end) and event.origin not in origins:
-            origins.append(event.origin)
-    return tuple(origins)
-
-
-def _cause_from_event(attempt: Attempt, event: Event, category: Category) -> Cause:
-    replica = _str_field(event, "replica") or _str_field(event, "pool")
-    task = event.task if event.kind is EventKind.WORKER_EXITED else replica
-    return Cause(
-        category=category,
-        rule=event.match.rule,
-        lang=event.match.lang,
-        replica=replica or (event.task if event.kind is EventKind.WORKER_EXITED else None),
-        exit_code=_int_field(event, "exit_code"),
-        region=_str_field(event, "region"),
-        message=_message(event),
-        evidence=_supporting(attempt, event, task),
-        attempt=attempt.number,
-        detail=event.match.detail,
-        time=event.timestamp,
-        signal=_str_field(event, "signal"),
-    )
-
-
-def _nonzero_exits(worker: WorkerTimeline) -> int:
-    return sum(1 for e in worker.exits if e.exit_code not in (None, 0))
+# The SDK's JobState names for the attempt statuses they end or show.
+_RECORDED_STATUS = {
+    "SUCCEEDED": AttemptStatus.SUCCEEDED,
+    "FAILED": AttemptStatus.FAILED,
+    "CANCELLED": AttemptStatus.CANCELLED,
+    "CANCELLING": AttemptStatus.CANCELLED,
+    "RUNNING": AttemptStatus.RUNNING,
+    "PENDING": AttemptStatus.PENDING,
+    "QUEUED": AttemptStatus.QUEUED,
+}
+_FINAL_STATUSES = frozenset(
+    {AttemptStatus.SUCCEEDED, AttemptStatus.FAILED, AttemptStatus.CANCELLED}
+)
+# Kinds that show a job was created and got going: with any of them, an API refusal in the
+# same text is about something else (another request), not this job's creation.
+_PROGRESS_KINDS = frozenset(
+    {
+        EventKind.ATTEMPT_STARTED,
+        EventKind.JOB_PROVISIONING,
+        EventKind.JOB_PREPARING,
+        EventKind.JOB_RUNNING,
+        EventKind.WORKER_STARTED,
+        EventKind.WORKER_EXITED,
+        EventKind.JOB_FAILED,
+        EventKind.JOB_SUCCEEDED,
+        EventKind.TEARDOWN,
+    }
+)
 
 
 def _exhausted_worker(attempt: Attempt, policy: RetryPolicy) -> WorkerTimeline | None:
-    """A worker that failed again after using up its restarts, if any."""
+    """A worker that failed again after using up its restarts, if any.
+
+    platform.md section 2: up to ``max_worker_restarts`` restarts per worker; VM-maintenance
+    moves (an exit followed by a start on another VM) are not charged (section 9).
+    """
     budget = policy.worker_restart_budget
     for worker in attempt.workers:
-        failed_again = _nonzero_exits(worker) > budget
+        failed_again = len(worker.failures) > budget
         # Without exit lines (custom containers), used-up restarts and "Job failed." say it.
         used_up = 0 < budget <= worker.budget_restarts and attempt.has(EventKind.JOB_FAILED)
         if failed_again or used_up:
@@ -113,235 +123,131 @@ def _exhausted_worker(attempt: Attempt, policy: RetryPolicy) -> WorkerTimeline |
     return None
 
 
+def _primary_succeeded(attempt: Attempt) -> bool:
+    """The primary replica exited 0 (``Task completed. Exit code (0). Exit reason
+    (SUCCEEDED)``) and no failure of the job followed: the job succeeded even when the
+    service's final lines are missing (platform.md sections 2 and 9)."""
+    events = attempt.events  # in time order
+    for index, event in enumerate(events):
+        if (
+            event.kind is EventKind.WORKER_EXITED
+            and is_primary(event.task)
+            and int_field(event, "exit_code") == 0
+        ):
+            return not any(
+                e.kind in (EventKind.JOB_FAILED, EventKind.ERROR) for e in events[index + 1 :]
+            )
+    return False
+
+
+def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
+    """The job object's state and error code, as the SDK printed them in this attempt."""
+    status: AttemptStatus | None = None
+    code: int | None = None
+    for event in attempt.events:
+        if event.kind is EventKind.JOB_STATE:
+            status = _RECORDED_STATUS.get(str(event.match.field("state") or ""), status)
+        elif event.kind is EventKind.JOB_ERROR:
+            value = event.match.field("code")
+            code = int(value) if isinstance(value, str) and value.isdigit() else code
+            status = AttemptStatus.FAILED  # the SDK prints the error of a job that failed
+    return status, code
+
+
+def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
+    """Whether the API refused to create the job, and the cause when it was quota.
+
+    platform.md section 9: HTTP 429 / RESOURCE_EXHAUSTED (or legacy "Quota failure for
+    project ...") at creation means the job was never created: no attempt, nothing retried.
+    Other refusals (INVALID_ARGUMENT) are no category of the contract: no cause, the status
+    is told. Returns the refusal's status (None: not refused) and the quota cause.
+    """
+    refused = attempt.first(EventKind.CREATION_REFUSED)
+    if refused is None or any(e.kind in _PROGRESS_KINDS for e in attempt.events):
+        return None, None
+    if any(e.match.category is not Category.QUOTA for e in attempt.errors):
+        return None, None  # another failure is in the text: the refusal is not this job's story
+    quota = next((e for e in attempt.errors if e.match.category is Category.QUOTA), None)
+    status = str_field(refused, "status") or "RESOURCE_EXHAUSTED"
+    if quota is None and status != "RESOURCE_EXHAUSTED":
+        return status, None
+    cause = cause_from_event(attempt, quota or refused, Category.QUOTA)
+    return "RESOURCE_EXHAUSTED", replace(cause, detail="refused-at-creation")
+
+
 def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
     failed_line = attempt.has(EventKind.JOB_FAILED)
     exhausted_line = attempt.has(EventKind.RETRIES_EXHAUSTED)
-    if attempt.has(EventKind.JOB_SUCCEEDED):
-        return _AttemptVerdict("succeeded", None, failed_line, exhausted_line)
-    cause: Cause | None = None
-    errors = attempt.errors
-    if errors:
-        first = errors[0]
-        if first.match.category is not None:
-            cause = _cause_from_event(attempt, first, first.match.category)
-    if cause is None and (worker := _exhausted_worker(attempt, policy)) is not None:
-        last_exit = next((e for e in reversed(worker.exits) if e.exit_code), None)
-        origin = last_exit.origin if last_exit else worker.starts[-1].origin
-        cause = Cause(
-            category=Category.WORKER_RESTARTS_EXHAUSTED,
-            rule="jobdoctor.worker-restarts-exhausted",
-            lang="en",
-            replica=worker.task,
-            exit_code=last_exit.exit_code if last_exit else None,
-            region=None,
-            message=(
-                f"{worker.task} restarted {worker.budget_restarts} times"
-                f" (limit {policy.worker_restart_budget}) and failed again"
-            ),
-            evidence=tuple(o for o in (origin,) if o is not None),
-            attempt=attempt.number,
-            time=last_exit.time if last_exit else None,
+    recorded, error_code = _recorded(attempt)
+    recorded_end = recorded in _FINAL_STATUSES
+    # platform.md section 2: the job is RUNNING once all workers are available; a worker's
+    # own start line shows at least that one ran.
+    running = attempt.has(EventKind.JOB_RUNNING) or any(w.starts for w in attempt.workers)
+
+    def verdict(status: AttemptStatus, cause: Cause | None = None) -> _AttemptVerdict:
+        return _AttemptVerdict(
+            status, cause, failed_line, exhausted_line, recorded_end, error_code, running
         )
-    if cause is None and failed_line:
+
+    refused, refusal = _refusal(attempt)
+    if refused is not None:
+        return replace(verdict(AttemptStatus.REFUSED, refusal), refusal=refused)
+    # Success: the service's line, the SDK's recorded state, or the primary's exit 0.
+    if (
+        attempt.has(EventKind.JOB_SUCCEEDED)
+        or recorded is AttemptStatus.SUCCEEDED
+        or (not failed_line and _primary_succeeded(attempt))
+    ):
+        return verdict(AttemptStatus.SUCCEEDED)
+    cause = first_cause(attempt)
+    if cause is None and (worker := _exhausted_worker(attempt, policy)) is not None:
+        cause = restarts_exhausted(attempt, worker, policy)
+    if cause is None and (failed_line or recorded is AttemptStatus.FAILED):
         # No service message: the runner's own non-zero exit is the best evidence left.
         exit_event = next(
             (
                 e
                 for e in attempt.events
-                if e.kind is EventKind.WORKER_EXITED and (_int_field(e, "exit_code") or 0) != 0
+                if e.kind is EventKind.WORKER_EXITED and (int_field(e, "exit_code") or 0) != 0
             ),
             None,
         )
         if exit_event is not None:
-            cause = _cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
-    if attempt.has(EventKind.JOB_CANCELLED):
-        cancel = attempt.first(EventKind.JOB_CANCELLED)
-        assert cancel is not None
-        return _AttemptVerdict(
-            "cancelled",
-            cause or _cause_from_event(attempt, cancel, Category.CANCELLED),
-            failed_line,
-            exhausted_line,
+            cause = cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
+    cancel = attempt.first(EventKind.JOB_CANCELLED)
+    if cancel is not None or recorded is AttemptStatus.CANCELLED:
+        fallback = cancel or attempt.events[-1]
+        return verdict(
+            AttemptStatus.CANCELLED,
+            cause or cause_from_event(attempt, fallback, Category.CANCELLED),
         )
-    if cause is not None or failed_line or exhausted_line:
-        return _AttemptVerdict("failed", cause, failed_line, exhausted_line)
-    if attempt.has(EventKind.JOB_RUNNING) or any(w.starts for w in attempt.workers):
-        return _AttemptVerdict("running", None, False, False)
+    if cause is not None or failed_line or exhausted_line or recorded is AttemptStatus.FAILED:
+        return verdict(AttemptStatus.FAILED, cause)
+    if running:
+        return verdict(AttemptStatus.RUNNING)
+    if recorded is not None:
+        return verdict(recorded)
     if attempt.events and all(e.kind is EventKind.JOB_QUEUED for e in attempt.events):
-        return _AttemptVerdict("queued", None, False, False)
-    return _AttemptVerdict("pending", None, False, False)
+        return verdict(AttemptStatus.QUEUED)
+    return verdict(AttemptStatus.PENDING)
 
 
-# Details that are usually the echo of another replica's failure, not a failure of their own.
-_CASCADE_DETAILS = frozenset({"nccl-error", "rendezvous-timeout"})
-# Without a traceback, detail lines this shortly before a death still count as its evidence.
-_DETAIL_WINDOW = timedelta(minutes=2)
 # Error codes the platform sets on the job object (platform.md section 6: 3 for a user exit,
 # 8 for OOM and quota); other categories are not compared.
 _ERROR_CODES = {Category.USER_CODE_EXCEPTION: 3, Category.OOM: 8, Category.QUOTA: 8}
 
 
-@dataclass(frozen=True, slots=True)
-class _Death:
-    """When a replica's failing process started and died, and its non-zero exit line."""
-
-    task: str
-    run_start: datetime | None
-    time: datetime | None
-    origin: Origin | None
-
-
-def _death(attempt: Attempt, task: str, before: datetime | None) -> _Death:
-    worker = next((w for w in attempt.workers if w.task == task), None)
-    if worker is None:
-        return _Death(task, attempt.start, before, None)
-    exits = [
-        e
-        for e in worker.exits
-        if e.exit_code not in (None, 0)
-        and e.time is not None
-        and (before is None or e.time <= before)
-    ]
-    last = exits[-1] if exits else None
-    time = last.time if last is not None else before
-    starts = [
-        s.time for s in worker.starts if s.time is not None and (time is None or s.time <= time)
-    ]
-    return _Death(
-        task, starts[-1] if starts else attempt.start, time, last.origin if last else None
-    )
-
-
-def _window(attempt: Attempt, death: _Death) -> list[Event]:
-    """The dying process's own matched lines, up to a second after its death."""
-    end = death.time + timedelta(seconds=1) if death.time is not None else None
-    return [
-        e
-        for e in attempt.events
-        if e.task == death.task
-        and (death.run_start is None or e.timestamp is None or e.timestamp >= death.run_start)
-        and (end is None or e.timestamp is None or e.timestamp <= end)
-    ]
-
-
-def _details(window: list[Event], death: _Death, own: list[Event]) -> list[Event]:
-    """Detail events that explain the death: inside its last traceback, or just before it."""
-    headers = [e.timestamp for e in window if e.kind is EventKind.TRACEBACK and e.timestamp]
-    since = max(headers) if headers else None
-    if since is None and death.time is not None:
-        since = death.time - _DETAIL_WINDOW
-    found = [
-        e
-        for e in window
-        if e.kind is EventKind.DETAIL
-        and (since is None or e.timestamp is None or e.timestamp >= since)
-    ]
-    return found + [e for e in own if e.kind is EventKind.DETAIL]
-
-
-def _with_origins(origins: tuple[Origin, ...], more: list[Origin | None]) -> tuple[Origin, ...]:
-    merged = list(origins)
-    merged += [o for o in more if o is not None and o not in merged]
-    return tuple(dict.fromkeys(merged))
-
-
-def _deepen_one(cause: Cause, attempt: Attempt, policy: RetryPolicy) -> tuple[Cause, _Death]:
-    """``cause`` with its exception, finer detail and decoded exit code."""
-    task = replica_task(cause.replica) if cause.replica else None
-    own = [e for e in attempt.events if cause.evidence and e.origin == cause.evidence[0]]
-    death = _death(attempt, task, cause.time) if task else _Death("", None, cause.time, None)
-    window = _window(attempt, death) if task else []
-    exception: ExceptionInfo | None = exception_from_events(window)
-    if exception is None:
-        exception = next((parse_text(e.text, e.origin) for e in own if "\n" in e.text), None)
-    details = _details(window, death, own) if cause.category is not Category.OOM else []
-    detail = cause.detail or (details[0].match.detail if details else None)
-    decoded = decode(cause.exit_code, cause.signal) if cause.exit_code is not None else None
-    if cause.category is Category.OOM:
-        detail = detail or "host-oom"
-    elif detail is None and decoded is not None and decoded.signal == "SIGKILL" and not exception:
-        detail = "killed-no-traceback"
-    if (
-        detail is None
-        and cause.category is Category.USER_CODE_EXCEPTION
-        and not any(w.starts for w in attempt.workers)
-    ):
-        detail = "no-container-output"
-    evidence = _with_origins(
-        cause.evidence,
-        [exception.origin if exception else None, *(e.origin for e in details[:1])],
-    )
-    deeper = replace(
-        cause,
-        detail=detail,
-        exception=exception,
-        evidence=evidence,
-        signal=decoded.signal if decoded else cause.signal,
-        exit_meaning=decoded.meaning if decoded else None,
-        transient=policy.is_transient(cause.exit_code) if decoded else None,
-    )
-    return deeper, death
-
-
-def _first_other_failure(attempt: Attempt, death: _Death) -> Event | None:
-    """The earliest non-zero exit of another replica before ``death``: the initiating one."""
-    if death.time is None:
-        return None
-    first: tuple[datetime, Origin] | None = None
-    for worker in attempt.workers:
-        if worker.task == death.task:
-            continue
-        for gone in worker.exits:
-            if gone.exit_code in (None, 0) or gone.time is None:
-                continue
-            if gone.time < death.time - timedelta(seconds=1) and (
-                first is None or gone.time < first[0]
-            ):
-                first = (gone.time, gone.origin)
-    if first is None:
-        return None
-    return next((e for e in attempt.events if e.origin == first[1]), None)
-
-
-def _deepen(cause: Cause, attempt: Attempt, policy: RetryPolicy) -> Cause:
-    """The root cause in depth; an NCCL or rendezvous failure that followed another
-    replica's earlier failure becomes that replica's failure, with the timeout as cascade."""
-    deeper, death = _deepen_one(cause, attempt, policy)
-    if deeper.detail not in _CASCADE_DETAILS:
-        return deeper
-    initiating = _first_other_failure(attempt, death)
-    if initiating is None:
-        return deeper
-    root = _cause_from_event(attempt, initiating, Category.USER_CODE_EXCEPTION)
-    if initiating.kind is EventKind.WORKER_EXITED:
-        root = replace(root, replica=initiating.task)
-    root, _ = _deepen_one(root, attempt, policy)
-    what = f"exit {root.exit_code}" if root.exit_code is not None else "a failure"
-    if root.exception is not None:
-        what += f", {root.exception.type}: {root.exception.message}"
-    message = (
-        f"{root.replica} failed first ({what}); {deeper.replica} then failed with "
-        f"{deeper.detail} (a cascade)"
-    )
-    return replace(
-        root,
-        message=message if len(message) <= _MESSAGE_LIMIT else message[: _MESSAGE_LIMIT - 1] + "…",
-        evidence=_with_origins(root.evidence, list(deeper.evidence)),
-        cascade=(CascadeFailure(deeper.replica, deeper.detail, deeper.exit_code, deeper.message),),
-    )
-
-
 def _work(
-    attempt: Attempt, verdict: _AttemptVerdict, policy: RetryPolicy
+    attempt: Attempt, verdict: _AttemptVerdict, policy: RetryPolicy, stream: bool
 ) -> tuple[AttemptWork, Cause | None]:
     cause = verdict.cause
     failure: datetime | None = None
     deep: Cause | None = None
     if cause is not None:
-        deep = _deepen(cause, attempt, policy)
+        deep = deepen(cause, attempt, policy, stream)
         task = replica_task(deep.replica) if deep.replica else None
-        failure = _death(attempt, task, deep.time).time if task else deep.time
-    failed = verdict.status in ("failed", "cancelled")
+        failure = find_death(attempt, task, deep.time).time if task else deep.time
+    failed = verdict.status in (AttemptStatus.FAILED, AttemptStatus.CANCELLED)
     return attempt_work(attempt, failure, failed), deep
 
 
@@ -361,79 +267,213 @@ def _span_text(delta: timedelta) -> str:
 
 
 _IN_PROGRESS = {
-    "running": JobState.RUNNING,
-    "pending": JobState.PENDING,
-    "queued": JobState.QUEUED,
+    AttemptStatus.RUNNING: JobState.RUNNING,
+    AttemptStatus.PENDING: JobState.PENDING,
+    AttemptStatus.QUEUED: JobState.QUEUED,
+}
+# The job object's error codes (google.rpc.Code) the SDK prints, in words.
+_ERROR_CODE_NAMES = {
+    3: "INVALID_ARGUMENT: an error in the user's code or settings",
+    8: "RESOURCE_EXHAUSTED: out of memory or quota",
+    9: "FAILED_PRECONDITION",
+    13: "INTERNAL: an error on the platform's side",
+    14: "UNAVAILABLE",
 }
 
 
-def diagnose_timeline(
-    timeline: JobTimeline, policy: RetryPolicy, spec: JobSpec | None = None, lang: str = "en"
-) -> Diagnosis:
-    """Replay ``policy`` over ``timeline`` and conclude.
+@dataclass(frozen=True, slots=True)
+class _Fate:
+    """The job's state, whether it was read from the input, and its attempts in all."""
 
-    ``spec`` (the job's own record, ``--job-spec``) changes the policy by its ``scheduling``
-    settings, names machine types in the advice, and is compared with the prediction; it is
-    ignored when it describes another job.
-    """
-    if spec is not None and not spec.applies_to(timeline.job_id):
-        spec = None
-    if spec is not None:
-        policy = spec.policy(policy)
-    verdicts = [_judge_attempt(a, policy) for a in timeline.attempts]
-    works = [_work(a, v, policy) for a, v in zip(timeline.attempts, verdicts, strict=True)]
-    attempt_log = tuple(
-        AttemptOutcome(
-            attempt=a.number,
-            start=a.start,
-            end=a.end,
-            outcome=v.cause.category.value if v.cause else v.status,
-            restarts=sum(w.restarts for w in a.workers),
-            lost_work=work.lost,
-            startup_skew=work.startup_skew,
-            startup_race=work.startup_race,
-        )
-        for a, v, (work, _) in zip(timeline.attempts, verdicts, works, strict=True)
-    )
+    state: JobState
+    final: bool
+    attempts: int
+    notes: tuple[str, ...] = ()
+
+
+def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryPolicy) -> _Fate:
+    """Replay the policy over the attempts' verdicts (platform.md sections 2 and 8)."""
     observed = len(verdicts)
+    if not verdicts or not _shows_lifecycle(timeline):
+        # Section 9: a verdict follows from evidence; a worker's traceback alone says
+        # nothing of how the job stands.
+        return _Fate(
+            JobState.UNSPECIFIED,
+            False,
+            0,
+            ("no lifecycle or failure message of this job is in the input: its state is unknown",),
+        )
+    last = verdicts[-1]
+    if last.status is AttemptStatus.REFUSED:
+        # Section 9: refused at creation, so no job exists: no attempt, nothing to retry.
+        return _Fate(
+            JobState.UNSPECIFIED,
+            True,
+            0,
+            (
+                f"the API refused to create the job ({last.refusal}): it was never created,"
+                " no attempt ran",
+            ),
+        )
+    if last.status is AttemptStatus.SUCCEEDED:
+        return _Fate(JobState.SUCCEEDED, True, observed)
+    if last.status is AttemptStatus.CANCELLED:
+        return _Fate(JobState.CANCELLED, True, observed)
+    if last.status is not AttemptStatus.FAILED:
+        return _Fate(
+            _IN_PROGRESS[last.status],
+            False,
+            observed,
+            ("logs end while the job is still in progress",),
+        )
+    if last.exhausted_line:
+        # "Job will not be retried, max error retry attempts reached." ends the last attempt.
+        return _Fate(JobState.FAILED, True, observed)
+    if last.cause is None:
+        return _Fate(
+            JobState.FAILED,
+            last.recorded_end,
+            observed,
+            ("the attempt failed without a failure message the rules know",),
+        )
+    # disableRetries only stops retries of internal errors once the job was running.
+    allowed = policy.attempts_allowed(last.cause.category, last.cause.exit_code, last.running)
+    if last.recorded_end:
+        # The SDK read the job object: it has FAILED, whatever the lines in between show.
+        if observed < allowed and not _shows_attempts(timeline):
+            return _Fate(
+                JobState.FAILED,
+                True,
+                allowed,
+                (
+                    f"the job's record says it failed; its attempts are not in the input: the"
+                    f" policy allows {allowed} for {last.cause.category.value}",
+                ),
+            )
+        return _Fate(JobState.FAILED, True, observed)
+    if observed < allowed:
+        return _Fate(
+            JobState.FAILED,
+            False,
+            allowed,
+            (
+                f"logs end after attempt {observed}; the policy allows {allowed}"
+                f" attempts for {last.cause.category.value}: predicted assuming"
+                " the failure repeats",
+            ),
+        )
+    if last.failed_line:
+        return _Fate(JobState.FAILED, True, observed)
+    return _Fate(
+        JobState.FAILED,
+        False,
+        observed,
+        ("logs end before the job's last line; outcome predicted",),
+    )
+
+
+def _evidence_notes(
+    timeline: JobTimeline,
+    verdicts: list[_AttemptVerdict],
+    cause: Cause | None,
+    stream: bool,
+    state: JobState,
+) -> list[str]:
+    """What the reader should know about the evidence itself: what the input lacks, what
+    was set aside, and what a tool's record of the job adds."""
     notes: list[str] = []
-    cause = next((deep for _, deep in reversed(works) if deep is not None), None)
-    if not verdicts:
-        state, final, attempts = JobState.UNSPECIFIED, False, 0
-        notes.append("no lifecycle or failure message of this job was found")
-    else:
-        last = verdicts[-1]
-        attempts = observed
-        if last.status == "succeeded":
-            state, final = JobState.SUCCEEDED, True
-        elif last.status == "cancelled":
-            state, final = JobState.CANCELLED, True
-        elif last.status == "failed":
-            state = JobState.FAILED
-            if last.exhausted_line:
-                final = True
-            elif last.cause is None:
-                final = False
-                notes.append("the attempt failed without a failure message the rules know")
-            else:
-                allowed = policy.attempts_allowed(last.cause.category, last.cause.exit_code)
-                if observed >= allowed:
-                    final = last.failed_line
-                else:
-                    final = False
-                    attempts = allowed
-                    notes.append(
-                        f"logs end after attempt {observed}; the policy allows {allowed}"
-                        f" attempts for {last.cause.category.value}: predicted assuming"
-                        " the failure repeats"
-                    )
-                if not last.failed_line and final is False and observed >= allowed:
-                    notes.append("logs end before the job's last line; outcome predicted")
-        else:
-            state, final = _IN_PROGRESS[last.status], False
-            notes.append("logs end while the job is still in progress")
-    retries = max(0, attempts - 1)
-    for attempt, (work, _) in zip(timeline.attempts, works, strict=True):
+    if timeline.pasted_part is not None:
+        index, count = timeline.pasted_part
+        notes.append(
+            f"this input holds {count} jobs without their ids (this is job {index} of {count}:"
+            " a new provisioning after the previous job had ended)"
+        )
+    codes = [v.error_code for v in verdicts if v.error_code is not None]
+    if codes:
+        name = _ERROR_CODE_NAMES.get(codes[-1], "see google.rpc.Code")
+        notes.append(f"the job's record gives error code {codes[-1]} ({name})")
+    echoes = sum(1 for a in timeline.attempts for e in a.events if e.kind is EventKind.ECHO)
+    if echoes:
+        notes.append(
+            f"{echoes} platform message(s) inside the containers' own output (another job's"
+            " state a launcher printed, an echoed log) were kept as evidence, not as this"
+            " job's fate"
+        )
+    if cause is None and state is not JobState.SUCCEEDED:
+        # A traceback with no platform message: told, never made a cause. A bare exception
+        # line (a paste of a traceback's end) only when nothing else is known: in a job's
+        # log it is usually the harmless "Error in sitecustomize" ModuleNotFoundError.
+        events = [e for a in timeline.attempts for e in a.events]
+        seen = exception_from_events(events)
+        if seen is None and state is JobState.UNSPECIFIED:
+            seen = _bare_exception(events)
+        if seen is not None:
+            notes.append(
+                f"the input shows {seen.type}: {seen.message} but no platform message"
+                " saying it ended the job"
+            )
+    if cause is not None and cause.detail == "oom-confirmed":
+        notes.append(
+            f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
+            " out-of-memory message: the memory message confirms it was memory"
+        )
+    if cause is not None and cause.detail == "output-not-in-input" and not stream:
+        notes.append(
+            "the input holds the service's messages but not the container's own output:"
+            " fetch the job's whole log (jobdoctor fetch) or open the console link"
+        )
+    return notes
+
+
+# Kinds that say nothing of the job's lifecycle: the user's own output and its echoes.
+_NOT_LIFECYCLE = frozenset(
+    {
+        EventKind.DETAIL,
+        EventKind.TRACEBACK,
+        EventKind.FRAME,
+        EventKind.EXCEPTION,
+        EventKind.CHECKPOINT,
+        EventKind.PROGRESS,
+        EventKind.ECHO,
+        EventKind.JOB_NAMED,
+    }
+)
+
+
+def _bare_exception(events: list[Event]) -> ExceptionInfo | None:
+    """The last exception line in a text that kept no traceback header (a paste of its end)."""
+    line = next((e for e in reversed(events) if e.kind is EventKind.EXCEPTION), None)
+    if line is None:
+        return None
+    return ExceptionInfo(
+        str(line.match.field("exception") or ""),
+        str(line.match.field("message") or ""),
+        None,
+        (),
+        line.origin,
+    )
+
+
+def _shows_lifecycle(timeline: JobTimeline) -> bool:
+    """Whether the input says anything of the job's lifecycle: a lifecycle or failure
+    message, an SDK state, or a worker seen running."""
+    return any(
+        any(e.kind not in _NOT_LIFECYCLE for e in a.events) or any(w.starts for w in a.workers)
+        for a in timeline.attempts
+    )
+
+
+def _shows_attempts(timeline: JobTimeline) -> bool:
+    """Whether the input marks its attempts (the service's provisioning line of each)."""
+    return any(a.has(EventKind.ATTEMPT_STARTED) for a in timeline.attempts)
+
+
+def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[str]:
+    """What the attempts' work shows: long stretches without a checkpoint (platform.md
+    section 2: at least every 4 hours in jobs longer than 4 hours), and failures inside the
+    parallel start of the workers (section 2: user code starts as soon as its worker is up)."""
+    notes: list[str] = []
+    for attempt, work in zip(timeline.attempts, works, strict=True):
         if (
             work.training is not None
             and work.training > CHECKPOINT_INTERVAL
@@ -452,6 +492,45 @@ def diagnose_timeline(
                 " worker start): a parallel-start race; wait for every peer before"
                 " communicating"
             )
+    return notes
+
+
+def diagnose_timeline(
+    timeline: JobTimeline, policy: RetryPolicy, spec: JobSpec | None = None, lang: str = "en"
+) -> Diagnosis:
+    """Replay ``policy`` over ``timeline`` and conclude.
+
+    ``spec`` (the job's own record, ``--job-spec``) changes the policy by its ``scheduling``
+    settings, names machine types in the advice, and is compared with the prediction; it is
+    ignored when it describes another job.
+    """
+    if spec is not None and not spec.applies_to(timeline.job_id):
+        spec = None
+    if spec is not None:
+        policy = spec.policy(policy)
+    stream = has_container_stream(timeline)
+    verdicts = [_judge_attempt(a, policy) for a in timeline.attempts]
+    works = [_work(a, v, policy, stream) for a, v in zip(timeline.attempts, verdicts, strict=True)]
+    attempt_log = tuple(
+        AttemptOutcome(
+            attempt=a.number,
+            start=a.start,
+            end=a.end,
+            outcome=v.cause.category.value if v.cause else v.status.value,
+            restarts=sum(w.restarts for w in a.workers),
+            lost_work=work.lost,
+            startup_skew=work.startup_skew,
+            startup_race=work.startup_race,
+        )
+        for a, v, (work, _) in zip(timeline.attempts, verdicts, works, strict=True)
+    )
+    cause = next((deep for _, deep in reversed(works) if deep is not None), None)
+    fate = _fate(timeline, verdicts, policy)
+    state, final, attempts = fate.state, fate.final, fate.attempts
+    notes = list(fate.notes)
+    notes += _evidence_notes(timeline, verdicts, cause, stream, state)
+    retries = max(0, attempts - 1)
+    notes += _work_notes(timeline, [work for work, _ in works])
     timed = [w.lost for w, _ in works if w.lost is not None]
     check = _spec_check(spec, state, cause) if spec is not None else None
     if check is not None and not check.agrees:

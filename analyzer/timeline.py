@@ -2,20 +2,25 @@
 
 An *attempt* is one run of the whole job; a *restart* is one worker process started again inside
 an attempt (platform.md section 8). Attempts begin at ``Waiting for job to be provisioned.``, or,
-when those lines are missing, at a worker starting again after a job-level failure.
+when those lines are missing, at a worker starting again after a job-level failure, or, in
+worker-only logs, at a start past the per-worker restart limit.
+
+Before anything is split, each event's provenance is settled (platform.md section 9): a message
+only the service writes counts as the job's own only when the service wrote it; inside a
+container's output it is that worker's evidence (:attr:`EventKind.ECHO`).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 
 import regex
 
 from analyzer.classify import JobLog, VmSpan
-from analyzer.events import Event, EventKind
+from analyzer.events import Event, EventKind, Writer
 from analyzer.records import SERVICE_TASK, Origin
 
 # Legacy replica names in service messages ("master 0") map to legacy task names
@@ -52,6 +57,37 @@ _NEW_ATTEMPT_AFTER_FAILURE = frozenset(
 )
 
 
+# The primary replica: its exit 0 is the job's success (platform.md section 2).
+_PRIMARY = regex.compile(r"^(?:workerpool0-0|master-replica-0|chief-replica-0)$")
+# The service's lifecycle kinds: with none of them, a log holds only workers' output.
+_SERVICE_KINDS = frozenset(
+    {
+        EventKind.JOB_QUEUED,
+        EventKind.ATTEMPT_STARTED,
+        EventKind.JOB_PROVISIONING,
+        EventKind.JOB_PREPARING,
+        EventKind.JOB_RUNNING,
+        EventKind.TEARDOWN,
+        EventKind.JOB_FAILED,
+        EventKind.JOB_SUCCEEDED,
+        EventKind.RETRIES_EXHAUSTED,
+        EventKind.JOB_CANCELLED,
+        EventKind.ERROR,
+    }
+)
+# A job's end: a later provisioning in the same id-less text is another job's (section 9).
+_JOB_END = frozenset({EventKind.JOB_SUCCEEDED, EventKind.RETRIES_EXHAUSTED})
+_NEW_JOB = frozenset({EventKind.ATTEMPT_STARTED, EventKind.JOB_QUEUED})
+# The earliest time, aware, for sorting records that have none.
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
+
+
+def is_primary(task: str | None) -> bool:
+    """Whether ``task`` is the job's primary replica (``workerpool0-0``, legacy
+    ``master-replica-0``)."""
+    return task is not None and _PRIMARY.match(task) is not None
+
+
 def replica_task(replica: str) -> str:
     """The task name a replica named in a service message logs under.
 
@@ -81,6 +117,7 @@ class WorkerExit:
     time: datetime | None
     exit_code: int | None
     origin: Origin
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +144,26 @@ class WorkerTimeline:
     def budget_restarts(self) -> int:
         """Restarts that count toward the platform's per-worker limit."""
         return self.restarts - self.maintenance_restarts
+
+    @property
+    def failures(self) -> tuple[WorkerExit, ...]:
+        """Non-zero exits that count toward the restart limit: an exit followed by a start on
+        another VM (often 143, SIGTERM) is a maintenance move, never charged (section 9)."""
+        charged: list[WorkerExit] = []
+        for gone in self.exits:
+            if gone.exit_code in (None, 0):
+                continue
+            after = next(
+                (
+                    s
+                    for s in self.starts
+                    if s.time is not None and gone.time is not None and s.time >= gone.time
+                ),
+                None,
+            )
+            if after is None or not after.maintenance:
+                charged.append(gone)
+        return tuple(charged)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +206,33 @@ class JobTimeline:
     last_seen: datetime | None
     records: int
     trial: str | None = None
+    # Where the service's own lines are in the input but no container line is: the container
+    # stream is there and empty (True), or the input lacks it (False: a paste of service
+    # lines, a text without a task column); see has_container_stream().
+    service_records: int = 0
+    worker_records: int = 0
+    # (k, n): job k of n that one id-less text holds (two stream-logs runs pasted together).
+    pasted_part: tuple[int, int] | None = None
+
+
+def _settle_provenance(event: Event) -> Event:
+    """``event`` as the job's own, or as an echo in a worker's output.
+
+    platform.md section 9: only the service writes the platform's lifecycle and error
+    messages; the same sentence in a container's output (a launcher printing a child job's
+    failure) is evidence about another job. Records without a task (plain text) keep their
+    reading. Legacy ``Task completed successfully.`` is written per task: only the primary's
+    (or the service's) is the job's success.
+    """
+    task = event.task
+    if task is None or task == SERVICE_TASK:
+        return event
+    echo = event.match.writer is Writer.SERVICE or (
+        event.kind is EventKind.JOB_SUCCEEDED and not is_primary(task)
+    )
+    if not echo:
+        return event
+    return replace(event, match=replace(event.match, kind=EventKind.ECHO))
 
 
 def _split_attempts(events: tuple[Event, ...]) -> list[list[Event]]:
@@ -177,6 +261,50 @@ def _overlaps(span: VmSpan, start: datetime | None, end: datetime | None) -> boo
     return (start is None or span.last >= start) and (end is None or span.first < end)
 
 
+@dataclass(slots=True)
+class _StartLines:
+    """Which runner start lines make one process start.
+
+    platform.md section 9: a start writes several runner lines (``Updating master address to
+    local address HOST``, ``Running run_module.py``, ``Running task with arguments: ...``,
+    ``Running command: ...``, the last repeated with other commands), and a cut export may
+    lack the first ones. A start line begins a new start when the process exited since the
+    last start, when it came up on another VM (another ``resource_id`` label, or another
+    local address: a maintenance move, which writes no exit), when the same line was already
+    written in the current start, or when it is the master-address line that opens a start.
+    """
+
+    started: bool = False
+    exited: bool = False
+    seen: set[str] = field(default_factory=set)
+    vm: str | None = None
+    host: str | None = None
+
+    def begins_start(self, event: Event) -> tuple[bool, bool]:
+        """Whether ``event`` (a start line) begins a new start, and whether on another VM."""
+        key = " ".join(event.text.split())
+        value = event.match.field("host")
+        host = value if isinstance(value, str) else None
+        moved = self.started and (
+            (event.vm is not None and self.vm is not None and event.vm != self.vm)
+            or (host is not None and self.host is not None and host != self.host)
+        )
+        new = (
+            not self.started
+            or self.exited
+            or moved
+            or key in self.seen
+            or (host is not None and bool(self.seen))
+        )
+        if new:
+            self.started, self.exited, self.seen = True, False, {key}
+        else:
+            self.seen.add(key)
+        self.vm = event.vm or self.vm
+        self.host = host or self.host
+        return new, moved
+
+
 def _worker(
     task: str,
     events: list[Event],
@@ -185,14 +313,12 @@ def _worker(
 ) -> WorkerTimeline:
     starts: list[WorkerStart] = []
     exits: list[WorkerExit] = []
-    last_vm: str | None = None
+    lines = _StartLines()
     for event in events:
         if event.kind is EventKind.WORKER_STARTED:
-            moved = bool(starts) and event.vm is not None and last_vm is not None
-            starts.append(
-                WorkerStart(event.timestamp, event.vm, moved and event.vm != last_vm, event.origin)
-            )
-            last_vm = event.vm or last_vm
+            new, moved = lines.begins_start(event)
+            if new:
+                starts.append(WorkerStart(event.timestamp, event.vm, moved, event.origin))
         elif event.kind in (EventKind.WORKER_EXITED, EventKind.ERROR):
             code = event.match.field("exit_code")
             exit_code = code if isinstance(code, int) else None
@@ -205,7 +331,16 @@ def _worker(
                 for e in exits
             )
             if not reported:
-                exits.append(WorkerExit(event.timestamp, exit_code, event.origin))
+                lines.exited = True
+                reason = event.match.field("reason")
+                exits.append(
+                    WorkerExit(
+                        event.timestamp,
+                        exit_code,
+                        event.origin,
+                        reason if isinstance(reason, str) else None,
+                    )
+                )
     # VM changes inside the attempt are restarts on another VM (maintenance), unless a runner
     # start line already recorded them; a container without runner lines has only these.
     inside = [s for s in spans if _overlaps(s, *window)]
@@ -223,7 +358,7 @@ def _worker(
         )
         if not known:
             starts.append(WorkerStart(span.first, span.vm, True, None))
-    starts.sort(key=lambda s: s.time or datetime.min)
+    starts.sort(key=lambda s: s.time or _NO_TIME)
     seen = [t for s in inside for t in (s.first, s.last)]
     seen += [e.timestamp for e in events if e.timestamp is not None]
     return WorkerTimeline(
@@ -245,9 +380,75 @@ def _event_task(event: Event) -> str | None:
     return None
 
 
-def build_timeline(log: JobLog) -> JobTimeline:
-    """Split ``log`` into attempts and worker timelines."""
-    groups = _split_attempts(log.events)
+def _worker_only_groups(events: tuple[Event, ...], budget: int) -> list[list[Event]]:
+    """Attempts of a log with no service line, from the runner's lines alone.
+
+    platform.md section 2: a worker is restarted in place up to ``budget`` times; failing
+    again after that retries the whole job. So a worker's start that follows ``budget + 1``
+    failed runs in one attempt (the 7th start of a primary that failed 6 times, with the
+    default 5) begins the next attempt, for every worker.
+    """
+    boundaries: list[datetime] = []
+    by_task: dict[str, list[Event]] = {}
+    for event in events:
+        if event.task is not None and event.kind in (
+            EventKind.WORKER_STARTED,
+            EventKind.WORKER_EXITED,
+        ):
+            by_task.setdefault(event.task, []).append(event)
+    for task_events in by_task.values():
+        failed = 0
+        lines = _StartLines()
+        for event in task_events:
+            if event.kind is EventKind.WORKER_EXITED:
+                code = event.match.field("exit_code")
+                lines.exited = True
+                failed += 1 if isinstance(code, int) and code != 0 else 0
+            elif lines.begins_start(event)[0] and failed > budget:
+                if event.timestamp is not None:
+                    boundaries.append(event.timestamp)
+                failed = 0
+    groups: list[list[Event]] = [[]]
+    cuts = iter(sorted(set(boundaries)))
+    cut = next(cuts, None)
+    for event in events:
+        while cut is not None and event.timestamp is not None and event.timestamp >= cut:
+            groups.append([])
+            cut = next(cuts, None)
+        groups[-1].append(event)
+    return [g for g in groups if g]
+
+
+def has_container_stream(timeline: JobTimeline) -> bool:
+    """Whether the input holds the job's container stream, so that its absence means the
+    container wrote nothing (rather than a paste holding only the service's lines).
+
+    It does when the records carry tasks (a structured export), the service's lines are there
+    and so is the attempt's start as the service logs it: an export of the job's logs, not a
+    quoted message.
+    """
+    if timeline.service_records == 0:
+        return False
+    return any(
+        attempt.has(EventKind.ATTEMPT_STARTED) or attempt.has(EventKind.JOB_RUNNING)
+        for attempt in timeline.attempts
+    )
+
+
+def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimeline:
+    """Split ``log`` into attempts and worker timelines.
+
+    ``restart_budget`` (the policy's restarts per worker) lets a log with no service line be
+    split into attempts from the runner's lines alone.
+    """
+    events = tuple(_settle_provenance(e) for e in log.events)
+    worker_only = not any(
+        e.kind in _SERVICE_KINDS and e.task in (None, SERVICE_TASK) for e in events
+    )
+    if worker_only and restart_budget is not None:
+        groups = _worker_only_groups(events, restart_budget)
+    else:
+        groups = _split_attempts(events)
     if not groups and log.vm_spans:
         groups = [[]]  # workers logged, but no lifecycle line matched: one attempt
     bounds = [_bounds(g) for g in groups]
@@ -276,8 +477,67 @@ def build_timeline(log: JobLog) -> JobTimeline:
         )
         attempts.append(Attempt(index + 1, tuple(group), workers, start, end))
     return JobTimeline(
-        log.job_id, tuple(attempts), log.first_seen, log.last_seen, log.records, log.trial
+        log.job_id,
+        tuple(attempts),
+        log.first_seen,
+        log.last_seen,
+        log.records,
+        log.trial,
+        service_records=log.service_records,
+        worker_records=sum(s.records for spans in log.vm_spans.values() for s in spans),
     )
+
+
+def job_timelines(log: JobLog, restart_budget: int | None = None) -> list[JobTimeline]:
+    """The timeline of each job ``log`` holds (:func:`separate_jobs`), numbered when one
+    id-less text held several."""
+    logs = separate_jobs(log)
+    timelines = [build_timeline(part, restart_budget) for part in logs]
+    if len(timelines) == 1:
+        return timelines
+    return [
+        replace(timeline, pasted_part=(index, len(timelines)))
+        for index, timeline in enumerate(timelines, start=1)
+    ]
+
+
+def separate_jobs(log: JobLog) -> list[JobLog]:
+    """The jobs an id-less log holds: a job that ended (success, or retries exhausted) and a
+    new provisioning after it are two jobs pasted together, not two attempts (section 9).
+
+    A log with a job id is one job, whatever it shows.
+    """
+    if log.job_id is not None:
+        return [log]
+    parts: list[list[Event]] = [[]]
+    ended = False
+    for event in log.events:
+        if ended and event.kind in _NEW_JOB and event.task in (None, SERVICE_TASK):
+            parts.append([])
+            ended = False
+        parts[-1].append(event)
+        ended = ended or (event.kind in _JOB_END and event.task in (None, SERVICE_TASK))
+    if len(parts) == 1:
+        return [log]
+    logs: list[JobLog] = []
+    for part in parts:
+        times = [e.timestamp for e in part if e.timestamp is not None]
+        first, last = (min(times), max(times)) if times else (None, None)
+        spans = {
+            task: tuple(s for s in task_spans if _overlaps(s, first, last))
+            for task, task_spans in log.vm_spans.items()
+        }
+        logs.append(
+            replace(
+                log,
+                events=tuple(part),
+                vm_spans={task: found for task, found in spans.items() if found},
+                records=len({e.origin for e in part}),
+                first_seen=first,
+                last_seen=last,
+            )
+        )
+    return logs
 
 
 def restarts_by_worker(timeline: JobTimeline) -> Mapping[str, int]:

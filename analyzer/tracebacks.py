@@ -2,8 +2,10 @@
 
 Tracebacks arrive two ways: as one log entry per line from the worker (rules turn the header,
 each frame and the exception line into events, and :func:`exception_from_events` puts them
-back together), or whole inside one multi-line text (a ``logger.exception`` record, or the
-traceback tail the service copies into its replica-exit error), parsed by :func:`parse_text`.
+back together), or whole inside one text (a ``logger.exception`` record, or the traceback tail
+the service copies into its replica-exit error), parsed by :func:`parse_text`. That tail comes
+as real lines, as escaped ``\n`` inside a quoted message (the SDK's ``message: "..."``, a JSON
+body), or flattened onto one line by the console or a paste (platform.md sections 3 and 9).
 """
 
 from __future__ import annotations
@@ -88,8 +90,55 @@ def user_frame(frames: Sequence[Frame]) -> Frame | None:
     return frames[-1]
 
 
+# Inside a quoted message (the SDK's `message: "..."`, a JSON body) line breaks and quotes
+# are escaped.
+_ESCAPED_BREAK = re.compile(r"(?:\\r)?\\n")
+_ESCAPED_QUOTE = re.compile(r'\\(["\'])')
+# A frame in a traceback flattened onto one line: `File "x", line 3, in fn` then its source.
+_INLINE_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+# The exception that ends a flattened traceback: the last `Name(Error|...): message` after the
+# last frame. Its message runs to the service's own sentence that follows the tail.
+_INLINE_EXCEPTION = re.compile(
+    r"(?<![\w.])([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)"
+    r"|[a-z_][a-z0-9_.]*\.exceptions\.[A-Z]\w*)(?::[ \t]?([^\n]*))?"
+)
+# Where an exception message copied into a service error ends: the service's own next
+# sentence (the console link, the next replica's exit), or the closing quote of the message.
+_TAIL_END = re.compile(
+    r"\s*(?:To find out more about why your job exited|The replica \S+(?: \d+)? exited"
+    r"|\"\s*$|\"\s*[,}]).*$",
+    re.DOTALL,
+)
+
+
 def parse_text(text: str, origin: Origin | None = None) -> ExceptionInfo | None:
-    """The last traceback in a multi-line ``text`` (None when it holds no complete one)."""
+    """The last complete traceback in ``text``, in whatever form the tail came: real lines,
+    escaped ``\\n`` or flattened onto one line (None when it holds no complete one)."""
+    if _HEADER not in text:
+        return None
+    if "\\n" in text:
+        text = _ESCAPED_QUOTE.sub(r"\1", _ESCAPED_BREAK.sub("\n", text))
+    found = _parse_lines(text, origin)
+    if found is not None:
+        return found
+    return _parse_flattened(text[text.rindex(_HEADER) :], origin)
+
+
+def _parse_flattened(text: str, origin: Origin | None) -> ExceptionInfo | None:
+    """A traceback whose lines were joined with spaces: frames by their ``File "...", line N,
+    in fn`` shape, the exception as the last ``SomeError: message`` after the last frame."""
+    frames = [Frame(m.group(1), int(m.group(2)), m.group(3)) for m in _INLINE_FRAME.finditer(text)]
+    last_frame = list(_INLINE_FRAME.finditer(text))
+    after = text[last_frame[-1].end() :] if last_frame else text[len(_HEADER) :]
+    endings = list(_INLINE_EXCEPTION.finditer(after))
+    if not endings:
+        return None
+    ending = endings[-1]
+    message = _TAIL_END.sub("", ending.group(2) or "").strip()
+    return ExceptionInfo(ending.group(1), message, user_frame(frames), tuple(frames), origin)
+
+
+def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
     lines = text.splitlines()
     start = max((i for i, line in enumerate(lines) if _HEADER in line), default=None)
     if start is None:
@@ -102,9 +151,8 @@ def parse_text(text: str, origin: Origin | None = None) -> ExceptionInfo | None:
             continue
         found = _EXCEPTION.match(line)
         if found and not line.startswith("    "):  # four spaces: a source line, not the end
-            return ExceptionInfo(
-                found.group(1), found.group(2) or "", user_frame(frames), tuple(frames), origin
-            )
+            message = _TAIL_END.sub("", found.group(2) or "").strip()
+            return ExceptionInfo(found.group(1), message, user_frame(frames), tuple(frames), origin)
     return None
 
 
@@ -117,8 +165,15 @@ def exception_from_events(events: Iterable[Event]) -> ExceptionInfo | None:
     """The last complete traceback among one process's events, in time order.
 
     An exception line counts only when a traceback header came before it: the harmless
-    ``Error in sitecustomize`` ModuleNotFoundError of successful jobs has none.
+    ``Error in sitecustomize`` ModuleNotFoundError of successful jobs has none. A traceback
+    whose lines share one timestamp in an input written newest first (a Logs Explorer copy)
+    comes in reverse: it is read backwards when it cannot be read forwards.
     """
+    ordered = list(events)
+    return _exception_in_order(ordered) or _exception_in_order(ordered[::-1])
+
+
+def _exception_in_order(events: Iterable[Event]) -> ExceptionInfo | None:
     found: ExceptionInfo | None = None
     frames: list[Frame] | None = None
     for event in events:
@@ -129,9 +184,12 @@ def exception_from_events(events: Iterable[Event]) -> ExceptionInfo | None:
                 found, frames = parsed, None
             else:
                 frames = []
-        elif multi_line or frames is None:
+        elif multi_line:
             continue
         elif event.kind is EventKind.FRAME:
+            # A cut export may lack the header: frames then an exception still make a
+            # traceback (the harmless sitecustomize ModuleNotFoundError has no frame).
+            frames = [] if frames is None else frames
             line = _field(event, "line")
             frames.append(
                 Frame(
@@ -140,7 +198,7 @@ def exception_from_events(events: Iterable[Event]) -> ExceptionInfo | None:
                     _field(event, "function"),
                 )
             )
-        elif event.kind is EventKind.EXCEPTION:
+        elif event.kind is EventKind.EXCEPTION and frames is not None:
             found = ExceptionInfo(
                 _field(event, "exception"),
                 _field(event, "message"),

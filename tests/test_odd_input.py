@@ -80,11 +80,6 @@ def test_a_death_at_the_last_instant_is_diagnosed(tmp_path: Path) -> None:
     assert analyze([path]).diagnoses
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="timeline sorts worker starts by `time or datetime.min` (naive) beside aware"
-    " times (timeline.py:226, the lead's file in issue 13): TypeError",
-)
 def test_a_worker_start_without_a_timestamp_beside_timed_ones(tmp_path: Path) -> None:
     lines = (ROOT / "sample_logs" / "worker-restarts-exhausted.jsonl").read_text().splitlines()
     entries = [json.loads(line) for line in lines]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from analyzer.diagnosis import Diagnosis
+from analyzer.diagnosis import Diagnosis, JobState
 from analyzer.events import Event, EventKind
 from analyzer.records import Origin
 
@@ -15,6 +15,9 @@ def short_state(diagnosis: Diagnosis) -> str:
 
 
 def observed_word(diagnosis: Diagnosis) -> str:
+    """How the state was reached: read from the input, predicted, or unknown (no evidence)."""
+    if diagnosis.state is JobState.UNSPECIFIED and not diagnosis.observed_final:
+        return "unknown: not in the input"
     return "observed" if diagnosis.observed_final else "predicted"
 
 

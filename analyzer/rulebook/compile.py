@@ -141,9 +141,11 @@ def best_literal(words: Sequence[str]) -> str | None:
 
 def convert(value: str, field_type: FieldType, field: str) -> dict[str, str | int]:
     """The field values one captured ``value`` gives."""
-    if field_type is FieldType.TEXT:
-        return {field: value}
     folded = fold(value)
+    if field_type is FieldType.TEXT:
+        # The normalised value (issue 13: `us-central1`, not a full-width `us-central１`), as
+        # templates compare it: NFKC per character, invisible marks gone, one space.
+        return {field: " ".join(folded.split())}
     if field_type is FieldType.INT:
         return {field: int(folded)}
     found = _EXIT_CODE_RE.fullmatch(folded)
@@ -220,6 +222,7 @@ def find(
                     lang=template.lang,
                     fields=_fields(found, template.captures, offsets, original),
                     detail=rule.detail,
+                    writer=rule.writer,
                 ),
             )
         )

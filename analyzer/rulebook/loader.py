@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
-from analyzer.events import Category, EventKind
+from analyzer.events import Category, EventKind, Writer
 from analyzer.rulebook._regex import compile_pattern
 from analyzer.rulebook._regex import error as RegexError
 from analyzer.rulebook.compile import PLACEHOLDER_RE, PUNCTUATION, best_literal, template_source
@@ -49,6 +49,7 @@ RULE_KEYS = (
     "pattern",
     "literals",
     "whole",
+    "written_by",
     "examples",
 )
 PLACEHOLDER_KEYS = ("field", "type", "pattern", "description")
@@ -570,6 +571,9 @@ def build_rule(
     if "templates" not in values and "pattern" not in values:
         problems.append(Problem.at(node.location, "a rule needs 'templates:' or 'pattern:'"))
     detail = _detail(values, kind, rule_id, problems)
+    known_writer, writer = _member(
+        values.get("written_by"), "'written_by'", "writer", Writer, problems
+    )
     matches, no_matches = _examples(values.get("examples"), problems, node)
     errors = sum(1 for p in problems if p.severity == "error")
     if errors > before or rule_id is None or kind is None or not templates:
@@ -584,6 +588,7 @@ def build_rule(
         match_examples=matches,
         no_match_examples=no_matches,
         location=values["id"].location,
+        writer=writer if known_writer and writer is not None else Writer.ANY,
     )
 
 

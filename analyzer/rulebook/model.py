@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from analyzer.events import Category, EventKind
+from analyzer.events import Category, EventKind, Writer
 from analyzer.rulebook._regex import Pattern
 
 Severity = Literal["error", "warning"]
@@ -54,7 +54,7 @@ class Problem:
 class FieldType(StrEnum):
     """How a captured placeholder value becomes a field value."""
 
-    TEXT = "text"  # the original text, invisible marks removed
+    TEXT = "text"  # the normalised text: NFKC per character, invisible marks gone, one space
     INT = "int"  # a decimal integer (full-width digits allowed)
     EXIT_CODE = "exit_code"  # "137" -> 137; legacy "9(SIGKILL)" -> 9 plus field "signal"
 
@@ -118,7 +118,9 @@ class Rule:
     """A validated, compiled rule.
 
     ``whole`` rules (lifecycle lines) must be the entire message; the others
-    (error texts, often followed by a traceback tail) match anywhere in it.
+    (error texts, often followed by a traceback tail) match anywhere in it. ``writer``
+    says who writes the message (``written_by``): a service-only message inside a worker's
+    output is that worker's evidence, not the job's lifecycle.
     """
 
     id: str
@@ -130,6 +132,7 @@ class Rule:
     match_examples: tuple[MatchExample, ...]
     no_match_examples: tuple[NoMatchExample, ...]
     location: Location
+    writer: Writer = Writer.ANY
 
     @property
     def languages(self) -> tuple[str, ...]:

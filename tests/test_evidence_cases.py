@@ -1,0 +1,42 @@
+"""The lifecycle facts of platform.md, one constructed case each (tests/fixtures/evidence/
+cases.yaml), checked like the real excerpts, on the fast path and the plain path alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from analyzer.api import analyze
+from analyzer.classify import collect
+from analyzer.ingest import open_sources
+from analyzer.rulebook import RuleBook
+from tests.expectations import check
+
+CASES_DIR = Path(__file__).resolve().parent / "fixtures" / "evidence"
+CASES: list[dict[str, Any]] = yaml.safe_load((CASES_DIR / "cases.yaml").read_text())
+
+
+def _marked(case: dict[str, Any]) -> Any:
+    if "pending" in case:
+        return pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=case["pending"]))
+    return case
+
+
+@pytest.mark.parametrize("case", [_marked(c) for c in CASES], ids=lambda c: str(c["text"]))
+def test_lifecycle_fact(case: dict[str, Any]) -> None:
+    path = CASES_DIR / case["text"]
+    spec = CASES_DIR / case["job_spec"] if "job_spec" in case else None
+    analysis = analyze([path], job_spec_path=spec)
+    check(analysis, case["expect"], path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: str(c["text"]))
+def test_fast_and_plain_paths_agree(case: dict[str, Any]) -> None:
+    book = RuleBook.load()
+    path = str(CASES_DIR / case["text"])
+    assert collect(open_sources([path]), book, fast=True) == collect(
+        open_sources([path]), book, fast=False
+    )
