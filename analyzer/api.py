@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from analyzer.classify import Collector
 from analyzer.errors import InputError
-from analyzer.ingest import open_sources
-from analyzer.records import InputStats, Source
+from analyzer.ingest import Format, open_sources
+from analyzer.records import NO_MESSAGE, InputStats, Source
 from analyzer.rulebook import RULE_BUDGET_SECONDS, RuleBook
 
 # What turns the scanned logs into diagnoses is imported while the scan runs (see
@@ -79,7 +79,17 @@ def analyze_sources(
 
     active_policy = policy if policy is not None else load_policy()
     logs, stats = collector.logs(), collector.stats
-    quiet = [f"{path}: no Vertex AI job message in it" for path in collector.without_jobs()]
+    unnamed = collector.without_jobs()
+    missing = (*unread, *collector.unread)
+    if not logs:
+        # Nothing to diagnose, and an input no reader recognised: say so rather than "no job".
+        unknown = [
+            s.path for s in stats if (s.path in unnamed or not s.records) and _unrecognised(s)
+        ]
+        if unknown:
+            said = f"{unknown[0]}: {NOT_AN_EXPORT}"
+            raise InputError(said, (*missing, said))
+    quiet = [f"{path}: no Vertex AI job message in it" for path in unnamed]
     budget = active_policy.worker_restart_budget
     diagnoses = tuple(
         diagnose_timeline(timeline, active_policy, job_spec, lang)
@@ -99,13 +109,37 @@ def analyze_sources(
         " run `jobdoctor rules check` on it"
         for rule, count in sorted(book.timeouts.items())
     ]
-    missing = (*unread, *collector.unread)
     return Analysis(
         tuple(stats),
         diagnoses,
         (*missing, *book.notices, *slow, *quiet),
         missing,
         book.disabled,
+    )
+
+
+NOT_AN_EXPORT = (
+    "not a log export jobdoctor knows: no line is a Vertex AI job message or a log entry; "
+    "export the job's logs with gcloud logging read "
+    """'resource.type="ml_job" AND resource.labels.job_id="JOB_ID"' --format=json > logs.json"""
+    " (or gcloud ai custom-jobs stream-logs JOB_ID > logs.txt)"
+)
+# What a JSON input's lines are skipped for when none of them is a log entry.
+_NOT_ENTRIES = frozenset({"blank line", "invalid JSON", "not a LogEntry object", NO_MESSAGE})
+
+
+def _unrecognised(stats: InputStats) -> bool:
+    """Whether an input that gave no job is a shape no reader knows: a text without a word of a
+    job's logs in its first lines, or JSON none of whose values is a log entry (a project-wide
+    sink's entries of other resources are log entries: known, it just holds no job)."""
+    if stats.format == Format.PLAIN_TEXT.value:
+        return not stats.recognised
+    json_formats = (Format.CLOUD_LOGGING_JSONL.value, Format.GCLOUD_JSON.value)
+    return (
+        stats.format in json_formats
+        and stats.records == 0
+        and stats.skip_reasons.get("blank line", 0) < stats.skipped
+        and set(stats.skip_reasons) <= _NOT_ENTRIES
     )
 
 
@@ -132,7 +166,7 @@ def analyze(
 ) -> Analysis:
     """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them.
 
-    ``job_spec_path``: ``gcloud ai custom-jobs describe --format=json`` output of the job.
+    ``job_spec_path``: ``gcloud ai custom-jobs describe`` output of the job (YAML or JSON).
     An input that cannot be read (a missing file, a binary one, a cut ``.gz``) is named in
     the analysis' :attr:`~Analysis.unread` and the others are diagnosed; InputError only
     when no input at all can be read.
@@ -166,7 +200,7 @@ def open_batch(paths: Sequence[str], unread: list[str]) -> list[Source]:
         if not unread:  # pragma: no cover - expand_paths raises for no input at all
             raise InputError("no input could be read")
         more = f" (and {len(unread) - 1} more inputs that cannot be read)" if unread[1:] else ""
-        raise InputError(f"{unread[0]}{more}")
+        raise InputError(f"{unread[0]}{more}", tuple(unread))
     return sources
 
 

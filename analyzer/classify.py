@@ -263,18 +263,25 @@ def _settle(
     source: Source,
     jobs: dict[tuple[str, str], _JobAccumulator],
 ) -> None:
-    # A stream-logs text has no job id: take it from the console link of the service error.
-    anonymous = local.pop(None, None)
-    if anonymous is not None:
+    # A text export has no job id: take it from the console link of the service error. Its
+    # trials (legacy stream-logs' trial column) stay apart.
+    unnamed: dict[str, _JobAccumulator] = {}
+    for group in [g for g in local if g is None or not split_job_group(g)[0]]:
+        anonymous = local.pop(group)
+        trial = None if group is None else split_job_group(group)[1]
         linked = _linked_job_id(anonymous.events)
-        target = local.get(linked)
+        if linked is None:
+            # A job without an id is only known inside its own input: never merge two of those.
+            unnamed[job_group(source.stats.path, trial) or source.stats.path] = anonymous
+            continue
+        target = local.get(job_group(linked, trial))
         if target is None:
-            local[linked] = anonymous
+            local[job_group(linked, trial)] = anonymous
         else:
             target.merge(anonymous)
-    for job_id, acc in local.items():
-        # A job without an id is only known inside its own input: never merge two of those.
-        key = ("", job_id) if job_id is not None else ("\x00", source.stats.path)
+    keyed = [(("", job_id), acc) for job_id, acc in local.items() if job_id is not None]
+    keyed += [(("\x00", name), acc) for name, acc in unnamed.items()]
+    for key, acc in keyed:
         if key in jobs:
             jobs[key].merge(acc)
         else:
@@ -434,8 +441,11 @@ class Collector:
     def without_jobs(self) -> list[str]:
         """Inputs that named no job and held no message a rule knows (a README in a folder
         of exports, say): there is nothing to diagnose in them."""
+        return list(dict.fromkeys(split_job_group(key[1])[0] for key in self._empty()))
+
+    def _empty(self) -> list[tuple[str, str]]:
         return [
-            key[1]
+            key
             for key, acc in self._jobs.items()
             if key[0] != "" and not acc.events and not acc.spans
         ]
@@ -447,12 +457,13 @@ class Collector:
         for stats in self._stats.values():
             stats.duplicates = 0
         logs = []
-        empty = set(self.without_jobs())
+        empty = set(self._empty())
         for key in sorted(self._jobs):
             acc = self._jobs[key]
-            if key[0] != "" and key[1] in empty:
+            if key in empty:
                 continue
-            job_id, trial = split_job_group(key[1]) if key[0] == "" else (None, None)
+            named, trial = split_job_group(key[1])
+            job_id = named if key[0] == "" else None
             events = _dedupe(sorted(acc.events, key=_event_order), self._stats)
             spans = {
                 task: tuple(
@@ -486,6 +497,7 @@ def _fast_eligible(source: Source, book: Matcher) -> bool:
     return (
         isinstance(source, FileSource | StreamSource)
         and source.stats.format == Format.CLOUD_LOGGING_JSONL.value
+        and source.encoding is None  # the fast path reads UTF-8 bytes
         and _is_fast(book)
     )
 

@@ -8,6 +8,7 @@ policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceba
 from __future__ import annotations
 
 import errno
+import io
 import os
 import sys
 from collections.abc import Iterator
@@ -95,7 +96,11 @@ def _reported_errors() -> Iterator[None]:
     except PolicyError as exc:
         _say(f"{exc}")
         raise typer.Exit(EXIT_RULES) from None
-    except (InputError, SourceError, JobDoctorError) as exc:
+    except InputError as exc:
+        for problem in exc.problems:  # a batch's inputs that could not be read, one line each
+            _say(problem)
+        raise typer.Exit(EXIT_USAGE) from None
+    except (SourceError, JobDoctorError) as exc:
         _say(f"{exc}")
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
@@ -275,8 +280,8 @@ def diagnose(
         Path | None,
         typer.Option(
             "--job-spec",
-            help="The job's 'gcloud ai custom-jobs describe --format=json' output: machine "
-            "types, scheduling, recorded state.",
+            help="The job's 'gcloud ai custom-jobs describe' output (YAML, or --format=json): "
+            "machine types, scheduling, recorded state.",
         ),
     ] = None,
 ) -> None:
@@ -618,14 +623,20 @@ def rules_check(
 def simulate(
     scenario: Annotated[str, typer.Argument(help="Scenario name (see --list).")] = "",
     output: Annotated[
-        str, typer.Option("--format", "-f", help="jsonl, gcloud-json, stream-logs, logs-explorer.")
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="jsonl, gcloud-json, stream-logs, logs-explorer, yaml, explorer-json, "
+            "explorer-csv, summary-lines, utf16.",
+        ),
     ] = "jsonl",
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Write here, not stdout.")] = None,
     list_all: Annotated[bool, typer.Option("--list", help="List the scenarios.")] = False,
 ) -> None:
     """Write simulated logs of a scenario, shaped like a real export."""
-    from analyzer.simulate import SCENARIOS, write
+    from analyzer.simulate import SCENARIOS, encoding, write
     from analyzer.simulate import simulate as run
 
     with _reported_errors():
@@ -633,11 +644,20 @@ def simulate(
             for name, definition in SCENARIOS.items():
                 sys.stdout.write(f"{name:<32} {definition.description}\n")
             return
+        codec = encoding(output)
         if out is None:
-            write(run(scenario, seed), output, sys.stdout, seed=seed)
+            if codec == "utf-8":
+                write(run(scenario, seed), output, sys.stdout, seed=seed)
+                return
+            # Bytes in another encoding (utf16: what PowerShell writes), line ends as written.
+            sys.stdout.flush()
+            text = io.TextIOWrapper(sys.stdout.buffer, encoding=codec, newline="")
+            write(run(scenario, seed), output, text, seed=seed)
+            text.flush()
+            text.detach()
             return
         try:
-            with out.open("w", encoding="utf-8") as handle:
+            with out.open("w", encoding=codec, newline="" if codec != "utf-8" else None) as handle:
                 write(run(scenario, seed), output, handle, seed=seed)
         except OSError as exc:
             raise InputError(f"{out}: cannot write ({exc.strerror})") from exc

@@ -1,4 +1,4 @@
-"""A job's own record: ``gcloud ai custom-jobs describe --format=json`` output or a CustomJob JSON.
+"""A job's own record: ``gcloud ai custom-jobs describe`` output (YAML or JSON), a CustomJob.
 
 It gives what the logs cannot: the machine type of each worker pool (for concrete OOM advice),
 the ``scheduling`` settings that change the retry policy, and the recorded ``state`` and
@@ -197,14 +197,43 @@ def parse_job_spec(data: Any) -> JobSpec:
 
 
 def load_job_spec(path: Path) -> JobSpec:
-    """Read ``path``; raises InputError naming the file when it is not a job's JSON."""
+    """Read ``path``: JSON, or the YAML ``gcloud ai custom-jobs describe`` prints by default;
+    raises InputError naming the file when it is neither a job's JSON nor its YAML."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return parse_job_spec(data)
+        text = path.read_text(encoding="utf-8-sig")
+        return parse_job_spec(_document(text))
     except OSError as exc:
         raise InputError(f"{path}: cannot read the job spec ({exc.strerror})") from exc
-    except ValueError as exc:
+    except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(
             f"{path}: not a job spec ({exc}); give the output of "
-            "'gcloud ai custom-jobs describe JOB --format=json'"
+            "'gcloud ai custom-jobs describe JOB' (YAML) or with --format=json"
         ) from exc
+
+
+ENDPOINT = "Using endpoint ["
+
+
+def _document(text: str) -> Any:
+    """The value of a describe output: JSON when it starts like JSON, else YAML (its first
+    document; gcloud may print a ``Using endpoint [...]`` line before it, on stderr or not)."""
+    body = text.lstrip()
+    if body[:1] in ("{", "["):
+        return json.loads(body)
+    import yaml
+
+    from analyzer.ingest.gcloud_yaml import EntryLoader
+
+    # gcloud's endpoint line blanked, not removed: a YAML error keeps its line number. (Not
+    # every preamble line: "state: ..." is the job's own here.)
+    lines = ["" if line.startswith(ENDPOINT) else line for line in text.splitlines()]
+    try:
+        # The loader that keeps timestamps as text (createTime: '2024-...Z' quoted or not).
+        for document in yaml.load_all("\n".join(lines), Loader=EntryLoader):
+            if document is not None:
+                return document
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ValueError(f"invalid YAML{where}") from None
+    raise ValueError("empty")

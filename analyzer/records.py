@@ -8,6 +8,7 @@ names, as in sink files, ``gcloud logging read`` and the live API) into one.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -64,7 +65,8 @@ class InputStats:
     made of; ``skipped`` the lines that produced no record, by reason in
     ``skip_reasons``. Invariant once reading is done: ``lines == used + skipped``.
     ``duplicates`` counts records whose message another record (same entry
-    from another export, or the same insertId twice) already gave.
+    from another export, or the same insertId twice) already gave. ``invalid_utf8`` counts
+    the lines whose undecodable bytes were replaced by U+FFFD (and kept).
     """
 
     path: str
@@ -75,10 +77,13 @@ class InputStats:
     skipped: int = 0
     skip_reasons: Counter[str] = field(default_factory=Counter)
     duplicates: int = 0
+    invalid_utf8: int = 0
+    # False for a text whose first lines hold no word of a job's logs (see ingest.sniff).
+    recognised: bool = True
 
     def restart(self) -> None:
         """Zero the line counts, for a source that is read again from its start."""
-        self.lines = self.records = self.used = self.skipped = 0
+        self.lines = self.records = self.used = self.skipped = self.invalid_utf8 = 0
         self.skip_reasons.clear()
 
     def add(self, other: InputStats) -> None:
@@ -87,6 +92,7 @@ class InputStats:
         self.used += other.used
         self.records += other.records
         self.skipped += other.skipped
+        self.invalid_utf8 += other.invalid_utf8
         self.skip_reasons.update(other.skip_reasons)
 
     def skip(self, reason: str, count: int = 1) -> None:
@@ -95,8 +101,9 @@ class InputStats:
         self.skip_reasons[reason] += count
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``inputs[]`` object of the JSON contract."""
-        return {
+        """The ``inputs[]`` object of the JSON contract (``invalid_utf8`` only when some line
+        had to be repaired)."""
+        found: dict[str, Any] = {
             "path": self.path,
             "format": self.format,
             "lines": self.lines,
@@ -106,6 +113,9 @@ class InputStats:
             "skip_reasons": dict(sorted(self.skip_reasons.items())),
             "duplicates": self.duplicates,
         }
+        if self.invalid_utf8:
+            found["invalid_utf8"] = self.invalid_utf8
+        return found
 
 
 # Hyperparameter-tuning trials run as jobs of their own inside one job id (their service lines
@@ -115,9 +125,11 @@ _TRIAL_SEPARATOR = "\x1f"
 
 def job_group(job_id: str | None, trial: str | None) -> str | None:
     """The key records of one job (or one trial of a tuning job) are grouped under."""
-    if job_id is None or not trial:
+    if not trial:
         return job_id
-    return f"{job_id}{_TRIAL_SEPARATOR}{trial}"
+    # A text export names no job but may name the trial (legacy stream-logs' trial column):
+    # its trials are still told apart, under "\x1f<trial>".
+    return f"{job_id or ''}{_TRIAL_SEPARATOR}{trial}"
 
 
 def split_job_group(group: str) -> tuple[str, str | None]:
@@ -172,6 +184,38 @@ def _parse_any_timestamp(value: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
+# The LogEntry-to-record mapping (platform.md sections 5 and 9), written once: every reader of
+# LogEntry objects (sink lines and their fast path, gcloud's JSON and YAML, Logs Explorer
+# downloads, the live API) reads them through entry_fields.
+JOB_RESOURCE_TYPES = frozenset({"ml_job", "cloudml_job"})
+# Worker identity in gcloud's order: resource.labels.task_name, then these labels.
+TASK_LABELS = ("task_name", "ml.googleapis.com/task_name")
+JOB_LABEL = "ml.googleapis.com/job_id"
+TRIAL_LABELS = ("trial_id", "ml.googleapis.com/trial_id")
+VM_LABEL = "compute.googleapis.com/resource_id"
+# A jsonPayload's text: the container runner's "message", else what other loggers name it
+# (Go's, pino's and zap's "msg", "log", "text", "event").
+TEXT_KEYS = ("message", "msg", "log", "text", "event")
+
+NO_MESSAGE = "no message text"
+AUDIT_ENTRY = "audit log entry (protoPayload)"
+OTHER_RESOURCE = "other resource type: "
+
+
+@dataclass(frozen=True, slots=True)
+class EntryFields:
+    """What a record is made of, read from one LogEntry; ``time`` is still the raw string."""
+
+    job_id: str | None
+    task: str | None
+    trial: str | None
+    vm: str | None
+    text: str
+    time: str | None
+    severity: str
+    insert_id: str | None
+
+
 def _label(mapping: Any, key: str) -> str | None:
     if isinstance(mapping, dict):
         value = mapping.get(key)
@@ -180,47 +224,99 @@ def _label(mapping: Any, key: str) -> str | None:
     return None
 
 
-def record_from_entry(entry: dict[str, Any], origin: Origin) -> LogRecord:
-    """Turn one Cloud Logging ``LogEntry`` (API JSON) into a :class:`LogRecord`.
+def _first_label(mapping: Any, keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = _label(mapping, key)
+        if value is not None:
+            return value
+    return None
 
-    Raises ValueError when the entry has no usable message text.
+
+def payload_text(payload: dict[str, Any]) -> str:
+    """The text of a ``jsonPayload`` dict: the first string of :data:`TEXT_KEYS`, else a
+    compact rendering of the whole payload (its keys are its text); "" for an empty one."""
+    for key in TEXT_KEYS:
+        value = payload.get(key)
+        if isinstance(value, str):
+            return value
+    if not payload:
+        return ""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def entry_fields(entry: dict[str, Any]) -> EntryFields | str:
+    """The fields of one LogEntry (API JSON names), or the reason it belongs to no job.
+
+    Only entries of :data:`JOB_RESOURCE_TYPES`, or without a resource type (some exports drop
+    it), belong to training jobs: a project-wide sink's ``gce_instance`` line reading
+    ``Job failed.`` is another machine's. An audit entry (``protoPayload``) carries no job
+    output. The text is ``jsonPayload``'s (see :func:`payload_text`), else ``textPayload``.
     """
+    if entry.get("protoPayload") is not None:
+        return AUDIT_ENTRY
     resource = entry.get("resource")
-    resource_labels = resource.get("labels") if isinstance(resource, dict) else None
+    resource_labels = None
+    if isinstance(resource, dict):
+        kind = resource.get("type")
+        if isinstance(kind, str) and kind and kind not in JOB_RESOURCE_TYPES:
+            return OTHER_RESOURCE + kind
+        resource_labels = resource.get("labels")
     labels = entry.get("labels")
-    # gcloud's order for the worker identity.
-    task = (
-        _label(resource_labels, "task_name")
-        or _label(labels, "task_name")
-        or _label(labels, "ml.googleapis.com/task_name")
-    )
-    job_id = _label(resource_labels, "job_id") or _label(labels, "ml.googleapis.com/job_id")
-    trial = _label(labels, "trial_id") or _label(labels, "ml.googleapis.com/trial_id")
-
+    task = _label(resource_labels, "task_name") or _first_label(labels, TASK_LABELS)
     payload = entry.get("jsonPayload")
     text: Any = None
     if isinstance(payload, dict):
-        text = payload.get("message")
+        if isinstance(payload.get("message"), str):
+            text = payload["message"]
         # Container output names its replica in attrs.tag when no label does.
         if task is None:
             task = _label(payload.get("attrs"), "tag")
     if not isinstance(text, str):
         text = entry.get("textPayload")
     if not isinstance(text, str):
-        raise ValueError("entry has neither jsonPayload.message nor textPayload")
-
+        if isinstance(payload, dict) and payload:
+            text = payload_text(payload)
+        elif isinstance(payload, str):
+            text = payload
+        else:
+            return NO_MESSAGE
     raw_time = entry.get("timestamp") or entry.get("receiveTimestamp")
-    timestamp = parse_timestamp(raw_time) if isinstance(raw_time, str) else None
     severity = entry.get("severity")
     insert_id = entry.get("insertId")
-    return LogRecord(
-        timestamp=timestamp,
-        job_id=job_id,
+    return EntryFields(
+        job_id=_label(resource_labels, "job_id") or _label(labels, JOB_LABEL),
         task=task,
-        severity=severity if isinstance(severity, str) else "DEFAULT",
+        trial=_first_label(labels, TRIAL_LABELS),
+        vm=_label(labels, VM_LABEL),
         text=text,
-        origin=origin,
-        vm=_label(labels, "compute.googleapis.com/resource_id"),
-        trial=trial,
+        time=raw_time if isinstance(raw_time, str) else None,
+        severity=severity if isinstance(severity, str) else "DEFAULT",
         insert_id=insert_id if isinstance(insert_id, str) else None,
     )
+
+
+def record_from_fields(fields: EntryFields, origin: Origin) -> LogRecord:
+    """The record of :func:`entry_fields`' answer; ValueError when its time is no timestamp."""
+    return LogRecord(
+        timestamp=parse_timestamp(fields.time) if fields.time is not None else None,
+        job_id=fields.job_id,
+        task=fields.task,
+        severity=fields.severity,
+        text=fields.text,
+        origin=origin,
+        vm=fields.vm,
+        trial=fields.trial,
+        insert_id=fields.insert_id,
+    )
+
+
+def record_from_entry(entry: dict[str, Any], origin: Origin) -> LogRecord:
+    """Turn one Cloud Logging ``LogEntry`` (API JSON) into a :class:`LogRecord`.
+
+    Raises ValueError, with the skip reason as its message, when the entry belongs to no job
+    or has no text (:func:`entry_fields`), or when its timestamp is not one.
+    """
+    fields = entry_fields(entry)
+    if isinstance(fields, str):
+        raise ValueError(fields)
+    return record_from_fields(fields, origin)

@@ -12,9 +12,9 @@ import pytest
 
 from analyzer.api import analyze_sources
 from analyzer.ingest import MemorySource
-from analyzer.simulate import FORMATS, SCENARIOS, expected, simulate, write
+from analyzer.simulate import FORMATS, SCENARIOS, encoding, expected, simulate, write
 
-TEXT_FORMATS = {"stream-logs", "logs-explorer"}
+TEXT_FORMATS = {"stream-logs", "logs-explorer", "summary-lines", "utf16"}
 CASES = [
     (name, fmt)
     for name in SCENARIOS
@@ -27,7 +27,8 @@ CASES = [
 def test_scenario_in_format(scenario: str, fmt: str) -> None:
     out = io.StringIO()
     write(simulate(scenario, seed=1), fmt, out, seed=1)
-    analysis = analyze_sources([MemorySource(out.getvalue(), f"{scenario}.{fmt}")])
+    data = out.getvalue().encode(encoding(fmt))
+    analysis = analyze_sources([MemorySource(data, f"{scenario}.{fmt}")])
     got = sorted(
         [
             (

@@ -263,6 +263,26 @@ _TRICKY = [
     # an empty timestamp: the receive time counts
     '{"jsonPayload":{"message":"step 12"},"labels":{},'
     + _TAIL.replace('"timestamp":"2024-03-11T08:00:01.123456789Z"', '"timestamp":""'),
+    # entries of other resources (a project-wide sink), the legacy one, none, an empty type
+    '{"jsonPayload":{"message":"Job failed."},"labels":{},'
+    + _TAIL.replace('"type":"ml_job"', '"type":"gce_instance"'),
+    '{"jsonPayload":{"message":"Job failed."},"labels":{},'
+    + _TAIL.replace('"type":"ml_job"', '"type":"cloudml_job"'),
+    '{"jsonPayload":{"message":"Job failed."},"labels":{},' + _TAIL.replace(',"type":"ml_job"', ""),
+    '{"jsonPayload":{"message":"Job failed."},"labels":{},'
+    + _TAIL.replace('"type":"ml_job"', '"type":""'),
+    '{"jsonPayload":{"message":"Job failed."},"labels":{},'
+    + _TAIL.replace('"type":"ml_job"', '"type":7'),
+    '{"jsonPayload":{"message":"Job failed."},"labels":{},'
+    + _TAIL.replace('"type":"ml_job"', '"t\\u0079pe":"k8s_container"'),
+    # audit entries: with a text too, with a null payload (not one), with an escaped key
+    '{"labels":{},"protoPayload":{"status":{}},"textPayload":"Job failed.",' + _RESOURCE_TAIL,
+    '{"labels":{},"protoPayload":null,"textPayload":"Job failed.",' + _RESOURCE_TAIL,
+    '{"labels":{},"pr\\u006ftoPayload":{},"textPayload":"Job failed.",' + _RESOURCE_TAIL,
+    # payloads without "message": the other keys, else the payload rendered
+    '{"jsonPayload":{"msg":"Job failed.","level":"error"},"labels":{},' + _TAIL,
+    '{"jsonPayload":{"event":"Job failed."},"labels":{},' + _TAIL,
+    '{"jsonPayload":{"step":3,"loss":0.5},"labels":{},' + _TAIL,
 ]
 # Timestamps in a minute the fleet's own lines have already proven valid (and a few in new
 # minutes), each wrong in one place the lean check looks at; and non-ASCII digits, which

@@ -65,14 +65,9 @@ def test_the_corpus_is_large_and_cited() -> None:
 # strict, so that each is taken off this list when it passes.
 _READER_GAPS = {
     "csdn-jiangjingxuan-chatbot-cloudml-S",
-    "gh-gcp-community-926-L",
     "gh-rstudio-cloudml-142-S",
     "gh-sinaungoding-tf-od-cloud-S",
     "gh-tensorflow-models-9832-L",
-    "gh-tensorflow-tensorflow-18984-L",
-    "gh-training-data-analyst-cv-vertex-create-S",
-    "gh-training-data-analyst-mobile-gaming-create-S",
-    "gh-wwoo-tf-face-readme-S",
 }
 
 

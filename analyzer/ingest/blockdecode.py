@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from typing import Any
+from typing import Any, Literal, cast
 
 import msgspec
 
 from analyzer import cache
+from analyzer.records import JOB_RESOURCE_TYPES, TRIAL_LABELS, VM_LABEL
 
 # The first byte, after a valid prefix, at which no UTF-8 character can start or be completed.
 # Anchored at the start of the block: a DFA with a few states, as fast as a literal scan.
@@ -82,17 +83,20 @@ class ResourceLabels(msgspec.Struct, gc=False):
 
 
 class Resource(msgspec.Struct, gc=False):
-    """``resource`` of an entry."""
+    """``resource`` of an entry: its labels, and its type, one of a job's
+    (:data:`~analyzer.records.JOB_RESOURCE_TYPES`) or none: checked in C, any other type
+    fails the block, which is decoded again as :class:`MixedEntry` (a project-wide sink)."""
 
     labels: ResourceLabels | None = None
+    type: Literal["ml_job", "cloudml_job"] | None = None
 
 
 class Labels(msgspec.Struct, gc=False):
     """The entry's ``labels`` that bookkeeping reads (every other label is skipped)."""
 
-    vm: str | None = msgspec.field(default=None, name="compute.googleapis.com/resource_id")
-    ml_trial_id: str | None = msgspec.field(default=None, name="ml.googleapis.com/trial_id")
-    trial_id: str | None = None
+    vm: str | None = msgspec.field(default=None, name=VM_LABEL)
+    ml_trial_id: str | None = msgspec.field(default=None, name=TRIAL_LABELS[1])
+    trial_id: str | None = msgspec.field(default=None, name=TRIAL_LABELS[0])
 
 
 class Payload(msgspec.Struct, gc=False):
@@ -118,13 +122,45 @@ class Entry(msgspec.Struct, gc=False):
     insertId: Any = None  # the LogEntry fields keep their JSON names
     jsonPayload: Payload | None = None
     labels: Labels | None = None
+    # An audit entry (whose lines the one mapping skips) fails the block, as another resource
+    # type does.
+    protoPayload: None = None
     resource: Resource | None = None
     severity: Any = None
     textPayload: str | None = None
     timestamp: str | None = None
 
 
+class MixedResource(msgspec.Struct, gc=False):
+    """:class:`Resource` of any type."""
+
+    labels: ResourceLabels | None = None
+    type: str | None = None
+
+
+class MixedEntry(msgspec.Struct, gc=False):
+    """:class:`Entry` of a block holding entries of other resources or audit entries (a
+    project-wide sink): the same fields, read the same way, but for these two."""
+
+    insertId: Any = None
+    jsonPayload: Payload | None = None
+    labels: Labels | None = None
+    # Only whether there is one (not null, as the mapping asks): its bytes, not its value.
+    protoPayload: msgspec.Raw = msgspec.Raw()
+    resource: MixedResource | None = None
+    severity: Any = None
+    textPayload: str | None = None
+    timestamp: str | None = None
+
+
+# What the scan makes of a line that belongs to no job: an entry without resource, which it
+# reads line by line, so that the one mapping gives the skip reason.
+_LINE_BY_LINE = Entry()
+_JOB_RESOURCE_TYPES = frozenset({*JOB_RESOURCE_TYPES, None})
+_NO_PAYLOAD = (b"", b"null")
+
 _DECODER = msgspec.json.Decoder(Entry)
+_MIXED_DECODER = msgspec.json.Decoder(MixedEntry)
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
@@ -241,6 +277,28 @@ def count_lines(data: bytes, end: int | None = None) -> int:
     return lines + (end > 0 and data[end - 1] != 0x0A)
 
 
+def _mixed(view: bytes | memoryview) -> list[Entry] | None:
+    """The entries of a block that :class:`Entry` refused, as :class:`MixedEntry`; the lines
+    of other resources and the audit entries become :data:`_LINE_BY_LINE`. None when the block
+    fails again (a label that is not a string, say)."""
+    try:
+        mixed = _MIXED_DECODER.decode_lines(view)
+    except _DECODE_ERRORS:
+        return None
+    job_types = _JOB_RESOURCE_TYPES
+    # A MixedEntry is read by the scan exactly as an Entry (the same attributes).
+    return cast(
+        "list[Entry]",
+        [
+            entry
+            if bytes(entry.protoPayload) in _NO_PAYLOAD
+            and (entry.resource is None or entry.resource.type in job_types)
+            else _LINE_BY_LINE
+            for entry in mixed
+        ],
+    )
+
+
 def decode_block(data: bytes, end: int | None = None) -> list[Entry] | None:
     """The entries of the block ``data[:end]`` (whole lines, the last ``\\n`` optional), one
     per line; None when only reading line by line gives the right answer (or Hyperscan is
@@ -258,9 +316,14 @@ def decode_block(data: bytes, end: int | None = None) -> list[Entry] | None:
     shape = guard.shape(data, end, view)
     if shape is Shape.NOT_OBJECTS or not guard.valid_utf8(data, view):
         return None
+    entries: list[Entry] | None
     try:
         entries = _DECODER.decode_lines(view)
+    except msgspec.ValidationError:
+        entries = _mixed(view)
     except _DECODE_ERRORS:
+        return None
+    if entries is None:
         return None
     if shape is Shape.MAYBE_TWO and len(entries) != count_lines(data, end):
         return None

@@ -7,11 +7,10 @@ from typing import Any
 
 import orjson
 
-from analyzer.records import LogRecord, Origin, parse_timestamp, record_from_entry
+from analyzer.records import LogRecord, Origin, entry_fields, record_from_fields
 
 INVALID_JSON = "invalid JSON"
 NOT_AN_ENTRY = "not a LogEntry object"
-NO_MESSAGE = "no message text"
 INVALID_TIMESTAMP = "invalid timestamp"
 
 
@@ -45,6 +44,19 @@ def load_json(raw: bytes) -> Any:
     return value
 
 
+def load_json_repairing(raw: bytes) -> tuple[Any, bool]:
+    """:func:`load_json` of ``raw``; a line that is not valid UTF-8 is read with its bad
+    bytes replaced (U+FFFD), and the second value says so (the reader counts it)."""
+    try:
+        return load_json(raw), False
+    except InvalidJson:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return load_json(raw.decode("utf-8", "replace").encode("utf-8")), True
+        raise
+
+
 def _has_lone_surrogate(value: Any) -> bool:
     pending = [value]
     while pending:
@@ -66,14 +78,10 @@ def record_or_reason(entry: Any, origin: Origin) -> LogRecord | str:
     """The record for a decoded JSON value, or why it gives none (a skip reason)."""
     if not isinstance(entry, dict):
         return NOT_AN_ENTRY
+    fields = entry_fields(entry)
+    if isinstance(fields, str):
+        return fields
     try:
-        return record_from_entry(entry, origin)
+        return record_from_fields(fields, origin)
     except (ValueError, OverflowError):
-        pass
-    raw_time = entry.get("timestamp") or entry.get("receiveTimestamp")
-    if isinstance(raw_time, str):
-        try:
-            parse_timestamp(raw_time)
-        except (ValueError, OverflowError):
-            return INVALID_TIMESTAMP
-    return NO_MESSAGE
+        return INVALID_TIMESTAMP

@@ -7,18 +7,22 @@ Zone abbreviations are mapped to UTC offsets by :data:`ZONE_OFFSETS`; an
 abbreviation it does not know (or an ambiguous one read its common way, e.g.
 ``IST`` as India) is taken as UTC: the record is kept, its time may be off by
 the zone's offset.
+
+Also the page's summary lines (:func:`read_summary_lines`), one entry a line.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
-from analyzer.ingest.sniff import SEVERITIES
-from analyzer.records import InputStats, LogRecord, Origin
+from analyzer.ingest.preamble import is_preamble, preamble_record
+from analyzer.ingest.sniff import SEVERITIES, SUMMARY_LINE
+from analyzer.records import InputStats, LogRecord, Origin, parse_timestamp
 
 BEFORE_FIRST_ENTRY = "text before the first Logs Explorer entry"
 
@@ -109,3 +113,103 @@ def read_logs_explorer(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecor
             body.append(text)
     if timestamp is not None:
         yield _record(timestamp, first_line, body, stats)
+
+
+BEFORE_FIRST_SUMMARY = "text before the first Logs Explorer summary line"
+# Summary fields that name the worker, the job and the trial (the Logs Explorer shows the
+# fields a user chose, under their LogEntry paths, camel-cased or not).
+_TASK_FIELDS = (
+    "resource.labels.taskName",
+    "resource.labels.task_name",
+    "labels.taskName",
+    "labels.task_name",
+    "jsonPayload.attrs.tag",
+)
+_JOB_FIELDS = ("resource.labels.jobId", "resource.labels.job_id")
+_TRIAL_FIELDS = ("labels.trialId", "labels.trial_id", 'labels."ml.googleapis.com/trial_id"')
+
+
+def summary_fields(text: str | None) -> dict[str, str]:
+    """The ``key: value`` pairs of a summary line's brackets."""
+    found: dict[str, str] = {}
+    for part in (text or "").split(", "):
+        key, colon, value = part.partition(": ")
+        if colon and key.strip():
+            found[key.strip()] = value.strip()
+    return found
+
+
+def _pick(fields: dict[str, str], names: tuple[str, ...]) -> str | None:
+    for name in names:
+        if fields.get(name):
+            return fields[name]
+    return None
+
+
+def _summary_time(text: str, zone: str | None = None) -> datetime | None:
+    text = text.replace(" ", "T", 1)
+    local = text[-1:].isdigit() and "+" not in text[19:] and "-" not in text[19:]
+    try:
+        if local and zone is not None:
+            stamp = parse_timestamp(text + "Z").replace(tzinfo=timezone(zone_offset(zone)))
+            return stamp.astimezone(UTC)
+        # Without a zone, the page's time is taken as UTC.
+        return parse_timestamp(text + "Z" if local else text)
+    except (ValueError, OverflowError):
+        return None
+
+
+@dataclass(slots=True)
+class _Summary:
+    first_line: int
+    severity: str
+    timestamp: datetime | None
+    fields: dict[str, str]
+    lines: list[str]
+
+
+def read_summary_lines(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+    """Yield one record per Logs Explorer summary line (``INFO 2024-03-01T10:00:00Z
+    [resource.labels.taskName: workerpool0-0] message``); lines without the prefix continue
+    the message above them (a traceback); gcloud's own lines are records of their own."""
+    pending: _Summary | None = None
+    for number, text in text_lines(stream, stats):
+        match = SUMMARY_LINE.match(text)
+        if match is not None:
+            if pending is not None:
+                yield _summary_record(pending, stats)
+            zone = match["zone"]
+            if zone is not None and zone not in ZONE_OFFSETS:
+                # Not a zone's name: the message's first word, the brackets absent.
+                message, fields = text[match.start("zone") :], {}
+                timestamp = _summary_time(match["time"])
+            else:
+                message, fields = text[match.end() :], summary_fields(match["fields"])
+                timestamp = _summary_time(match["time"], zone)
+            pending = _Summary(number, match["severity"], timestamp, fields, [message])
+        elif pending is not None and not is_preamble(text):
+            pending.lines.append(text)
+        elif is_preamble(text):
+            if pending is not None:
+                yield _summary_record(pending, stats)
+                pending = None
+            yield preamble_record(text, number, stats)
+        else:
+            stats.skip(BEFORE_FIRST_SUMMARY if text.strip() else "blank line")
+    if pending is not None:
+        yield _summary_record(pending, stats)
+
+
+def _summary_record(pending: _Summary, stats: InputStats) -> LogRecord:
+    stats.records += 1
+    stats.used += len(pending.lines)
+    fields = pending.fields
+    return LogRecord(
+        timestamp=pending.timestamp,
+        job_id=_pick(fields, _JOB_FIELDS),
+        task=_pick(fields, _TASK_FIELDS),
+        severity=pending.severity,
+        text="\n".join(pending.lines).strip("\n"),
+        origin=Origin(stats.path, pending.first_line),
+        trial=_pick(fields, _TRIAL_FIELDS),
+    )

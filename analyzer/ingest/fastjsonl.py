@@ -30,14 +30,26 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from analyzer.events import RuleMatch
 from analyzer.ingest.blockdecode import Entry, decode_block
-from analyzer.ingest.entries import INVALID_JSON, InvalidJson, load_json, record_or_reason
+from analyzer.ingest.entries import (
+    INVALID_JSON,
+    InvalidJson,
+    load_json_repairing,
+    record_or_reason,
+)
 from analyzer.ingest.jsonl import BLANK_LINE
 from analyzer.ingest.sniff import BOM
-from analyzer.records import InputStats, LogRecord, Origin, job_group, parse_timestamp
+from analyzer.records import (
+    InputStats,
+    LogRecord,
+    Origin,
+    entry_fields,
+    job_group,
+    parse_timestamp,
+)
 
 # Which texts of a block may match a rule: the indexes, in any order.
 TextSelector = Callable[[Sequence[str]], Iterable[int]]
@@ -68,9 +80,6 @@ _MAX_MINUTES = 1 << 16
 
 _VALID_DATES: dict[str, bool] = {}
 _GOOD_MINUTES: set[str] = set()
-
-_VM_LABEL = "compute.googleapis.com/resource_id"
-_TRIAL_LABEL = "ml.googleapis.com/trial_id"
 
 
 def time_key(moment: datetime) -> str:
@@ -117,15 +126,6 @@ class ScanTally:
                 mine.last = max(mine.last, tally.last)
         self.untimed.update(later.untimed)
         self.candidates.extend(later.candidates)
-
-
-def _label(mapping: Any, key: str) -> str | None:
-    # Same test as analyzer.records: a non-empty string, or nothing.
-    if type(mapping) is dict:
-        value = mapping.get(key)
-        if type(value) is str and value:
-            return value
-    return None
 
 
 class JsonlScanner:
@@ -251,6 +251,9 @@ class JsonlScanner:
             # Non-empty resource labels win over every other label in record_from_entry, so
             # task and job are final; a truthy timestamp hides receiveTimestamp. The decoder has
             # checked that these labels and the timestamp are strings (or missing).
+            # decode_block leaves a line of another resource type and an audit entry to the
+            # one mapping (analyzer.records.entry_fields); for the others, with task and job
+            # set and a string text, its answer is the one read here.
             if not (
                 task
                 and job
@@ -339,42 +342,25 @@ class JsonlScanner:
         keep it as a light line (its text waiting for the prefilter) or as a full record."""
         stats = self.stats
         try:
-            entry = load_json(raw)
+            entry, repaired = load_json_repairing(raw)
         except InvalidJson:
             stats.skip(INVALID_JSON if raw.strip() else BLANK_LINE)
             return
+        stats.invalid_utf8 += repaired
         if type(entry) is dict:
-            # record_from_entry's lookups, inlined, with the timestamp left as a string.
-            resource = entry.get("resource")
-            rlabels = resource.get("labels") if type(resource) is dict else None
-            labels = entry.get("labels")
-            if type(labels) is not dict:
-                labels = None
-            task = job = None
-            if type(rlabels) is dict:
-                task = rlabels.get("task_name")
-                job = rlabels.get("job_id")
-            if not (type(task) is str and task):
-                task = _label(labels, "task_name") or _label(labels, "ml.googleapis.com/task_name")
-            if not (type(job) is str and job):
-                job = _label(labels, "ml.googleapis.com/job_id")
-            job = job_group(job, _label(labels, "trial_id") or _label(labels, _TRIAL_LABEL))
-            payload = entry.get("jsonPayload")
-            text = None
-            if type(payload) is dict:
-                text = payload.get("message")
-                if task is None:
-                    task = _label(payload.get("attrs"), "tag")
-            if type(text) is not str:
-                text = entry.get("textPayload")
-            when = entry.get("timestamp") or entry.get("receiveTimestamp")
-            if type(text) is str and type(when) is str and (key := self._canonical_key(when)):
+            fields = entry_fields(entry)
+            if isinstance(fields, str):
+                stats.skip(fields)
+                return
+            when = fields.time
+            if when is not None and (key := self._canonical_key(when)):
                 stats.used += 1
                 stats.records += 1
-                self._count_span((job, task, _label(labels, _VM_LABEL)), key)
+                job = job_group(fields.job_id, fields.trial)
+                self._count_span((job, fields.task, fields.vm), key)
                 pending.numbers.append(number)
                 pending.lines.append(raw)
-                pending.texts.append(text)
+                pending.texts.append(fields.text)
                 return
         # Anything else: the plain functions decide, exactly as read_jsonl does.
         outcome = record_or_reason(entry, Origin(stats.path, number))
@@ -391,7 +377,7 @@ class JsonlScanner:
         for index in self._select(pending.texts):
             number = pending.numbers[index]
             record = record_or_reason(
-                load_json(pending.lines[index]), Origin(self.stats.path, number)
+                load_json_repairing(pending.lines[index])[0], Origin(self.stats.path, number)
             )
             # A light line is a well-formed entry, so this is always a record.
             assert not isinstance(record, str)

@@ -23,7 +23,7 @@ from analyzer.ingest.entries import (
     INVALID_JSON,
     NOT_AN_ENTRY,
     InvalidJson,
-    load_json,
+    load_json_repairing,
     record_or_reason,
 )
 from analyzer.ingest.sniff import BOM
@@ -283,12 +283,62 @@ def _close_element(
         outcome = NOT_AN_ENTRY
     else:
         try:
-            outcome = record_or_reason(load_json(raw), scan.origin(path, first_line))
+            entry, repaired = load_json_repairing(raw)
+            ledger.stats.invalid_utf8 += repaired
+            outcome = record_or_reason(entry, scan.origin(path, first_line))
         except InvalidJson:
-            outcome = INVALID_JSON
+            viewer = viewer_entry(raw)
+            outcome = (
+                INVALID_JSON
+                if viewer is None
+                else record_or_reason(viewer, scan.origin(path, first_line))
+            )
     if isinstance(outcome, str):
         ledger.entry(first_line, last_line, outcome)
         return
     ledger.entry(first_line, last_line, None)
     ledger.stats.records += 1
     yield outcome
+
+
+# A line of the old Logs Viewer's expanded entry: an unquoted key, a colon, spaces, a value.
+_VIEWER_LINE = re.compile(r"^(?P<key>[^\s{}\"]+?):(?:[ \t]+(?P<value>.*?))?[ \t]*$")
+_COLLAPSED = ("{…}", "{...}", "[…]", "[...]")
+
+
+def viewer_entry(raw: bytes) -> dict[str, Any] | None:
+    """The entry of an element copied from the old Stackdriver Logs Viewer's expanded view, or
+    None when ``raw`` is not one.
+
+    That view prints a LogEntry like JSON without the keys' quotes or the commas (``insertId:
+    "abc"``, ``jsonPayload: {`` ... ``}``, two spaces after the colon, trailing spaces) and may
+    collapse a nested value to ``{…}``; values are JSON (strings quoted, numbers bare).
+    """
+    text = raw.decode("utf-8", "replace")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) < 3 or lines[0] != "{" or lines[-1] != "}":
+        return None
+    root: dict[str, Any] = {}
+    stack = [root]
+    for line in lines[1:-1]:
+        if line == "}":
+            if len(stack) == 1:
+                return None
+            stack.pop()
+            continue
+        found = _VIEWER_LINE.match(line)
+        if found is None:
+            return None
+        key, value = found["key"], found["value"] or ""
+        if value == "{":
+            child: dict[str, Any] = {}
+            stack[-1][key] = child
+            stack.append(child)
+        elif value in _COLLAPSED:
+            stack[-1][key] = {}
+        else:
+            try:
+                stack[-1][key] = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                stack[-1][key] = value
+    return root if len(stack) == 1 else None

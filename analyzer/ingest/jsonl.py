@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
-from analyzer.ingest.entries import INVALID_JSON, InvalidJson, load_json, record_or_reason
+from analyzer.ingest.entries import INVALID_JSON, InvalidJson, load_json_repairing, record_or_reason
 from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, LogRecord, Origin
 
@@ -43,10 +43,11 @@ def read_jsonl(
             stats.skip(REJECTED)
             continue
         try:
-            entry = load_json(raw)
+            entry, repaired = load_json_repairing(raw)
         except InvalidJson:
             stats.skip(INVALID_JSON)
             continue
+        stats.invalid_utf8 += repaired
         outcome = record_or_reason(entry, Origin(path, number))
         if isinstance(outcome, str):
             stats.skip(outcome)

@@ -12,11 +12,17 @@ from analyzer.records import InputStats
 def text_lines(stream: BinaryIO, stats: InputStats) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for each physical line, counting it in ``stats.lines``.
 
-    Undecodable bytes are replaced (U+FFFD) and kept: a log line with one bad
-    byte still carries its message. The line ending and a leading BOM are removed.
+    Undecodable bytes are replaced (U+FFFD), kept and counted (``stats.invalid_utf8``): a log
+    line with one bad byte still carries its message. The line ending and a leading BOM are
+    removed.
     """
     for raw in stream:
         stats.lines += 1
         if stats.lines == 1 and raw.startswith(BOM):
             raw = raw[len(BOM) :]
-        yield stats.lines, raw.decode("utf-8", "replace").rstrip("\r\n")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("utf-8", "replace")
+            stats.invalid_utf8 += 1
+        yield stats.lines, text.rstrip("\r\n")

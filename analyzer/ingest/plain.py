@@ -3,7 +3,8 @@
 A line that starts with a timestamp (``2022-09-21 14:41:46``, ISO 8601 with or
 without ``T``, fraction and offset; Python logging's ``,123`` milliseconds too)
 gets that time, read as UTC when it has no offset, and the rest of the line as
-its text. Task and job are unknown, severity is ``DEFAULT``.
+its text; a line that starts with the time of day only (a console copy) gets no time, and the
+rest of the line as its text. Task and job are unknown, severity is ``DEFAULT``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import datetime
 from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
+from analyzer.ingest.sniff import CLOCK_LINE
 from analyzer.records import InputStats, LogRecord, Origin, parse_timestamp
 
 BLANK_LINE = "blank line"
@@ -28,7 +30,10 @@ def split_leading_time(text: str) -> tuple[datetime | None, str]:
     """The timestamp a line starts with (or None) and the rest of the line."""
     match = _LEADING_TIME.match(text)
     if match is None:
-        return None, text
+        # A console copy's time of day alone ("18:51:16.318 Job completed successfully."):
+        # no date, so no timestamp, but the message is what follows it.
+        clock = CLOCK_LINE.match(text)
+        return None, text if clock is None else text[clock.end() :]
     zone = (match["zone"] or "").strip()
     if zone in ("", "UTC"):
         zone = "Z"

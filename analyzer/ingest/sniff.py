@@ -1,4 +1,4 @@
-"""Recognising an input's format from its first non-blank bytes."""
+"""Recognising an input's format from a window of its first lines."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import re
 from enum import StrEnum
 
 from analyzer.errors import InputError
+from analyzer.ingest.preamble import is_preamble_bytes
 
 BOM = codecs.BOM_UTF8
 
-# Enough to see past leading blank lines and to judge whether the bytes are text.
+# How many bytes after the leading blank space are looked at: enough for the window of lines
+# below and to judge whether the bytes are text.
 SNIFF_LIMIT = 1 << 16
 
 SEVERITIES = frozenset(
@@ -22,21 +24,73 @@ class Format(StrEnum):
     """The input formats ingest reads (``InputStats.format``)."""
 
     CLOUD_LOGGING_JSONL = "cloud-logging-jsonl"
-    GCLOUD_JSON = "gcloud-json"
+    GCLOUD_JSON = "gcloud-json"  # also the Logs Explorer's JSON download: an array too
+    GCLOUD_YAML = "gcloud-yaml"
     STREAM_LOGS = "stream-logs"
     LOGS_EXPLORER = "logs-explorer"
+    EXPLORER_CSV = "logs-explorer-csv"
+    EXPLORER_SUMMARY = "logs-explorer-summary"
     PLAIN_TEXT = "plain-text"
     EMPTY = "empty"
 
 
+_SEVERITY = rb"(?:" + b"|".join(word.encode() for word in sorted(SEVERITIES)) + rb")"
 _STREAM_LOGS_LINE = re.compile(
-    rb"^(?:" + b"|".join(word.encode() for word in sorted(SEVERITIES)) + rb")"
-    rb"[ \t]+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}(?:[ \t]|$)"
+    rb"^" + _SEVERITY + rb"[ \t]+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}(?:[ \t]|$)"
 )
-_ENDPOINT_BANNER = b"Using endpoint ["
 _EXPLORER_LINE = re.compile(
     rb"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{1,9} [A-Za-z+\-][\w+\-:]*[ \t]*$"
 )
+# A Logs Explorer summary line: severity, an RFC 3339 time, the summary fields in brackets.
+SUMMARY_LINE = re.compile(
+    r"^(?P<severity>" + "|".join(sorted(SEVERITIES)) + r")[ \t]+"
+    r"(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)"
+    # Not stream-logs' "HH:MM:SS +0000" (that format's line).
+    r"(?![ \t]+[+-]\d{4}(?:[ \t]|$))"
+    # The page's local time may carry its zone's name (2024-03-01 11:00:00.000 CET).
+    r"(?:[ \t]+(?P<zone>[A-Z]{1,5}))?"
+    r"(?:[ \t]+\[(?P<fields>[^\]]*)\])?(?:[ \t]|$)"
+)
+_SUMMARY_BYTES = re.compile(SUMMARY_LINE.pattern.encode())
+# A console copy with the time of day only: "18:51:16.318 Job completed successfully."
+CLOCK_LINE = re.compile(r"^(?P<clock>\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)[ \t]+(?=\S)")
+_CLOCK_BYTES = re.compile(CLOCK_LINE.pattern.encode())
+
+# The top-level keys of a LogEntry (API field names): what gcloud's YAML documents and the
+# Logs Explorer CSV header are made of.
+LOGENTRY_KEYS = frozenset(
+    {
+        "errorGroups", "httpRequest", "insertId", "jsonPayload", "labels", "logName",
+        "operation", "protoPayload", "receiveLocation", "receiveTimestamp", "resource",
+        "severity", "sourceLocation", "spanId", "split", "textPayload", "timestamp", "trace",
+        "traceSampled", "apphub", "apphubDestination",
+    }
+)  # fmt: skip
+_YAML_KEY = re.compile(rb"^([A-Za-z]\w*):(?:[ \t]|$)")
+_YAML_MARKERS = (b"---", b"...")
+
+# Words only the logs of a training job (or gcloud, the SDK, the console around one) hold: a
+# plain text with none of them in its window is no log export (a README, notes, another tool's
+# log), and a run that finds no job in it says so rather than "no job found".
+_PLATFORM_WORDS = re.compile(
+    rb"(?i)aiplatform|ai[- ]platform|ml[- ]?engine|cloud[- ]?ml|custom[- ]?jobs?\b|training"
+    rb"[- ]?pipelines?\b|hyperparameter|ml_job|ml\.googleapis\.com|vertex|jobstate|pipelinestate"
+    rb"|workerpool\d|\b(?:master|worker|ps|evaluator)[- ]replica|\breplica\b|\bjob \[|\bjob "
+    rb"(?:failed|completed|is |will |submitted|creation)|waiting for (?:job|training)|training "
+    rb"program|\bgcloud\b|console\.cloud\.google\.com|\bjob_?id\b|task completed|exit code"
+    rb"|termination reason|quota|resource_exhausted"
+)
+
+
+def mentions_platform(head: bytes) -> bool:
+    """Whether ``head`` holds a word of a training job's logs (:data:`_PLATFORM_WORDS`)."""
+    return _PLATFORM_WORDS.search(head) is not None
+
+
+# How many lines of other text may come before a text format's first entry (a title, a note).
+_STRAY_LINES = 5
+# How many lines of the head decide: enough to see past a preamble and a few long entries.
+WINDOW_LINES = 400
 
 # What text is not: an undecodable byte (replaced by U+FFFD) or a control character other
 # than those real text logs carry (backspace, tab, line ends, form feed, ANSI escape).
@@ -46,16 +100,16 @@ _BINARY_BYTES = bytes([*range(0x00, 0x08), *range(0x0E, 0x1B), *range(0x1C, 0x20
 _REPLACEMENT_CHAR = "\ufffd".encode()
 
 
-def _line_of(head: bytes, offset: int) -> int:
-    return head.count(b"\n", 0, offset) + 1
+def _line_of(head: bytes, offset: int, first_line: int) -> int:
+    return head.count(b"\n", 0, offset) + first_line
 
 
-def _check_text(head: bytes, name: str) -> None:
+def _check_text(head: bytes, name: str, first_line: int = 1) -> None:
     """Raise InputError when ``head`` looks binary: a NUL byte or mostly undecodable bytes."""
     nul = head.find(b"\x00")
     if nul != -1:
         raise InputError(
-            f"{name}: binary data (NUL byte) at line {_line_of(head, nul)}, "
+            f"{name}: binary data (NUL byte) at line {_line_of(head, nul, first_line)}, "
             "pass a log export (JSON, JSON lines or text), decompressed or .gz"
         )
     if _plain_text(head):
@@ -67,7 +121,7 @@ def _check_text(head: bytes, name: str) -> None:
     if bad and bad * 10 >= len(text):
         first = _BINARY_CHAR.search(text)
         assert first is not None
-        line = text.count("\n", 0, first.start()) + 1
+        line = text.count("\n", 0, first.start()) + first_line
         raise InputError(
             f"{name}: binary data (undecodable bytes) at line {line}, "
             "pass a log export (JSON, JSON lines or text), decompressed or .gz"
@@ -92,14 +146,18 @@ def _plain_text(head: bytes) -> bool:
     return True
 
 
-def sniff(head: bytes, name: str) -> Format:
+def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1) -> Format:
     """The format of an input whose first bytes are ``head`` (see ``streams.read_head``).
 
-    Raises InputError naming ``name`` and the line when the bytes are binary.
+    Decided from a window of its first lines, not the first one: gcloud's preambles and
+    trailers (:mod:`analyzer.ingest.preamble`) are looked past, and a text format is the one
+    most of the other lines have. ``complete`` False: ``head`` stops inside the input, so its
+    last line may be cut; ``first_line`` is the line number ``head`` starts at. Raises
+    InputError naming ``name`` and the line when the bytes are binary.
     """
     if head.startswith(BOM):
         head = head[len(BOM) :]
-    _check_text(head, name)
+    _check_text(head, name, first_line)
     body = head.lstrip()
     if not body:
         return Format.EMPTY
@@ -107,10 +165,77 @@ def sniff(head: bytes, name: str) -> Format:
     if body[:1] == b"[" and body[1:].lstrip()[:1] in (b"{", b"]", b""):
         return Format.GCLOUD_JSON
     if body[:1] == b"{":
+        # A "{" alone on its line opens a pretty-printed object (entries copied from the Logs
+        # Explorer, one after another): JSON values over many lines, read like an array's.
+        if body.split(b"\n", 1)[0].strip() == b"{":
+            return Format.GCLOUD_JSON
         return Format.CLOUD_LOGGING_JSONL
-    first_line = body.split(b"\n", 1)[0].rstrip(b"\r")
-    if first_line.startswith(_ENDPOINT_BANNER) or _STREAM_LOGS_LINE.match(first_line):
+    lines = body.split(b"\n", WINDOW_LINES)
+    if len(lines) > WINDOW_LINES or not complete:
+        lines.pop()  # beyond the window, or cut by the head's end
+    window = [line.rstrip(b"\r") for line in lines]
+    filled = [line for line in window if line.strip() and not is_preamble_bytes(line)]
+    if not filled:
+        # Only gcloud's own lines (a stream-logs run cut before its first row): its reader
+        # skips them.
         return Format.STREAM_LOGS
-    if _EXPLORER_LINE.match(first_line):
-        return Format.LOGS_EXPLORER
+    if _csv_header(filled[0]):
+        return Format.EXPLORER_CSV
+    if _yaml_documents(filled):
+        return Format.GCLOUD_YAML
+    # How many of the lines each text format explains: stream-logs prefixes every line; an
+    # entry of the Logs Explorer's copy or summary goes on over the lines after its first (the
+    # task, a traceback), once its first entry starts near the top.
+    votes = {
+        Format.STREAM_LOGS: sum(1 for line in filled if _STREAM_LOGS_LINE.match(line)),
+        Format.LOGS_EXPLORER: _entries_explain(filled, _EXPLORER_LINE),
+        Format.EXPLORER_SUMMARY: _entries_explain(filled, _SUMMARY_BYTES),
+    }
+    best = max(votes, key=lambda form: votes[form])
+    # Most of the lines: a text that only quotes a line or two of a format is not in it.
+    if votes[best] and votes[best] * 2 >= len(filled):
+        return best
     return Format.PLAIN_TEXT
+
+
+def _entries_explain(lines: list[bytes], start: re.Pattern[bytes]) -> int:
+    """The lines from the first that ``start`` matches on, if it is among the first few."""
+    for index, line in enumerate(lines[:_STRAY_LINES]):
+        if start.match(line):
+            return len(lines) - index
+    return 0
+
+
+def _csv_header(line: bytes) -> bool:
+    """Whether ``line`` is the header of a Logs Explorer CSV download: LogEntry field paths."""
+    if line.count(b",") < 2:
+        return False
+    names = [cell.strip(b'"').lstrip(b"'") for cell in line.split(b",")]
+    roots = [name.split(b".", 1)[0].decode("ascii", "replace") for name in names if name]
+    known = {root for root in roots if root in LOGENTRY_KEYS}
+    # Most columns are LogEntry fields (one this list lacks is not fatal), the time or the
+    # text among them.
+    in_entries = sum(root in known for root in roots)
+    return in_entries * 4 >= len(roots) * 3 and bool(
+        known & {"timestamp", "textPayload", "jsonPayload"}
+    )
+
+
+def _yaml_documents(lines: list[bytes]) -> bool:
+    """Whether ``lines`` are YAML documents of LogEntry keys (``gcloud logging read``)."""
+    first = lines[0].rstrip()
+    found = _YAML_KEY.match(first)
+    if first != b"---" and (found is None or found.group(1).decode() not in LOGENTRY_KEYS):
+        return False
+    top = [line.rstrip() for line in lines if line[:1] not in (b" ", b"\t")]
+    keys = 0
+    other = 0
+    for line in top:
+        if line in _YAML_MARKERS:
+            continue
+        key = _YAML_KEY.match(line)
+        if key is not None and key.group(1).decode() in LOGENTRY_KEYS:
+            keys += 1
+        else:
+            other += 1
+    return keys >= 2 and other * 10 <= keys

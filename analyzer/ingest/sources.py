@@ -5,19 +5,22 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import chain
 from typing import BinaryIO
 
 from analyzer.errors import InputError
 from analyzer.ingest.jsonl import read_jsonl
 from analyzer.ingest.paths import STDIN, expand_paths, special_file
-from analyzer.ingest.sniff import SNIFF_LIMIT, Format, sniff
+from analyzer.ingest.sniff import SNIFF_LIMIT, Format, mentions_platform, sniff
 from analyzer.ingest.streams import (
     BUFFER_SIZE,
     ReplayReader,
     buffered,
     decompressed,
     read_head,
+    read_window,
+    transcoded,
 )
 from analyzer.records import InputStats, LogRecord, Source
 
@@ -48,6 +51,18 @@ def reader_for(form: Format) -> Reader:
         from analyzer.ingest.gcloud_json import read_gcloud_json
 
         return read_gcloud_json
+    if form is Format.GCLOUD_YAML:
+        from analyzer.ingest.gcloud_yaml import read_gcloud_yaml
+
+        return read_gcloud_yaml
+    if form is Format.EXPLORER_CSV:
+        from analyzer.ingest.explorer_csv import read_explorer_csv
+
+        return read_explorer_csv
+    if form is Format.EXPLORER_SUMMARY:
+        from analyzer.ingest.explorer import read_summary_lines
+
+        return read_summary_lines
     if form is Format.STREAM_LOGS:
         from analyzer.ingest.stream_logs import read_stream_logs
 
@@ -67,6 +82,7 @@ def _records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Decompress if needed, then read ``stream`` with the reader of ``stats.format``."""
     with stream:
         readable, guard = decompressed(stream)
+        readable, _ = transcoded(readable)
         yield from reader_for(Format(stats.format))(readable, stats)
         if guard is not None and guard.damaged:
             # The lost tail's lines cannot be known: count it as one skipped line.
@@ -74,13 +90,34 @@ def _records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
             stats.skip(TRUNCATED_COMPRESSED)
 
 
-def _sniff_stream(stream: BinaryIO, name: str) -> tuple[Format, bool]:
-    """The format of ``stream`` and whether it is gzip-compressed."""
+@dataclass(frozen=True, slots=True)
+class Sniffed:
+    """What sniffing an input found: its format, whether it is gzip-compressed, its UTF-16
+    codec if it is UTF-16 (the readers see it as UTF-8), and, for plain text, whether its
+    first lines hold any word of a job's logs."""
+
+    format: Format
+    compressed: bool
+    encoding: str | None
+    recognised: bool
+
+    def describe(self, stats: InputStats) -> None:
+        """Record the format (and whether it was recognised) in ``stats``."""
+        stats.format = self.format.value
+        stats.recognised = self.recognised
+
+
+def _sniff_stream(stream: BinaryIO, name: str) -> Sniffed:
+    """What ``stream`` is (:class:`Sniffed`)."""
     readable, guard = decompressed(stream)
-    head = read_head(readable, SNIFF_LIMIT)
+    readable, codec = transcoded(readable)
+    head, lines_before = read_window(readable, SNIFF_LIMIT)
     if guard is not None and guard.damaged and not head:
         raise InputError(f"{name}: corrupt gzip data, check the file or decompress it first")
-    return sniff(head, name), guard is not None
+    complete = len(head.lstrip()) < SNIFF_LIMIT
+    found = sniff(head, name, complete=complete, first_line=lines_before + 1)
+    recognised = found is not Format.PLAIN_TEXT or mentions_platform(head)
+    return Sniffed(found, guard is not None, codec, recognised)
 
 
 def open_file(path: str) -> BinaryIO:
@@ -100,12 +137,13 @@ class FileSource:
         self._stats = InputStats(path=path)
         with open_file(path) as stream:
             try:
-                found, compressed = _sniff_stream(stream, path)
+                found = _sniff_stream(stream, path)
             except OSError as error:  # an I/O error under the file (EIO), say
                 message = f"{path}: cannot be read ({error.strerror}), check the file"
                 raise InputError(message) from None
-        self._stats.format = found.value
-        self.compressed = compressed  # gzip (seen when sniffing): read whole, not by ranges
+        found.describe(self._stats)
+        self.compressed = found.compressed  # gzip: read whole, not by ranges
+        self.encoding = found.encoding  # "utf-16-le"/"-be", or None: UTF-8 (the fast path's)
 
     @property
     def stats(self) -> InputStats:
@@ -129,8 +167,9 @@ class StreamSource:
         # Sniff on the raw bytes, keeping everything read so far to replay it.
         raw_head = read_head(stream, SNIFF_LIMIT)
         self._stream = buffered(ReplayReader(raw_head, stream))
-        found, _ = _sniff_stream(buffered(ReplayReader(raw_head, io.BytesIO())), name)
-        self._stats.format = found.value
+        found = _sniff_stream(buffered(ReplayReader(raw_head, io.BytesIO())), name)
+        found.describe(self._stats)
+        self.encoding = found.encoding
         self._used = False
 
     @property
@@ -157,8 +196,7 @@ class MemorySource:
     def __init__(self, data: str | bytes, name: str = "<memory>") -> None:
         self._data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         self._stats = InputStats(path=name)
-        found, _ = _sniff_stream(io.BytesIO(self._data), name)
-        self._stats.format = found.value
+        _sniff_stream(io.BytesIO(self._data), name).describe(self._stats)
 
     @property
     def stats(self) -> InputStats:

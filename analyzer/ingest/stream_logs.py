@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
+from analyzer.ingest.preamble import is_preamble, preamble_record
 from analyzer.ingest.sniff import SEVERITIES
 from analyzer.records import SERVICE_TASK, InputStats, LogRecord, Origin
 
@@ -169,6 +170,11 @@ def read_stream_logs(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]
         if line is None:
             if text.startswith("Using endpoint ["):
                 stats.skip(ENDPOINT_BANNER)
+            elif is_preamble(text):
+                if pending is not None:
+                    yield _emit(pending, stats)
+                    pending = None
+                yield preamble_record(text, number, stats)
             elif not text.strip():
                 stats.skip(BLANK_LINE)
             else:

@@ -7,6 +7,7 @@ that the source can count it as a skipped line with a reason.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import zlib
@@ -102,15 +103,125 @@ def decompressed(stream: BinaryIO) -> tuple[BinaryIO, GzipGuard | None]:
 
 
 def read_head(stream: BinaryIO, limit: int) -> bytes:
-    """The first bytes of ``stream``, up to ``limit``, until a non-blank byte is seen."""
+    """The first bytes of ``stream``: its leading blank space, whatever its length, then up to
+    ``limit`` bytes more (fewer at the end of the input).
+
+    Stopping at ``limit`` bytes of blank space would sniff an export that starts with that much
+    of it as empty, and lose every record after it.
+    """
     parts: list[bytes] = []
+    blank = True
     size = 0
     while size < limit:
-        chunk = stream.read(min(BUFFER_SIZE, limit - size))
+        chunk = stream.read(min(BUFFER_SIZE, limit - size) if not blank else BUFFER_SIZE)
         if not chunk:
             break
         parts.append(chunk)
-        size += len(chunk)
-        if chunk.strip():
-            break
+        if blank:
+            stripped = chunk.lstrip()
+            if not stripped:
+                continue
+            blank = False
+            size = len(stripped)
+        else:
+            size += len(chunk)
     return b"".join(parts)
+
+
+def read_window(stream: BinaryIO, limit: int) -> tuple[bytes, int]:
+    """What :func:`read_head` reads, but with the blank space before the last blank piece
+    dropped, and how many line ends it held: a sniff needs only the window after it (and the
+    line numbers), not gigabytes of spaces in memory."""
+    dropped = 0
+    kept: list[bytes] = []
+    size = 0
+    blank = True
+    while size < limit:
+        chunk = stream.read(min(BUFFER_SIZE, limit - size) if not blank else BUFFER_SIZE)
+        if not chunk:
+            break
+        if blank:
+            stripped = chunk.lstrip()
+            if not stripped:
+                if kept:
+                    dropped += kept[0].count(b"\n")
+                kept = [chunk]
+                continue
+            blank = False
+            size = len(stripped)
+        else:
+            size += len(chunk)
+        kept.append(chunk)
+    return b"".join(kept), dropped
+
+
+# Byte-order marks of UTF-16 (Windows PowerShell's redirections write UTF-16 LE with one).
+UTF16_BOMS = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}
+
+
+def utf16_encoding(head: bytes) -> str | None:
+    """The UTF-16 codec of an input whose first bytes are ``head``: by its byte-order mark, or,
+    without one, by text whose every other byte is NUL (ASCII in UTF-16); None for others."""
+    for bom, codec in UTF16_BOMS.items():
+        if head.startswith(bom):
+            return codec
+    sample = head[:256]
+    if len(sample) >= 8 and len(sample) % 2 == 0:
+        odd, even = sample[1::2], sample[0::2]
+        if not odd.strip(b"\x00") and b"\x00" not in even:
+            return "utf-16-le"
+        if not even.strip(b"\x00") and b"\x00" not in odd:
+            return "utf-16-be"
+    return None
+
+
+class Utf8Transcoder(io.RawIOBase):
+    """UTF-8 bytes of a UTF-16 stream, decoded as it is read (never the whole input at once).
+
+    A leading byte-order mark is dropped; undecodable units (a lone surrogate, an odd last
+    byte) become U+FFFD.
+    """
+
+    def __init__(self, raw: BinaryIO, codec: str) -> None:
+        super().__init__()
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder(codec)("replace")
+        self._pending = b""
+        self._first = True
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending and not self._done:
+            data = self._raw.read(BUFFER_SIZE)
+            text = self._decoder.decode(data, final=not data)
+            if self._first and text:
+                text = text.removeprefix("\ufeff")
+                self._first = False
+            self._pending = text.encode("utf-8")
+            self._done = not data
+        count = min(len(buffer), len(self._pending))
+        memoryview(buffer).cast("B")[:count] = self._pending[:count]
+        self._pending = self._pending[count:]
+        return count
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def transcoded(stream: BinaryIO) -> tuple[BinaryIO, str | None]:
+    """``stream`` as UTF-8: itself, or its UTF-8 view when it is UTF-16 (and which codec)."""
+    head = stream.read(256)
+    source: BinaryIO
+    if stream.seekable():
+        stream.seek(-len(head), io.SEEK_CUR)
+        source = stream
+    else:
+        source = buffered(ReplayReader(head, stream))
+    codec = utf16_encoding(head)
+    if codec is None:
+        return source, None
+    return buffered(Utf8Transcoder(source, codec)), codec

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from analyzer.ingest.entries import record_or_reason
 from analyzer.live.client import PUBLIC_ENDPOINT, make_client, resolve_endpoint
 from analyzer.live.errors import (
     DEFAULT_BACKOFF,
@@ -32,13 +33,13 @@ from analyzer.live.errors import (
     translate,
 )
 from analyzer.live.query import LiveQuery, job_filter
-from analyzer.records import InputStats, LogRecord, Origin, parse_timestamp, record_from_entry
+from analyzer.records import NO_MESSAGE, InputStats, LogRecord, Origin, parse_timestamp
 
 FORMAT = "cloud-logging-api"
 DEFAULT_PAGE_SIZE = 1000
 """The API's largest page: fewest requests against the 60 reads/minute project quota."""
 
-SKIP_NO_TEXT = "entry without jsonPayload.message or textPayload"
+SKIP_NO_TEXT = NO_MESSAGE
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PRUNE_AT = 4096
 
@@ -241,10 +242,10 @@ class LiveSource:
         )
         for entry in entries:
             stats.lines += 1
-            try:
-                record = record_from_entry(entry, Origin(stats.path, stats.lines))
-            except ValueError:
-                stats.skip(SKIP_NO_TEXT)
+            # The one LogEntry mapping, with its skip reasons (no text, another resource).
+            record = record_or_reason(entry, Origin(stats.path, stats.lines))
+            if isinstance(record, str):
+                stats.skip(record)
                 continue
             stats.records += 1
             stats.used += 1

@@ -24,9 +24,19 @@ from analyzer.errors import InputError
 from analyzer.simulate.fleet import fleet
 from analyzer.simulate.plan import Expected, merge_jobs
 from analyzer.simulate.scenarios import SCENARIOS, Scenario
-from analyzer.simulate.writers import FORMATS, write
+from analyzer.simulate.writers import FORMATS, encoding, write
 
-__all__ = ["FORMATS", "SCENARIOS", "Expected", "Scenario", "expected", "fleet", "simulate", "write"]
+__all__ = [
+    "FORMATS",
+    "SCENARIOS",
+    "Expected",
+    "Scenario",
+    "encoding",
+    "expected",
+    "fleet",
+    "simulate",
+    "write",
+]
 
 
 def _scenario(name: str) -> Scenario:

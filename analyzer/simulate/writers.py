@@ -8,21 +8,50 @@
   ``SEVERITY, time, task, message``, one line per message line.
 - ``logs-explorer``: a copy from the Logs Explorer; time with milliseconds and
   zone, a blank line, the task, the message, repeated.
+- ``yaml``: ``gcloud logging read`` without ``--format``; one YAML document per
+  entry, newest first, ``---`` between them, multi-line texts as literal blocks.
+- ``explorer-json``: the Logs Explorer's JSON download; an array, newest first,
+  the API's key order.
+- ``explorer-csv``: the Logs Explorer's CSV download (layout in
+  ``analyzer/ingest/explorer_csv.py``); a header of field paths, newest first.
+- ``summary-lines``: Logs Explorer summary lines, ``SEVERITY TIMESTAMP
+  [resource.labels.taskName: TASK] message``, a message's further lines after it.
+- ``utf16``: ``stream-logs`` redirected by Windows PowerShell: UTF-16 LE with a
+  byte-order mark, CRLF line ends (see :func:`encoding`: written as text here,
+  encoded by whoever writes the bytes).
 """
 
 from __future__ import annotations
 
+import csv
 import difflib
+import io
 import json
 import random
+import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+import yaml
+
 from analyzer.errors import InputError
 from analyzer.simulate.entries import HOUR, SECOND, entry_ns, entry_task, entry_text
 
-FORMATS = ("jsonl", "gcloud-json", "stream-logs", "logs-explorer")
+FORMATS = (
+    "jsonl",
+    "gcloud-json",
+    "stream-logs",
+    "logs-explorer",
+    "yaml",
+    "explorer-json",
+    "explorer-csv",
+    "summary-lines",
+    "utf16",
+)
+_ENCODINGS = {"utf16": "utf-16-le"}
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MARKED = re.compile(r"[-/@(\"]")
 # How far a sink reorders entries: a handful of neighbours, never across the hour.
 _SHUFFLE_WINDOW = 6
 
@@ -53,8 +82,26 @@ def write(entries: Iterable[dict[str, Any]], fmt: str, out: TextIO, *, seed: int
         out.write(json.dumps(newest_first, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     elif fmt == "stream-logs":
         _write_stream_logs(entries, out)
-    else:
+    elif fmt == "logs-explorer":
         _write_logs_explorer(entries, out)
+    elif fmt == "yaml":
+        _write_yaml(entries, out)
+    elif fmt == "explorer-json":
+        newest_first = sorted(entries, key=entry_ns, reverse=True)
+        out.write(json.dumps(newest_first, indent=2, ensure_ascii=False) + "\n")
+    elif fmt == "explorer-csv":
+        _write_explorer_csv(entries, out)
+    elif fmt == "summary-lines":
+        _write_summary_lines(entries, out)
+    else:
+        text = io.StringIO()
+        _write_stream_logs(entries, text)
+        out.write("\ufeff" + text.getvalue().replace("\n", "\r\n"))
+
+
+def encoding(fmt: str) -> str:
+    """The encoding a file of format ``fmt`` is written in (UTF-8 but for ``utf16``)."""
+    return _ENCODINGS.get(check_format(fmt), "utf-8")
 
 
 def dumps(entry: dict[str, Any]) -> str:
@@ -108,3 +155,71 @@ def _write_logs_explorer(entries: Iterable[dict[str, Any]], out: TextIO) -> None
         ns = entry_ns(entry)
         millis = ns % SECOND // 1_000_000
         out.write(f"{_clock(ns)}.{millis:03d} UTC\n\n{entry_task(entry)}\n{entry_text(entry)}\n")
+
+
+class _GcloudDumper(yaml.SafeDumper):
+    """gcloud's YAML: block style, multi-line texts as literal blocks."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_GcloudDumper.add_representer(str, _text)
+
+
+def _write_yaml(entries: Iterable[dict[str, Any]], out: TextIO) -> None:
+    for index, entry in enumerate(sorted(entries, key=entry_ns, reverse=True)):
+        if index:
+            out.write("---\n")
+        out.write(
+            yaml.dump(
+                entry, Dumper=_GcloudDumper, allow_unicode=True, sort_keys=True, width=1 << 16
+            )
+        )
+
+
+def _csv_name(key: str) -> str:
+    # A key that is not a plain name is quoted inside the path, as the download does.
+    return key if _PLAIN_KEY.fullmatch(key) else f'"{key}"'
+
+
+def _flatten(value: Any, path: str, cells: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _flatten(item, f"{path}.{_csv_name(key)}" if path else _csv_name(key), cells)
+    elif isinstance(value, bool):
+        cells[path] = "true" if value else "false"
+    elif value is not None:
+        cells[path] = value if isinstance(value, str) else json.dumps(value)
+
+
+def _csv_cell(value: str) -> str:
+    # The download's text mark, where a spreadsheet could read the cell as a formula or a date.
+    return "'" + value if value[:1] == "'" or _MARKED.search(value) else value
+
+
+def _write_explorer_csv(entries: Iterable[dict[str, Any]], out: TextIO) -> None:
+    rows: list[dict[str, str]] = []
+    for entry in sorted(entries, key=entry_ns, reverse=True):
+        cells: dict[str, str] = {}
+        _flatten(entry, "", cells)
+        rows.append(cells)
+    header = sorted({name for cells in rows for name in cells})
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([_csv_cell(name) for name in header])
+    for cells in rows:
+        writer.writerow([_csv_cell(cells[name]) if name in cells else "" for name in header])
+
+
+def _write_summary_lines(entries: Iterable[dict[str, Any]], out: TextIO) -> None:
+    for entry in entries:
+        severity = entry.get("severity") or "DEFAULT"
+        first, *rest = entry_text(entry).split("\n")
+        out.write(
+            f"{severity} {entry['timestamp']} [resource.labels.taskName: {entry_task(entry)}]"
+            f" {first}\n"
+        )
+        for line in rest:
+            out.write(line + "\n")

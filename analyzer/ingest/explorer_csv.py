@@ -1,0 +1,126 @@
+"""The Logs Explorer's "Download" as CSV.
+
+The layout, as a real download shows it (``downloaded-logs-20260331-031943.csv`` in the public
+repository boksaemstudio/boksaem-yoga-app, ``tests/``): one header row of LogEntry field paths,
+the union of the entries' fields flattened, sorted (``httpRequest.latency, ..., insertId,
+jsonPayload.message, labels.execution_id, logName, ..., receiveTimestamp,
+resource.labels.project_id, resource.type, severity, spanId, textPayload, timestamp, trace``);
+a key that is not a plain name is quoted inside the path (``labels."run.googleapis.com/..."``);
+then one row per entry, newest first, empty cells for the fields an entry lacks. RFC 4180
+quoting: a message with a newline or a comma is a quoted cell over several physical lines.
+A cell whose text a spreadsheet could take for a formula or a date (``'2026-03-30T12:58:48Z``,
+``'projects/p/logs/...``, ``'https://...``; seen with a ``-``, ``/``, ``@``, ``(`` or quote in it)
+starts with an apostrophe, the spreadsheet's "this is text" mark: it is removed.
+
+Each row is rebuilt into a nested LogEntry dict and read by the one mapping
+(:func:`~analyzer.records.entry_fields`). Every physical line is accounted for: the header's
+lines are used, a row's lines are used if it gave a record, else skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from analyzer.ingest.entries import record_or_reason
+from analyzer.ingest.lines import text_lines
+from analyzer.records import InputStats, LogRecord, Origin
+
+BLANK_LINE = "blank line"
+BAD_CSV = "unreadable CSV row"
+
+# A message can be long (a whole traceback in one cell); the csv module's default limit is 128 KiB.
+csv.field_size_limit(1 << 30)
+
+# The spreadsheet's text mark before a cell's value.
+TEXT_MARK = "'"
+
+
+def field_path(name: str) -> tuple[str, ...]:
+    """The keys of a header cell: ``labels."compute.googleapis.com/resource_id"`` is
+    ``("labels", "compute.googleapis.com/resource_id")``."""
+    name = name.removeprefix(TEXT_MARK)
+    keys: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for char in name:
+        if char == '"':
+            quoted = not quoted
+        elif char == "." and not quoted:
+            keys.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    keys.append("".join(current))
+    return tuple(keys)
+
+
+def cell_value(cell: str) -> str:
+    """A cell's text without the spreadsheet's text mark."""
+    return cell[1:] if cell.startswith(TEXT_MARK) else cell
+
+
+def _put(entry: dict[str, Any], path: tuple[str, ...], value: str) -> None:
+    node = entry
+    for key in path[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            return  # a value and a nested field at one path: the first one stays
+        node = child
+    node.setdefault(path[-1], value)
+
+
+def row_entry(paths: list[tuple[str, ...]], row: list[str]) -> dict[str, Any]:
+    """The nested LogEntry of one row; empty cells are fields the entry lacks.
+
+    An empty ``jsonPayload.message`` cell in a row that has a ``jsonPayload`` is the empty
+    message (a blank line the program printed), as the sink holds it.
+    """
+    entry: dict[str, Any] = {}
+    message_column = False
+    for path, cell in zip(paths, row, strict=False):
+        if path == ("jsonPayload", "message"):
+            message_column = True
+        if cell:
+            _put(entry, path, cell_value(cell))
+    payload = entry.get("jsonPayload")
+    if message_column and isinstance(payload, dict):
+        payload.setdefault("message", "")
+    return entry
+
+
+def _physical(stream: BinaryIO, stats: InputStats) -> Iterator[str]:
+    for _, text in text_lines(stream, stats):
+        yield text + "\n"
+
+
+def read_explorer_csv(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+    """Yield one record per data row of a Logs Explorer CSV download."""
+    physical = _physical(stream, stats)
+    rows = csv.reader(physical, strict=False)
+    paths: list[tuple[str, ...]] | None = None
+    consumed = 0
+    try:
+        for row in rows:
+            first, consumed = consumed + 1, rows.line_num
+            count = consumed - first + 1
+            if not any(cell.strip() for cell in row):
+                stats.skip(BLANK_LINE, count)
+                continue
+            if paths is None:
+                paths = [field_path(name) for name in row]
+                stats.used += count
+                continue
+            outcome = record_or_reason(row_entry(paths, row), Origin(stats.path, first))
+            if isinstance(outcome, str):
+                stats.skip(outcome, count)
+                continue
+            stats.used += count
+            stats.records += 1
+            yield outcome
+    except csv.Error:
+        # A cell beyond the size limit, or broken quoting: that row and the rest are skipped.
+        for _ in physical:
+            pass
+        stats.skip(BAD_CSV, stats.lines - consumed)
