@@ -1,8 +1,9 @@
 """The ``jobdoctor`` command line: a thin layer over the Python API.
 
 Only this module prints or exits. Exit codes: 0 the analysis ran (whatever the jobs' fate),
-1 ``--fail-on failed`` and a job failed, 2 bad usage or unreadable input, 3 invalid rules or
-policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceback).
+1 ``--fail-on failed`` and a job failed, 2 bad usage or unreadable input (in a batch: after
+the other inputs were diagnosed) or a full disk, 3 invalid rules or policy, 70 a bug in
+jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceback, its secrets redacted).
 """
 
 from __future__ import annotations
