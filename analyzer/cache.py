@@ -77,6 +77,9 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO put in its place is not waited on
+# Where a file cannot be opened inside a directory's descriptor without following a link
+# (Windows), nothing is read from the cache or written to it: the work is done every run.
+_GUARDED = os.open in os.supports_dir_fd and _NOFOLLOW != 0
 
 T = TypeVar("T")
 
@@ -180,7 +183,7 @@ def _unsealed(content: bytes) -> bytes | None:
 def load(kind: str, name: str) -> object | None:
     """What :func:`store` kept under ``kind`` and ``name``, or None."""
     directory = cache_dir()
-    if directory is None:
+    if directory is None or not _GUARDED:
         return None
     try:
         handle = _open_directory(directory)
@@ -205,7 +208,7 @@ def load(kind: str, name: str) -> object | None:
 def store(kind: str, name: str, value: object) -> None:
     """Keep ``value`` under ``kind`` and ``name``; quietly nothing when that cannot be done."""
     directory = cache_dir()
-    if directory is None:
+    if directory is None or not _GUARDED:
         return
     try:
         data = _sealed(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
