@@ -404,9 +404,11 @@ def _follow(
     _say(f"following job {job_id} in project {project}; Ctrl-C to stop")
 
     def show(changes: list[str], diagnosis: Diagnosis) -> None:
+        from analyzer.controls import visible
+
         now = datetime.now(UTC).strftime("%H:%M:%S")
-        for change in changes:
-            sys.stdout.write(f"{now}  {change}\n")
+        for change in changes:  # sentences quoting the job's log lines: shown, not obeyed
+            sys.stdout.write(f"{now}  {visible(change)}\n")
         sys.stdout.flush()
 
     last = follow_job(

@@ -178,3 +178,34 @@ def test_a_garbage_token_answer_is_one_line_and_exit_2(
     assert "internal error" not in output and len(output.strip().splitlines()) == 1, output
     assert "token" in output or "credentials rejected" in output
     assert TOKEN not in output
+
+
+def test_follow_shows_the_controls_of_the_lines_it_quotes() -> None:
+    entries = load_entries(SAMPLE)
+    hostile = 0
+    for entry in entries:
+        payload = entry.get("jsonPayload")
+        if isinstance(payload, dict) and "Exit reason" in str(payload.get("message")):
+            payload["message"] += " \x1b]52;c;ZXZpbA==\x07\x1b[2J\r\u202e"
+            hostile += 1
+    assert hostile
+    labels = entries[0]["resource"]["labels"]
+    with LoggingServer(entries=entries) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "diagnose",
+                "--follow",
+                "--project",
+                labels["project_id"],
+                "--job-id",
+                labels["job_id"],
+                "--api-endpoint",
+                server.url,
+                "--since",
+                "3650d",
+            ],
+        )
+    assert result.exit_code == 0, result.stderr
+    assert "Exit reason" in result.stdout and "\\u001b]52;c;" in result.stdout
+    assert not any(c in result.stdout for c in "\x1b\x07\r\u202e")
