@@ -184,10 +184,15 @@ def test_follow_shows_the_controls_of_the_lines_it_quotes() -> None:
     entries = load_entries(SAMPLE)
     hostile = 0
     for entry in entries:
-        payload = entry.get("jsonPayload")
-        if isinstance(payload, dict) and "Exit reason" in str(payload.get("message")):
-            payload["message"] += " \x1b]52;c;ZXZpbA==\x07\x1b[2J\r\u202e"
+        text = json.dumps(entry)
+        said = "Termination reason: Error"
+        if said in text:
+            # Inside what the rule captures (the reason), so the sentence quotes it.
             hostile += 1
+            entry.clear()
+            entry.update(
+                json.loads(text.replace(said, said + "\\u001b]52;c;ZXZpbA==\\u0007\\u202e"))
+            )
     assert hostile
     labels = entries[0]["resource"]["labels"]
     with LoggingServer(entries=entries) as server:
@@ -207,5 +212,5 @@ def test_follow_shows_the_controls_of_the_lines_it_quotes() -> None:
             ],
         )
     assert result.exit_code == 0, result.stderr
-    assert "Exit reason" in result.stdout and "\\u001b]52;c;" in result.stdout
+    assert "failure:" in result.stdout and "\\u001b]52;c;" in result.stdout
     assert not any(c in result.stdout for c in "\x1b\x07\r\u202e")
