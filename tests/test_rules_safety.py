@@ -162,3 +162,11 @@ def test_the_text_and_markdown_reports_say_it_too(tmp_path: Path, output: str) -
     done = _jobdoctor("diagnose", "--format", output, "--rules", str(folder), str(log))
     assert done.returncode == 0, done.stderr
     assert "user.slow" in done.stdout and "disabled for the rest of the run" in done.stdout
+
+
+def test_a_policy_file_with_aliases_is_refused_too(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("max_worker_restarts: &five 5\nmax_attempts: {default: *five}\n")
+    done = _jobdoctor("explain", "--policy", str(policy), "OOMKilled")
+    assert done.returncode == 3
+    assert f"{policy}:1: YAML anchor &five: anchors and aliases are not allowed" in done.stderr
