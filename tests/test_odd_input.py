@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 import subprocess
 import sys
 from pathlib import Path
@@ -23,12 +24,12 @@ FIRST = "0001-01-01T00:00:00Z"
 LAST = "9999-12-31T23:59:58Z"
 
 
-def _retimed(tmp_path: Path, name: str, when: object) -> Path:
+def _retimed(tmp_path: Path, name: str, when: Callable[[int, int], str | None]) -> Path:
     """The sample with line ``i``'s timestamps set to ``when(i, count)`` (None: kept)."""
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
     out = []
     for index, line in enumerate(lines):
-        stamp = when(index, len(lines))  # type: ignore[operator]
+        stamp = when(index, len(lines))
         entry = json.loads(line)
         if stamp is not None:
             entry["timestamp"] = entry["receiveTimestamp"] = stamp
@@ -38,7 +39,7 @@ def _retimed(tmp_path: Path, name: str, when: object) -> Path:
     return path
 
 
-EDGES = {
+EDGES: dict[str, Callable[[int, int], str | None]] = {
     "all-year-1": lambda i, n: FIRST,
     "all-year-9999": lambda i, n: LAST,
     "year-1-then-2024": lambda i, n: FIRST if i < 5 else None,
