@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
