@@ -73,6 +73,24 @@ def analyze_sources(
     book.new_run()  # each rule's time budget is per run
     collector = Collector(book)
     collector.read_all(sources, while_waiting=_load_diagnosing)
+    return diagnose_collected(
+        collector, book, policy=policy, job=job, job_spec=job_spec, lang=lang, unread=unread
+    )
+
+
+def diagnose_collected(
+    collector: Collector,
+    book: RuleBook,
+    *,
+    policy: RetryPolicy | None = None,
+    job: str | None = None,
+    job_spec: JobSpec | None = None,
+    lang: str = "en",
+    unread: Sequence[str] = (),
+) -> Analysis:
+    """The analysis of what ``collector`` has read with ``book`` (:func:`analyze_sources`
+    once its sources are read; ``analyzer.bigquery`` fills a collector from query rows).
+    ``unread``: inputs that could not be opened, kept with those that failed while read."""
     from analyzer.policy import load_policy
     from analyzer.predict import diagnose_timeline
     from analyzer.timeline import job_timelines

@@ -105,6 +105,19 @@ class JobLog:
     service_records: int = 0  # records the service wrote (task "service")
 
 
+@dataclass(frozen=True, slots=True)
+class SpanSummary:
+    """The records of one job group (:func:`~analyzer.records.job_group`), task and VM as a
+    query engine counts them: first and last time (None when untimed) and how many."""
+
+    group: str | None
+    task: str | None
+    vm: str | None
+    first: datetime | None
+    last: datetime | None
+    records: int
+
+
 @dataclass(slots=True)
 class _Span:
     first: datetime
@@ -260,7 +273,7 @@ def _from_scan(scan: RangeScan) -> dict[str | None, _JobAccumulator]:
 
 def _settle(
     local: dict[str | None, _JobAccumulator],
-    source: Source,
+    path: str,
     jobs: dict[tuple[str, str], _JobAccumulator],
 ) -> None:
     # A text export has no job id: take it from the console link of the service error. Its
@@ -272,7 +285,7 @@ def _settle(
         linked = _linked_job_id(anonymous.events)
         if linked is None:
             # A job without an id is only known inside its own input: never merge two of those.
-            unnamed[job_group(source.stats.path, trial) or source.stats.path] = anonymous
+            unnamed[job_group(path, trial) or path] = anonymous
             continue
         target = local.get(job_group(linked, trial))
         if target is None:
@@ -424,7 +437,7 @@ class Collector:
                         raise
                     self.unread.append(_unread_line(source.stats.path, error))
                     continue
-            _settle(local, source, self._jobs)
+            _settle(local, source.stats.path, self._jobs)
             self._stats.setdefault(source.stats.path, source.stats)
             if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
                 # Read up to the cut; what came after it is lost, which a batch must not hide.
@@ -432,6 +445,40 @@ class Collector:
                     f"{source.stats.path}: truncated compressed data, read up to the cut; the"
                     " rest of the file is lost"
                 )
+
+    def read_summary(
+        self, stats: InputStats, spans: Iterable[SpanSummary], events: Iterable[Event]
+    ) -> None:
+        """Take an input a query engine has already summarised (``analyzer.bigquery``): the
+        spans of all its records per job group, task and VM, and the events of the records
+        the rule book matched. The same accumulators as reading its records one by one."""
+        local: dict[str | None, _JobAccumulator] = {}
+        for span in spans:
+            acc = local.get(span.group)
+            if acc is None:
+                acc = local[span.group] = _JobAccumulator()
+            acc.records += span.records
+            if span.task == SERVICE_TASK:
+                acc.service_records += span.records
+            if span.first is None or span.last is None:
+                continue
+            acc.first = span.first if acc.first is None else min(acc.first, span.first)
+            acc.last = span.last if acc.last is None else max(acc.last, span.last)
+            if span.task is None or span.task == SERVICE_TASK:
+                continue
+            per_vm = acc.spans.setdefault(span.task, {})
+            known = per_vm.get(span.vm)
+            if known is None:
+                per_vm[span.vm] = _Span(span.first, span.last, span.records)
+            else:  # a trial label without a job id: grouped with the job's own records
+                known.first = min(known.first, span.first)
+                known.last = max(known.last, span.last)
+                known.records += span.records
+        for event in events:
+            group = job_group(event.job_id, event.trial)
+            local.setdefault(group, _JobAccumulator()).events.append(event)
+        _settle(local, stats.path, self._jobs)
+        self._stats.setdefault(stats.path, stats)
 
     @property
     def stats(self) -> list[InputStats]:

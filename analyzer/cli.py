@@ -24,6 +24,7 @@ import typer
 from analyzer.errors import InputError, JobDoctorError, PolicyError, RuleError, SourceError
 
 if TYPE_CHECKING:
+    from analyzer.bigquery import BigQuerySource
     from analyzer.jobspec import JobSpec
     from analyzer.policy import RetryPolicy
     from analyzer.records import Source
@@ -69,6 +70,12 @@ class FleetFormat(StrEnum):
     html = "html"
     markdown = "markdown"
     csv = "csv"
+    json = "json"
+
+
+class SqlDialect(StrEnum):
+    bigquery = "bigquery"
+    duckdb = "duckdb"
 
 
 class FailOn(StrEnum):
@@ -223,6 +230,56 @@ EndpointOpt = Annotated[
 ]
 
 
+BigQueryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bigquery",
+        help="Read a BigQuery table, P.D.TABLE: a sink table, the per-job tables "
+        "(ml_googleapis_com_*) or a Log Analytics view (_AllLogs); needs --since or --start.",
+        show_default=False,
+    ),
+]
+BillingOpt = Annotated[
+    str | None,
+    typer.Option("--billing-project", help="BigQuery: bill the queries to this project."),
+]
+MaxBytesOpt = Annotated[
+    str, typer.Option("--max-bytes", help="BigQuery: refuse to scan more (e.g. 100GB, 1TB).")
+]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="BigQuery: print the bytes and price, run nothing.")
+]
+JobIdsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--job-id",
+        help="The job id to read live (with --project); with --bigquery, only these jobs.",
+    ),
+]
+
+
+def _bigquery_source(
+    table: str,
+    since: str | None,
+    start: str | None,
+    end: str | None,
+    job_ids: list[str] | None,
+    billing_project: str | None,
+    max_bytes: str,
+) -> BigQuerySource:
+    from analyzer.bigquery import bigquery_source
+
+    return bigquery_source(
+        table,
+        since=since,
+        start=start,
+        end=end,
+        job_ids=job_ids or (),
+        billing_project=billing_project,
+        max_bytes=max_bytes,
+    )
+
+
 def _load_policy(path: Path | None) -> RetryPolicy:
     from analyzer.policy import load_policy
 
@@ -268,11 +325,15 @@ def diagnose(
     rules: RulesOpt = None,
     policy: PolicyOpt = None,
     project: ProjectOpt = None,
-    job_id: JobIdOpt = None,
+    job_ids: JobIdsOpt = None,
     since: SinceOpt = None,
     start: StartOpt = None,
     end: EndOpt = None,
     api_endpoint: EndpointOpt = None,
+    bigquery: BigQueryOpt = None,
+    billing_project: BillingOpt = None,
+    max_bytes: MaxBytesOpt = "100GB",
+    dry_run: DryRunOpt = False,
     follow: Annotated[
         bool, typer.Option("--follow", help="Live: poll, print what changes, stop when it ends.")
     ] = False,
@@ -288,18 +349,26 @@ def diagnose(
 ) -> None:
     """Diagnose every job in the logs: state, retries, root cause, evidence, advice.
 
-    Reads files, or live from Cloud Logging with --project and --job-id.
+    Reads files, live from Cloud Logging with --project and --job-id, or a BigQuery table
+    with --bigquery (a dry run first: bytes and price, then bounded by --max-bytes).
     """
     # Only what reading needs: the rest loads while worker processes scan (analyzer.api).
     from analyzer.api import Analysis, analyze_sources
     from analyzer.rulebook import RuleBook
 
-    live = project is not None or job_id is not None
+    live = project is not None or (bool(job_ids) and bigquery is None)
+    job_id = job_ids[-1] if job_ids else None
     with _reported_errors():
+        if bigquery is not None and (paths or project is not None or follow):
+            raise InputError("give log files, --project or --bigquery, one of them")
+        if live and job_ids and len(job_ids) > 1:
+            raise InputError("live reading takes one --job-id")
         if live and paths:
             raise InputError("give log files or --project/--job-id, not both")
-        if not live and not paths:
-            raise InputError("no input: give log files, - for stdin, or --project and --job-id")
+        if not live and not paths and bigquery is None:
+            raise InputError(
+                "no input: give log files, - for stdin, --project and --job-id, or --bigquery"
+            )
         if follow and not live:
             raise InputError("--follow reads live logs: give --project and --job-id")
         if follow and end is not None:
@@ -320,7 +389,30 @@ def diagnose(
             )
             return
         analysis: Analysis
-        if live:
+        said = 0
+        if bigquery is not None:
+            from analyzer.bigquery import analyze_bigquery
+            from analyzer.bigquery import describe_window as table_window
+
+            wanted = [*(job_ids or []), *([job] if job else [])]
+            source = _bigquery_source(
+                bigquery, since, start, end, wanted, billing_project, max_bytes
+            )
+            _say(table_window(source))
+            found = analyze_bigquery(
+                source,
+                rules=book,
+                policy=active_policy,
+                job_spec=_load_job_spec(job_spec),
+                lang=lang.value,
+                say=_say,
+                dry_run=dry_run,
+            )
+            if found is None:
+                return
+            # The window (the first notice) was said before the queries ran.
+            analysis, said = found, 1
+        elif live:
             from analyzer.live import LiveQuery, LiveSource, describe_window
 
             query = _live_query(project, job_id, since, start, end, api_endpoint)
@@ -348,7 +440,7 @@ def diagnose(
                     lang=lang.value,
                     unread=unread,
                 )
-        for notice in analysis.notices:
+        for notice in analysis.notices[said:]:
             _say(notice)
         if job is not None and not analysis.diagnoses:
             raise InputError(f"job {job} is not in the inputs; run without --job to list them")
@@ -451,7 +543,10 @@ def fetch(
 
 @app.command()
 def report(
-    paths: PathsArg,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="Log files, directories, globs, or - for stdin.", show_default=False),
+    ] = None,
     output: Annotated[
         FleetFormat, typer.Option("--format", "-f", help="Report format.")
     ] = FleetFormat.html,
@@ -461,11 +556,33 @@ def report(
     ] = None,
     rules: RulesOpt = None,
     policy: PolicyOpt = None,
+    bigquery: BigQueryOpt = None,
+    since: SinceOpt = None,
+    start: StartOpt = None,
+    end: EndOpt = None,
+    job_ids: JobIdsOpt = None,
+    billing_project: BillingOpt = None,
+    max_bytes: MaxBytesOpt = "100GB",
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Fleet report over many jobs: causes, retries, restarts, time lost, worst jobs, timelines."""
     from analyzer.report.cli_report import report_command
 
     with _reported_errors():
+        if bigquery is not None:
+            from analyzer.bigquery.commands import bigquery_report
+
+            if paths:
+                raise InputError("give log files or --bigquery, not both")
+            source = _bigquery_source(
+                bigquery, since, start, end, job_ids, billing_project, max_bytes
+            )
+            bigquery_report(
+                source, output.value, out, _rules_dirs(rules), policy, say=_say, dry_run=dry_run
+            )
+            return
+        if not paths:
+            raise InputError("no input: give log files, directories, - for stdin, or --bigquery")
         analysis = report_command(
             paths, output.value, out, rules_dirs=_rules_dirs(rules), policy_path=policy
         )
@@ -473,6 +590,31 @@ def report(
             _say(notice)
     if analysis.unread:  # said above; the report covers the other inputs
         raise typer.Exit(EXIT_USAGE)
+
+
+@app.command()
+def sql(
+    bigquery: BigQueryOpt = None,
+    since: SinceOpt = None,
+    start: StartOpt = None,
+    end: EndOpt = None,
+    job_ids: JobIdsOpt = None,
+    dialect: Annotated[
+        SqlDialect, typer.Option("--dialect", help="bigquery, or duckdb (what the tests run).")
+    ] = SqlDialect.bigquery,
+    billing_project: BillingOpt = None,
+    rules: RulesOpt = None,
+) -> None:
+    """Print the queries diagnose --bigquery would run (the table's schema is read; free)."""
+    with _reported_errors():
+        if bigquery is None:
+            raise InputError("sql prints the queries for a table: give --bigquery P.D.TABLE")
+        from analyzer.bigquery import sql_text
+        from analyzer.rulebook import RuleBook
+
+        source = _bigquery_source(bigquery, since, start, end, job_ids, billing_project, "100GB")
+        book = RuleBook.load(_rules_dirs(rules))
+        sys.stdout.write(sql_text(source, dialect=dialect.value, rules=book))
 
 
 @app.command()

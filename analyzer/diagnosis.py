@@ -89,7 +89,7 @@ class Cause:
             "exit_code": self.exit_code,
             "region": self.region,
             "message": self.message,
-            "evidence": [{"path": o.path, "line": o.line} for o in self.evidence],
+            "evidence": [o.to_dict() for o in self.evidence],
             "detail": self.detail,
             "attempt": self.attempt,
             "time": _iso(self.time),

@@ -16,14 +16,19 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from analyzer import accessor as _accessor  # noqa: F401 - registers df.jobdoctor
 from analyzer.api import analyze
 from analyzer.diagnosis import Diagnosis
+from analyzer.errors import InputError
 from analyzer.ingest import read_records
 from analyzer.report.fleet import JOB_COLUMNS, job_summary
+
+if TYPE_CHECKING:
+    from analyzer.bigquery import BigQuerySource
 
 # The columns of a record frame; the first five are what the accessor requires.
 RECORD_COLUMNS: tuple[str, ...] = (
@@ -90,9 +95,16 @@ def jobs_frame(diagnoses: Iterable[Diagnosis]) -> pd.DataFrame:
 
 
 def diagnose_frame(
-    *paths: str | Path,
+    *paths: str | Path | BigQuerySource,
     rules_dirs: Sequence[Path] = (),
     policy_path: Path | None = None,
+    bigquery: str | None = None,
+    since: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    job_ids: Sequence[str] = (),
+    billing_project: str | None = None,
+    max_bytes: str = "100GB",
 ) -> pd.DataFrame:
     """Diagnose every job in ``paths`` into one row per job (see :func:`jobs_frame`).
 
@@ -100,9 +112,36 @@ def diagnose_frame(
     each job's matched events are kept. ``rules_dirs`` and ``policy_path`` are the CLI's
     ``--rules`` and ``--policy``. An input that cannot be read is skipped with a
     :class:`UnreadInputWarning` naming it, and listed in ``frame.attrs["unread"]``; the
-    others are diagnosed.
+    others are diagnosed. ``bigquery="P.D.TABLE"`` with ``since`` (or ``start`` and
+    ``end``) reads a BigQuery table instead, as ``jobdoctor diagnose --bigquery`` does (also:
+    an :class:`analyzer.bigquery.BigQuerySource` given as the path).
     """
-    analysis = analyze(paths, rules_dirs=rules_dirs, policy_path=policy_path)
+    tables = [p for p in paths if not isinstance(p, str | Path)]
+    if bigquery is not None or tables:
+        from analyzer.bigquery import analyze_bigquery, bigquery_source
+        from analyzer.policy import load_policy
+        from analyzer.rulebook import RuleBook
+
+        if bigquery is not None:
+            tables.append(
+                bigquery_source(
+                    bigquery,
+                    since=since,
+                    start=start,
+                    end=end,
+                    job_ids=job_ids,
+                    billing_project=billing_project,
+                    max_bytes=max_bytes,
+                )
+            )
+        if len(tables) != 1 or len(tables) != len(paths) + (bigquery is not None):
+            raise InputError("diagnose_frame reads one BigQuery table, or files: not both")
+        book = RuleBook.load(tuple(rules_dirs))
+        found = analyze_bigquery(tables[0], rules=book, policy=load_policy(policy_path))
+        assert found is not None
+        return jobs_frame(found.diagnoses)
+    files = [p for p in paths if isinstance(p, str | Path)]
+    analysis = analyze(files, rules_dirs=rules_dirs, policy_path=policy_path)
     frame = jobs_frame(analysis.diagnoses)
     frame.attrs["unread"] = list(analysis.unread)
     for problem in analysis.unread:

@@ -33,6 +33,39 @@ class Origin:
     def __str__(self) -> str:
         return f"{self.path}:{self.line}"
 
+    def to_dict(self) -> dict[str, Any]:
+        """The evidence object of the JSON contract."""
+        return {"path": self.path, "line": self.line}
+
+
+@dataclass(frozen=True, slots=True)
+class TableOrigin(Origin):
+    """A record read from a table (BigQuery): ``path`` names the input as the report lists
+    it and ``line`` orders its rows; the evidence cites ``table`` (the table the row is in,
+    a wildcard's own table), ``insert_id`` and ``timestamp`` instead of a line."""
+
+    table: str = ""
+    insert_id: str | None = None
+    timestamp: datetime | None = None
+
+    def __str__(self) -> str:
+        when = _rfc3339(self.timestamp) if self.timestamp is not None else "no time"
+        return f"{self.table} insertId={self.insert_id or '-'} {when}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The evidence object: the file form's keys, and the table's own."""
+        return {
+            "path": self.path,
+            "line": self.line,
+            "table": self.table,
+            "insert_id": self.insert_id,
+            "timestamp": _rfc3339(self.timestamp) if self.timestamp is not None else None,
+        }
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:

@@ -57,7 +57,7 @@ def find_death(attempt: Attempt, task: str, before: datetime | None) -> Death:
 
 def _window(attempt: Attempt, death: Death) -> list[Event]:
     """The dying process's own matched lines, up to a second after its death."""
-    end = death.time + timedelta(seconds=1) if death.time is not None else None
+    end = _shifted(death.time, timedelta(seconds=1)) if death.time is not None else None
     return [
         e
         for e in attempt.events
@@ -179,6 +179,14 @@ def _deepen_one(
     return deeper, death
 
 
+def _shifted(when: datetime, by: timedelta) -> datetime:
+    """``when`` moved by ``by``, held at the calendar's ends (a log may say year 9999)."""
+    try:
+        return when + by
+    except OverflowError:
+        return when
+
+
 def _meaning(category: Category, signal: str | None, meaning: str) -> str:
     """The exit code's meaning in this cause: a SIGKILL beside the platform's out-of-memory
     message is the OOM killer's, no longer "likely but unproven" (platform.md section 7)."""
@@ -201,7 +209,7 @@ def _first_other_failure(attempt: Attempt, death: Death) -> Event | None:
         for gone in worker.exits:
             if gone.exit_code in (None, 0) or gone.time is None:
                 continue
-            if gone.time < death.time - timedelta(seconds=1) and (
+            if gone.time < _shifted(death.time, -timedelta(seconds=1)) and (
                 first is None or gone.time < first[0]
             ):
                 first = (gone.time, gone.origin)

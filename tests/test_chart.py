@@ -34,8 +34,7 @@ def _kinds(marks: list, lane: str, attempt: int) -> Counter[MarkKind]:  # type: 
 def test_restarts_then_a_retry_that_succeeds() -> None:
     marks = timeline_marks(_one("worker-restarts-exhausted.jsonl"))
     lanes = sorted({(m.row, m.lane) for m in marks})
-    assert lanes == [(0, "attempt 1"), (1, "workerpool0-0"), (2, "attempt 2"),
-                     (3, "workerpool0-0")]
+    assert lanes == [(0, "attempt 1"), (1, "workerpool0-0"), (2, "attempt 2"), (3, "workerpool0-0")]
     first = _kinds(marks, "workerpool0-0", 1)
     assert first[MarkKind.START] == 1 and first[MarkKind.RESTART] == 5
     assert first[MarkKind.EXIT] >= 6
@@ -44,11 +43,10 @@ def test_restarts_then_a_retry_that_succeeds() -> None:
     assert bars == {1: "worker_restarts_exhausted", 2: "succeeded"}
     # Restarts after a non-zero exit take that exit's colour; the last exit of the
     # succeeded attempt is a clean one.
-    assert {m.tone for m in marks if m.kind is MarkKind.RESTART} == {
-        "worker_restarts_exhausted"
-    }
-    last_exit = max((m for m in marks if m.kind is MarkKind.EXIT and m.attempt == 2),
-                    key=lambda m: m.start)
+    assert {m.tone for m in marks if m.kind is MarkKind.RESTART} == {"worker_restarts_exhausted"}
+    last_exit = max(
+        (m for m in marks if m.kind is MarkKind.EXIT and m.attempt == 2), key=lambda m: m.start
+    )
     assert last_exit.tone == "succeeded"
 
 
@@ -96,8 +94,10 @@ def test_timeline_svg_is_one_svg_with_a_title_per_mark() -> None:
 
 def test_failure_buckets_count_per_category_with_gaps() -> None:
     failures = [
-        (T0, "stockout"), (T0 + timedelta(minutes=20), "stockout"),
-        (T0 + timedelta(minutes=40), "oom"), (T0 + timedelta(hours=5), "stockout"),
+        (T0, "stockout"),
+        (T0 + timedelta(minutes=20), "stockout"),
+        (T0 + timedelta(minutes=40), "oom"),
+        (T0 + timedelta(hours=5), "stockout"),
     ]
     buckets = failure_buckets(failures, max_buckets=8)
     width = buckets[0].end - buckets[0].start

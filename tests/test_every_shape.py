@@ -381,6 +381,22 @@ def test_a_text_quoting_a_line_of_a_format_is_still_plain_text() -> None:
     assert MemorySource(text).stats.format == "plain-text"
 
 
+def test_yaml_documents_with_aliases_are_refused_not_expanded() -> None:
+    # gcloud writes no anchors; a payload of nested aliases would render exponentially large.
+    bomb = "".join(f"  l{n}: &l{n} [*l{n - 1}, *l{n - 1}, *l{n - 1}]\n" for n in range(1, 30))
+    text = (
+        "insertId: a\nresource:\n  type: ml_job\ntimestamp: '2024-01-01T00:00:00Z'\n"
+        "jsonPayload:\n  l0: &l0 [x]\n" + bomb + "---\ninsertId: b\nresource:\n  type: ml_job\n"
+        "  labels:\n    job_id: '1'\n    task_name: service\ntextPayload: Job failed.\n"
+        "timestamp: '2024-01-01T00:00:01Z'\n"
+    )
+    source = MemorySource(text, "bomb.yaml")
+    records = list(source.records())
+    assert source.stats.format == "gcloud-yaml"
+    assert [r.text for r in records] == ["Job failed."]
+    assert source.stats.skip_reasons == {"invalid YAML": 35}
+
+
 # --- nothing recognised --------------------------------------------------------------------------
 
 

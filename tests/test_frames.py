@@ -35,13 +35,18 @@ def test_diagnose_frame_matches_the_samples_expected_verdicts(name: str) -> None
     frame = diagnose_frame(SAMPLES / name)
     assert list(frame.columns) == list(JOB_COLUMNS)
     got = sorted(
-        (str(_none(r.job_id)), r.state, r.observed_final, r.attempts, r.retries,
-         _none(r.category))
+        (str(_none(r.job_id)), r.state, r.observed_final, r.attempts, r.retries, _none(r.category))
         for r in frame.itertuples()
     )
     want = sorted(
-        (str(j["job_id"]), j["state"], j["observed_final"], j["attempts"], j["retries"],
-         j["category"])
+        (
+            str(j["job_id"]),
+            j["state"],
+            j["observed_final"],
+            j["attempts"],
+            j["retries"],
+            j["category"],
+        )
         for j in EXPECTED[name]
     )
     assert got == want
@@ -84,8 +89,11 @@ def test_diagnose_frame_takes_directories_globs_and_many_paths(tmp_path: Path) -
     assert len(by_dir) == 3
     pd.testing.assert_frame_equal(by_dir, by_glob)
     pd.testing.assert_frame_equal(by_dir, by_files)
-    assert sorted(by_dir["state"]) == ["JOB_STATE_FAILED", "JOB_STATE_FAILED",
-                                       "JOB_STATE_SUCCEEDED"]
+    assert sorted(by_dir["state"]) == [
+        "JOB_STATE_FAILED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_SUCCEEDED",
+    ]
 
 
 def test_diagnose_frame_of_no_job_is_empty_with_the_columns(tmp_path: Path) -> None:
@@ -113,8 +121,10 @@ def test_read_logs_of_many_inputs_concatenates_them() -> None:
     two = read_logs(SAMPLES / "oom.stream-logs.txt")
     both = read_logs(SAMPLES / "success.jsonl", SAMPLES / "oom.stream-logs.txt")
     assert len(both) == len(one) + len(two)
-    assert set(both["path"]) == {str(SAMPLES / "success.jsonl"),
-                                 str(SAMPLES / "oom.stream-logs.txt")}
+    assert set(both["path"]) == {
+        str(SAMPLES / "success.jsonl"),
+        str(SAMPLES / "oom.stream-logs.txt"),
+    }
 
 
 def test_read_logs_of_a_missing_file_raises_input_error(tmp_path: Path) -> None:
@@ -142,13 +152,15 @@ def _bigquery_like() -> pd.DataFrame:
     rows = []
     for entry in simulate("stockout-exhausted", seed=2):
         payload = entry.get("jsonPayload") or {}
-        rows.append({
-            "timestamp": entry["timestamp"],  # RFC 3339 strings with nanoseconds
-            "job_id": int(entry["resource"]["labels"]["job_id"]),  # numeric, as BigQuery has it
-            "task": entry["resource"]["labels"].get("task_name"),
-            "severity": entry.get("severity"),
-            "text": payload.get("message", entry.get("textPayload")),
-        })
+        rows.append(
+            {
+                "timestamp": entry["timestamp"],  # RFC 3339 strings with nanoseconds
+                "job_id": int(entry["resource"]["labels"]["job_id"]),  # numeric, as BigQuery has it
+                "task": entry["resource"]["labels"].get("task_name"),
+                "severity": entry.get("severity"),
+                "text": payload.get("message", entry.get("textPayload")),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -158,8 +170,7 @@ def test_accessor_works_on_a_frame_from_elsewhere() -> None:
     assert len(jobs) == 1
     row = jobs.iloc[0]
     assert row["job_id"] == str(frame["job_id"].iloc[0])
-    assert (row["state"], row["attempts"], row["category"]) == ("JOB_STATE_FAILED", 4,
-                                                                "stockout")
+    assert (row["state"], row["attempts"], row["category"]) == ("JOB_STATE_FAILED", 4, "stockout")
     diagnoses = frame.jobdoctor.diagnoses()
     assert isinstance(diagnoses, DiagnosisList)
     # Evidence cites the frame and the row, for want of a file.

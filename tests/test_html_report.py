@@ -40,8 +40,10 @@ def _with_payload(entries: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]
             "exited with a non-zero status" in text or text.startswith("Internal error")
         ):
             first, _, rest = text.partition("\n")
-            entry = {**entry, "textPayload": f"{first} {PAYLOAD}\nValueError: {IMG_PAYLOAD}"
-                     f"\n{rest}"}
+            entry = {
+                **entry,
+                "textPayload": f"{first} {PAYLOAD}\nValueError: {IMG_PAYLOAD}\n{rest}",
+            }
         yield entry
 
 
@@ -49,8 +51,12 @@ def _with_payload(entries: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]
 def fleet_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four jobs: a success, a stockout, and two failures whose messages carry payloads."""
     root = tmp_path_factory.mktemp("fleet")
-    for scenario, hostile in (("success", False), ("stockout-exhausted", False),
-                              ("user-code-exit1", True), ("internal-error-exhausted", True)):
+    for scenario, hostile in (
+        ("success", False),
+        ("stockout-exhausted", False),
+        ("user-code-exit1", True),
+        ("internal-error-exhausted", True),
+    ):
         entries = simulate(scenario, seed=11)
         with open(root / f"{scenario}.jsonl", "w", encoding="utf-8") as out:
             write(_with_payload(entries) if hostile else entries, "jsonl", out)
@@ -76,12 +82,14 @@ def test_summary_counts_by_category_and_spent_retries(fleet_dir: Path) -> None:
     assert len(summary.jobs) == 4
     assert summary.states == {"JOB_STATE_FAILED": 3, "JOB_STATE_SUCCEEDED": 1}
     shares = {c.category: (c.jobs, c.share) for c in summary.by_category}
-    assert shares == {"internal_error": (1, 0.25), "stockout": (1, 0.25),
-                      "user_code_exception": (1, 0.25)}
+    assert shares == {
+        "internal_error": (1, 0.25),
+        "stockout": (1, 0.25),
+        "user_code_exception": (1, 0.25),
+    }
     assert summary.retries == 3 + 2  # stockout: 4 attempts; internal error: 3
     assert summary.retries == sum(c.retries for c in summary.by_category)
-    assert summary.lost_work == sum((j.lost_work or timedelta() for j in summary.jobs),
-                                    timedelta())
+    assert summary.lost_work == sum((j.lost_work or timedelta() for j in summary.jobs), timedelta())
     # Every failed attempt is a point in time: 4 stockouts, 3 internal errors, 1 user exit.
     assert sorted(p.category for p in summary.failures).count("stockout") == 4
     assert len(summary.failures) == 8
@@ -91,8 +99,9 @@ def test_summary_counts_by_category_and_spent_retries(fleet_dir: Path) -> None:
     assert lost == sorted(lost, reverse=True)
 
 
-def test_csv_report_has_one_row_per_job(fleet_dir: Path, tmp_path: Path, job_ids: list[str]
-                                        ) -> None:
+def test_csv_report_has_one_row_per_job(
+    fleet_dir: Path, tmp_path: Path, job_ids: list[str]
+) -> None:
     out = tmp_path / "report.csv"
     report_command([str(fleet_dir)], "csv", out)
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
@@ -103,8 +112,9 @@ def test_csv_report_has_one_row_per_job(fleet_dir: Path, tmp_path: Path, job_ids
     assert all(float(r["duration"]) > 0 for r in rows)
 
 
-def test_markdown_report_lists_causes_and_jobs(fleet_dir: Path, tmp_path: Path,
-                                               job_ids: list[str]) -> None:
+def test_markdown_report_lists_causes_and_jobs(
+    fleet_dir: Path, tmp_path: Path, job_ids: list[str]
+) -> None:
     out = tmp_path / "report.md"
     report_command([str(fleet_dir)], "markdown", out)
     text = out.read_text(encoding="utf-8")
@@ -165,7 +175,10 @@ def test_notebook_displays_escape_too(fleet_dir: Path) -> None:
 
 def test_job_anchors_are_unique_and_safe() -> None:
     assert job_anchors(["123", "123", None, 'a"b<c>']) == [
-        "job-123", "job-123-2", "job-unknown", "job-a-b-c"
+        "job-123",
+        "job-123-2",
+        "job-unknown",
+        "job-a-b-c",
     ]
 
 
@@ -192,10 +205,23 @@ needs_chromium = pytest.mark.skipif(
 def _chromium_run(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
     assert CHROMIUM is not None
     return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={profile}", *args],
-        capture_output=True, text=True, timeout=120, check=True,
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
 
 
@@ -221,8 +247,9 @@ def test_chromium_renders_the_jobs_and_runs_no_log_text(
 @needs_chromium
 def test_chromium_screenshot_on_a_laptop_screen(report: Path, tmp_path: Path) -> None:
     shot = tmp_path / "shot.png"
-    _chromium_run(tmp_path / "profile", f"--screenshot={shot}", "--window-size=1366,900",
-                  report.as_uri())
+    _chromium_run(
+        tmp_path / "profile", f"--screenshot={shot}", "--window-size=1366,900", report.as_uri()
+    )
     data = shot.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     # Width and height from the PNG header: the page was laid out at laptop size.

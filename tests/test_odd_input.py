@@ -71,11 +71,6 @@ def test_ticks_and_buckets_at_the_last_instant_stay_inside_it() -> None:
     assert buckets[-1].end == last
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rootcause._window adds a second to a death at the last instant (rootcause.py:60,"
-    " split from predict.py, the lead's file in issue 13): OverflowError",
-)
 def test_a_death_at_the_last_instant_is_diagnosed(tmp_path: Path) -> None:
     path = _retimed(tmp_path, "last.jsonl", lambda i, n: "9999-12-31T23:59:59.999999Z")
     assert analyze([path]).diagnoses

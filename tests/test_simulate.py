@@ -44,8 +44,10 @@ ERRORS = (
         r"https://console\.cloud\.google\.com/logs/viewer\?project=\d+&resource=ml_job%2Fjob_id"
         r"%2F(\d+)&advancedFilter=\S+\Z"
     ),
-    re.compile(r"Replicas low on memory: workerpool\d+\. Specify a machine with larger memory "
-               r"and try again\.\Z"),
+    re.compile(
+        r"Replicas low on memory: workerpool\d+\. Specify a machine with larger memory "
+        r"and try again\.\Z"
+    ),
     re.compile(r"Resources are insufficient in region: us-central1\Z"),
     re.compile(r"Internal error occurred for the current attempt\.\Z"),
 )
@@ -90,7 +92,8 @@ def test_entries_are_log_entries_in_time_order(name: str) -> None:
         assert labels["job_id"] in job_ids
         assert labels["project_id"]
         assert entry["logName"] == (
-            f"projects/{labels['project_id']}/logs/ml.googleapis.com%2F{labels['job_id']}")
+            f"projects/{labels['project_id']}/logs/ml.googleapis.com%2F{labels['job_id']}"
+        )
         assert STAMP.match(entry["timestamp"]) and STAMP.match(entry["receiveTimestamp"])
         lag = (parse_timestamp(entry["receiveTimestamp"]) - times[index]).total_seconds()
         assert 0.99 <= lag <= 2.01
@@ -122,17 +125,23 @@ def test_service_messages_use_the_exact_platform_strings(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_attempts_follow_the_lifecycle_order(name: str) -> None:
     for verdict in expected(name):
-        service = [text_of(e) for e in entries(name)
-                   if task_of(e) == "service"
-                   and e["resource"]["labels"]["job_id"] == verdict.job_id]
+        service = [
+            text_of(e)
+            for e in entries(name)
+            if task_of(e) == "service" and e["resource"]["labels"]["job_id"] == verdict.job_id
+        ]
         starts = [i for i, t in enumerate(service) if t == LIFECYCLE[0]]
         assert service[0] == LIFECYCLE[0]
         if verdict.observed_final:
             assert len(starts) == verdict.attempts
             assert service.count("Job failed.") == verdict.attempts - (
-                verdict.state == "JOB_STATE_SUCCEEDED")
-            last = "Job completed successfully." if verdict.state == "JOB_STATE_SUCCEEDED" else (
-                LIFECYCLE[-1] if verdict.category == "internal_error" else "Job failed.")
+                verdict.state == "JOB_STATE_SUCCEEDED"
+            )
+            last = (
+                "Job completed successfully."
+                if verdict.state == "JOB_STATE_SUCCEEDED"
+                else (LIFECYCLE[-1] if verdict.category == "internal_error" else "Job failed.")
+            )
             assert service[-1] == last
         assert verdict.retries == verdict.attempts - 1
         for begin, end in itertools.pairwise([*starts, len(service)]):
@@ -162,8 +171,11 @@ def test_vm_maintenance_changes_resource_id_not_hostname() -> None:
     worker = [e for e in entries("vm-maintenance-restart") if task_of(e) != "service"]
     vms = list(dict.fromkeys(e["labels"]["compute.googleapis.com/resource_id"] for e in worker))
     nodes = {e["labels"]["compute.googleapis.com/resource_name"] for e in worker}
-    hosts = {re.findall(r"cmle-training-workerpool0-\w+-0", text_of(e))[0] for e in worker
-             if text_of(e).startswith(RUNNER_START)}
+    hosts = {
+        re.findall(r"cmle-training-workerpool0-\w+-0", text_of(e))[0]
+        for e in worker
+        if text_of(e).startswith(RUNNER_START)
+    }
     assert len(vms) == 3 and len(nodes) == 3 and len(hosts) == 1
     assert expected("vm-maintenance-restart")[0].state == "JOB_STATE_SUCCEEDED"
 
@@ -175,18 +187,20 @@ def test_user_code_failure_shape() -> None:
     verdict = expected("user-code-exit1")[0]
     assert texts[error].startswith(
         "The replica workerpool0-0 exited with a non-zero status of 1. "
-        "Termination reason: Error. \n")
+        "Termination reason: Error. \n"
+    )
     assert verdict.job_id is not None and verdict.job_id in texts[error]
     exit_line = texts.index("Task completed. Exit code (1). Exit reason (SUBPROCESS_EXCEPTION)")
     assert found[exit_line - 1]["severity"] == "ERROR"  # "Command [...] returned non-zero"
     assert texts[exit_line - 2] == "KeyError: 'label'"
     assert texts[error].count("\n") > 10  # the whole traceback, as real logs show it
-    assert any(task_of(e) == "workerpool0-0" for e in found[error + 1:])  # logs after the error
+    assert any(task_of(e) == "workerpool0-0" for e in found[error + 1 :])  # logs after the error
     assert texts[-2:] == ["Finished tearing down training program.", "Job failed."]
     # The restart comes about 17 s after the exit.
     restart = next(i for i in range(exit_line, len(texts)) if texts[i].startswith(RUNNER_START))
     gap = parse_timestamp(found[restart]["timestamp"]) - parse_timestamp(
-        found[exit_line]["timestamp"])
+        found[exit_line]["timestamp"]
+    )
     assert 16 <= gap.total_seconds() <= 19
 
 
@@ -202,8 +216,11 @@ def test_project_wide_interleaves_several_jobs() -> None:
     found = entries("project-wide")
     verdicts = expected("project-wide")
     assert len({v.job_id for v in verdicts}) == len(verdicts) >= 4
-    switches = sum(1 for a, b in itertools.pairwise(found)
-                   if a["resource"]["labels"]["job_id"] != b["resource"]["labels"]["job_id"])
+    switches = sum(
+        1
+        for a, b in itertools.pairwise(found)
+        if a["resource"]["labels"]["job_id"] != b["resource"]["labels"]["job_id"]
+    )
     assert switches > 2 * len(verdicts)
     assert {v.state for v in verdicts} == {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"}
 
@@ -214,13 +231,15 @@ def test_truncated_scenarios_end_early() -> None:
     assert texts[-1].startswith("Resources are insufficient in region")
     verdict = expected("truncated-stockout")[0]
     assert (verdict.state, verdict.observed_final, verdict.retries) == (
-        "JOB_STATE_FAILED", False, 3)
+        "JOB_STATE_FAILED",
+        False,
+        3,
+    )
 
 
 def test_multi_replica_job() -> None:
     tasks = {task_of(e) for e in entries("multi-replica-worker-failure")}
-    assert tasks == {"service", "workerpool0-0", "workerpool1-0", "workerpool1-1",
-                     "workerpool1-2"}
+    assert tasks == {"service", "workerpool0-0", "workerpool1-0", "workerpool1-1", "workerpool1-2"}
 
 
 def written(name: str, fmt: str, seed: int = 0) -> str:
@@ -233,8 +252,10 @@ def written(name: str, fmt: str, seed: int = 0) -> str:
 def test_jsonl_is_a_sink_file(name: str) -> None:
     lines = written(name, "jsonl").splitlines()
     parsed = [json.loads(line) for line in lines]
-    assert all(line == json.dumps(e, separators=(",", ":"), ensure_ascii=False)
-               for line, e in zip(lines, parsed, strict=True))
+    assert all(
+        line == json.dumps(e, separators=(",", ":"), ensure_ascii=False)
+        for line, e in zip(lines, parsed, strict=True)
+    )
     original = entries(name)
     ids = Counter(e["insertId"] for e in parsed)
     assert set(ids) == {e["insertId"] for e in original}
@@ -247,7 +268,7 @@ def test_jsonl_is_a_sink_file(name: str) -> None:
 
 def test_gcloud_json_is_an_array_newest_first() -> None:
     text = written("vm-maintenance-restart", "gcloud-json")
-    assert text.startswith("[\n  {\n    \"insertId\": ")
+    assert text.startswith('[\n  {\n    "insertId": ')
     parsed = json.loads(text)
     times = [parse_timestamp(e["timestamp"]) for e in parsed]
     assert times == sorted(times, reverse=True)

@@ -16,14 +16,19 @@ from analyzer.errors import InputError
 from analyzer.report.fleet import render_csv, render_markdown_fleet, summarize_analysis
 from analyzer.report.html import render_html
 
-FLEET_FORMATS = ("html", "markdown", "csv")
+FLEET_FORMATS = ("html", "markdown", "csv", "json")
 
 
 def render_fleet(analysis: Analysis, output_format: str) -> str:
-    """The fleet report of ``analysis`` in ``output_format`` (``html``, ``markdown``, ``csv``).
+    """The fleet report of ``analysis`` in ``output_format`` (``html``, ``markdown``, ``csv``,
+    or ``json``: the ``jobdoctor.diagnosis/1`` document of every job).
 
     Raises :class:`~analyzer.errors.InputError` for an unknown format.
     """
+    if output_format == "json":
+        from analyzer.report.json import render_json
+
+        return render_json(analysis)
     summary = summarize_analysis(analysis)
     if output_format == "html":
         return render_html(summary)
@@ -55,14 +60,18 @@ def report_command(
     if output_format not in FLEET_FORMATS:
         render_fleet(Analysis((), ()), output_format)  # raises the "did you mean" error
     analysis = analyze(paths, rules_dirs=rules_dirs, policy_path=policy_path)
-    text = render_fleet(analysis, output_format)
+    write_report(render_fleet(analysis, output_format), out)
+    return analysis
+
+
+def write_report(text: str, out: Path | None) -> None:
+    """Write ``text`` to ``out`` (stdout when None); InputError when it cannot be written."""
     if out is None:
         sys.stdout.write(text)
-        return analysis
+        return
     try:
         # newline="" keeps the csv module's line ends as they are.
         with open(out, "w", encoding="utf-8", newline="") as stream:
             stream.write(text)
     except OSError as error:
         raise InputError(f"{out}: cannot be written ({error.strerror}), check the path") from None
-    return analysis

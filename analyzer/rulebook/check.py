@@ -54,10 +54,25 @@ def check_rules(dirs: Sequence[Path], *, builtin: bool = True) -> list[Problem]:
         if any(Path(rule.location.path).resolve().is_relative_to(r) for r in roots):
             problems.extend(run_examples(rule))
             problems.extend(backtracking_risks(rule))
+    problems.extend(_bigquery_notes([r for r in loaded.rules if _inside(r, roots)]))
     for placeholder in loaded.placeholders.values():
         if any(Path(placeholder.location.path).resolve().is_relative_to(r) for r in roots):
             problems.extend(_placeholder_risks(placeholder))
     return sorted(set(problems), key=lambda p: (p.path, p.line, p.col, p.message))
+
+
+def _inside(rule: Rule, roots: Sequence[Path]) -> bool:
+    return any(Path(rule.location.path).resolve().is_relative_to(r) for r in roots)
+
+
+def _bigquery_notes(rules: Sequence[Rule]) -> list[Problem]:
+    """Templates BigQuery's RE2 cannot check (used from Python only there); nothing without
+    the bigquery extra, which alone knows RE2."""
+    try:
+        from analyzer.bigquery.re2rules import python_only_problems
+    except ImportError:
+        return []
+    return python_only_problems(rules)
 
 
 def _short(text: str) -> str:

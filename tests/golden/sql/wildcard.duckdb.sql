@@ -1,0 +1,489 @@
+-- jobdoctor: bigquery-sink jd-test.sink.ml_googleapis_com_*, window: 2024-01-01T00:00:00Z .. 2025-01-01T00:00:00Z (366d) over jd-test.sink.ml_googleapis_com_*
+-- parameters:
+--   @start TIMESTAMP = 2024-01-01T00:00:00Z
+--   @end TIMESTAMP = 2025-01-01T00:00:00Z
+--   @first_day STRING = '20240101'
+--   @last_day STRING = '20250101'
+
+-- Query B: first, last and count per job, trial, task and VM
+SELECT
+  job,
+  trial,
+  task,
+  vm,
+  NOT text IS NULL AS has_text,
+  MIN(time) AS first,
+  MAX(time) AS last,
+  COUNT(*) AS records
+FROM (
+  SELECT
+    c_table_suffix AS tbl,
+    c_insertId AS insert_id,
+    COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+    c_severity AS severity,
+    COALESCE(
+      NULLIF(c_resource_labels_job_id, ''),
+      NULLIF(c_labels_ml_googleapis_com_job_id, '')
+    ) AS job,
+    COALESCE(NULLIF(c_labels_trial_id, ''), NULLIF(c_labels_ml_googleapis_com_trial_id, '')) AS trial,
+    COALESCE(
+      NULLIF(c_resource_labels_task_name, ''),
+      NULLIF(c_labels_task_name, ''),
+      NULLIF(c_labels_ml_googleapis_com_task_name, ''),
+      NULLIF(c_jsonPayload_attrs_tag, '')
+    ) AS task,
+    NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
+    COALESCE(c_jsonPayload_message, c_textPayload) AS text
+  FROM (
+    SELECT
+      _TABLE_SUFFIX AS c_table_suffix,
+      jsonPayload.message AS c_jsonPayload_message,
+      textPayload AS c_textPayload,
+      resource.labels.job_id AS c_resource_labels_job_id,
+      labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
+      labels.trial_id AS c_labels_trial_id,
+      labels.ml_googleapis_com_trial_id AS c_labels_ml_googleapis_com_trial_id,
+      resource.labels.task_name AS c_resource_labels_task_name,
+      labels.task_name AS c_labels_task_name,
+      labels.ml_googleapis_com_task_name AS c_labels_ml_googleapis_com_task_name,
+      jsonPayload.attrs.tag AS c_jsonPayload_attrs_tag,
+      labels.compute_googleapis_com_resource_id AS c_labels_compute_googleapis_com_resource_id,
+      timestamp AS c_timestamp,
+      receiveTimestamp AS c_receiveTimestamp,
+      severity AS c_severity,
+      insertId AS c_insertId
+    FROM "jd-test"."sink"."ml_googleapis_com_*"
+    WHERE
+      timestamp >= $start
+      AND timestamp < $end
+      AND SUBSTRING(_TABLE_SUFFIX, -8) BETWEEN $first_day AND $last_day
+  )
+)
+GROUP BY
+  job,
+  trial,
+  task,
+  vm,
+  has_text;
+
+-- Query A: the entries the rule book may match
+SELECT
+  tbl,
+  insert_id,
+  time,
+  severity,
+  job,
+  trial,
+  task,
+  vm,
+  text
+FROM (
+  SELECT
+    *,
+    REGEXP_MATCHES(text, '[^\x00-\x7f]') AS wide,
+    LOWER(text) AS lowered,
+    REGEXP_REPLACE(REGEXP_REPLACE(text, '[\t-\r\x1c-\x1f ]+', ' ', 'g'), '^ | $', '', 'g') AS folded
+  FROM (
+    SELECT
+      c_table_suffix AS tbl,
+      c_insertId AS insert_id,
+      COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+      c_severity AS severity,
+      COALESCE(
+        NULLIF(c_resource_labels_job_id, ''),
+        NULLIF(c_labels_ml_googleapis_com_job_id, '')
+      ) AS job,
+      COALESCE(NULLIF(c_labels_trial_id, ''), NULLIF(c_labels_ml_googleapis_com_trial_id, '')) AS trial,
+      COALESCE(
+        NULLIF(c_resource_labels_task_name, ''),
+        NULLIF(c_labels_task_name, ''),
+        NULLIF(c_labels_ml_googleapis_com_task_name, ''),
+        NULLIF(c_jsonPayload_attrs_tag, '')
+      ) AS task,
+      NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
+      COALESCE(c_jsonPayload_message, c_textPayload) AS text
+    FROM (
+      SELECT
+        _TABLE_SUFFIX AS c_table_suffix,
+        jsonPayload.message AS c_jsonPayload_message,
+        textPayload AS c_textPayload,
+        resource.labels.job_id AS c_resource_labels_job_id,
+        labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
+        labels.trial_id AS c_labels_trial_id,
+        labels.ml_googleapis_com_trial_id AS c_labels_ml_googleapis_com_trial_id,
+        resource.labels.task_name AS c_resource_labels_task_name,
+        labels.task_name AS c_labels_task_name,
+        labels.ml_googleapis_com_task_name AS c_labels_ml_googleapis_com_task_name,
+        jsonPayload.attrs.tag AS c_jsonPayload_attrs_tag,
+        labels.compute_googleapis_com_resource_id AS c_labels_compute_googleapis_com_resource_id,
+        timestamp AS c_timestamp,
+        receiveTimestamp AS c_receiveTimestamp,
+        severity AS c_severity,
+        insertId AS c_insertId
+      FROM "jd-test"."sink"."ml_googleapis_com_*"
+      WHERE
+        timestamp >= $start
+        AND timestamp < $end
+        AND SUBSTRING(_TABLE_SUFFIX, -8) BETWEEN $first_day AND $last_day
+    )
+  )
+  WHERE
+    NOT text IS NULL
+    AND (
+      REGEXP_MATCHES(
+        text,
+        '[^\x00-\x7f\x{b0}-\x{b1}\x{b7}-\x{b7}\x{d7}-\x{d7}\x{f7}-\x{f7}\x{5d0}-\x{5ea}\x{2013}-\x{2014}\x{2018}-\x{2019}\x{201c}-\x{201d}\x{2022}-\x{2022}\x{2190}-\x{2193}\x{2500}-\x{259f}\x{2713}-\x{2718}\x{3001}-\x{3002}\x{3041}-\x{3096}\x{30a1}-\x{30fa}\x{30fc}-\x{30fc}\x{4e00}-\x{9fff}\x{ac00}-\x{d7a3}\x{1f300}-\x{1f64f}\x{1f680}-\x{1f6ff}\x{1f900}-\x{1f9ff}]'
+      )
+      OR REGEXP_MATCHES(
+        LOWER(text),
+        '429|accelerators|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|job\_id|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|state|status|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
+      )
+    )
+)
+WHERE
+  wide
+  OR (
+    STRPOS(lowered, 'module') > 0
+    AND REGEXP_MATCHES(folded, 'No module named \x27?(?P<module>[A-Za-z_][\w.]*)\x27?')
+  )
+  OR (
+    (
+      STRPOS(lowered, 'nccl') > 0 OR STRPOS(lowered, 'distbackenderror') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      'Watchdog caught collective operation timeout|NCCL error|NCCL communicator was aborted|nccl(?:Internal|System|UnhandledCuda|Remote|InvalidUsage)Error|DistBackendError'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'rendezvoustimeouterror') > 0
+      OR STRPOS(lowered, 'rendezvousconnectionerror') > 0
+      OR STRPOS(lowered, 'diststoreerror') > 0
+      OR STRPOS(lowered, 'barrier') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      'RendezvousTimeoutError|RendezvousConnectionError|DistStoreError: Timed out after \d+ seconds waiting for (?:clients|workers)|Timed out initializing process group in store based barrier'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'forbidden') > 0
+      OR STRPOS(lowered, 'permission') > 0
+      OR STRPOS(lowered, 'permissionerror') > 0
+      OR STRPOS(lowered, 'permission_denied') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      'Forbidden: 403|\b403 (?:Forbidden|GET|POST|PUT|PATCH)\b|PERMISSION_DENIED|PermissionError|[Pp]ermission denied|[Pp]ermission .[\w.]+. denied'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'notfound') > 0
+      OR STRPOS(lowered, 'directory') > 0
+      OR STRPOS(lowered, 'specified') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      'FileNotFoundError|No such file or directory|The specified bucket does not exist|NotFound: 404|(?:^|[^A-Za-z])NotFoundError'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'shared') > 0
+      OR STRPOS(lowered, 'shm') > 0
+      OR STRPOS(lowered, 'bus') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      'insufficient shared memory|out of shared memory|killed by signal: Bus error|/dev/shm'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'space') > 0 OR STRPOS(lowered, 'enospc') > 0
+    )
+    AND REGEXP_MATCHES(folded, 'No space left on device|ENOSPC')
+  )
+  OR (
+    (
+      STRPOS(lowered, 'starterror') > 0
+      OR STRPOS(lowered, 'containerd') > 0
+      OR STRPOS(lowered, 'oci') > 0
+      OR STRPOS(lowered, 'exec') > 0
+      OR STRPOS(lowered, 'executable') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      'Termination reason: ?StartError|failed to create containerd task|OCI runtime create failed|exec format error|executable file not found in \$PATH'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'termination') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'The\s*replica\s*(?P<REPLICA_NAME_0>(?:[A-Za-z][A-Za-z0-9]*(?:-replica)?[- ][0-9]+))\s*exited\s*with\s*a\s*non\-zero\s*status\s*of\s*(?P<EXIT_CODE_1>(?:[0-9]+(?: ?\( ?SIG[A-Z0-9]+ ?\))?))\s*\.\s*Termination\s*reason\s*:\s*(?P<REASON_2>(?:[A-Za-z][A-Za-z0-9_-]*))(?:\s*\.)?'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'non-zero') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'The\s*replica\s*(?P<REPLICA_NAME_0>(?:[A-Za-z][A-Za-z0-9]*(?:-replica)?[- ][0-9]+))\s*exited\s*with\s*a\s*non\-zero\s*status\s*of\s*(?P<EXIT_CODE_1>(?:[0-9]+(?: ?\( ?SIG[A-Z0-9]+ ?\))?))'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'non-zero') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'The\s*replica\s*(?P<REPLICA_NAME_0>(?:[A-Za-z][A-Za-z0-9]*(?:-replica)?[- ][0-9]+))\s*ran\s*out\s*of\s*memory\s*and\s*exited\s*with\s*a\s*non\-zero\s*status\s*of\s*(?P<EXIT_CODE_1>(?:[0-9]+(?: ?\( ?SIG[A-Z0-9]+ ?\))?))(?:\s*\.)?'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'out-of-memory') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'The\s*replica\s*(?P<REPLICA_NAME_0>(?:[A-Za-z][A-Za-z0-9]*(?:-replica)?[- ][0-9]+))\s*ran\s*out\-of\-memory\s*and\s*exited\s*with\s*a\s*non\-zero\s*status\s*of\s*(?P<EXIT_CODE_1>(?:[0-9]+(?: ?\( ?SIG[A-Z0-9]+ ?\))?))'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'replicas') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Replicas\s*low\s*on\s*memory\s*:\s*(?P<POOL_NAME_0>(?:workerpool[0-9]+|master|worker|ps|evaluator))\s*\.\s*Specify\s*a\s*machine\s*with\s*larger\s*memory\s*and\s*try\s*again(?:\s*\.)?'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'insufficient') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Resources\s*are\s*insufficient\s*in\s*region\s*:\s*(?P<REGION_NAME_0>(?:[a-z]+(?:-[a-z]+)+[0-9]+))\s*\.\s*Try\s*a\s*different\s*region\s*or\s*use\s*a\s*different\s*accelerator(?:\s*\.)?'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'insufficient') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Resources\s*are\s*insufficient\s*in\s*region\s*:\s*(?P<REGION_NAME_0>(?:[a-z]+(?:-[a-z]+)+[0-9]+))'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'internal') > 0
+    AND REGEXP_MATCHES(folded, 'Internal\s*error\s*occurred\s*for\s*the\s*current\s*attempt')
+  )
+  OR (
+    STRPOS(lowered, 'following') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'The\s*following\s*quota\s*metrics\s*exceed\s*quota\s*limits\s*:\s*(?P<METRIC_NAME_0>(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+|/[A-Za-z0-9_-]+)*))'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'accelerators') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Quota\s*failure\s*for\s*project\s*(?P<PROJECT_ID_0>(?:[a-z][a-z0-9-]*[a-z0-9]|[0-9]+))\s*\.\s*The\s*request\s*for\s*(?P<COUNT_1>(?:[0-9]+))\s*(?P<ACCELERATOR_NAME_2>(?:[A-Z][A-Z0-9_]*))\s*accelerators\s*exceeds\s*the\s*allowed\s*maximum\s*of'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'outofmemoryerror') > 0
+      OR STRPOS(lowered, 'cuda') > 0
+      OR STRPOS(lowered, 'cuda_error_out_of_memory') > 0
+      OR STRPOS(lowered, 'oom') > 0
+      OR STRPOS(lowered, 'resource_exhausted') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      'torch\.cuda\.OutOfMemoryError(?:: CUDA out of memory)?|CUDA out of memory|CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|OOM when allocating tensor|RESOURCE_EXHAUSTED: Out of memory'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'provisioned') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Waiting\s*for\s*job\s*to\s*be\s*provisioned(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'provisioning') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\A\s*(?:Vertex\s*AI\s*is\s*provisioning\s*job\s*running\s*framework\s*\.\s*First\s*time\s*usage\s*might\s*take\s*couple\s*of\s*minutes\s*,\s*and\s*subsequent\s*runs\s*can\s*be\s*much\s*faster(?:\s*\.)?)\s*\z'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'setting') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Vertex\s*AI\s*is\s*setting\s*up\s*this\s*job(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'waiting') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Waiting\s*for\s*training\s*program\s*to\s*start(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'preparing') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Job\s*is\s*preparing(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'running') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Job\s*is\s*running(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'tearing') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Tearing\s*down\s*training\s*program(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'tearing') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Finished\s*tearing\s*down\s*training\s*program(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'failed') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Job\s*failed(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'successfully') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Job\s*completed\s*successfully(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'successfully') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Task\s*completed\s*successfully(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'attempts') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\A\s*(?:Job\s*will\s*not\s*be\s*retried\s*,\s*max\s*error\s*retry\s*attempts\s*reached(?:\s*\.)?)\s*\z'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'queued') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\A\s*(?:Job\s*(?P<JOB_ID_0>(?:[A-Za-z0-9_-]+))\s*is\s*queued(?:\s*\.)?)\s*\z'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'requirements') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Validating\s*job\s*requirements\s*\.\s*\.(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'successfully') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\A\s*(?:Job\s*creation\s*request\s*has\s*been\s*successfully\s*validated(?:\s*\.)?)\s*\z'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'checkpoint') > 0 OR STRPOS(lowered, 'model') > 0
+    )
+    AND REGEXP_MATCHES(folded, '(?i)\bsav(?:ing|ed) (?:model )?checkpoint\b|\bsaving model to\b')
+  )
+  OR (
+    STRPOS(lowered, 'traceback') > 0
+    AND REGEXP_MATCHES(folded, 'Traceback \(most recent call last\)')
+  )
+  OR (
+    STRPOS(lowered, 'file') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '^(?:\[rank\d+\]: ?)?File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)$'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'error') > 0
+      OR STRPOS(lowered, 'exception') > 0
+      OR STRPOS(lowered, 'interrupt') > 0
+      OR STRPOS(lowered, 'exit') > 0
+      OR STRPOS(lowered, 'failure') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      '^(?:\[rank\d+\]: ?)?(?P<exception>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)|[a-z_][a-z0-9_.]*\.exceptions\.[A-Z]\w*)(?::\s?(?P<message>.*))?$'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'arguments') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\A\s*(?:Running\s*task\s*with\s*arguments\s*:\s*(?P<TASK_ARGUMENTS_0>(?:\S.*)))\s*\z'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'updating') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\A\s*(?:Updating\s*master\s*address\s*to\s*local\s*address\s*(?P<HOST_NAME_0>(?:[A-Za-z0-9][A-Za-z0-9.-]*)))\s*\z'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'run_module') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Running\s*run_module\s*\.\s*py)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'running') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Running\s*command\s*:\s*(?P<COMMAND_LINE_0>(?:\S.*)))\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'reason') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\A\s*(?:Task\s*completed\s*\.\s*Exit\s*code\s*\(\s*(?P<EXIT_CODE_0>(?:[0-9]+(?: ?\( ?SIG[A-Z0-9]+ ?\))?))\s*\)\s*\.\s*Exit\s*reason\s*\(\s*(?P<REASON_1>(?:[A-Za-z][A-Za-z0-9_-]*))\s*\))\s*\z'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'cleaning') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Module\s*completed\s*;\s*cleaning\s*up(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    STRPOS(lowered, 'clean') > 0
+    AND REGEXP_MATCHES(folded, '\A\s*(?:Clean\s*up\s*finished(?:\s*\.)?)\s*\z')
+  )
+  OR (
+    (
+      STRPOS(lowered, 'jobstate') > 0
+      OR STRPOS(lowered, 'status') > 0
+      OR STRPOS(lowered, 'state') > 0
+      OR STRPOS(lowered, 'succeeded') > 0
+      OR STRPOS(lowered, 'failed') > 0
+      OR STRPOS(lowered, 'cancelled') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      '(?:\bJobState\.|\bstatus |^state: ?|\bcurrent state: ?)JOB_STATE_(?P<state>[A-Z_]+)\b|^state: ?(?P<state>SUCCEEDED|FAILED|CANCELLED)$|^\$ state ?: chr "(?P<state>SUCCEEDED|FAILED|CANCELLED)"$|^Job: \S+ \((?P<state>SUCCEEDED|FAILED|CANCELLED)\)$'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'failed') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'resource_exhausted') > 0
+      OR STRPOS(lowered, 'invalid_argument') > 0
+      OR STRPOS(lowered, 'resourceexhausted') > 0
+      OR STRPOS(lowered, '429') > 0
+      OR STRPOS(lowered, 'creating') > 0
+      OR STRPOS(lowered, 'quota') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|"code": ?429\b|\b429 (?:Quota exceeded|Too Many Requests)\b|\bError creating the job\b|\bQuota failure for project\b'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'ml_job') > 0
+      OR STRPOS(lowered, 'customjobs') > 0
+      OR STRPOS(lowered, 'submitted') > 0
+      OR STRPOS(lowered, 'jobid') > 0
+      OR STRPOS(lowered, 'job_id') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)'
+    )
+  );
