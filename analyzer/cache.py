@@ -90,7 +90,8 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED:
             return super().find_class(module, name)
-        if module == "analyzer" or module.startswith("analyzer."):
+        # Only from a module already imported: naming one imports nothing new.
+        if module.startswith("analyzer.") and module in sys.modules:
             found = super().find_class(module, name)
             if isinstance(found, type) and (issubclass(found, Enum) or is_dataclass(found)):
                 return found
