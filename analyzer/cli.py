@@ -754,8 +754,10 @@ def rules_check(
         dirs = list(directory or [])
         # User folders build on the built-in placeholders and may replace built-in rules.
         problems = check_rules(dirs, builtin=True)
-        for problem in problems:
-            sys.stdout.write(f"{problem}\n")
+        from analyzer.controls import visible
+
+        for problem in problems:  # quoting the rule files' text: shown, not obeyed
+            sys.stdout.write(f"{visible(str(problem))}\n")
         errors = sum(1 for p in problems if p.severity == "error")
         warnings = len(problems) - errors
         checked = ", ".join(str(d) for d in dirs) if dirs else str(builtin_rules_dir())
