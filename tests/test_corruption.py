@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tests.corruption import MUTATIONS, Case, check_input, corpus, mutate, seeds
 
-COUNT = int(os.environ.get("JOBDOCTOR_CORPUS", "150"))
+COUNT = int(os.environ.get("JOBDOCTOR_CORPUS", "100"))
 EXAMPLES = int(os.environ.get("JOBDOCTOR_FUZZ_EXAMPLES", "60"))
 SEEDS = seeds()
 
