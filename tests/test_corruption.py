@@ -3,7 +3,7 @@ Hypothesis target over the same mutations. Every input is read or refused in one
 line is accounted for, no record is lost where the damage kept it, every report renders, and
 nothing takes longer than a few seconds.
 
-CI runs a few hundred inputs (seconds); ``JOBDOCTOR_CORPUS=20000`` or
+CI runs 100 inputs and 60 examples (seconds); ``JOBDOCTOR_CORPUS=20000`` or
 ``python -m tests.corruption 20000 SEED`` runs a long campaign (README, "Testing").
 """
 
