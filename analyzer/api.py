@@ -7,11 +7,12 @@ Only this module and the CLI know the whole pipeline
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.classify import Collector
+from analyzer.classify import Cluster, Collector
 from analyzer.errors import InputError
 from analyzer.ingest import Format, open_sources
 from analyzer.records import NO_MESSAGE, InputStats, Source
@@ -22,6 +23,7 @@ from analyzer.rulebook import RULE_BUDGET_SECONDS, RuleBook
 if TYPE_CHECKING:
     from analyzer.diagnosis import Diagnosis
     from analyzer.jobspec import JobSpec
+    from analyzer.live.window import Window
     from analyzer.policy import RetryPolicy
     from analyzer.report.html import DiagnosisList
 
@@ -60,6 +62,7 @@ def analyze_sources(
     job: str | None = None,
     job_spec: JobSpec | None = None,
     lang: str = "en",
+    dask: object = None,
     unread: Sequence[str] = (),
 ) -> Analysis:
     """Diagnose every job in ``sources`` (or only ``job``).
@@ -67,12 +70,16 @@ def analyze_sources(
     ``job_spec`` (the job's describe output) refines the policy, the advice and the state check
     of the job it describes; ``lang`` (en, ja, he) is the language of the advice. ``unread``
     names inputs that could not be opened (``open_sources``' problems): they are kept in the
-    analysis with those that fail while read.
+    analysis with those that fail while read. ``dask`` scans the sink files on Dask workers
+    instead of this machine's processes: ``"local"`` (a LocalCluster of this machine's
+    cores), a scheduler address (``"tcp://HOST:PORT"``) or a ``distributed.Client``; the
+    diagnoses are the same.
     """
     book = rules if rules is not None else RuleBook.load()
     book.new_run()  # each rule's time budget is per run
-    collector = Collector(book)
-    collector.read_all(sources, while_waiting=_load_diagnosing)
+    with dask_cluster(dask) as cluster:
+        collector = Collector(book, cluster=cluster)
+        collector.read_all(sources, while_waiting=_load_diagnosing)
     return diagnose_collected(
         collector, book, policy=policy, job=job, job_spec=job_spec, lang=lang, unread=unread
     )
@@ -136,6 +143,29 @@ def diagnose_collected(
     )
 
 
+@contextmanager
+def dask_cluster(dask: object) -> Iterator[Cluster | None]:
+    """The Dask cluster ``dask`` names (see :func:`analyze_sources`), connected for the time
+    of a scan; None for None."""
+    if dask is None:
+        yield None
+        return
+    from analyzer.cluster import DaskCluster
+
+    with DaskCluster(dask) as cluster:
+        yield cluster
+
+
+def window_of(since: str | None, start: str | None, end: str | None) -> Window | None:
+    """The time window ``--since``/``--start``/``--end`` give a sink tree; None when none of
+    them is given (the whole tree is read)."""
+    if since is None and start is None and end is None:
+        return None
+    from analyzer.live.window import parse_window
+
+    return parse_window(since, start, end)
+
+
 NOT_AN_EXPORT = (
     "not a log export jobdoctor knows: no line is a Vertex AI job message or a log entry; "
     "export the job's logs with gcloud logging read "
@@ -181,10 +211,18 @@ def analyze(
     job: str | None = None,
     job_spec_path: Path | None = None,
     lang: str = "en",
+    since: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    dask: object = None,
 ) -> Analysis:
-    """Read ``paths`` (files, directories, globs, ``-``) and diagnose every job in them.
+    """Read ``paths`` (files, directories, globs, ``-``, ``gs://BUCKET/PREFIX/``) and diagnose
+    every job in them.
 
     ``job_spec_path``: ``gcloud ai custom-jobs describe`` output of the job (YAML or JSON).
+    ``since`` (``7d``), or ``start`` and ``end`` (RFC 3339): read only the hourly sink files
+    of a tree (directory, glob or ``gs://`` prefix) whose hour overlaps that window.
+    ``dask``: see :func:`analyze_sources`.
     An input that cannot be read (a missing file, a binary one, a cut ``.gz``) is named in
     the analysis' :attr:`~Analysis.unread` and the others are diagnosed; InputError only
     when no input at all can be read.
@@ -196,7 +234,7 @@ def analyze(
     policy = load_policy(policy_path)
     spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
     unread: list[str] = []
-    sources = open_batch([str(p) for p in paths], unread)
+    sources = open_batch([str(p) for p in paths], unread, window_of(since, start, end))
     return analyze_sources(
         sources,
         rules=book,
@@ -205,15 +243,19 @@ def analyze(
         job_spec=spec,
         lang=lang,
         unread=unread,
+        dask=dask,
     )
 
 
-def open_batch(paths: Sequence[str], unread: list[str]) -> list[Source]:
-    """The sources of ``paths``, each input that cannot be opened named in ``unread``.
+def open_batch(
+    paths: Sequence[str], unread: list[str], window: Window | None = None
+) -> list[Source]:
+    """The sources of ``paths`` (trees cut to ``window``), each input that cannot be opened
+    named in ``unread``.
 
     Raises InputError when none can be: the first problem, with how many more there are.
     """
-    sources = open_sources(paths, unread)
+    sources = open_sources(paths, unread, window)
     if not sources:
         if not unread:  # pragma: no cover - expand_paths raises for no input at all
             raise InputError("no input could be read")
@@ -222,14 +264,15 @@ def open_batch(paths: Sequence[str], unread: list[str]) -> list[Source]:
     return sources
 
 
-def diagnose(*paths: str | Path) -> DiagnosisList:
+def diagnose(*paths: str | Path, since: str | None = None, dask: object = None) -> DiagnosisList:
     """The diagnoses of every job in ``paths``, with the built-in rules and policy.
 
     A list that Jupyter shows as a table of verdicts with each job's timeline chart.
+    ``since`` and ``dask``: see :func:`analyze`.
     """
     from analyzer.report.html import DiagnosisList
 
-    return DiagnosisList(analyze(paths).diagnoses)
+    return DiagnosisList(analyze(paths, since=since, dask=dask).diagnoses)
 
 
 def follow_job(

@@ -27,12 +27,17 @@ import regex
 from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource, Format
+from analyzer.ingest.gcs import GcsSource
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED, StreamSource
 from analyzer.parallel import (
     GZIP_EXPANSION,
+    MIN_RANGE_BYTES,
     PARALLEL_MIN_BYTES,
+    BookLike,
     RangeScan,
+    Task,
     processes_for,
+    run_here,
     scan_binary,
     scan_files,
 )
@@ -52,11 +57,36 @@ from analyzer.records import (
 reading_progress: ContextVar[Callable[[int, int], None] | None] = ContextVar(
     "reading_progress", default=None
 )
+# Likewise, told each input (file, Cloud Storage object) once all of it is read.
+input_progress: ContextVar[Callable[[str], None] | None] = ContextVar(
+    "input_progress", default=None
+)
+
+
+class Cluster(Protocol):
+    """Somewhere else to run the fast scan's tasks (``analyzer.cluster``: Dask)."""
+
+    def width(self) -> int:
+        """How many tasks it runs at once."""
+        ...
+
+    def run(
+        self,
+        tasks: Sequence[Task],
+        weights: Sequence[int],
+        book: BookLike,
+        processes: int,
+        while_waiting: Callable[[], None] | None,
+    ) -> Iterator[tuple[int, RangeScan]]:
+        """The tasks' packed scans (``analyzer.parallel.Runner``)."""
+        ...
 
 # A text's first line: up to the first of the line boundaries str.splitlines() knows.
 _FIRST_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
 # The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
 _JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
+# Processes reading Cloud Storage objects, per core.
+GCS_READERS_PER_CORE = 4
 # Records whose texts go through the prefilter at once (_matched): enough to amortise a
 # Hyperscan scan, few enough that a batch of records stays small.
 _MATCH_BATCH = 1024
@@ -360,13 +390,19 @@ def _events(records: Iterable[LogRecord], book: Matcher, prefilter: bool) -> Ite
 
 
 def classify_sources(
-    sources: Iterable[Source], book: Matcher, *, fast: bool = True, processes: int | None = None
+    sources: Iterable[Source],
+    book: Matcher,
+    *,
+    fast: bool = True,
+    processes: int | None = None,
+    cluster: Cluster | None = None,
 ) -> Iterator[Event]:
     """:func:`classify_records`, the same rows in the same order, with sink JSONL files read by
-    the fast scan (candidate lines only, several processes for large inputs)."""
+    the fast scan (candidate lines only, several processes for large inputs, or the workers
+    of ``cluster``)."""
     pending = list(sources)
     eligible = [s for s in pending if fast and _fast_eligible(s, book)]
-    scans = _scan(eligible, book, processes) if eligible else {}
+    scans = _scan(eligible, book, processes, cluster=cluster) if eligible else {}
     for source in pending:
         scan = scans.get(id(source))
         if scan is not None:
@@ -392,10 +428,18 @@ class Collector:
     records and diagnoses again).
     """
 
-    def __init__(self, book: Matcher, *, fast: bool = True, processes: int | None = None) -> None:
+    def __init__(
+        self,
+        book: Matcher,
+        *,
+        fast: bool = True,
+        processes: int | None = None,
+        cluster: Cluster | None = None,
+    ) -> None:
         self._book = book
         self._fast = fast
         self._processes = processes
+        self._cluster = cluster
         self._jobs: dict[tuple[str, str], _JobAccumulator] = {}
         self._stats: dict[str, InputStats] = {}
         self.unread: list[str] = []
@@ -422,7 +466,7 @@ class Collector:
         ]
         scans: dict[int, RangeScan] = {}
         if fast_files:
-            scans = _scan(fast_files, book, self._processes, while_waiting)
+            scans = _scan(fast_files, book, self._processes, while_waiting, self._cluster)
         for source in pending:
             scan = scans.get(id(source))
             if scan is not None:
@@ -542,7 +586,7 @@ def _is_fast(book: Matcher) -> TypeGuard[FastMatcher]:
 
 def _fast_eligible(source: Source, book: Matcher) -> bool:
     return (
-        isinstance(source, FileSource | StreamSource)
+        isinstance(source, FileSource | StreamSource | GcsSource)
         and source.stats.format == Format.CLOUD_LOGGING_JSONL.value
         and source.encoding is None  # the fast path reads UTF-8 bytes
         and _is_fast(book)
@@ -571,18 +615,31 @@ def _scan(
     book: Matcher,
     processes: int | None,
     while_waiting: Callable[[], None] | None = None,
+    cluster: Cluster | None = None,
 ) -> dict[int, RangeScan]:
     """The fast scans of ``files`` (sink JSONL: :func:`_fast_eligible`), by ``id`` of source;
     large files and streams are read by several processes (``processes``: None for as many
-    as there are cores)."""
+    as there are cores), or every file by the workers of ``cluster``."""
     if not _is_fast(book):
         raise TypeError("the fast path needs a rule book with may_match_texts")
     scans: dict[int, RangeScan] = {}
     # A stream (stdin) is read in this process, as it comes; files maybe in several.
-    here: list[FileSource | StreamSource] = [s for s in files if isinstance(s, StreamSource)]
+    here: list[FileSource | StreamSource | GcsSource] = [
+        s for s in files if isinstance(s, StreamSource)
+    ]
     files = [s for s in files if not isinstance(s, StreamSource)]
+    # A gzip file cannot be entered in the middle: one task each. So is a Cloud Storage object
+    # too small to be cut (asking whether it is gzip would cost a request).
     compressed = {s.stats.path for s in files if isinstance(s, FileSource) and s.compressed}
-    sizes = {s.stats.path: os.path.getsize(s.stats.path) for s in files}
+    whole = compressed | {
+        s.stats.path
+        for s in files
+        if isinstance(s, GcsSource) and (s.size <= MIN_RANGE_BYTES or s.compressed)
+    }
+    sizes = {
+        s.stats.path: s.size if isinstance(s, GcsSource) else os.path.getsize(s.stats.path)
+        for s in files
+    }
     total = sum(sizes.values())
     progress = reading_progress.get()
     on_bytes: Callable[[int], None] | None = None
@@ -597,11 +654,27 @@ def _scan(
         return size * (GZIP_EXPANSION if path in compressed else 1)
 
     count = processes_for(sum(map(weight, sizes)), processes)
+    objects = sum(1 for s in files if isinstance(s, GcsSource))
+    if objects > 1 and processes is None and not os.environ.get("JOBDOCTOR_JOBS"):
+        # Reading an object waits on the network more than on a core: more readers than
+        # cores keep the cores busy, whatever the total size.
+        cores = processes_for(PARALLEL_MIN_BYTES, None)
+        count = max(count, min(GCS_READERS_PER_CORE * cores, objects))
+    if cluster is not None and files:
+        count = cluster.width()
     # One compressed file is one task: a pool would only add its start-up.
-    if count > 1 and (len(files) > 1 or not compressed):
+    if cluster is not None or (count > 1 and (len(files) > 1 or not whole)):
         paths = [s.stats.path for s in files]
         found = scan_files(
-            paths, book, count, on_bytes, compressed=compressed, while_waiting=while_waiting
+            paths,
+            book,
+            count,
+            on_bytes,
+            compressed=whole,
+            while_waiting=while_waiting,
+            sizes=[sizes[path] for path in paths],
+            on_input=input_progress.get(),
+            run=cluster.run if cluster is not None else run_here,
         )
         for source, scan in zip(files, found, strict=True):
             source.stats.add(scan.stats)
@@ -609,13 +682,16 @@ def _scan(
             scans[id(source)] = scan
     else:
         for source in files:
-            assert isinstance(source, FileSource)
+            assert isinstance(source, FileSource | GcsSource)
             here.append(source)
+    told = input_progress.get()
     for source in here:
         # A stream's bytes are not in the progress total. A stream, or one compressed file,
         # is read here and, when long, scanned by forked workers as it comes.
-        counted = on_bytes if isinstance(source, FileSource) else None
+        counted = on_bytes if not isinstance(source, StreamSource) else None
         workers = processes_for(weight(source.stats.path), processes)
         with source.open_binary() as raw:
             scans[id(source)] = scan_binary(raw, source.stats, book, counted, workers)
+        if told is not None:
+            told(source.stats.path)
     return scans

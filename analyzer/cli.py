@@ -12,7 +12,7 @@ import errno
 import io
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from enum import StrEnum
@@ -26,6 +26,7 @@ from analyzer.errors import InputError, JobDoctorError, PolicyError, RuleError, 
 if TYPE_CHECKING:
     from analyzer.bigquery import BigQuerySource
     from analyzer.jobspec import JobSpec
+    from analyzer.live.window import Window
     from analyzer.policy import RetryPolicy
     from analyzer.records import Source
 
@@ -156,33 +157,84 @@ PROGRESS_MIN_BYTES = 50 << 20
 
 
 @contextmanager
-def _reading_progress(paths: list[str]) -> Iterator[None]:
-    """A progress bar on stderr while large inputs are read, only when stderr is a terminal."""
+def _reading_progress(sources: Sequence[Source]) -> Iterator[None]:
+    """A progress bar on stderr while large inputs, or any Cloud Storage tree, are read, only
+    when stderr is a terminal: bytes, and for a tree the objects, done of the listed total."""
     import os
+
+    from analyzer.ingest.gcs import GcsSource
 
     if not sys.stderr.isatty():
         yield
         return
-    total = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
-    if total < PROGRESS_MIN_BYTES:
+    remote = sum(1 for s in sources if isinstance(s, GcsSource))
+    total = 0
+    for source in sources:
+        if isinstance(source, GcsSource):
+            total += source.size
+        elif os.path.isfile(source.stats.path):
+            total += os.path.getsize(source.stats.path)
+    if not remote and total < PROGRESS_MIN_BYTES:
         yield
         return
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import DownloadColumn, Progress, TimeRemainingColumn
 
-    from analyzer.classify import reading_progress
+    from analyzer.classify import input_progress, reading_progress
 
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("reading", total=total)
+    columns = (*Progress.get_default_columns()[:-1], DownloadColumn(), TimeRemainingColumn())
+    label = f"reading 0/{remote} objects" if remote else "reading"
+    read = [0]
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total)
 
         def advance(size: int, count: int) -> None:
             bar.update(task, total=size, advance=count)
 
+        def finished(path: str) -> None:
+            if remote and path.startswith("gs://"):
+                read[0] += 1
+                bar.update(task, description=f"reading {read[0]}/{remote} objects")
+
         token = reading_progress.set(advance)
+        told = input_progress.set(finished)
         try:
             yield
         finally:
+            input_progress.reset(told)
             reading_progress.reset(token)
+
+
+@contextmanager
+def _listing(paths: Sequence[str]) -> Iterator[None]:
+    """A spinner on a terminal while a ``gs://`` prefix is listed."""
+    remote = [p for p in paths if p.startswith("gs://")]
+    if not remote or not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(f"listing {', '.join(remote)}"):
+        yield
+
+
+def _open_inputs(
+    paths: Sequence[str],
+    unread: list[str],
+    since: str | None,
+    start: str | None,
+    end: str | None,
+) -> list[Source]:
+    """:func:`_open_batch` with trees cut to the window of ``--since``/``--start``/``--end``."""
+    from analyzer.api import window_of
+
+    window = window_of(since, start, end)
+    with _listing(paths):
+        sources = _open_batch(paths, unread, window)
+    if window is not None:
+        # The window is always said: a tree is read by whole hours around it.
+        _say(f"window {window}: {len(sources)} input(s) read, trees by the hours overlapping it")
+    return sources
 
 
 def _rules_dirs(rules: list[Path] | None) -> tuple[Path, ...]:
@@ -217,10 +269,28 @@ JobIdOpt = Annotated[
     str | None, typer.Option("--job-id", help="The job id to read live (with --project).")
 ]
 SinceOpt = Annotated[
-    str | None, typer.Option("--since", help="Live window: the last 30m, 12h, 7d (default 7d).")
+    str | None,
+    typer.Option(
+        "--since",
+        help="Live window, or the hours of a sink tree to read: the last 30m, 12h, 7d"
+        " (live default 7d; a tree is read whole without it).",
+    ),
 ]
-StartOpt = Annotated[str | None, typer.Option("--start", help="Live window start (RFC 3339).")]
-EndOpt = Annotated[str | None, typer.Option("--end", help="Live window end (RFC 3339).")]
+StartOpt = Annotated[
+    str | None, typer.Option("--start", help="Window start (RFC 3339), live or a sink tree.")
+]
+EndOpt = Annotated[
+    str | None, typer.Option("--end", help="Window end (RFC 3339), live or a sink tree.")
+]
+DaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dask",
+        help="Scan on Dask workers: 'local' (a cluster of this machine's cores) or an existing"
+        " scheduler tcp://HOST:PORT; same output.",
+        show_default=False,
+    ),
+]
 EndpointOpt = Annotated[
     str | None,
     typer.Option(
@@ -346,11 +416,13 @@ def diagnose(
             "machine types, scheduling, recorded state.",
         ),
     ] = None,
+    dask: DaskOpt = None,
 ) -> None:
     """Diagnose every job in the logs: state, retries, root cause, evidence, advice.
 
-    Reads files, live from Cloud Logging with --project and --job-id, or a BigQuery table
-    with --bigquery (a dry run first: bytes and price, then bounded by --max-bytes).
+    Reads files, gs://BUCKET/PREFIX/ sink trees, live from Cloud Logging with --project and
+    --job-id, or a BigQuery table with --bigquery (a dry run first: bytes and price, then
+    bounded by --max-bytes).
     """
     # Only what reading needs: the rest loads while worker processes scan (analyzer.api).
     from analyzer.api import Analysis, analyze_sources
@@ -373,6 +445,8 @@ def diagnose(
             raise InputError("--follow reads live logs: give --project and --job-id")
         if follow and end is not None:
             raise InputError("--follow runs until the job ends: drop --end")
+        if live and dask is not None:
+            raise InputError("--dask scans files and gs:// trees, not live logs")
         book = RuleBook.load(_rules_dirs(rules))
         # A policy file of the user's is checked before reading; the built-in one is loaded
         # once the logs are read (with YAML, while worker processes scan them).
@@ -429,8 +503,8 @@ def diagnose(
         else:
             spec = _load_job_spec(job_spec)
             unread: list[str] = []
-            sources = _open_batch(paths or [], unread)
-            with _reading_progress(paths or []):
+            sources = _open_inputs(paths or [], unread, since, start, end)
+            with _reading_progress(sources):
                 analysis = analyze_sources(
                     sources,
                     rules=book,
@@ -439,6 +513,7 @@ def diagnose(
                     job_spec=spec,
                     lang=lang.value,
                     unread=unread,
+                    dask=dask,
                 )
         for notice in analysis.notices[said:]:
             _say(notice)
@@ -463,12 +538,15 @@ def diagnose(
         raise typer.Exit(EXIT_FAILED_JOB)
 
 
-def _open_batch(paths: list[str], unread: list[str]) -> list[Source]:
-    """The sources of ``paths``; an input that cannot be opened is named in ``unread`` and
-    the others are read. When none can be, each is said and the run ends with exit 2."""
+def _open_batch(
+    paths: Sequence[str], unread: list[str], window: Window | None = None
+) -> list[Source]:
+    """The sources of ``paths`` (trees cut to ``window``); an input that cannot be opened is
+    named in ``unread`` and the others are read. When none can be, each is said and the run
+    ends with exit 2."""
     from analyzer.ingest import open_sources
 
-    sources = open_sources(paths, unread)
+    sources = open_sources(paths, unread, window)
     if not sources:
         for problem in unread:
             _say(problem)
@@ -564,8 +642,12 @@ def report(
     billing_project: BillingOpt = None,
     max_bytes: MaxBytesOpt = "100GB",
     dry_run: DryRunOpt = False,
+    dask: DaskOpt = None,
 ) -> None:
-    """Fleet report over many jobs: causes, retries, restarts, time lost, worst jobs, timelines."""
+    """Fleet report over many jobs: causes, retries, restarts, time lost, worst jobs, timelines.
+
+    Reads files or gs://BUCKET/PREFIX/ sink trees (--since: only the hours of that window).
+    """
     from analyzer.report.cli_report import report_command
 
     with _reported_errors():
@@ -584,7 +666,15 @@ def report(
         if not paths:
             raise InputError("no input: give log files, directories, - for stdin, or --bigquery")
         analysis = report_command(
-            paths, output.value, out, rules_dirs=_rules_dirs(rules), policy_path=policy
+            paths,
+            output.value,
+            out,
+            rules_dirs=_rules_dirs(rules),
+            policy_path=policy,
+            since=since,
+            start=start,
+            end=end,
+            dask=dask,
         )
         for notice in analysis.notices:
             _say(notice)
@@ -710,10 +800,17 @@ def classify(
         RowFormat.jsonl
     ),
     rules: RulesOpt = None,
+    since: SinceOpt = None,
+    start: StartOpt = None,
+    end: EndOpt = None,
+    dask: DaskOpt = None,
 ) -> None:
-    """One row per record that matched a rule: time, job, task, category or event, fields."""
+    """One row per record that matched a rule: time, job, task, category or event, fields.
+
+    Reads files or gs://BUCKET/PREFIX/ sink trees (--since: only the hours of that window).
+    """
+    from analyzer.api import dask_cluster
     from analyzer.classify import classify_sources
-    from analyzer.ingest import open_sources
     from analyzer.ingest.sources import TRUNCATED_COMPRESSED
     from analyzer.report.events import write_csv, write_jsonl
     from analyzer.rulebook import RuleBook
@@ -721,14 +818,15 @@ def classify(
     with _reported_errors():
         book = RuleBook.load(_rules_dirs(rules))
         unread: list[str] = []
-        sources = open_sources(paths, unread)
+        sources = _open_inputs(paths, unread, since, start, end)
         for problem in unread:
             _say(problem)
-        events = classify_sources(sources, book)
-        if output is RowFormat.csv:
-            write_csv(events, sys.stdout)
-        else:
-            write_jsonl(events, sys.stdout)
+        with _reading_progress(sources), dask_cluster(dask) as cluster:
+            events = classify_sources(sources, book, cluster=cluster)
+            if output is RowFormat.csv:
+                write_csv(events, sys.stdout)
+            else:
+                write_jsonl(events, sys.stdout)
         for source in sources:  # read now: a cut .gz gave its rows up to the cut
             if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
                 unread.append(f"{source.stats.path}: truncated compressed data")

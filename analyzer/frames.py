@@ -105,16 +105,19 @@ def diagnose_frame(
     job_ids: Sequence[str] = (),
     billing_project: str | None = None,
     max_bytes: str = "100GB",
+    dask: object = None,
 ) -> pd.DataFrame:
     """Diagnose every job in ``paths`` into one row per job (see :func:`jobs_frame`).
 
     Streams the inputs: records are matched against the rules as they are read and only
     each job's matched events are kept. ``rules_dirs`` and ``policy_path`` are the CLI's
-    ``--rules`` and ``--policy``. An input that cannot be read is skipped with a
-    :class:`UnreadInputWarning` naming it, and listed in ``frame.attrs["unread"]``; the
-    others are diagnosed. ``bigquery="P.D.TABLE"`` with ``since`` (or ``start`` and
-    ``end``) reads a BigQuery table instead, as ``jobdoctor diagnose --bigquery`` does (also:
-    an :class:`analyzer.bigquery.BigQuerySource` given as the path).
+    ``--rules`` and ``--policy``; a path may be a ``gs://BUCKET/PREFIX/`` sink tree, and
+    ``since``/``start``/``end`` and ``dask`` are those of :func:`analyzer.api.analyze`. An
+    input that cannot be read is skipped with a :class:`UnreadInputWarning` naming it, and
+    listed in ``frame.attrs["unread"]``; the others are diagnosed. ``bigquery="P.D.TABLE"``
+    with ``since`` (or ``start`` and ``end``) reads a BigQuery table instead, as ``jobdoctor
+    diagnose --bigquery`` does (also: an :class:`analyzer.bigquery.BigQuerySource` given as
+    the path).
     """
     tables = [p for p in paths if not isinstance(p, str | Path)]
     if bigquery is not None or tables:
@@ -141,7 +144,15 @@ def diagnose_frame(
         assert found is not None
         return jobs_frame(found.diagnoses)
     files = [p for p in paths if isinstance(p, str | Path)]
-    analysis = analyze(files, rules_dirs=rules_dirs, policy_path=policy_path)
+    analysis = analyze(
+        files,
+        rules_dirs=rules_dirs,
+        policy_path=policy_path,
+        since=since,
+        start=start,
+        end=end,
+        dask=dask,
+    )
     frame = jobs_frame(analysis.diagnoses)
     frame.attrs["unread"] = list(analysis.unread)
     for problem in analysis.unread:

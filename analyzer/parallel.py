@@ -9,6 +9,7 @@ add up, earliest and latest times are minima and maxima, and first appearances k
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import itertools
@@ -40,6 +41,8 @@ PARALLEL_MIN_BYTES = 48 << 20
 MIN_RANGE_BYTES = 4 << 20
 # The largest: the progress bar moves when a range is done.
 MAX_RANGE_BYTES = 32 << 20
+# What a Cloud Storage object's cut reads to find its line end.
+PROBE_BYTES = 64 << 10
 
 
 class BookLike(Protocol):
@@ -125,15 +128,28 @@ def line_ranges(
     other.
     """
     cuts = [0]
-    with open(path, "rb") as stream:
+    with contextlib.ExitStack() as stack:
+        if path.startswith("gs://"):
+            from analyzer.ingest.gcs import open_object
+
+            def line_end(offset: int) -> int:
+                # A small ranged read per cut, not a whole chunk.
+                with open_object(path, offset, PROBE_BYTES) as probe:
+                    return offset + len(probe.readline())
+        else:
+            stream = stack.enter_context(open(path, "rb"))
+
+            def line_end(offset: int) -> int:
+                stream.seek(offset)
+                stream.readline()
+                return stream.tell()
+
         while True:
             share = min(MAX_RANGE_BYTES, (size - cuts[-1]) // (2 * processes))
             target = cuts[-1] + max(smallest, share)
             if target >= size:
                 break
-            stream.seek(target - 1)
-            stream.readline()  # to the end of the line holding byte target - 1
-            at = stream.tell()
+            at = line_end(target - 1)  # the end of the line holding byte target - 1
             if at >= size:
                 break
             cuts.append(at)
@@ -151,9 +167,28 @@ def scan_file(
     book: BookLike,
     on_bytes: Callable[[int], None] | None = None,
 ) -> RangeScan:
-    """Scan the whole file at ``path``, gzip-compressed or not, into ``stats``."""
-    with open_file(path) as raw:
+    """Scan the whole file at ``path`` (or ``gs://`` object), gzip-compressed or not."""
+    with _open_input(path) as raw:
         return scan_binary(raw, stats, book, on_bytes)
+
+
+def _open_input(path: str) -> BinaryIO:
+    if path.startswith("gs://"):
+        from analyzer.ingest.gcs import open_object
+
+        return open_object(path)
+    return open_file(path)
+
+
+def _open_at(path: str, start: int) -> BinaryIO:
+    """The file (or ``gs://`` object) at ``path``, read from byte ``start``."""
+    if path.startswith("gs://"):
+        from analyzer.ingest.gcs import open_object
+
+        return open_object(path, start)
+    stream = open(path, "rb")  # noqa: SIM115 - the caller closes it
+    stream.seek(start)
+    return stream
 
 
 def scan_binary(
@@ -198,7 +233,7 @@ def _scan_split(
         if on_bytes is not None:
             on_bytes(len(data))
         return scan_stream(io.BytesIO(data), stats, book)
-    _warm(book)
+    warm(book)
     sizes: dict[int, int] = {}
 
     def items() -> Iterator[tuple[bytes | memoryview, ...]]:
@@ -239,13 +274,12 @@ def _chunks(stream: BinaryIO) -> Iterator[tuple[bytes | memoryview, ...]]:
 Task = tuple[int, str, int, int]
 
 
-def _scan_range(book: BookLike, task: Task) -> RangeScan:
+def scan_task(book: BookLike, task: Task) -> RangeScan:
     """A worker's scan of a task of :func:`scan_files`, its events packed to travel."""
     _, path, start, end = task
     if end == -1:
         return _packed(scan_file(path, InputStats(path=path), book))
-    with open(path, "rb") as stream:
-        stream.seek(start)
+    with _open_at(path, start) as stream:
         found = scan_stream(
             stream, InputStats(path=path), book, at_start=start == 0, limit=end - start
         )
@@ -257,7 +291,7 @@ def _scan_chunk(book: BookLike, path: str, index: int, data: bytes) -> RangeScan
     return _packed(scan_stream(io.BytesIO(data), InputStats(path=path), book, at_start=index == 0))
 
 
-def _warm(book: BookLike) -> None:
+def warm(book: BookLike) -> None:
     """Build the Hyperscan databases here, once, rather than once in every worker."""
     blockdecode.available()
     book.may_match_texts(["warm up"])
@@ -308,6 +342,33 @@ def processes_for(total_bytes: int, requested: int | None) -> int:
     return max(1, os.cpu_count() or 1)
 
 
+class Runner(Protocol):
+    """Runs the scan tasks of :func:`scan_files` somewhere: ``(position, packed scan)`` for
+    every task, in the order they finish (:func:`run_here`; ``analyzer.cluster`` on Dask)."""
+
+    def __call__(
+        self,
+        tasks: Sequence[Task],
+        weights: Sequence[int],
+        book: BookLike,
+        processes: int,
+        while_waiting: Callable[[], None] | None,
+    ) -> Iterator[tuple[int, RangeScan]]: ...
+
+
+def run_here(
+    tasks: Sequence[Task],
+    weights: Sequence[int],
+    book: BookLike,
+    processes: int,
+    while_waiting: Callable[[], None] | None,
+) -> Iterator[tuple[int, RangeScan]]:
+    """The tasks run by this process and ``processes - 1`` forked ones (:func:`run_forked`);
+    ``weights`` (the bytes each task reads) are not needed here."""
+    warm(book)
+    return run_forked(tasks, partial(scan_task, book), processes, while_waiting)
+
+
 def scan_files(
     paths: Sequence[str],
     book: BookLike,
@@ -316,16 +377,23 @@ def scan_files(
     *,
     compressed: Collection[str] = (),
     while_waiting: Callable[[], None] | None = None,
+    sizes: Sequence[int] | None = None,
+    on_input: Callable[[str], None] | None = None,
+    run: Runner = run_here,
 ) -> Iterator[RangeScan]:
     """One merged :class:`RangeScan` per path, in order, read by ``processes`` workers.
 
     A plain file is cut into byte ranges; one in ``compressed`` (gzip, which cannot be entered
-    in the middle) is one task, read whole by one worker. ``while_waiting`` is called once the
-    workers are running: work of this process that can overlap the scan.
+    in the middle, or a Cloud Storage object) is one task, read whole by one worker.
+    ``sizes`` are the paths' sizes when they are not local files. ``while_waiting`` is called
+    once the workers are running: work of this process that can overlap the scan;
+    ``on_input`` with each path once all of it is read. ``run`` runs the tasks: forked
+    processes here by default.
     """
     tasks: list[Task] = []
     owner: list[int] = []
-    sizes = [os.path.getsize(path) for path in paths]
+    if sizes is None:
+        sizes = [os.path.getsize(path) for path in paths]
     for number, (path, size) in enumerate(zip(paths, sizes, strict=True)):
         if path in compressed:
             ranges = [(0, -1)]
@@ -335,17 +403,20 @@ def scan_files(
             tasks.append((len(tasks), path, start, end))
             owner.append(number)
     results: list[RangeScan | None] = [None] * len(tasks)
-    _warm(book)
+    left = Counter(owner)  # tasks not done yet, per path
     # The largest first (a compressed file weighs what it expands to): the processes then
     # finish together, whatever the mix of files.
     order = sorted(tasks, key=lambda task: -_weight(task, sizes[owner[task[0]]]))
-    work = partial(_scan_range, book)
-    for position, found in run_forked(order, work, processes, while_waiting):
+    weights = [_weight(task, sizes[owner[task[0]]]) for task in order]
+    for position, found in run(order, weights, book, processes, while_waiting):
         index = order[position][0]
         results[index] = _unpacked(found)
         if on_bytes is not None:
             _, _, start, end = tasks[index]
             on_bytes((sizes[owner[index]] if end == -1 else end) - start)
+        left[owner[index]] -= 1
+        if on_input is not None and not left[owner[index]]:
+            on_input(paths[owner[index]])
     done = [result for result in results if result is not None]
     assert len(done) == len(tasks)
     for _, indexes in itertools.groupby(range(len(tasks)), key=owner.__getitem__):

@@ -105,11 +105,11 @@ def _table_document(
 
 
 def covered(shape: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The entries a shape holds for jobdoctor: the wildcard only the tables of Vertex AI
-    logs (``ml.googleapis.com/<job>``), ``_AllLogs`` only the entries of training jobs."""
+    """The entries a shape holds: the wildcard only the tables of Vertex AI logs
+    (``ml.googleapis.com/<job>``), ``_AllLogs`` every entry (those of other resources are
+    counted as skipped, as a file reader counts them)."""
     if shape == "_AllLogs":
-        kinds = ("ml_job", "cloudml_job")
-        return [e for e in entries if e.get("resource", {}).get("type") in kinds]
+        return entries
     return [e for e in entries if log_table(e).startswith(shape.rstrip("*"))]
 
 
@@ -253,4 +253,32 @@ def test_log_analytics_sql_golden(dialect: str) -> None:
     path = Path(__file__).resolve().parent / "golden" / "sql" / f"log-analytics.{dialect}.sql"
     if os.environ.get("JOBDOCTOR_UPDATE_GOLDEN"):
         path.write_text(text)
-    assert text == path.read_text()
+    # The queries hold every rule's literal and RE2 form: a rule change changes them too.
+    assert text == path.read_text(), (
+        "the queries changed: review, then JOBDOCTOR_UPDATE_GOLDEN=1 pytest -k sql_golden"
+        " tests/test_bigquery_emulator.py tests/test_bigquery_duckdb.py"
+    )
+
+
+def test_other_resources_audit_entries_and_other_loggers(tmp_path: Path) -> None:
+    entries = stored_entries(simulate("user-code-exit1", seed=5))
+    model = dict(entries[len(entries) // 2])
+    extra: list[dict[str, Any]] = []
+    for index, change in enumerate(
+        [
+            {"resource": {"type": "gce_instance", "labels": {}}, "textPayload": "Job failed."},
+            {"protoPayload": {"status": {}}, "textPayload": "Job failed."},
+            {"jsonPayload": {"msg": "Job failed."}},  # a Go logger's key
+            {"jsonPayload": {"event": "Traceback (most recent call last):"}},
+        ]
+    ):
+        entry = {k: v for k, v in model.items() if k not in ("jsonPayload", "textPayload")}
+        entry.update(change, insertId=f"x{index}")
+        extra.append(entry)
+    # The gce_instance line lands in its own log's table: the Log Analytics view holds all.
+    stored = stored_entries([*entries, *extra])
+    expected = _file_document(stored, tmp_path)
+    reasons = expected["inputs"][0]["skip_reasons"]
+    assert reasons["other resource type: gce_instance"] == 1
+    assert reasons["audit log entry (protoPayload)"] == 1
+    assert _table_document(stored, "_AllLogs") == expected

@@ -49,13 +49,19 @@ def _used(sql: str, parameters: Sequence[Parameter]) -> list[Parameter]:
     return [p for p in parameters if f"@{p.name}" in sql]
 
 
-def _paths(fields: Any, prefix: str = "") -> Iterator[str]:
-    """The dotted paths of a google-cloud-bigquery schema, RECORDs entered."""
+def _paths(fields: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """The dotted paths of a google-cloud-bigquery schema with their types, RECORDs entered."""
     for field in fields:
         path = f"{prefix}{field.name}"
-        yield path
+        yield path, str(field.field_type)
         if field.field_type in ("RECORD", "STRUCT"):
             yield from _paths(field.fields, path + ".")
+
+
+def _info(schema: Any, **facts: Any) -> TableInfo:
+    typed = dict(_paths(schema))
+    strings = frozenset(path for path, kind in typed.items() if kind == "STRING")
+    return TableInfo(frozenset(typed), strings=strings, **facts)
 
 
 def is_local(endpoint: str | None) -> bool:
@@ -131,7 +137,7 @@ class BigQueryEngine:
         try:
             if not ref.wildcard:
                 table = client.get_table(str(ref), retry=self._retry)
-                return TableInfo(frozenset(_paths(table.schema)), False, _by_ingestion(table))
+                return _info(table.schema, ingestion_partitioned=_by_ingestion(table))
             listed = [
                 item
                 for item in client.list_tables(ref.dataset_id, page_size=1000, retry=self._retry)
@@ -149,8 +155,11 @@ class BigQueryEngine:
         except Exception as exc:
             raise self._error(exc) from None
         names = [item.table_id for item in listed]
-        return TableInfo(
-            frozenset(_paths(table.schema)), is_sharded(names), _by_ingestion(table), len(names)
+        return _info(
+            table.schema,
+            sharded=is_sharded(names),
+            ingestion_partitioned=_by_ingestion(table),
+            tables=len(names),
         )
 
     def _config(self, parameters: Sequence[Parameter], **options: Any) -> Any:
@@ -225,12 +234,16 @@ class DuckDBEngine:
         ).fetchall()
         return [str(row[0]) for row in rows]
 
-    def _paths(self, qualified: str) -> frozenset[str]:
+    def _paths(self, qualified: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The table's field paths, and those of them that are strings."""
         relation = self.connection.sql(f"SELECT * FROM {qualified} LIMIT 0")
         paths: set[str] = set()
+        strings: set[str] = set()
 
         def walk(name: str, kind: Any) -> None:
             paths.add(name)
+            if kind.id == "varchar":
+                strings.add(name)
             if kind.id == "struct":
                 for child, child_kind in kind.children:
                     walk(f"{name}.{child}", child_kind)
@@ -238,7 +251,7 @@ class DuckDBEngine:
         for column, kind in zip(relation.columns, relation.types, strict=True):
             if column != "_TABLE_SUFFIX":
                 walk(column, kind)
-        return frozenset(paths)
+        return frozenset(paths), frozenset(strings)
 
     def describe(self, ref: TableRef) -> TableInfo:
         """The schema of ``ref``; for a wildcard, (re)creates its view first."""
@@ -247,7 +260,8 @@ class DuckDBEngine:
             if ref.table not in self._tables(ref):
                 raise InputError(f"table {ref} not found")
             qualified = f"{quote(ref.project)}.{quote(ref.dataset)}.{quote(ref.table)}"
-            return TableInfo(self._paths(qualified))
+            paths, strings = self._paths(qualified)
+            return TableInfo(paths, strings=strings)
         names = [name for name in self._tables(ref) if name.startswith(ref.prefix)]
         if not names:
             raise InputError(f"no table in {ref.dataset_id} matches {ref.table}")
@@ -257,8 +271,8 @@ class DuckDBEngine:
             for name in names
         )
         self.connection.execute(f"CREATE OR REPLACE VIEW {schema}.{quote(ref.table)} AS {union}")
-        paths = self._paths(f"{schema}.{quote(ref.table)}")
-        return TableInfo(paths, is_sharded(names), False, len(names))
+        paths, strings = self._paths(f"{schema}.{quote(ref.table)}")
+        return TableInfo(paths, is_sharded(names), False, len(names), strings)
 
     def estimate(self, sql: str, parameters: Sequence[Parameter]) -> int | None:
         """None: DuckDB bills nothing and has no dry run."""

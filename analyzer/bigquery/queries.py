@@ -110,8 +110,6 @@ def _entries(ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[st
                 " OR SUBSTR(_TABLE_SUFFIX, 1, LENGTH(_TABLE_SUFFIX) - 9) IN UNNEST(@job_ids))"
             )
         outer.append(f"{adapter.job} IN UNNEST(@job_ids)")
-    if adapter.where:
-        outer.append(adapter.where)
     reads = ",\n      ".join(f"{path} AS {alias}" for alias, path in adapter.reads)
     columns = ",\n    ".join(f"{expression} AS {name}" for name, expression in adapter.columns())
     text = (
@@ -186,7 +184,7 @@ def candidate_query(
         "  FROM (\n"
         f"{_indent(_entries(ref, adapter, info, jobs))}\n"
         "  )\n"
-        "  WHERE text IS NOT NULL\n"
+        "  WHERE skip IS NULL\n"
         f"    AND ({selected})\n"
         ")\n"
         "WHERE wide\n"
@@ -196,14 +194,14 @@ def candidate_query(
 
 def span_query(ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[str] = ()) -> str:
     """Query B: first and last time and count per job, trial, task and VM of every entry
-    with a message, and the count of entries without one (``has_text`` false)."""
+    that is a record (``skip`` NULL), and the count of the others by why they are not."""
     return (
-        "SELECT job, trial, task, vm, text IS NOT NULL AS has_text,\n"
+        "SELECT job, trial, task, vm, skip, other_resource,\n"
         "  MIN(time) AS first, MAX(time) AS last, COUNT(*) AS records\n"
         "FROM (\n"
         f"{_entries(ref, adapter, info, jobs)}\n"
         ")\n"
-        "GROUP BY job, trial, task, vm, has_text"
+        "GROUP BY job, trial, task, vm, skip, other_resource"
     )
 
 

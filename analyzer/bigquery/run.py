@@ -23,8 +23,6 @@ from analyzer.live.window import Window
 from analyzer.records import InputStats, LogRecord, TableOrigin, job_group
 from analyzer.rulebook import RuleBook
 
-NO_MESSAGE = "no message text"
-
 
 @dataclass(frozen=True, slots=True)
 class BigQuerySource:
@@ -115,8 +113,8 @@ def _spans(rows: Iterator[Mapping[str, Any]], stats: InputStats) -> Iterator[Spa
     for row in rows:
         count = int(row["records"])
         stats.lines += count
-        if not row["has_text"]:
-            stats.skip(NO_MESSAGE, count)
+        if row["skip"] is not None:
+            stats.skip(row["skip"] + (row["other_resource"] or ""), count)
             continue
         stats.records += count
         stats.used += count

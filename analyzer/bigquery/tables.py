@@ -19,6 +19,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analyzer.errors import InputError
+from analyzer.records import (
+    AUDIT_ENTRY,
+    JOB_RESOURCE_TYPES,
+    NO_MESSAGE,
+    OTHER_RESOURCE,
+    TEXT_KEYS,
+)
 
 # Project ids hold letters, digits, '-', and maybe a domain prefix ("example.com:proj");
 # datasets and tables letters, digits and '_' (a wildcard may end in '*').
@@ -78,13 +85,15 @@ class TableInfo:
 
     ``paths`` are its field paths (``jsonPayload.message``); ``sharded`` is True when every
     table under a wildcard is date-sharded (``..._YYYYMMDD``), so the window prunes the
-    suffixes; ``ingestion_partitioned`` when the table is partitioned on ``_PARTITIONTIME``.
+    suffixes; ``ingestion_partitioned`` when the table is partitioned on ``_PARTITIONTIME``;
+    ``strings`` the paths of type STRING.
     """
 
     paths: frozenset[str]
     sharded: bool = False
     ingestion_partitioned: bool = False
     tables: int = 1
+    strings: frozenset[str] = frozenset()
 
 
 def is_sharded(names: Iterable[str]) -> bool:
@@ -137,10 +146,10 @@ class Adapter:
 
     ``reads`` are (alias, column path) of the table's own columns, selected first; the
     logical expressions use the aliases. ``kind`` is ``bigquery-sink`` or
-    ``bigquery-log-analytics`` (the ``format`` of the input in the JSON report); ``where``
-    (over the aliases) restricts the rows to Vertex AI jobs where the table holds every log
-    of a project (Log Analytics). The ``tbl`` column is a table name once ``table_prefix``
-    is put before it.
+    ``bigquery-log-analytics`` (the ``format`` of the input in the JSON report). The ``tbl``
+    column is a table name once ``table_prefix`` is put before it. ``skip`` is NULL for an
+    entry that is a record, else the reason a file reader gives for skipping it (an audit
+    entry, another resource type, then named by ``other_resource``, no message text).
     """
 
     kind: str
@@ -154,7 +163,8 @@ class Adapter:
     severity: str
     insert_id: str
     table: str
-    where: str | None = None
+    skip: str = "CAST(NULL AS STRING)"
+    other_resource: str = "CAST(NULL AS STRING)"
     table_prefix: str = ""
 
     def columns(self) -> list[tuple[str, str]]:
@@ -169,7 +179,26 @@ class Adapter:
             ("task", self.task),
             ("vm", self.vm),
             ("text", self.text),
+            ("skip", self.skip),
+            ("other_resource", self.other_resource),
         ]
+
+
+def _skip(proto: str | None, resource_type: str | None, text: str) -> tuple[str, str]:
+    """Why a file reader skips the entry (``records.entry_fields``), NULL when it does not;
+    and the other resource type it belongs to, when that is why. (Python joins the two: the
+    emulator fails a query that concatenates strings over a wildcard.)"""
+    cases = []
+    other = "CAST(NULL AS STRING)"
+    if proto is not None:
+        cases.append(f"WHEN {proto} IS NOT NULL THEN '{AUDIT_ENTRY}'")
+    if resource_type is not None:
+        kinds = ", ".join(f"'{kind}'" for kind in sorted(JOB_RESOURCE_TYPES))
+        test = f"{resource_type} <> '' AND {resource_type} NOT IN ({kinds})"
+        cases.append(f"WHEN {test} THEN '{OTHER_RESOURCE}'")
+        other = f"CASE WHEN {test} THEN {resource_type} END"
+    cases.append(f"WHEN {text} IS NULL THEN '{NO_MESSAGE}'")
+    return "CASE " + " ".join(cases) + " END", other
 
 
 def _time(reads: _Reads, received: str) -> str:
@@ -178,15 +207,27 @@ def _time(reads: _Reads, received: str) -> str:
     return f"COALESCE({entry}, {late})" if late else entry
 
 
-def sink_adapter(ref: TableRef, paths: frozenset[str]) -> Adapter:
+def sink_adapter(ref: TableRef, paths: frozenset[str], strings: frozenset[str]) -> Adapter:
     """The sink table's columns (LogEntry names; labels as BigQuery rewrites their keys)."""
     reads = _Reads(paths)
     # A wildcard's table is its suffix, selected bare: the emulator fails a query applying
     # any function to _TABLE_SUFFIX's value; Python puts the prefix back (table_prefix).
     table = reads.raw("_TABLE_SUFFIX", "table_suffix") if ref.wildcard else f"'{ref.table}'"
+    # The text as a file reader takes it: jsonPayload.message, textPayload, then the other
+    # loggers' keys when they are strings. (A payload with none of them is given whole as its
+    # text by a file reader; here it is "no message text": reading every payload column of
+    # every entry to render it would cost what the queries are written to avoid.)
+    others = [
+        reads.column(f"jsonPayload.{key}") if f"jsonPayload.{key}" in strings else None
+        for key in TEXT_KEYS[1:]
+    ]
+    text = _first([reads.column("jsonPayload.message"), reads.column("textPayload"), *others])
+    skip, other = _skip(reads.column("protoPayload"), reads.column("resource.type"), text)
     return Adapter(
         kind="bigquery-sink",
-        text=_first([reads.column("jsonPayload.message"), reads.column("textPayload")]),
+        text=text,
+        skip=skip,
+        other_resource=other,
         job=_first(
             [reads.label("resource.labels.job_id"), reads.label("labels.ml_googleapis_com_job_id")]
         ),
@@ -233,14 +274,26 @@ def log_analytics_adapter(ref: TableRef, paths: frozenset[str]) -> Adapter:
     labels = reads.column("labels")
     resource_labels = reads.column("resource.labels")
     resource_type = reads.column("resource.type")
+    whole = (
+        f"IF(LOWER(JSON_TYPE({payload})) = 'object' AND TO_JSON_STRING({payload}) <> '{{}}',"
+        f" TO_JSON_STRING({payload}), NULL)"
+    )
+    # As a file reader takes it: the payload's message, textPayload, the other loggers' keys,
+    # then the whole payload as compact JSON (the column is read whole anyway).
+    text = _first(
+        [
+            _json_string(f"{payload}.message") if payload else None,
+            reads.column("text_payload"),
+            *(_json_string(f"{payload}.{key}") if payload else None for key in TEXT_KEYS[1:]),
+            whole if payload else None,
+        ]
+    )
+    skip, other = _skip(reads.column("proto_payload"), resource_type, text)
     return Adapter(
         kind="bigquery-log-analytics",
-        text=_first(
-            [
-                _json_string(f"{payload}.message") if payload else None,
-                reads.column("text_payload"),
-            ]
-        ),
+        text=text,
+        skip=skip,
+        other_resource=other,
         job=_first(
             [
                 _json_label(resource_labels, "job_id"),
@@ -263,8 +316,6 @@ def log_analytics_adapter(ref: TableRef, paths: frozenset[str]) -> Adapter:
         severity=reads.string("severity"),
         insert_id=reads.string("insert_id"),
         table=f"'{ref.table}'",
-        # _AllLogs holds every log of the bucket: only training jobs' entries are read.
-        where=f"{resource_type} IN ('ml_job', 'cloudml_job')" if resource_type else None,
         reads=tuple(reads.selected.items()),
     )
 
@@ -280,7 +331,7 @@ def adapter_for(ref: TableRef, info: TableInfo) -> Adapter:
     if top & LOG_ANALYTICS_COLUMNS and not top & SINK_COLUMNS:
         return log_analytics_adapter(ref, info.paths)
     if top & SINK_COLUMNS:
-        return sink_adapter(ref, info.paths)
+        return sink_adapter(ref, info.paths, info.strings)
     raise InputError(
         f"{ref}: neither a sink table (textPayload, jsonPayload, insertId) nor a Log "
         "Analytics view (text_payload, json_payload, insert_id): check the table name"

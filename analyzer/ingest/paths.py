@@ -14,6 +14,8 @@ import os
 import re
 import stat
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from analyzer.errors import InputError
 
@@ -21,6 +23,40 @@ STDIN = "-"
 
 _SINK_NAME = re.compile(r"^(?P<hour>.*)_(?P<kind>[SA])(?P<shard>\d+)(?::(?P<unix>\d+))?\.json$")
 _GLOB_CHARS = frozenset("*?[")
+# The hour a sink file holds, from its path: .../YYYY/MM/DD/HH:00:00_HH:59:59_S0.json, late
+# entries of that hour in ..._A0:<unixtime>.json.
+_SINK_HOUR = re.compile(
+    r"(?:^|/)(\d{4})/(\d\d)/(\d\d)/(\d\d):00:00_\4:59:59_(?:S\d+|A\d+:\d+)\.json$"
+)
+
+
+class TimeWindow(Protocol):
+    """A half-open UTC range ``[start, end)`` (``analyzer.live.Window`` is one)."""
+
+    @property
+    def start(self) -> datetime: ...
+
+    @property
+    def end(self) -> datetime: ...
+
+
+def sink_hour(path: str) -> datetime | None:
+    """The UTC hour whose entries the sink file at ``path`` holds (``/``-separated), or None
+    when the path is not an hourly sink file's."""
+    found = _SINK_HOUR.search(path.replace(os.sep, "/"))
+    if found is None:
+        return None
+    try:
+        year, month, day, hour = map(int, found.groups())
+        return datetime(year, month, day, hour, tzinfo=UTC)
+    except ValueError:  # 2024/02/31: not a date, so not the sink's
+        return None
+
+
+def in_window(path: str, window: TimeWindow) -> bool:
+    """Whether ``path`` is an hourly sink file whose hour overlaps ``window``."""
+    hour = sink_hour(path)
+    return hour is not None and hour < window.end and hour + timedelta(hours=1) > window.start
 
 
 def _name_key(name: str) -> tuple[str, int, int, int, str]:
@@ -96,7 +132,32 @@ def _check_readable(path: str) -> None:
         raise InputError(f"{path}: cannot be opened ({error.strerror}), check the path") from None
 
 
-def _expand_one(path: str, problems: list[str] | None = None) -> list[str]:
+def _windowed(path: str, files: list[str], window: TimeWindow | None) -> list[str]:
+    """``files`` found under ``path``; with a window, only its hourly sink files."""
+    if window is None:
+        return files
+    kept = [file for file in files if in_window(file, window)]
+    if not kept:
+        raise InputError(empty_window_message(path, files, window))
+    return kept
+
+
+def empty_window_message(path: str, files: Sequence[str], window: TimeWindow) -> str:
+    """What to say when no sink file under ``path`` falls in ``window``: the hours there are."""
+    hours = sorted(hour for hour in map(sink_hour, files) if hour is not None)
+    shown = f"{window.start:%Y-%m-%dT%H:%M:%SZ} .. {window.end:%Y-%m-%dT%H:%M:%SZ}"
+    if not hours:
+        return f"{path}: no hourly sink file (YYYY/MM/DD/HH:00:00_HH:59:59_S0.json) in it"
+    return (
+        f"{path}: no sink file in the window {shown}; its files hold"
+        f" {hours[0]:%Y-%m-%dT%H}:00Z .. {hours[-1]:%Y-%m-%dT%H}:59Z, widen --since or set"
+        " --start/--end"
+    )
+
+
+def _expand_one(
+    path: str, problems: list[str] | None = None, window: TimeWindow | None = None
+) -> list[str]:
     if path == STDIN:
         return [STDIN]
     if os.path.isdir(path):
@@ -105,7 +166,7 @@ def _expand_one(path: str, problems: list[str] | None = None) -> list[str]:
         files = _walk(path, problems)
         if not files:
             raise InputError(f"{path}: empty directory, point to the directory holding the logs")
-        return files
+        return _windowed(path, files, window)
     if os.path.exists(path):
         return [path]
     if _GLOB_CHARS.intersection(path):
@@ -118,7 +179,7 @@ def _expand_one(path: str, problems: list[str] | None = None) -> list[str]:
                 expanded.extend(_walk(match, problems))
             elif not os.path.basename(match).startswith("."):
                 expanded.append(match)
-        return expanded
+        return _windowed(path, expanded, window)
     if os.path.islink(path):
         try:
             os.stat(path)
@@ -129,7 +190,11 @@ def _expand_one(path: str, problems: list[str] | None = None) -> list[str]:
     raise InputError(f"{path}: no such file or directory, check the path")
 
 
-def expand_paths(paths: Sequence[str], problems: list[str] | None = None) -> list[str]:
+def expand_paths(
+    paths: Sequence[str],
+    problems: list[str] | None = None,
+    window: TimeWindow | None = None,
+) -> list[str]:
     """Input files for ``paths``, in argument order, each argument's files sorted.
 
     The same file named twice (directly, by a glob or in a directory) is read
@@ -137,6 +202,9 @@ def expand_paths(paths: Sequence[str], problems: list[str] | None = None) -> lis
     or a glob that matches nothing; with a ``problems`` list, appends each such
     message there instead (one line naming the path) and goes on with the other
     paths, as a batch does; link loops in walked folders are said there too.
+    With ``window``, a directory or glob gives only its hourly sink files whose
+    hour overlaps it (a file named by itself is always read); none in it is a
+    problem of that path.
     """
     if not paths:
         raise InputError("no input given, pass a file, a directory, a glob pattern or '-'")
@@ -144,7 +212,7 @@ def expand_paths(paths: Sequence[str], problems: list[str] | None = None) -> lis
     files: list[str] = []
     for path in paths:
         try:
-            expanded = _expand_one(path, problems)
+            expanded = _expand_one(path, problems, window)
         except InputError as error:
             if problems is None:
                 raise

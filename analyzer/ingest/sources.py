@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 from analyzer.errors import InputError
 from analyzer.ingest.jsonl import read_jsonl
-from analyzer.ingest.paths import STDIN, expand_paths, special_file
+from analyzer.ingest.paths import STDIN, TimeWindow, expand_paths, special_file
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format, mentions_platform, sniff
 from analyzer.ingest.streams import (
     BUFFER_SIZE,
@@ -209,7 +209,11 @@ class MemorySource:
         return _records(io.BytesIO(self._data), self._stats)
 
 
-def open_sources(paths: Sequence[str], problems: list[str] | None = None) -> list[Source]:
+def open_sources(
+    paths: Sequence[str],
+    problems: list[str] | None = None,
+    window: TimeWindow | None = None,
+) -> list[Source]:
     """One source per input file found in ``paths``.
 
     Each path is a file (plain or gzip, recognised by its magic bytes), ``-``
@@ -219,10 +223,29 @@ def open_sources(paths: Sequence[str], problems: list[str] | None = None) -> lis
     With a ``problems`` list, such an input is named there in one line instead
     and the others are opened (a batch goes on past one bad file).
     A path that is not a regular file (a pipe such as the shell's ``<(...)``, a
-    FIFO) can be read only once, and is read as a stream like stdin.
+    FIFO) can be read only once, and is read as a stream like stdin. A
+    ``gs://BUCKET/PREFIX/`` path is a sink tree in Cloud Storage (``analyzer.ingest.gcs``).
+    With ``window``, a tree (directory, glob, prefix) gives only its hourly sink files whose
+    hour overlaps it.
     """
     sources: list[Source] = []
-    for path in expand_paths(paths, problems):
+    if any(path.startswith("gs://") for path in paths):
+        from analyzer.ingest.gcs import open_gcs
+
+        # In argument order: each run of local paths, then each gs:// path.
+        local: list[str] = []
+        for path in paths:
+            if not path.startswith("gs://"):
+                local.append(path)
+                continue
+            if local:
+                sources.extend(open_sources(local, problems, window))
+                local = []
+            sources.extend(open_gcs([path], window, problems))
+        if local:
+            sources.extend(open_sources(local, problems, window))
+        return sources
+    for path in expand_paths(paths, problems, window):
         try:
             if path == STDIN:
                 sources.append(StreamSource(sys.stdin.buffer, STDIN_NAME))

@@ -34,8 +34,11 @@ _PREFIX = re.compile(
 )
 # With tabs lost, only a token shaped like a task name is taken as the task.
 _SPACED_TASK = re.compile(
-    r"^[ \t]+(?P<task>service|[A-Za-z][\w.]*(?:-[A-Za-z]\w*)*-\d+)(?=[ \t]|$)"
+    r"^[ \t]+(?P<task>service|unknown_task|[A-Za-z][\w.]*(?:-[A-Za-z]\w*)*-\d+)(?=[ \t]|$)"
 )
+# Cloud ML Engine (2016-2017) wrote the job's own messages before provisioning (validation,
+# queueing) under this task: the service's, as `service` is now.
+_LEGACY_SERVICE_TASK = "unknown_task"
 _SPACED_TRIAL = re.compile(r"^[ \t]+(?P<trial>\d+)(?=[ \t])")
 _TAB_TRIAL = re.compile(r"^(?P<trial>\d*)\t")
 
@@ -119,6 +122,8 @@ def parse_line(text: str) -> StreamLine | None:
         if legacy is not None:
             trial, rest = legacy["trial"], rest[legacy.end() :]
         message = rest.lstrip(" \t")
+    if task == _LEGACY_SERVICE_TASK:
+        task = SERVICE_TASK
     return StreamLine(prefix["severity"], timestamp, task or None, trial, message)
 
 

@@ -50,16 +50,29 @@ def report_command(
     *,
     rules_dirs: Sequence[Path] = (),
     policy_path: Path | None = None,
+    since: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    dask: object = None,
 ) -> Analysis:
     """Diagnose every job in ``paths`` and write the fleet report to ``out`` (stdout if None).
 
+    ``since``/``start``/``end`` and ``dask`` are those of :func:`analyzer.api.analyze`.
     Returns the analysis, so that the caller can print its notices. Raises
     :class:`~analyzer.errors.InputError` for an unreadable input, an unknown format or an
     output file that cannot be written; rule and policy errors as ``analyze`` does.
     """
     if output_format not in FLEET_FORMATS:
         render_fleet(Analysis((), ()), output_format)  # raises the "did you mean" error
-    analysis = analyze(paths, rules_dirs=rules_dirs, policy_path=policy_path)
+    analysis = analyze(
+        paths,
+        rules_dirs=rules_dirs,
+        policy_path=policy_path,
+        since=since,
+        start=start,
+        end=end,
+        dask=dask,
+    )
     write_report(render_fleet(analysis, output_format), out)
     return analysis
 

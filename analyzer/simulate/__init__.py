@@ -11,7 +11,8 @@ and knows the verdict it implies.
 >>> expected("oom", seed=1)[0].state
 'JOB_STATE_FAILED'
 
-Regenerate ``sample_logs/`` with ``python -m analyzer.simulate.regenerate``.
+Regenerate ``sample_logs/`` with ``python -m analyzer.simulate.regenerate``; write a sink tree
+(hourly files per job, as a sink to Cloud Storage does) with ``analyzer.simulate.tree``.
 """
 
 from __future__ import annotations

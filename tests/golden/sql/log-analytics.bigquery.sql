@@ -5,7 +5,7 @@
 --   @job_ids ARRAY<STRING> = ['8501620632646057984']
 
 -- Query B: first, last and count per job, trial, task and VM
-SELECT job, trial, task, vm, text IS NOT NULL AS has_text,
+SELECT job, trial, task, vm, skip, other_resource,
   MIN(time) AS first, MAX(time) AS last, COUNT(*) AS records
 FROM (
   SELECT
@@ -17,7 +17,9 @@ FROM (
     COALESCE(NULLIF(JSON_VALUE(c_labels, '$."trial_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/trial_id"'), '')) AS trial,
     COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/task_name"'), ''), NULLIF(IF(LOWER(JSON_TYPE(c_json_payload.attrs.tag)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.attrs.tag), NULL), '')) AS task,
     NULLIF(JSON_VALUE(c_labels, '$."compute.googleapis.com/resource_id"'), '') AS vm,
-    COALESCE(IF(LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.message), NULL), c_text_payload) AS text
+    COALESCE(IF(LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.message), NULL), c_text_payload, IF(LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.msg), NULL), IF(LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.log), NULL), IF(LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.text), NULL), IF(LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.event), NULL), IF(LOWER(JSON_TYPE(c_json_payload)) = 'object' AND TO_JSON_STRING(c_json_payload) <> '{}', TO_JSON_STRING(c_json_payload), NULL)) AS text,
+    CASE WHEN c_proto_payload IS NOT NULL THEN 'audit log entry (protoPayload)' WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(IF(LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.message), NULL), c_text_payload, IF(LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.msg), NULL), IF(LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.log), NULL), IF(LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.text), NULL), IF(LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.event), NULL), IF(LOWER(JSON_TYPE(c_json_payload)) = 'object' AND TO_JSON_STRING(c_json_payload) <> '{}', TO_JSON_STRING(c_json_payload), NULL)) IS NULL THEN 'no message text' END AS skip,
+    CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
   FROM (
     SELECT
       json_payload AS c_json_payload,
@@ -25,6 +27,7 @@ FROM (
       resource.labels AS c_resource_labels,
       resource.type AS c_resource_type,
       text_payload AS c_text_payload,
+      proto_payload AS c_proto_payload,
       timestamp AS c_timestamp,
       receive_timestamp AS c_receive_timestamp,
       severity AS c_severity,
@@ -36,9 +39,8 @@ FROM (
   )
   WHERE
     COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."job_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"'), '')) IN UNNEST(@job_ids)
-    AND c_resource_type IN ('ml_job', 'cloudml_job')
 )
-GROUP BY job, trial, task, vm, has_text;
+GROUP BY job, trial, task, vm, skip, other_resource;
 
 -- Query A: the entries the rule book may match
 SELECT tbl, insert_id, time, severity, job, trial, task, vm, text
@@ -57,7 +59,9 @@ FROM (
       COALESCE(NULLIF(JSON_VALUE(c_labels, '$."trial_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/trial_id"'), '')) AS trial,
       COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."task_name"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/task_name"'), ''), NULLIF(IF(LOWER(JSON_TYPE(c_json_payload.attrs.tag)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.attrs.tag), NULL), '')) AS task,
       NULLIF(JSON_VALUE(c_labels, '$."compute.googleapis.com/resource_id"'), '') AS vm,
-      COALESCE(IF(LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.message), NULL), c_text_payload) AS text
+      COALESCE(IF(LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.message), NULL), c_text_payload, IF(LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.msg), NULL), IF(LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.log), NULL), IF(LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.text), NULL), IF(LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.event), NULL), IF(LOWER(JSON_TYPE(c_json_payload)) = 'object' AND TO_JSON_STRING(c_json_payload) <> '{}', TO_JSON_STRING(c_json_payload), NULL)) AS text,
+      CASE WHEN c_proto_payload IS NOT NULL THEN 'audit log entry (protoPayload)' WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(IF(LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.message), NULL), c_text_payload, IF(LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.msg), NULL), IF(LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.log), NULL), IF(LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.text), NULL), IF(LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar'), JSON_VALUE(c_json_payload.event), NULL), IF(LOWER(JSON_TYPE(c_json_payload)) = 'object' AND TO_JSON_STRING(c_json_payload) <> '{}', TO_JSON_STRING(c_json_payload), NULL)) IS NULL THEN 'no message text' END AS skip,
+      CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
     FROM (
       SELECT
         json_payload AS c_json_payload,
@@ -65,6 +69,7 @@ FROM (
         resource.labels AS c_resource_labels,
         resource.type AS c_resource_type,
         text_payload AS c_text_payload,
+        proto_payload AS c_proto_payload,
         timestamp AS c_timestamp,
         receive_timestamp AS c_receive_timestamp,
         severity AS c_severity,
@@ -76,11 +81,10 @@ FROM (
     )
     WHERE
       COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."job_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"'), '')) IN UNNEST(@job_ids)
-      AND c_resource_type IN ('ml_job', 'cloudml_job')
   )
-  WHERE text IS NOT NULL
+  WHERE skip IS NULL
     AND (REGEXP_CONTAINS(text, r'[^\x00-\x7f\x{b0}-\x{b1}\x{b7}-\x{b7}\x{d7}-\x{d7}\x{f7}-\x{f7}\x{5d0}-\x{5ea}\x{2013}-\x{2014}\x{2018}-\x{2019}\x{201c}-\x{201d}\x{2022}-\x{2022}\x{2190}-\x{2193}\x{2500}-\x{259f}\x{2713}-\x{2718}\x{3001}-\x{3002}\x{3041}-\x{3096}\x{30a1}-\x{30fa}\x{30fc}-\x{30fc}\x{4e00}-\x{9fff}\x{ac00}-\x{d7a3}\x{1f300}-\x{1f64f}\x{1f680}-\x{1f6ff}\x{1f900}-\x{1f9ff}]')
-      OR REGEXP_CONTAINS(LOWER(text), r'429|accelerators|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|job\_id|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|state|status|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'))
+      OR REGEXP_CONTAINS(LOWER(text), r'accelerators|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exceeded|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'))
 )
 WHERE wide
     OR (STRPOS(lowered, 'module') > 0 AND REGEXP_CONTAINS(folded, r'No module named \x27?(?P<module>[A-Za-z_][\w.]*)\x27?'))
@@ -128,7 +132,7 @@ WHERE wide
     OR (STRPOS(lowered, 'reason') > 0 AND REGEXP_CONTAINS(folded, r'\A\s*(?:Task\s*completed\s*\.\s*Exit\s*code\s*\(\s*(?P<EXIT_CODE_0>(?:[0-9]+(?: ?\( ?SIG[A-Z0-9]+ ?\))?))\s*\)\s*\.\s*Exit\s*reason\s*\(\s*(?P<REASON_1>(?:[A-Za-z][A-Za-z0-9_-]*))\s*\))\s*\z'))
     OR (STRPOS(lowered, 'cleaning') > 0 AND REGEXP_CONTAINS(folded, r'\A\s*(?:Module\s*completed\s*;\s*cleaning\s*up(?:\s*\.)?)\s*\z'))
     OR (STRPOS(lowered, 'clean') > 0 AND REGEXP_CONTAINS(folded, r'\A\s*(?:Clean\s*up\s*finished(?:\s*\.)?)\s*\z'))
-    OR ((STRPOS(lowered, 'jobstate') > 0 OR STRPOS(lowered, 'status') > 0 OR STRPOS(lowered, 'state') > 0 OR STRPOS(lowered, 'succeeded') > 0 OR STRPOS(lowered, 'failed') > 0 OR STRPOS(lowered, 'cancelled') > 0) AND REGEXP_CONTAINS(folded, r'(?:\bJobState\.|\bstatus |^state: ?|\bcurrent state: ?)JOB_STATE_(?P<state>[A-Z_]+)\b|^state: ?(?P<state>SUCCEEDED|FAILED|CANCELLED)$|^\$ state ?: chr "(?P<state>SUCCEEDED|FAILED|CANCELLED)"$|^Job: \S+ \((?P<state>SUCCEEDED|FAILED|CANCELLED)\)$'))
+    OR ((STRPOS(lowered, 'jobstate') > 0 OR STRPOS(lowered, 'job_state') > 0 OR STRPOS(lowered, 'succeeded') > 0 OR STRPOS(lowered, 'failed') > 0 OR STRPOS(lowered, 'cancelled') > 0) AND REGEXP_CONTAINS(folded, r'(?:\bJobState\.|\bstatus |^state: ?|\bcurrent state: ?)JOB_STATE_(?P<state>[A-Z_]+)\b|^state: ?(?P<state>SUCCEEDED|FAILED|CANCELLED)$|^\$ state ?: chr "(?P<state>SUCCEEDED|FAILED|CANCELLED)"$|^Job: \S+ \((?P<state>SUCCEEDED|FAILED|CANCELLED)\)$'))
     OR (STRPOS(lowered, 'failed') > 0 AND REGEXP_CONTAINS(folded, r'\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'))
-    OR ((STRPOS(lowered, 'resource_exhausted') > 0 OR STRPOS(lowered, 'invalid_argument') > 0 OR STRPOS(lowered, 'resourceexhausted') > 0 OR STRPOS(lowered, '429') > 0 OR STRPOS(lowered, 'creating') > 0 OR STRPOS(lowered, 'quota') > 0) AND REGEXP_CONTAINS(folded, r'(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|"code": ?429\b|\b429 (?:Quota exceeded|Too Many Requests)\b|\bError creating the job\b|\bQuota failure for project\b'))
-    OR ((STRPOS(lowered, 'ml_job') > 0 OR STRPOS(lowered, 'customjobs') > 0 OR STRPOS(lowered, 'submitted') > 0 OR STRPOS(lowered, 'jobid') > 0 OR STRPOS(lowered, 'job_id') > 0) AND REGEXP_CONTAINS(folded, r'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)'));
+    OR ((STRPOS(lowered, 'resource_exhausted') > 0 OR STRPOS(lowered, 'invalid_argument') > 0 OR STRPOS(lowered, 'resourceexhausted') > 0 OR STRPOS(lowered, 'invalidargument') > 0 OR STRPOS(lowered, 'exceeded') > 0 OR STRPOS(lowered, 'creating') > 0 OR STRPOS(lowered, 'quota') > 0) AND REGEXP_CONTAINS(folded, r'(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'))
+    OR ((STRPOS(lowered, 'ml_job') > 0 OR STRPOS(lowered, 'customjobs') > 0 OR STRPOS(lowered, 'submitted') > 0 OR STRPOS(lowered, 'jobid') > 0 OR STRPOS(lowered, 'job_id') > 0 OR STRPOS(lowered, 'currently') > 0) AND REGEXP_CONTAINS(folded, r'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)|\bJob \x27(?P<job_id>[A-Za-z0-9_-]+)\x27 is currently running'));

@@ -10,7 +10,8 @@ SELECT
   trial,
   task,
   vm,
-  NOT text IS NULL AS has_text,
+  skip,
+  other_resource,
   MIN(time) AS first,
   MAX(time) AS last,
   COUNT(*) AS records
@@ -48,8 +49,79 @@ FROM (
         THEN JSON_VALUE(c_json_payload.message, '$') ->> '$'
         ELSE NULL
       END,
-      c_text_payload
-    ) AS text
+      c_text_payload,
+      CASE
+        WHEN LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar')
+        THEN JSON_VALUE(c_json_payload.msg, '$') ->> '$'
+        ELSE NULL
+      END,
+      CASE
+        WHEN LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar')
+        THEN JSON_VALUE(c_json_payload.log, '$') ->> '$'
+        ELSE NULL
+      END,
+      CASE
+        WHEN LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar')
+        THEN JSON_VALUE(c_json_payload.text, '$') ->> '$'
+        ELSE NULL
+      END,
+      CASE
+        WHEN LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar')
+        THEN JSON_VALUE(c_json_payload.event, '$') ->> '$'
+        ELSE NULL
+      END,
+      CASE
+        WHEN LOWER(JSON_TYPE(c_json_payload)) = 'object'
+        AND CAST(TO_JSON(c_json_payload) AS TEXT) <> '{}'
+        THEN CAST(TO_JSON(c_json_payload) AS TEXT)
+        ELSE NULL
+      END
+    ) AS text,
+    CASE
+      WHEN NOT c_proto_payload IS NULL
+      THEN 'audit log entry (protoPayload)'
+      WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+      THEN 'other resource type: '
+      WHEN COALESCE(
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.message, '$') ->> '$'
+          ELSE NULL
+        END,
+        c_text_payload,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.msg, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.log, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.text, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.event, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload)) = 'object'
+          AND CAST(TO_JSON(c_json_payload) AS TEXT) <> '{}'
+          THEN CAST(TO_JSON(c_json_payload) AS TEXT)
+          ELSE NULL
+        END
+      ) IS NULL
+      THEN 'no message text'
+    END AS skip,
+    CASE
+      WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+      THEN c_resource_type
+    END AS other_resource
   FROM (
     SELECT
       json_payload AS c_json_payload,
@@ -57,6 +129,7 @@ FROM (
       resource.labels AS c_resource_labels,
       resource.type AS c_resource_type,
       text_payload AS c_text_payload,
+      proto_payload AS c_proto_payload,
       timestamp AS c_timestamp,
       receive_timestamp AS c_receive_timestamp,
       severity AS c_severity,
@@ -70,14 +143,14 @@ FROM (
       NULLIF(JSON_VALUE(c_resource_labels, '$.job_id') ->> '$', ''),
       NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"') ->> '$', '')
     ) IN (SELECT UNNEST($job_ids))
-    AND c_resource_type IN ('ml_job', 'cloudml_job')
 )
 GROUP BY
   job,
   trial,
   task,
   vm,
-  has_text;
+  skip,
+  other_resource;
 
 -- Query A: the entries the rule book may match
 SELECT
@@ -130,8 +203,79 @@ FROM (
           THEN JSON_VALUE(c_json_payload.message, '$') ->> '$'
           ELSE NULL
         END,
-        c_text_payload
-      ) AS text
+        c_text_payload,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.msg, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.log, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.text, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar')
+          THEN JSON_VALUE(c_json_payload.event, '$') ->> '$'
+          ELSE NULL
+        END,
+        CASE
+          WHEN LOWER(JSON_TYPE(c_json_payload)) = 'object'
+          AND CAST(TO_JSON(c_json_payload) AS TEXT) <> '{}'
+          THEN CAST(TO_JSON(c_json_payload) AS TEXT)
+          ELSE NULL
+        END
+      ) AS text,
+      CASE
+        WHEN NOT c_proto_payload IS NULL
+        THEN 'audit log entry (protoPayload)'
+        WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+        THEN 'other resource type: '
+        WHEN COALESCE(
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload.message)) IN ('string', 'varchar')
+            THEN JSON_VALUE(c_json_payload.message, '$') ->> '$'
+            ELSE NULL
+          END,
+          c_text_payload,
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload.msg)) IN ('string', 'varchar')
+            THEN JSON_VALUE(c_json_payload.msg, '$') ->> '$'
+            ELSE NULL
+          END,
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload.log)) IN ('string', 'varchar')
+            THEN JSON_VALUE(c_json_payload.log, '$') ->> '$'
+            ELSE NULL
+          END,
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload.text)) IN ('string', 'varchar')
+            THEN JSON_VALUE(c_json_payload.text, '$') ->> '$'
+            ELSE NULL
+          END,
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload.event)) IN ('string', 'varchar')
+            THEN JSON_VALUE(c_json_payload.event, '$') ->> '$'
+            ELSE NULL
+          END,
+          CASE
+            WHEN LOWER(JSON_TYPE(c_json_payload)) = 'object'
+            AND CAST(TO_JSON(c_json_payload) AS TEXT) <> '{}'
+            THEN CAST(TO_JSON(c_json_payload) AS TEXT)
+            ELSE NULL
+          END
+        ) IS NULL
+        THEN 'no message text'
+      END AS skip,
+      CASE
+        WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+        THEN c_resource_type
+      END AS other_resource
     FROM (
       SELECT
         json_payload AS c_json_payload,
@@ -139,6 +283,7 @@ FROM (
         resource.labels AS c_resource_labels,
         resource.type AS c_resource_type,
         text_payload AS c_text_payload,
+        proto_payload AS c_proto_payload,
         timestamp AS c_timestamp,
         receive_timestamp AS c_receive_timestamp,
         severity AS c_severity,
@@ -152,10 +297,9 @@ FROM (
         NULLIF(JSON_VALUE(c_resource_labels, '$.job_id') ->> '$', ''),
         NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"') ->> '$', '')
       ) IN (SELECT UNNEST($job_ids))
-      AND c_resource_type IN ('ml_job', 'cloudml_job')
   )
   WHERE
-    NOT text IS NULL
+    skip IS NULL
     AND (
       REGEXP_MATCHES(
         text,
@@ -163,7 +307,7 @@ FROM (
       )
       OR REGEXP_MATCHES(
         LOWER(text),
-        '429|accelerators|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|job\_id|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|state|status|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
+        'accelerators|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exceeded|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
       )
     )
 )
@@ -469,8 +613,7 @@ WHERE
   OR (
     (
       STRPOS(lowered, 'jobstate') > 0
-      OR STRPOS(lowered, 'status') > 0
-      OR STRPOS(lowered, 'state') > 0
+      OR STRPOS(lowered, 'job_state') > 0
       OR STRPOS(lowered, 'succeeded') > 0
       OR STRPOS(lowered, 'failed') > 0
       OR STRPOS(lowered, 'cancelled') > 0
@@ -492,13 +635,14 @@ WHERE
       STRPOS(lowered, 'resource_exhausted') > 0
       OR STRPOS(lowered, 'invalid_argument') > 0
       OR STRPOS(lowered, 'resourceexhausted') > 0
-      OR STRPOS(lowered, '429') > 0
+      OR STRPOS(lowered, 'invalidargument') > 0
+      OR STRPOS(lowered, 'exceeded') > 0
       OR STRPOS(lowered, 'creating') > 0
       OR STRPOS(lowered, 'quota') > 0
     )
     AND REGEXP_MATCHES(
       folded,
-      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|"code": ?429\b|\b429 (?:Quota exceeded|Too Many Requests)\b|\bError creating the job\b|\bQuota failure for project\b'
+      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'
     )
   )
   OR (
@@ -508,9 +652,10 @@ WHERE
       OR STRPOS(lowered, 'submitted') > 0
       OR STRPOS(lowered, 'jobid') > 0
       OR STRPOS(lowered, 'job_id') > 0
+      OR STRPOS(lowered, 'currently') > 0
     )
     AND REGEXP_MATCHES(
       folded,
-      'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)'
+      'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)|\bJob \x27(?P<job_id>[A-Za-z0-9_-]+)\x27 is currently running'
     )
   );

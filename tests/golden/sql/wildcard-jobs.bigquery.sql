@@ -7,7 +7,7 @@
 --   @job_ids ARRAY<STRING> = ['123', '456']
 
 -- Query B: first, last and count per job, trial, task and VM
-SELECT job, trial, task, vm, text IS NOT NULL AS has_text,
+SELECT job, trial, task, vm, skip, other_resource,
   MIN(time) AS first, MAX(time) AS last, COUNT(*) AS records
 FROM (
   SELECT
@@ -19,12 +19,19 @@ FROM (
     COALESCE(NULLIF(c_labels_trial_id, ''), NULLIF(c_labels_ml_googleapis_com_trial_id, '')) AS trial,
     COALESCE(NULLIF(c_resource_labels_task_name, ''), NULLIF(c_labels_task_name, ''), NULLIF(c_labels_ml_googleapis_com_task_name, ''), NULLIF(c_jsonPayload_attrs_tag, '')) AS task,
     NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
-    COALESCE(c_jsonPayload_message, c_textPayload) AS text
+    COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) AS text,
+    CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) IS NULL THEN 'no message text' END AS skip,
+    CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
   FROM (
     SELECT
       _TABLE_SUFFIX AS c_table_suffix,
+      jsonPayload.msg AS c_jsonPayload_msg,
+      jsonPayload.log AS c_jsonPayload_log,
+      jsonPayload.text AS c_jsonPayload_text,
+      jsonPayload.event AS c_jsonPayload_event,
       jsonPayload.message AS c_jsonPayload_message,
       textPayload AS c_textPayload,
+      resource.type AS c_resource_type,
       resource.labels.job_id AS c_resource_labels_job_id,
       labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
       labels.trial_id AS c_labels_trial_id,
@@ -48,7 +55,7 @@ FROM (
   WHERE
     COALESCE(NULLIF(c_resource_labels_job_id, ''), NULLIF(c_labels_ml_googleapis_com_job_id, '')) IN UNNEST(@job_ids)
 )
-GROUP BY job, trial, task, vm, has_text;
+GROUP BY job, trial, task, vm, skip, other_resource;
 
 -- Query A: the entries the rule book may match
 SELECT tbl, insert_id, time, severity, job, trial, task, vm, text
@@ -67,12 +74,19 @@ FROM (
       COALESCE(NULLIF(c_labels_trial_id, ''), NULLIF(c_labels_ml_googleapis_com_trial_id, '')) AS trial,
       COALESCE(NULLIF(c_resource_labels_task_name, ''), NULLIF(c_labels_task_name, ''), NULLIF(c_labels_ml_googleapis_com_task_name, ''), NULLIF(c_jsonPayload_attrs_tag, '')) AS task,
       NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
-      COALESCE(c_jsonPayload_message, c_textPayload) AS text
+      COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) AS text,
+      CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) IS NULL THEN 'no message text' END AS skip,
+      CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
     FROM (
       SELECT
         _TABLE_SUFFIX AS c_table_suffix,
+        jsonPayload.msg AS c_jsonPayload_msg,
+        jsonPayload.log AS c_jsonPayload_log,
+        jsonPayload.text AS c_jsonPayload_text,
+        jsonPayload.event AS c_jsonPayload_event,
         jsonPayload.message AS c_jsonPayload_message,
         textPayload AS c_textPayload,
+        resource.type AS c_resource_type,
         resource.labels.job_id AS c_resource_labels_job_id,
         labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
         labels.trial_id AS c_labels_trial_id,
@@ -96,9 +110,9 @@ FROM (
     WHERE
       COALESCE(NULLIF(c_resource_labels_job_id, ''), NULLIF(c_labels_ml_googleapis_com_job_id, '')) IN UNNEST(@job_ids)
   )
-  WHERE text IS NOT NULL
+  WHERE skip IS NULL
     AND (REGEXP_CONTAINS(text, r'[^\x00-\x7f\x{b0}-\x{b1}\x{b7}-\x{b7}\x{d7}-\x{d7}\x{f7}-\x{f7}\x{5d0}-\x{5ea}\x{2013}-\x{2014}\x{2018}-\x{2019}\x{201c}-\x{201d}\x{2022}-\x{2022}\x{2190}-\x{2193}\x{2500}-\x{259f}\x{2713}-\x{2718}\x{3001}-\x{3002}\x{3041}-\x{3096}\x{30a1}-\x{30fa}\x{30fc}-\x{30fc}\x{4e00}-\x{9fff}\x{ac00}-\x{d7a3}\x{1f300}-\x{1f64f}\x{1f680}-\x{1f6ff}\x{1f900}-\x{1f9ff}]')
-      OR REGEXP_CONTAINS(LOWER(text), r'429|accelerators|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|job\_id|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|state|status|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'))
+      OR REGEXP_CONTAINS(LOWER(text), r'accelerators|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exceeded|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'))
 )
 WHERE wide
     OR (STRPOS(lowered, 'module') > 0 AND REGEXP_CONTAINS(folded, r'No module named \x27?(?P<module>[A-Za-z_][\w.]*)\x27?'))
@@ -146,7 +160,7 @@ WHERE wide
     OR (STRPOS(lowered, 'reason') > 0 AND REGEXP_CONTAINS(folded, r'\A\s*(?:Task\s*completed\s*\.\s*Exit\s*code\s*\(\s*(?P<EXIT_CODE_0>(?:[0-9]+(?: ?\( ?SIG[A-Z0-9]+ ?\))?))\s*\)\s*\.\s*Exit\s*reason\s*\(\s*(?P<REASON_1>(?:[A-Za-z][A-Za-z0-9_-]*))\s*\))\s*\z'))
     OR (STRPOS(lowered, 'cleaning') > 0 AND REGEXP_CONTAINS(folded, r'\A\s*(?:Module\s*completed\s*;\s*cleaning\s*up(?:\s*\.)?)\s*\z'))
     OR (STRPOS(lowered, 'clean') > 0 AND REGEXP_CONTAINS(folded, r'\A\s*(?:Clean\s*up\s*finished(?:\s*\.)?)\s*\z'))
-    OR ((STRPOS(lowered, 'jobstate') > 0 OR STRPOS(lowered, 'status') > 0 OR STRPOS(lowered, 'state') > 0 OR STRPOS(lowered, 'succeeded') > 0 OR STRPOS(lowered, 'failed') > 0 OR STRPOS(lowered, 'cancelled') > 0) AND REGEXP_CONTAINS(folded, r'(?:\bJobState\.|\bstatus |^state: ?|\bcurrent state: ?)JOB_STATE_(?P<state>[A-Z_]+)\b|^state: ?(?P<state>SUCCEEDED|FAILED|CANCELLED)$|^\$ state ?: chr "(?P<state>SUCCEEDED|FAILED|CANCELLED)"$|^Job: \S+ \((?P<state>SUCCEEDED|FAILED|CANCELLED)\)$'))
+    OR ((STRPOS(lowered, 'jobstate') > 0 OR STRPOS(lowered, 'job_state') > 0 OR STRPOS(lowered, 'succeeded') > 0 OR STRPOS(lowered, 'failed') > 0 OR STRPOS(lowered, 'cancelled') > 0) AND REGEXP_CONTAINS(folded, r'(?:\bJobState\.|\bstatus |^state: ?|\bcurrent state: ?)JOB_STATE_(?P<state>[A-Z_]+)\b|^state: ?(?P<state>SUCCEEDED|FAILED|CANCELLED)$|^\$ state ?: chr "(?P<state>SUCCEEDED|FAILED|CANCELLED)"$|^Job: \S+ \((?P<state>SUCCEEDED|FAILED|CANCELLED)\)$'))
     OR (STRPOS(lowered, 'failed') > 0 AND REGEXP_CONTAINS(folded, r'\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'))
-    OR ((STRPOS(lowered, 'resource_exhausted') > 0 OR STRPOS(lowered, 'invalid_argument') > 0 OR STRPOS(lowered, 'resourceexhausted') > 0 OR STRPOS(lowered, '429') > 0 OR STRPOS(lowered, 'creating') > 0 OR STRPOS(lowered, 'quota') > 0) AND REGEXP_CONTAINS(folded, r'(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|"code": ?429\b|\b429 (?:Quota exceeded|Too Many Requests)\b|\bError creating the job\b|\bQuota failure for project\b'))
-    OR ((STRPOS(lowered, 'ml_job') > 0 OR STRPOS(lowered, 'customjobs') > 0 OR STRPOS(lowered, 'submitted') > 0 OR STRPOS(lowered, 'jobid') > 0 OR STRPOS(lowered, 'job_id') > 0) AND REGEXP_CONTAINS(folded, r'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)'));
+    OR ((STRPOS(lowered, 'resource_exhausted') > 0 OR STRPOS(lowered, 'invalid_argument') > 0 OR STRPOS(lowered, 'resourceexhausted') > 0 OR STRPOS(lowered, 'invalidargument') > 0 OR STRPOS(lowered, 'exceeded') > 0 OR STRPOS(lowered, 'creating') > 0 OR STRPOS(lowered, 'quota') > 0) AND REGEXP_CONTAINS(folded, r'(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'))
+    OR ((STRPOS(lowered, 'ml_job') > 0 OR STRPOS(lowered, 'customjobs') > 0 OR STRPOS(lowered, 'submitted') > 0 OR STRPOS(lowered, 'jobid') > 0 OR STRPOS(lowered, 'job_id') > 0 OR STRPOS(lowered, 'currently') > 0) AND REGEXP_CONTAINS(folded, r'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)|\bJob \x27(?P<job_id>[A-Za-z0-9_-]+)\x27 is currently running'));

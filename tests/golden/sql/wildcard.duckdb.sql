@@ -11,7 +11,8 @@ SELECT
   trial,
   task,
   vm,
-  NOT text IS NULL AS has_text,
+  skip,
+  other_resource,
   MIN(time) AS first,
   MAX(time) AS last,
   COUNT(*) AS records
@@ -33,12 +34,41 @@ FROM (
       NULLIF(c_jsonPayload_attrs_tag, '')
     ) AS task,
     NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
-    COALESCE(c_jsonPayload_message, c_textPayload) AS text
+    COALESCE(
+      c_jsonPayload_message,
+      c_textPayload,
+      c_jsonPayload_msg,
+      c_jsonPayload_log,
+      c_jsonPayload_text,
+      c_jsonPayload_event
+    ) AS text,
+    CASE
+      WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+      THEN 'other resource type: '
+      WHEN COALESCE(
+        c_jsonPayload_message,
+        c_textPayload,
+        c_jsonPayload_msg,
+        c_jsonPayload_log,
+        c_jsonPayload_text,
+        c_jsonPayload_event
+      ) IS NULL
+      THEN 'no message text'
+    END AS skip,
+    CASE
+      WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+      THEN c_resource_type
+    END AS other_resource
   FROM (
     SELECT
       _TABLE_SUFFIX AS c_table_suffix,
+      jsonPayload.msg AS c_jsonPayload_msg,
+      jsonPayload.log AS c_jsonPayload_log,
+      jsonPayload.text AS c_jsonPayload_text,
+      jsonPayload.event AS c_jsonPayload_event,
       jsonPayload.message AS c_jsonPayload_message,
       textPayload AS c_textPayload,
+      resource.type AS c_resource_type,
       resource.labels.job_id AS c_resource_labels_job_id,
       labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
       labels.trial_id AS c_labels_trial_id,
@@ -64,7 +94,8 @@ GROUP BY
   trial,
   task,
   vm,
-  has_text;
+  skip,
+  other_resource;
 
 -- Query A: the entries the rule book may match
 SELECT
@@ -101,12 +132,41 @@ FROM (
         NULLIF(c_jsonPayload_attrs_tag, '')
       ) AS task,
       NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
-      COALESCE(c_jsonPayload_message, c_textPayload) AS text
+      COALESCE(
+        c_jsonPayload_message,
+        c_textPayload,
+        c_jsonPayload_msg,
+        c_jsonPayload_log,
+        c_jsonPayload_text,
+        c_jsonPayload_event
+      ) AS text,
+      CASE
+        WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+        THEN 'other resource type: '
+        WHEN COALESCE(
+          c_jsonPayload_message,
+          c_textPayload,
+          c_jsonPayload_msg,
+          c_jsonPayload_log,
+          c_jsonPayload_text,
+          c_jsonPayload_event
+        ) IS NULL
+        THEN 'no message text'
+      END AS skip,
+      CASE
+        WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
+        THEN c_resource_type
+      END AS other_resource
     FROM (
       SELECT
         _TABLE_SUFFIX AS c_table_suffix,
+        jsonPayload.msg AS c_jsonPayload_msg,
+        jsonPayload.log AS c_jsonPayload_log,
+        jsonPayload.text AS c_jsonPayload_text,
+        jsonPayload.event AS c_jsonPayload_event,
         jsonPayload.message AS c_jsonPayload_message,
         textPayload AS c_textPayload,
+        resource.type AS c_resource_type,
         resource.labels.job_id AS c_resource_labels_job_id,
         labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
         labels.trial_id AS c_labels_trial_id,
@@ -128,7 +188,7 @@ FROM (
     )
   )
   WHERE
-    NOT text IS NULL
+    skip IS NULL
     AND (
       REGEXP_MATCHES(
         text,
@@ -136,7 +196,7 @@ FROM (
       )
       OR REGEXP_MATCHES(
         LOWER(text),
-        '429|accelerators|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|job\_id|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|state|status|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
+        'accelerators|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exceeded|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
       )
     )
 )
@@ -442,8 +502,7 @@ WHERE
   OR (
     (
       STRPOS(lowered, 'jobstate') > 0
-      OR STRPOS(lowered, 'status') > 0
-      OR STRPOS(lowered, 'state') > 0
+      OR STRPOS(lowered, 'job_state') > 0
       OR STRPOS(lowered, 'succeeded') > 0
       OR STRPOS(lowered, 'failed') > 0
       OR STRPOS(lowered, 'cancelled') > 0
@@ -465,13 +524,14 @@ WHERE
       STRPOS(lowered, 'resource_exhausted') > 0
       OR STRPOS(lowered, 'invalid_argument') > 0
       OR STRPOS(lowered, 'resourceexhausted') > 0
-      OR STRPOS(lowered, '429') > 0
+      OR STRPOS(lowered, 'invalidargument') > 0
+      OR STRPOS(lowered, 'exceeded') > 0
       OR STRPOS(lowered, 'creating') > 0
       OR STRPOS(lowered, 'quota') > 0
     )
     AND REGEXP_MATCHES(
       folded,
-      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|"code": ?429\b|\b429 (?:Quota exceeded|Too Many Requests)\b|\bError creating the job\b|\bQuota failure for project\b'
+      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'
     )
   )
   OR (
@@ -481,9 +541,10 @@ WHERE
       OR STRPOS(lowered, 'submitted') > 0
       OR STRPOS(lowered, 'jobid') > 0
       OR STRPOS(lowered, 'job_id') > 0
+      OR STRPOS(lowered, 'currently') > 0
     )
     AND REGEXP_MATCHES(
       folded,
-      'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)'
+      'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)|\bJob \x27(?P<job_id>[A-Za-z0-9_-]+)\x27 is currently running'
     )
   );
