@@ -445,8 +445,8 @@ def diagnose(
             raise InputError("--follow reads live logs: give --project and --job-id")
         if follow and end is not None:
             raise InputError("--follow runs until the job ends: drop --end")
-        if live and dask is not None:
-            raise InputError("--dask scans files and gs:// trees, not live logs")
+        if (live or bigquery is not None) and dask is not None:
+            raise InputError("--dask scans files and gs:// trees, not live logs or BigQuery")
         book = RuleBook.load(_rules_dirs(rules))
         # A policy file of the user's is checked before reading; the built-in one is loaded
         # once the logs are read (with YAML, while worker processes scan them).
@@ -656,6 +656,8 @@ def report(
 
             if paths:
                 raise InputError("give log files or --bigquery, not both")
+            if dask is not None:
+                raise InputError("--dask scans files and gs:// trees, not BigQuery")
             source = _bigquery_source(
                 bigquery, since, start, end, job_ids, billing_project, max_bytes
             )

@@ -198,6 +198,10 @@ def test_an_unreachable_scheduler_is_one_line(monkeypatch: pytest.MonkeyPatch) -
             ("--dask", "local", "--project", "p", "--job-id", "1"),
             "--dask scans files and gs:// trees, not live logs",
         ),
+        (
+            ("--dask", "local", "--bigquery", "p.d.ml_googleapis_com_*", "--since", "7d"),
+            "--dask scans files and gs:// trees, not live logs or BigQuery",
+        ),
     ],
 )
 def test_bad_dask_use_is_one_line(args: tuple[str, ...], message: str) -> None:
