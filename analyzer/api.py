@@ -115,13 +115,15 @@ def diagnose_collected(
     active_policy = policy if policy is not None else load_policy()
     logs, stats = collector.logs(), collector.stats
     unnamed = collector.without_jobs()
+    missing = (*unread, *collector.unread)
     if not logs:
         # Nothing to diagnose, and an input no reader recognised: say so rather than "no job".
         unknown = [
             s.path for s in stats if (s.path in unnamed or not s.records) and _unrecognised(s)
         ]
         if unknown:
-            raise InputError(f"{unknown[0]}: {NOT_AN_EXPORT}")
+            said = f"{unknown[0]}: {NOT_AN_EXPORT}"
+            raise InputError(said, (*missing, said))
     quiet = [f"{path}: no Vertex AI job message in it" for path in unnamed]
     budget = active_policy.worker_restart_budget
     diagnoses = tuple(
@@ -145,7 +147,6 @@ def diagnose_collected(
     kept: tuple[str, ...] = ()
     if window is not None:
         diagnoses, kept = within(diagnoses, window)
-    missing = (*unread, *collector.unread)
     return Analysis(
         tuple(stats),
         diagnoses,
@@ -314,7 +315,7 @@ def open_batch(
         if not unread:  # pragma: no cover - expand_paths raises for no input at all
             raise InputError("no input could be read")
         more = f" (and {len(unread) - 1} more inputs that cannot be read)" if unread[1:] else ""
-        raise InputError(f"{unread[0]}{more}")
+        raise InputError(f"{unread[0]}{more}", tuple(unread))
     return sources
 
 

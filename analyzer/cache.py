@@ -20,7 +20,8 @@ A pickle can name any function to call, so what is read is guarded three ways:
 - each file carries a checksum of its content, and one that does not match (a damaged or
   cut file that would still unpickle) is built again;
 - unpickling may only call the constructors and functions the cached values are made of
-  (:data:`_ALLOWED`): a file that names anything else is not loaded. Storing something other
+  (:data:`_ALLOWED`, and jobdoctor's own enums and dataclasses, whose construction only
+  stores values): a file that names anything else is not loaded. Storing something other
   than pickle (JSON, then compiling every pattern again) would give up what the cache is for:
   the compiled patterns and Hyperscan databases.
 """
@@ -34,6 +35,8 @@ import pickle
 import stat
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import is_dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,22 +58,11 @@ _MAX_BYTES = 16 << 20
 _KEEP = 8
 _SUFFIX = ".pickle"
 
-# Everything the cached values (rule book, prefilter, policy, advice, guard) are built of: the
-# only globals a cache file may name.
+# The globals a cache file may name besides jobdoctor's enums and dataclasses: what the cached
+# values (rule book, prefilter, policy, advice, guard) are built of.
 _ALLOWED = frozenset(
     {
-        ("analyzer.events", "Category"),
-        ("analyzer.events", "EventKind"),
-        ("analyzer.events", "Writer"),
         ("analyzer.policy", "_unpickled_policy"),
-        ("analyzer.rulebook.book", "RuleBook"),
-        ("analyzer.rulebook.model", "Capture"),
-        ("analyzer.rulebook.model", "FieldType"),
-        ("analyzer.rulebook.model", "Location"),
-        ("analyzer.rulebook.model", "MatchExample"),
-        ("analyzer.rulebook.model", "NoMatchExample"),
-        ("analyzer.rulebook.model", "Rule"),
-        ("analyzer.rulebook.model", "Template"),
         ("analyzer.rulebook.prefilter", "Prefilter"),
         ("builtins", "frozenset"),
         ("builtins", "set"),
@@ -85,6 +77,9 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO put in its place is not waited on
+# Where a file cannot be opened inside a directory's descriptor without following a link
+# (Windows), nothing is read from the cache or written to it: the work is done every run.
+_GUARDED = os.open in os.supports_dir_fd and _NOFOLLOW != 0
 
 T = TypeVar("T")
 
@@ -93,9 +88,14 @@ class _Unpickler(pickle.Unpickler):
     """Unpickles only what :data:`_ALLOWED` names."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in _ALLOWED:
-            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the cache")
-        return super().find_class(module, name)
+        if (module, name) in _ALLOWED:
+            return super().find_class(module, name)
+        # Only from a module already imported: naming one imports nothing new.
+        if module.startswith("analyzer.") and module in sys.modules:
+            found = super().find_class(module, name)
+            if isinstance(found, type) and (issubclass(found, Enum) or is_dataclass(found)):
+                return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the cache")
 
 
 def cache_dir() -> Path | None:
@@ -184,7 +184,7 @@ def _unsealed(content: bytes) -> bytes | None:
 def load(kind: str, name: str) -> object | None:
     """What :func:`store` kept under ``kind`` and ``name``, or None."""
     directory = cache_dir()
-    if directory is None:
+    if directory is None or not _GUARDED:
         return None
     try:
         handle = _open_directory(directory)
@@ -209,7 +209,7 @@ def load(kind: str, name: str) -> object | None:
 def store(kind: str, name: str, value: object) -> None:
     """Keep ``value`` under ``kind`` and ``name``; quietly nothing when that cannot be done."""
     directory = cache_dir()
-    if directory is None:
+    if directory is None or not _GUARDED:
         return
     try:
         data = _sealed(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))

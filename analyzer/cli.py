@@ -1,8 +1,9 @@
 """The ``jobdoctor`` command line: a thin layer over the Python API.
 
 Only this module prints or exits. Exit codes: 0 the analysis ran (whatever the jobs' fate),
-1 ``--fail-on failed`` and a job failed, 2 bad usage or unreadable input, 3 invalid rules or
-policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceback).
+1 ``--fail-on failed`` and a job failed, 2 bad usage or unreadable input (in a batch: after
+the other inputs were diagnosed) or a full disk, 3 invalid rules or policy, 70 a bug in
+jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the traceback, its secrets redacted).
 """
 
 from __future__ import annotations
@@ -139,7 +140,11 @@ def _reported_errors() -> Iterator[None]:
     except PolicyError as exc:
         _say(f"{exc}")
         raise typer.Exit(EXIT_RULES) from None
-    except (InputError, SourceError, JobDoctorError) as exc:
+    except InputError as exc:
+        for problem in exc.problems:  # a batch's inputs that could not be read, one line each
+            _say(problem)
+        raise typer.Exit(EXIT_USAGE) from None
+    except (SourceError, JobDoctorError) as exc:
         _say(f"{exc}")
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
@@ -933,9 +938,11 @@ def _follow(
     _say(f"following job {job_id} in project {project}; Ctrl-C to stop")
 
     def show(changes: list[str], diagnosis: Diagnosis) -> None:
+        from analyzer.controls import visible
+
         now = datetime.now(UTC).strftime("%H:%M:%S")
-        for change in changes:
-            sys.stdout.write(f"{now}  {change}\n")
+        for change in changes:  # sentences quoting the job's log lines: shown, not obeyed
+            sys.stdout.write(f"{now}  {visible(change)}\n")
         sys.stdout.flush()
 
     last = follow_job(
@@ -1137,6 +1144,10 @@ def _print_explanation(result: object, console: Console) -> None:
     from analyzer.explain import Explanation
 
     assert isinstance(result, Explanation)
+    def say(line: str, style: str = "") -> None:
+        # Fields and messages come from the pasted text: shown, never obeyed.
+        console.print(Text(visible(line), style=style), soft_wrap=True)
+
     if result.match is None:
         console.print("No rule knows this message.", markup=False)
         return
@@ -1148,12 +1159,12 @@ def _print_explanation(result: object, console: Console) -> None:
     for name, value in [*match.fields.items()] + [
         (f"also {k}", v) for m in result.also for k, v in m.fields.items()
     ]:
-        console.print(Text(visible(f"  {name}: {value}")), soft_wrap=True)
+        say(f"  {name}: {value}")
     cause = result.cause
     if cause is not None and cause.detail:
-        console.print(Text(f"  detail: {cause.detail}"), soft_wrap=True)
+        say(f"  detail: {cause.detail}")
     if cause is not None and cause.exit_meaning:
-        console.print(Text(f"  exit: {cause.exit_code}: {cause.exit_meaning}"), soft_wrap=True)
+        say(f"  exit: {cause.exit_code}: {cause.exit_meaning}")
     if cause is not None and cause.exception is not None:
         seen = cause.exception
         where = (
@@ -1161,14 +1172,13 @@ def _print_explanation(result: object, console: Console) -> None:
             if seen.frame
             else ""
         )
-        line = f"  exception: {seen.type}: {seen.message}{where}"
-        console.print(Text(visible(line)), soft_wrap=True)
+        say(f"  exception: {seen.type}: {seen.message}{where}")
     if result.job_id:
-        console.print(Text(visible(f"  job: {result.job_id}")), soft_wrap=True)
+        say(f"  job: {result.job_id}")
     if result.next_step:
-        console.print(Text(visible(f"  next: {result.next_step}")), soft_wrap=True)
+        say(f"  next: {result.next_step}")
     for advice in result.advice:
-        console.print(Text(visible(f"  → {advice}"), style="green"), soft_wrap=True)
+        say(f"  → {advice}", "green")
 
 
 @app.command()
@@ -1232,8 +1242,10 @@ def rules_check(
         dirs = list(directory or [])
         # User folders build on the built-in placeholders and may replace built-in rules.
         problems = check_rules(dirs, builtin=True)
-        for problem in problems:
-            sys.stdout.write(f"{problem}\n")
+        from analyzer.controls import visible
+
+        for problem in problems:  # quoting the rule files' text: shown, not obeyed
+            sys.stdout.write(f"{visible(str(problem))}\n")
         errors = sum(1 for p in problems if p.severity == "error")
         warnings = len(problems) - errors
         checked = ", ".join(str(d) for d in dirs) if dirs else str(builtin_rules_dir())

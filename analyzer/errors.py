@@ -19,7 +19,12 @@ class JobDoctorError(Exception):
 
 
 class InputError(JobDoctorError):
-    """An input cannot be opened or read."""
+    """An input cannot be opened or read; ``problems`` holds one line per input when several
+    of a batch could not be (the message is the first)."""
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems or (message,)
 
 
 class RuleError(JobDoctorError):

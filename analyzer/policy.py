@@ -159,13 +159,20 @@ def _builtin_policy() -> RetryPolicy:
 def _read_policy(path: Path | None) -> RetryPolicy:
     import yaml
 
-    from analyzer.yamlload import safe_load
+    from analyzer.yamlload import first_alias, safe_load
 
     source = path or builtin_policy_path()
     try:
         text = source.read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(f"{source}: cannot read the policy file ({exc.strerror})") from exc
+    alias = first_alias(text)
+    if alias is not None:
+        line, _, what = alias
+        raise PolicyError(
+            f"{source}:{line}: YAML {what}: anchors and aliases are not allowed in a policy file"
+            " (a few of them can expand to gigabytes); write the value out"
+        )
     try:
         data = safe_load(text)
     except yaml.YAMLError as exc:

@@ -3,8 +3,8 @@ Hypothesis target over the same mutations. Every input is read or refused in one
 line is accounted for, no record is lost where the damage kept it, every report renders, and
 nothing takes longer than a few seconds.
 
-CI runs a few hundred inputs (seconds); ``JOBDOCTOR_CORPUS=20000`` or
-``python -m tests.corruption 20000 SEED`` runs a long campaign (README, "Testing").
+CI runs 100 inputs and 60 examples (seconds); ``JOBDOCTOR_CORPUS=20000`` or
+``python -m tests.corruption 20000 SEED`` runs a long campaign (README, "The corruption campaign").
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tests.corruption import MUTATIONS, Case, check_input, corpus, mutate, seeds
 
-COUNT = int(os.environ.get("JOBDOCTOR_CORPUS", "150"))
+COUNT = int(os.environ.get("JOBDOCTOR_CORPUS", "100"))
 EXAMPLES = int(os.environ.get("JOBDOCTOR_FUZZ_EXAMPLES", "60"))
 SEEDS = seeds()
 

@@ -178,3 +178,39 @@ def test_a_garbage_token_answer_is_one_line_and_exit_2(
     assert "internal error" not in output and len(output.strip().splitlines()) == 1, output
     assert "token" in output or "credentials rejected" in output
     assert TOKEN not in output
+
+
+def test_follow_shows_the_controls_of_the_lines_it_quotes() -> None:
+    entries = load_entries(SAMPLE)
+    hostile = 0
+    for entry in entries:
+        text = json.dumps(entry)
+        said = "Termination reason: Error"
+        if said in text:
+            # Inside what the rule captures (the reason), so the sentence quotes it.
+            hostile += 1
+            entry.clear()
+            entry.update(
+                json.loads(text.replace(said, said + "\\u001b]52;c;ZXZpbA==\\u0007\\u202e"))
+            )
+    assert hostile
+    labels = entries[0]["resource"]["labels"]
+    with LoggingServer(entries=entries) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "diagnose",
+                "--follow",
+                "--project",
+                labels["project_id"],
+                "--job-id",
+                labels["job_id"],
+                "--api-endpoint",
+                server.url,
+                "--since",
+                "3650d",
+            ],
+        )
+    assert result.exit_code == 0, result.stderr
+    assert "failure:" in result.stdout and "\\u001b]52;c;" in result.stdout
+    assert not any(c in result.stdout for c in "\x1b\x07\r\u202e")

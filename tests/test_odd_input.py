@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,12 +24,12 @@ FIRST = "0001-01-01T00:00:00Z"
 LAST = "9999-12-31T23:59:58Z"
 
 
-def _retimed(tmp_path: Path, name: str, when: object) -> Path:
+def _retimed(tmp_path: Path, name: str, when: Callable[[int, int], str | None]) -> Path:
     """The sample with line ``i``'s timestamps set to ``when(i, count)`` (None: kept)."""
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
     out = []
     for index, line in enumerate(lines):
-        stamp = when(index, len(lines))  # type: ignore[operator]
+        stamp = when(index, len(lines))
         entry = json.loads(line)
         if stamp is not None:
             entry["timestamp"] = entry["receiveTimestamp"] = stamp
@@ -38,7 +39,7 @@ def _retimed(tmp_path: Path, name: str, when: object) -> Path:
     return path
 
 
-EDGES = {
+EDGES: dict[str, Callable[[int, int], str | None]] = {
     "all-year-1": lambda i, n: FIRST,
     "all-year-9999": lambda i, n: LAST,
     "year-1-then-2024": lambda i, n: FIRST if i < 5 else None,
@@ -125,3 +126,21 @@ def test_a_full_disk_under_stdout_is_one_line_and_exit_2(args: list[str]) -> Non
 def test_a_full_disk_under_the_report_file_is_exit_2() -> None:
     result = CliRunner().invoke(app, ["report", "--format", "html", "-o", str(FULL), str(SAMPLE)])
     assert result.exit_code == 2 and "no space left on device" in result.stderr.lower()
+
+
+@pytest.mark.parametrize("head", [b"\n" * (70 << 10), b" " * (3 << 20) + b"\n"], ids=["lf", "sp"])
+@pytest.mark.parametrize("via", ["file", "stdin"])
+def test_a_bom_then_a_long_whitespace_head_loses_nothing(
+    tmp_path: Path, head: bytes, via: str
+) -> None:
+    # Found by the corruption campaign: the blank head was only looked past without a BOM.
+    data = b"\xef\xbb\xbf" + head + (ROOT / "sample_logs" / "success.jsonl").read_bytes()
+    path = tmp_path / "bom-head.jsonl"
+    path.write_bytes(data)
+    args = ["diagnose", "--format", "json", str(path) if via == "file" else "-"]
+    result = CliRunner().invoke(app, args, input=data if via == "stdin" else None)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    (entry,) = report["inputs"]
+    assert entry["records"] == 180 and entry["lines"] == entry["used"] + entry["skipped"]
+    assert [job["state"] for job in report["jobs"]] == ["JOB_STATE_SUCCEEDED"]

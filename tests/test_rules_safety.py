@@ -22,6 +22,9 @@ LAUGHS = "\n".join(
     ['lol0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     + [f"lol{n}: &l{n} [{','.join([f'*l{n - 1}'] * 9)}]" for n in range(1, 9)]
 )
+# A job's first message, so that the text is taken as a job's log, then the lines the slow rule
+# keeps timing out on.
+_RUNAWAY_HEAD = "Waiting for job to be provisioned.\n"
 SLOW_RULE = (
     "- id: user.slow\n"
     "  category: user_code_exception\n"
@@ -119,7 +122,7 @@ def test_a_rule_that_keeps_timing_out_is_disabled_for_the_rest_of_the_run(
 ) -> None:
     folder = _folder(tmp_path, "slow.yaml", SLOW_RULE)
     log = tmp_path / "runaway.log"
-    log.write_text("Job is running.\n" + ("a" * 30 + "b" * 30 + "\n") * 1500, encoding="utf-8")
+    log.write_text(_RUNAWAY_HEAD + ("a" * 30 + "b" * 30 + "\n") * 1500, encoding="utf-8")
     book = RuleBook.load([folder])
     started = time.perf_counter()
     analysis = analyze([log], rules_dirs=[folder])
@@ -134,7 +137,7 @@ def test_a_rule_that_keeps_timing_out_is_disabled_for_the_rest_of_the_run(
 def test_the_report_says_which_rule_was_disabled(tmp_path: Path) -> None:
     folder = _folder(tmp_path, "slow.yaml", SLOW_RULE)
     log = tmp_path / "runaway.log"
-    log.write_text("Job is running.\n" + ("a" * 30 + "b" * 30 + "\n") * 100, encoding="utf-8")
+    log.write_text(_RUNAWAY_HEAD + ("a" * 30 + "b" * 30 + "\n") * 100, encoding="utf-8")
     done = _jobdoctor("diagnose", "--format", "json", "--rules", str(folder), str(log))
     assert done.returncode == 0, done.stderr
     notices = json.loads(done.stdout)["notices"]
@@ -155,7 +158,15 @@ def test_each_run_has_its_own_budget(tmp_path: Path) -> None:
 def test_the_text_and_markdown_reports_say_it_too(tmp_path: Path, output: str) -> None:
     folder = _folder(tmp_path, "slow.yaml", SLOW_RULE)
     log = tmp_path / "runaway.log"
-    log.write_text("Job is running.\n" + ("a" * 30 + "b" * 30 + "\n") * 40, encoding="utf-8")
+    log.write_text(_RUNAWAY_HEAD + ("a" * 30 + "b" * 30 + "\n") * 40, encoding="utf-8")
     done = _jobdoctor("diagnose", "--format", output, "--rules", str(folder), str(log))
     assert done.returncode == 0, done.stderr
     assert "user.slow" in done.stdout and "disabled for the rest of the run" in done.stdout
+
+
+def test_a_policy_file_with_aliases_is_refused_too(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("max_worker_restarts: &five 5\nmax_attempts: {default: *five}\n")
+    done = _jobdoctor("explain", "--policy", str(policy), "OOMKilled")
+    assert done.returncode == 3
+    assert f"{policy}:1: YAML anchor &five: anchors and aliases are not allowed" in done.stderr

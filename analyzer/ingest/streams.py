@@ -118,7 +118,7 @@ def read_head(stream: BinaryIO, limit: int) -> bytes:
             break
         parts.append(chunk)
         if blank:
-            stripped = chunk.lstrip()
+            stripped = _without_bom(chunk, first=len(parts) == 1).lstrip()
             if not stripped:
                 continue
             blank = False
@@ -126,6 +126,12 @@ def read_head(stream: BinaryIO, limit: int) -> bytes:
         else:
             size += len(chunk)
     return b"".join(parts)
+
+
+def _without_bom(chunk: bytes, first: bool) -> bytes:
+    # A UTF-8 byte-order mark before a blank head is not text: the head is still blank (with
+    # it, 64 KiB of blank lines after a BOM were sniffed as empty and every record lost).
+    return chunk[len(codecs.BOM_UTF8) :] if first and chunk.startswith(codecs.BOM_UTF8) else chunk
 
 
 def read_window(stream: BinaryIO, limit: int) -> tuple[bytes, int]:
@@ -136,12 +142,14 @@ def read_window(stream: BinaryIO, limit: int) -> tuple[bytes, int]:
     kept: list[bytes] = []
     size = 0
     blank = True
+    first = True
     while size < limit:
         chunk = stream.read(min(BUFFER_SIZE, limit - size) if not blank else BUFFER_SIZE)
         if not chunk:
             break
         if blank:
-            stripped = chunk.lstrip()
+            stripped = _without_bom(chunk, first).lstrip()
+            first = False
             if not stripped:
                 if kept:
                     dropped += kept[0].count(b"\n")
