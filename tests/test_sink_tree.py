@@ -130,3 +130,15 @@ def test_the_listing_globs_keep_every_hour_the_window_keeps(
         assert listed
     first, last = window.start.date(), (window.end - timedelta(microseconds=1)).date()
     assert listed == (first <= hour.date() <= last)
+
+
+def test_a_folder_of_ordinary_exports_with_a_window_keeps_the_jobs_in_it() -> None:
+    """No hourly sink file in the folder: every file is read, the window keeps the jobs whose
+    span meets it (as for files named one by one), instead of refusing the folder."""
+    from analyzer.api import analyze
+
+    samples = Path(__file__).resolve().parent.parent / "sample_logs"
+    everything = analyze([samples])
+    wide = analyze([samples], since="100000d")
+    assert len(wide.diagnoses) == len(everything.diagnoses) > 0
+    assert analyze([samples], since="1d").diagnoses == ()

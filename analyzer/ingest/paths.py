@@ -133,8 +133,12 @@ def _check_readable(path: str) -> None:
 
 
 def _windowed(path: str, files: list[str], window: TimeWindow | None) -> list[str]:
-    """``files`` found under ``path``; with a window, only its hourly sink files."""
-    if window is None:
+    """``files`` found under ``path``; with a window, only its hourly sink files in it.
+
+    A folder without any hourly sink file (a folder of ordinary exports) is read whole: the
+    window then keeps the jobs whose span meets it, as for files named one by one.
+    """
+    if window is None or not any(sink_hour(file) is not None for file in files):
         return files
     kept = [file for file in files if in_window(file, window)]
     if not kept:
