@@ -40,3 +40,13 @@ def test_fast_and_plain_paths_agree(case: dict[str, Any]) -> None:
     assert collect(open_sources([path]), book, fast=True) == collect(
         open_sources([path]), book, fast=False
     )
+
+
+def test_the_text_report_says_a_refused_job_was_never_created() -> None:
+    from rich.console import Console
+
+    from analyzer.report.text import render_text
+
+    console = Console(record=True, width=200, color_system=None)
+    render_text(analyze([CASES_DIR / "refused-at-creation.txt"]), console)
+    assert "UNSPECIFIED (never created: the API refused it)" in console.export_text()

@@ -18,6 +18,8 @@ def observed_word(diagnosis: Diagnosis) -> str:
     """How the state was reached: read from the input, predicted, or unknown (no evidence)."""
     if diagnosis.state is JobState.UNSPECIFIED and not diagnosis.observed_final:
         return "unknown: not in the input"
+    if diagnosis.state is JobState.UNSPECIFIED and diagnosis.attempts == 0:
+        return "never created: the API refused it"
     return "observed" if diagnosis.observed_final else "predicted"
 
 
