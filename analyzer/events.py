@@ -60,6 +60,30 @@ class EventKind(StrEnum):
     ECHO = "echo"
 
 
+# The kinds whose messages mark a step of the job's life (platform.md section 4): the service's
+# lifecycle lines and the runner's start and exit lines. Other kinds are failures (ERROR), what
+# tools say of the job (its recorded state, a refusal, a line naming it) or the program's own
+# output (tracebacks, details, checkpoints) and its echoes.
+LIFECYCLE_KINDS = frozenset(
+    {
+        EventKind.JOB_QUEUED,
+        EventKind.ATTEMPT_STARTED,
+        EventKind.JOB_PROVISIONING,
+        EventKind.JOB_PREPARING,
+        EventKind.JOB_RUNNING,
+        EventKind.WORKER_STARTED,
+        EventKind.WORKER_EXITED,
+        EventKind.TEARDOWN,
+        EventKind.JOB_FAILED,
+        EventKind.JOB_SUCCEEDED,
+        EventKind.RETRIES_EXHAUSTED,
+        EventKind.JOB_CANCELLED,
+    }
+)
+# The runner's lines on a worker, among them.
+WORKER_KINDS = frozenset({EventKind.WORKER_STARTED, EventKind.WORKER_EXITED})
+
+
 class Writer(StrEnum):
     """Who writes a rule's message (a rule's ``written_by``): the training service only,
     or anyone (worker runners, the user's code). A ``service`` message counts as the job's own

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer.advice import advice_for, next_step
 from analyzer.diagnosis import Cause, JobState
-from analyzer.events import Category, Event, EventKind, RuleMatch
+from analyzer.events import LIFECYCLE_KINDS, Category, Event, EventKind, RuleMatch
 from analyzer.exitcodes import decode
 from analyzer.policy import RetryPolicy
 from analyzer.records import LogRecord, Origin
@@ -130,31 +130,12 @@ def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en")
         None,
         None,
         next_step(
-            None, None, policy, lang, event if match.kind in _LIFECYCLE else match.kind.value
+            None, None, policy, lang, event if match.kind in LIFECYCLE_KINDS else match.kind.value
         ),
         (),
         also,
         job_id=str(job_id) if job_id else None,
     )
-
-
-# Kinds whose messages mark a step of the job's life: "not a cause" is said of them only.
-_LIFECYCLE = frozenset(
-    {
-        EventKind.JOB_QUEUED,
-        EventKind.ATTEMPT_STARTED,
-        EventKind.JOB_PROVISIONING,
-        EventKind.JOB_PREPARING,
-        EventKind.JOB_RUNNING,
-        EventKind.WORKER_STARTED,
-        EventKind.WORKER_EXITED,
-        EventKind.TEARDOWN,
-        EventKind.JOB_FAILED,
-        EventKind.JOB_SUCCEEDED,
-        EventKind.RETRIES_EXHAUSTED,
-        EventKind.JOB_CANCELLED,
-    }
-)
 
 
 def _cause(message: str, match: RuleMatch, category: Category) -> Cause:

@@ -28,7 +28,7 @@ from analyzer.diagnosis import (
     JobState,
     SpecCheck,
 )
-from analyzer.events import Category, Event, EventKind
+from analyzer.events import LIFECYCLE_KINDS, Category, EventKind
 from analyzer.jobspec import JobSpec
 from analyzer.policy import RetryPolicy
 from analyzer.rootcause import deepen, find_death
@@ -41,7 +41,7 @@ from analyzer.timeline import (
     replica_task,
     restarts_by_worker,
 )
-from analyzer.tracebacks import ExceptionInfo, exception_from_events
+from analyzer.tracebacks import exception_from_events, last_exception_line
 from analyzer.work import CHECKPOINT_INTERVAL, AttemptWork, attempt_work
 
 
@@ -376,7 +376,6 @@ def _evidence_notes(
     timeline: JobTimeline,
     verdicts: list[_AttemptVerdict],
     cause: Cause | None,
-    stream: bool,
     state: JobState,
 ) -> list[str]:
     """What the reader should know about the evidence itself: what the input lacks, what
@@ -406,7 +405,7 @@ def _evidence_notes(
         events = [e for a in timeline.attempts for e in a.events]
         seen = exception_from_events(events)
         if seen is None and state is JobState.UNSPECIFIED:
-            seen = _bare_exception(events)
+            seen = last_exception_line(events)
         if seen is not None:
             notes.append(
                 f"the input shows {seen.type}: {seen.message} but no platform message"
@@ -417,7 +416,7 @@ def _evidence_notes(
             f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
             " out-of-memory message: the memory message confirms it was memory"
         )
-    if cause is not None and cause.detail == "output-not-in-input" and not stream:
+    if cause is not None and cause.detail == "output-not-in-input":
         notes.append(
             "the input holds the service's messages but not the container's own output:"
             " fetch the job's whole log (jobdoctor fetch) or open the console link"
@@ -425,40 +424,21 @@ def _evidence_notes(
     return notes
 
 
-# Kinds that say nothing of the job's lifecycle: the user's own output and its echoes.
-_NOT_LIFECYCLE = frozenset(
-    {
-        EventKind.DETAIL,
-        EventKind.TRACEBACK,
-        EventKind.FRAME,
-        EventKind.EXCEPTION,
-        EventKind.CHECKPOINT,
-        EventKind.PROGRESS,
-        EventKind.ECHO,
-        EventKind.JOB_NAMED,
-    }
-)
-
-
-def _bare_exception(events: list[Event]) -> ExceptionInfo | None:
-    """The last exception line in a text that kept no traceback header (a paste of its end)."""
-    line = next((e for e in reversed(events) if e.kind is EventKind.EXCEPTION), None)
-    if line is None:
-        return None
-    return ExceptionInfo(
-        str(line.match.field("exception") or ""),
-        str(line.match.field("message") or ""),
-        None,
-        (),
-        line.origin,
-    )
+# Kinds that say something of how the job stands: its lifecycle, a failure, what a tool
+# records of it (state, error code, a refusal). The program's own output and its echoes do not.
+_JOB_EVIDENCE = LIFECYCLE_KINDS | {
+    EventKind.ERROR,
+    EventKind.JOB_STATE,
+    EventKind.JOB_ERROR,
+    EventKind.CREATION_REFUSED,
+}
 
 
 def _shows_lifecycle(timeline: JobTimeline) -> bool:
     """Whether the input says anything of the job's lifecycle: a lifecycle or failure
     message, an SDK state, or a worker seen running."""
     return any(
-        any(e.kind not in _NOT_LIFECYCLE for e in a.events) or any(w.starts for w in a.workers)
+        any(e.kind in _JOB_EVIDENCE for e in a.events) or any(w.starts for w in a.workers)
         for a in timeline.attempts
     )
 
@@ -528,7 +508,7 @@ def diagnose_timeline(
     fate = _fate(timeline, verdicts, policy)
     state, final, attempts = fate.state, fate.final, fate.attempts
     notes = list(fate.notes)
-    notes += _evidence_notes(timeline, verdicts, cause, stream, state)
+    notes += _evidence_notes(timeline, verdicts, cause, state)
     retries = max(0, attempts - 1)
     notes += _work_notes(timeline, [work for work, _ in works])
     timed = [w.lost for w, _ in works if w.lost is not None]

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 import regex
 
 from analyzer.classify import JobLog, VmSpan
-from analyzer.events import Event, EventKind, Writer
+from analyzer.events import LIFECYCLE_KINDS, WORKER_KINDS, Event, EventKind, Writer
 from analyzer.records import SERVICE_TASK, Origin
 
 # Legacy replica names in service messages ("master 0") map to legacy task names
@@ -59,22 +59,9 @@ _NEW_ATTEMPT_AFTER_FAILURE = frozenset(
 
 # The primary replica: its exit 0 is the job's success (platform.md section 2).
 _PRIMARY = regex.compile(r"^(?:workerpool0-0|master-replica-0|chief-replica-0)$")
-# The service's lifecycle kinds: with none of them, a log holds only workers' output.
-_SERVICE_KINDS = frozenset(
-    {
-        EventKind.JOB_QUEUED,
-        EventKind.ATTEMPT_STARTED,
-        EventKind.JOB_PROVISIONING,
-        EventKind.JOB_PREPARING,
-        EventKind.JOB_RUNNING,
-        EventKind.TEARDOWN,
-        EventKind.JOB_FAILED,
-        EventKind.JOB_SUCCEEDED,
-        EventKind.RETRIES_EXHAUSTED,
-        EventKind.JOB_CANCELLED,
-        EventKind.ERROR,
-    }
-)
+# The service's lifecycle kinds and its failure messages: with none of them, a log holds only
+# workers' output.
+_SERVICE_KINDS = (LIFECYCLE_KINDS - WORKER_KINDS) | {EventKind.ERROR}
 # A job's end: a later provisioning in the same id-less text is another job's (section 9).
 _JOB_END = frozenset({EventKind.JOB_SUCCEEDED, EventKind.RETRIES_EXHAUSTED})
 _NEW_JOB = frozenset({EventKind.ATTEMPT_STARTED, EventKind.JOB_QUEUED})
@@ -210,7 +197,6 @@ class JobTimeline:
     # stream is there and empty (True), or the input lacks it (False: a paste of service
     # lines, a text without a task column); see has_container_stream().
     service_records: int = 0
-    worker_records: int = 0
     # (k, n): job k of n that one id-less text holds (two stream-logs runs pasted together).
     pasted_part: tuple[int, int] | None = None
 
@@ -391,10 +377,7 @@ def _worker_only_groups(events: tuple[Event, ...], budget: int) -> list[list[Eve
     boundaries: list[datetime] = []
     by_task: dict[str, list[Event]] = {}
     for event in events:
-        if event.task is not None and event.kind in (
-            EventKind.WORKER_STARTED,
-            EventKind.WORKER_EXITED,
-        ):
+        if event.task is not None and event.kind in WORKER_KINDS:
             by_task.setdefault(event.task, []).append(event)
     for task_events in by_task.values():
         failed = 0
@@ -484,7 +467,6 @@ def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimelin
         log.records,
         log.trial,
         service_records=log.service_records,
-        worker_records=sum(s.records for spans in log.vm_spans.values() for s in spans),
     )
 
 

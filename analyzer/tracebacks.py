@@ -161,6 +161,16 @@ def _field(event: Event, name: str) -> str:
     return str(value) if value is not None else ""
 
 
+def last_exception_line(events: Sequence[Event]) -> ExceptionInfo | None:
+    """The last exception line among ``events``, without frames: what a paste of a
+    traceback's end shows when it kept no header and no frame. Not a traceback's end in a
+    job's log (the harmless sitecustomize ModuleNotFoundError is one such line)."""
+    line = next((e for e in reversed(events) if e.kind is EventKind.EXCEPTION), None)
+    if line is None:
+        return None
+    return ExceptionInfo(_field(line, "exception"), _field(line, "message"), None, (), line.origin)
+
+
 def exception_from_events(events: Iterable[Event]) -> ExceptionInfo | None:
     """The last complete traceback among one process's events, in time order.
 
