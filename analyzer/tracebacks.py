@@ -19,12 +19,15 @@ from analyzer.events import Event, EventKind
 from analyzer.records import Origin
 
 _HEADER = "Traceback (most recent call last)"
-_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?File "([^"]+)", line (\d+), in (\S+)\s*$')
-_EXCEPTION = re.compile(
-    r"^\s*(?:\[rank\d+\]:\s*)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)"
+# One frame, and the name of the exception that ends a traceback: the same on a line of their
+# own and inside a traceback flattened onto one line.
+_FRAME_TEXT = r'File "([^"]+)", line (\d+), in (\S+)'
+_EXCEPTION_NAME = (
+    r"([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)"
     r"|[a-z_][a-z0-9_.]*\.exceptions\.[A-Z]\w*)"
-    r"(?::\s?(.*?))?\s*$"
 )
+_FRAME = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?" + _FRAME_TEXT + r"\s*$")
+_EXCEPTION = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?" + _EXCEPTION_NAME + r"(?::\s?(.*?))?\s*$")
 # Where installed libraries and the interpreter live: not the user's own code.
 _LIBRARY = re.compile(r"/(?:site|dist)-packages/|/lib/python\d[\d.]*/|^<frozen |/bin/")
 _PACKAGE = re.compile(r"/(?:site|dist)-packages/([^/]+)/")
@@ -95,13 +98,10 @@ def user_frame(frames: Sequence[Frame]) -> Frame | None:
 _ESCAPED_BREAK = re.compile(r"(?:\\r)?\\n")
 _ESCAPED_QUOTE = re.compile(r'\\(["\'])')
 # A frame in a traceback flattened onto one line: `File "x", line 3, in fn` then its source.
-_INLINE_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+_INLINE_FRAME = re.compile(_FRAME_TEXT)
 # The exception that ends a flattened traceback: the last `Name(Error|...): message` after the
 # last frame. Its message runs to the service's own sentence that follows the tail.
-_INLINE_EXCEPTION = re.compile(
-    r"(?<![\w.])([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)"
-    r"|[a-z_][a-z0-9_.]*\.exceptions\.[A-Z]\w*)(?::[ \t]?([^\n]*))?"
-)
+_INLINE_EXCEPTION = re.compile(r"(?<![\w.])" + _EXCEPTION_NAME + r"(?::[ \t]?([^\n]*))?")
 # Where an exception message copied into a service error ends: the service's own next
 # sentence (the console link, the next replica's exit), or the closing quote of the message.
 _TAIL_END = re.compile(
@@ -127,9 +127,9 @@ def parse_text(text: str, origin: Origin | None = None) -> ExceptionInfo | None:
 def _parse_flattened(text: str, origin: Origin | None) -> ExceptionInfo | None:
     """A traceback whose lines were joined with spaces: frames by their ``File "...", line N,
     in fn`` shape, the exception as the last ``SomeError: message`` after the last frame."""
-    frames = [Frame(m.group(1), int(m.group(2)), m.group(3)) for m in _INLINE_FRAME.finditer(text)]
-    last_frame = list(_INLINE_FRAME.finditer(text))
-    after = text[last_frame[-1].end() :] if last_frame else text[len(_HEADER) :]
+    found = list(_INLINE_FRAME.finditer(text))
+    frames = [Frame(m.group(1), int(m.group(2)), m.group(3)) for m in found]
+    after = text[found[-1].end() :] if found else text[len(_HEADER) :]
     endings = list(_INLINE_EXCEPTION.finditer(after))
     if not endings:
         return None
