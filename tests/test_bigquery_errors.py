@@ -12,13 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 pytest.importorskip("google.cloud.bigquery", reason="the bigquery extra is not installed")
 
-from analyzer.cli import app
+from tests.clirun import run
 
-runner = CliRunner()
 TABLE_PATH = "/bigquery/v2/projects/p/datasets/d/tables/t"
 SCHEMA = {
     "fields": [
@@ -102,14 +100,6 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
     yield found
     found.http.shutdown()
     found.http.server_close()
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    assert not isinstance(result.exception, Exception) or isinstance(
-        result.exception, SystemExit
-    ), result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _one_line(err: str) -> str:

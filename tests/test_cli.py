@@ -14,21 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from analyzer.cli import app
+from tests.clirun import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
-runner = CliRunner()
-
-
-def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args), input=stdin)
-    assert not isinstance(result.exception, Exception) or isinstance(
-        result.exception, SystemExit
-    ), result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_diagnose_prints_a_verdict_line_with_evidence() -> None:

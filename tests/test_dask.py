@@ -16,26 +16,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from analyzer import cluster as dask_cluster
 from analyzer.api import analyze
-from analyzer.cli import app
 from analyzer.errors import InputError
 from analyzer.simulate.fleet import fleet
+from tests.clirun import run
 from tests.sink_trees import BUCKET
 
 distributed = pytest.importorskip("distributed", reason="pip install -e '.[test]' installs it")
-
-runner = CliRunner()
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    assert not isinstance(result.exception, Exception) or isinstance(
-        result.exception, SystemExit
-    ), result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture(scope="module")

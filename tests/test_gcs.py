@@ -14,27 +14,17 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
-from analyzer.cli import app
 from analyzer.frames import diagnose_frame
 from analyzer.ingest import gcs
 from analyzer.ingest.paths import in_window, sink_hour
 from analyzer.live.window import parse_window
+from tests.clirun import run
 from tests.sink_trees import BUCKET
 from tests.storage_emulator import ENV, RefusingServer
 
 ROOT = Path(__file__).resolve().parents[1]
-runner = CliRunner()
 TREES = ("fixture", "scenarios", "fleet")
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    assert not isinstance(result.exception, Exception) or isinstance(
-        result.exception, SystemExit
-    ), result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.mark.parametrize("name", TREES)
