@@ -83,19 +83,23 @@ def buffered(raw: io.RawIOBase) -> BinaryIO:
     return io.BufferedReader(raw, buffer_size=BUFFER_SIZE)
 
 
+def peeked(stream: BinaryIO, size: int) -> tuple[bytes, BinaryIO]:
+    """The first ``size`` bytes of ``stream`` and a stream that reads them again: the file
+    itself sought back (no layer between reader and file), or a :class:`ReplayReader`."""
+    head = stream.read(size)
+    if stream.seekable():
+        stream.seek(-len(head), io.SEEK_CUR)
+        return head, stream
+    return head, buffered(ReplayReader(head, stream))
+
+
 def decompressed(stream: BinaryIO) -> tuple[BinaryIO, GzipGuard | None]:
     """``stream`` itself, or its gzip-decompressed view when it starts with the gzip magic.
 
     The bytes looked at are read again: a file (that can seek) from its start, with no layer
     between the reader and the file; a stream through :class:`ReplayReader`.
     """
-    head = stream.read(len(GZIP_MAGIC))
-    source: BinaryIO
-    if stream.seekable():
-        stream.seek(-len(head), io.SEEK_CUR)
-        source = stream
-    else:
-        source = buffered(ReplayReader(head, stream))
+    head, source = peeked(stream, len(GZIP_MAGIC))
     if head != GZIP_MAGIC:
         return source, None
     guard = GzipGuard(source)
@@ -222,13 +226,7 @@ class Utf8Transcoder(io.RawIOBase):
 
 def transcoded(stream: BinaryIO) -> tuple[BinaryIO, str | None]:
     """``stream`` as UTF-8: itself, or its UTF-8 view when it is UTF-16 (and which codec)."""
-    head = stream.read(256)
-    source: BinaryIO
-    if stream.seekable():
-        stream.seek(-len(head), io.SEEK_CUR)
-        source = stream
-    else:
-        source = buffered(ReplayReader(head, stream))
+    head, source = peeked(stream, 256)
     codec = utf16_encoding(head)
     if codec is None:
         return source, None
