@@ -395,12 +395,15 @@ def _settle(
     jobs: dict[tuple[str, str], _JobAccumulator],
 ) -> None:
     # A text export has no job id: take it from the console link of the service error. Its
-    # trials (legacy stream-logs' trial column) stay apart.
+    # trials (legacy stream-logs' trial column) stay apart, and are trials of the job the
+    # input names outside them (gcloud's "Job [NAME] submitted", "jobId: NAME").
     unnamed: dict[str, _JobAccumulator] = {}
+    untried = local.get(None)
+    named = _linked_job_id(untried.events) if untried is not None else None
     for group in [g for g in local if g is None or not split_job_group(g)[0]]:
         anonymous = local.pop(group)
         trial = None if group is None else split_job_group(group)[1]
-        linked = _linked_job_id(anonymous.events)
+        linked = _linked_job_id(anonymous.events) or (named if trial else None)
         if linked is None:
             # A job without an id is only known inside its own input: never merge two of those.
             unnamed[job_group(path, trial) or path] = anonymous

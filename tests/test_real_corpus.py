@@ -83,3 +83,12 @@ def test_real_excerpt(excerpt: Excerpt) -> None:
     for diagnosis in analysis.diagnoses:
         # A paste is not the container's stream: it may never be called empty.
         assert diagnosis.cause is None or diagnosis.cause.detail != "no-container-output"
+
+
+def test_the_trials_of_a_pasted_tuning_job_carry_its_name() -> None:
+    """Legacy stream-logs of a tuning job: the trials (trial column) are the job's whose name
+    gcloud printed above the rows, not jobs without an id."""
+    excerpt = next(e for e in EXCERPTS if e.name == "gh-apress-ml-dl-gcp-superconductors-S")
+    diagnoses = analyze([excerpt.text_path]).diagnoses
+    assert {d.trial for d in diagnoses} == {None, "1", "2", "3", "4"}
+    assert {d.job_id for d in diagnoses} == {"superconductor_190715_121616"}
