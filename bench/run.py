@@ -1,12 +1,18 @@
 """jobdoctor against named baselines on a sink-shaped export made by the simulator.
 
     python bench/run.py [--size 200MB|1GB] [--runs 3] [--out bench/out/results.json]
+    python bench/run.py --shapes [--sizes 200MB,1GB] [--runs 3] [--write-readme]
 
 Makes (once, cached under bench/out/) a sink JSONL export of many jobs, mostly noise, then
 times, interleaved, each command as its own process: ``jobdoctor diagnose --format json``,
 the careful-Python baseline, the notebook (pandas) baseline and ``rg -c`` for the same
 literals; and ``jobdoctor explain``. Prints medians (and best runs), MB/s, ratios to jobdoctor
 and peak RSS (from ``wait4``), and writes them as JSON.
+
+``--shapes`` runs the shape matrix instead (issue 19): the same fleet re-serialised as users'
+exports differ (``bench/shapes.py``), each row jobdoctor against the careful-Python script for
+its format and DuckDB, the same interleaved runs; ``--write-readme`` puts its table into
+``bench/README.md`` and the README (alone, from the last ``bench/out/shapes.json``).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 HERE = Path(__file__).resolve().parent
 RG_LITERALS = (
@@ -32,6 +38,7 @@ RG_LITERALS = (
     "Resources are insufficient in region",
     "Internal error occurred",
 )
+Key = TypeVar("Key")
 EXPLAIN = "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error."
 
 
@@ -71,6 +78,51 @@ def run_once(command: list[str]) -> tuple[float, int]:
     return elapsed, usage.ru_maxrss
 
 
+def interleaved(
+    contenders: dict[Key, list[str]], runs: int
+) -> tuple[dict[Key, list[float]], dict[Key, int]]:
+    """Wall seconds of each run and the peak RSS (KiB) of each contender, run 1 of every
+    contender, then run 2...: a slow moment of the machine hits every contender."""
+    times: dict[Key, list[float]] = {key: [] for key in contenders}
+    rss: dict[Key, int] = dict.fromkeys(contenders, 0)
+    for _ in range(max(1, runs)):
+        for key, command in contenders.items():
+            elapsed, peak = run_once(command)
+            times[key].append(elapsed)
+            rss[key] = max(rss[key], peak)
+    return times, rss
+
+
+def timing(values: list[float]) -> dict[str, Any]:
+    """Median, best and every run of one contender, in seconds."""
+    return {
+        "median_s": round(statistics.median(values), 3),
+        # On a shared machine the best run is the steadier figure of what the code costs;
+        # the median is what a user waits, noise included.
+        "best_s": round(min(values), 3),
+        "runs_s": [round(t, 3) for t in values],
+    }
+
+
+def machine() -> dict[str, object]:
+    """What the figures were measured on."""
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "processor": platform.processor() or platform.machine(),
+    }
+
+
+def compile_checkout() -> None:
+    """Compile the checkout's modules before timing anything.
+
+    An installed package carries compiled modules; this checkout may not (and this machine
+    sets PYTHONDONTWRITEBYTECODE), which would charge every run ~50 ms of compiling.
+    """
+    compileall.compile_dir(str(HERE.parent / "analyzer"), quiet=1)
+
+
 def commands(path: Path) -> dict[str, list[str] | None]:
     """The contenders; None for one that cannot run here."""
     python = sys.executable
@@ -92,36 +144,37 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--size", default="200MB")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=HERE / "out" / "results.json")
+    parser.add_argument("--out", type=Path, default=None, help="results JSON (under bench/out/)")
     parser.add_argument("--skip", action="append", default=[], help="a contender to leave out")
+    matrix = parser.add_argument_group("the shape matrix (issue 19)")
+    matrix.add_argument("--shapes", action="store_true", help="run the shape matrix")
+    matrix.add_argument("--sizes", help="several fleet sizes, e.g. 200MB,1GB (peak RSS flat?)")
+    matrix.add_argument(
+        "--shape", action="append", default=[], help="only this row (repeatable; default all)"
+    )
+    matrix.add_argument(
+        "--write-readme",
+        action="store_true",
+        help="put the matrix table into bench/README.md and README.md",
+    )
     args = parser.parse_args(argv)
+    if args.shapes or args.write_readme:
+        return matrix_main(args, argv if argv is not None else sys.argv[1:])
+    out: Path = args.out or HERE / "out" / "results.json"
     size = parse_size(args.size)
-    path = export(size, args.seed, args.out.parent)
-    # An installed package carries compiled modules; this checkout may not (and this machine
-    # sets PYTHONDONTWRITEBYTECODE), which would charge every run ~50 ms of compiling.
-    compileall.compile_dir(str(HERE.parent / "analyzer"), quiet=1)
+    path = export(size, args.seed, out.parent)
+    compile_checkout()
     actual = path.stat().st_size
     contenders = {k: v for k, v in commands(path).items() if k not in args.skip}
     if contenders.get("ripgrep", ()) is None:
         print("ripgrep not installed (apt-get install ripgrep): its figure is left out")
-    times: dict[str, list[float]] = {name: [] for name, cmd in contenders.items() if cmd}
-    rss: dict[str, int] = dict.fromkeys(times, 0)
-    for _ in range(max(1, args.runs)):
-        for name in times:  # interleaved: a slow moment of the machine hits every contender
-            command = contenders[name]
-            assert command is not None
-            elapsed, peak = run_once(command)
-            times[name].append(elapsed)
-            rss[name] = max(rss[name], peak)
+    runnable = {name: command for name, command in contenders.items() if command}
+    times, rss = interleaved(runnable, args.runs)
     medians = {name: statistics.median(values) for name, values in times.items()}
     base = medians.get("jobdoctor")
     rows: dict[str, dict[str, Any]] = {
         name: {
-            "median_s": round(medians[name], 3),
-            # On a shared machine the best run is the steadier figure of what the code
-            # costs; the median is what a user waits, noise included.
-            "best_s": round(min(times[name]), 3),
-            "runs_s": [round(t, 3) for t in times[name]],
+            **timing(times[name]),
             "mb_per_s": None if name == "explain" else round(actual / 1e6 / medians[name], 1),
             "ratio_to_jobdoctor": None if base is None else round(medians[name] / base, 2),
             "peak_rss_mb": round(rss[name] / 1024, 1),
@@ -130,17 +183,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     }
     results: dict[str, object] = {
         "input": {"path": str(path), "bytes": actual, "lines": _count_lines(path)},
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "processor": platform.processor() or platform.machine(),
-        },
+        "machine": machine(),
         "runs": args.runs,
         "contenders": rows,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"input {path.name}: {actual / 1e6:.0f} MB, median of {args.runs} interleaved runs")
     print(f"{'':18}{'median s':>10}{'best s':>9}{'MB/s':>9}{'x jobdoctor':>13}{'peak RSS MB':>13}")
     for name, row in rows.items():
@@ -150,7 +198,266 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             f"{name:18}{row['median_s']:>10.3f}{row['best_s']:>9.3f}{speed:>9}{ratio:>13}"
             f"{row['peak_rss_mb']:>13.1f}"
         )
-    print(f"written to {args.out}")
+    print(f"written to {out}")
+    return results
+
+
+# --- the shape matrix (issue 19, point 4) -----------------------------------------------------
+
+MATRIX_OUT = HERE / "out" / "shapes.json"
+READMES = (HERE / "README.md", HERE.parent / "README.md")
+BEGIN, END = "<!-- shape-matrix:begin -->", "<!-- shape-matrix:end -->"
+CAREFUL = {
+    "jsonl": "careful.py",
+    "stream-logs": "careful_streamlogs.py",
+    "gcloud-json": "careful_gcloud.py",
+}
+# Point 5's targets: jobdoctor's median over careful Python's, per format; sink JSONL also
+# at most 64 MB peak RSS at every size; on the fleet at most DuckDB's time; explain 0.15 s.
+RATIO_TARGET = {"jsonl": 0.5, "gcloud-json": 0.5, "stream-logs": 1.0}
+RSS_TARGET_MB = 64.0
+EXPLAIN_TARGET_S = 0.15
+
+
+def shapes_module() -> Any:
+    """``bench/shapes.py``, loaded by path (this file runs as a script and, in the tests, as
+    a module loaded by path: bench/ is not a package)."""
+    import importlib.util
+
+    name = "bench_shapes"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "shapes.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # the dataclass machinery looks its module up
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def matrix_commands(path: Path, fmt: str) -> dict[str, list[str]]:
+    """jobdoctor, the careful script for ``fmt`` and (where installed) DuckDB on ``path``."""
+    import importlib.util
+
+    python = sys.executable
+    found = {
+        "jobdoctor": [python, "-m", "analyzer.cli", "diagnose", "--format", "json", str(path)],
+        "careful-python": [python, str(HERE / "baselines" / CAREFUL[fmt]), str(path)],
+    }
+    if importlib.util.find_spec("duckdb") is not None:
+        peer = HERE / "baselines" / "duckdb_peer.py"
+        found["duckdb"] = [python, str(peer), "--format", fmt, str(path)]
+    return found
+
+
+def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
+    """Make the variants (cached), time every row interleaved, write and print the table."""
+    shapes = shapes_module()
+    started = time.perf_counter()
+    picked = shapes.pick(args.shape or ["all"])
+    sizes = [text.strip() for text in (args.sizes or args.size).split(",") if text.strip()]
+    out: Path = args.out or MATRIX_OUT
+    out_dir = out.parent
+    variants: dict[tuple[str, str], Path] = {}
+    for size in sizes:
+        print(f"{size}: the fleet and its variants (made once, cached in {out_dir})", flush=True)
+        fleet = export(parse_size(size), args.seed, out_dir)
+        for shape in picked:
+            variants[size, shape.name] = shapes.variant(shape, fleet, args.seed)
+    made = time.perf_counter()
+    compile_checkout()
+    contenders: dict[tuple[str, str, str], list[str]] = {}
+    for (size, name), path in variants.items():
+        for contender, command in matrix_commands(path, shapes.BY_NAME[name].fmt).items():
+            if contender not in args.skip:
+                contenders[size, name, contender] = command
+    if "explain" not in args.skip:
+        contenders["", "explain", "jobdoctor"] = commands(Path())["explain"] or []
+    times, rss = interleaved(contenders, args.runs)
+
+    def measured(key: tuple[str, str, str]) -> dict[str, Any] | None:
+        if key not in times:
+            return None
+        return {**timing(times[key]), "peak_rss_mb": round(rss[key] / 1024, 1)}
+
+    results: dict[str, Any] = {
+        "command": "python bench/run.py " + " ".join(argv),
+        "machine": machine(),
+        "load_average": [round(load, 2) for load in os.getloadavg()],
+        "runs": args.runs,
+        "sizes": {},
+    }
+    for size in sizes:
+        rows = []
+        for shape in picked:
+            path = variants[size, shape.name]
+            meta = shapes.read_meta(path)
+            row: dict[str, Any] = {
+                "shape": shape.name,
+                "label": shape.label,
+                "format": shape.fmt,
+                "path": str(path),
+                **meta,
+                "density": round(meta["matching_records"] / max(1, meta["entries"]), 4),
+            }
+            for contender in ("jobdoctor", "careful-python", "duckdb"):
+                row[contender] = measured((size, shape.name, contender))
+            row["ratio_to_careful"] = _ratio(row["jobdoctor"], row["careful-python"])
+            row["ratio_to_duckdb"] = _ratio(row["jobdoctor"], row["duckdb"])
+            row["targets"] = _targets(shape.name, shape.fmt, row)
+            rows.append(row)
+        results["sizes"][size] = {"fleet_bytes": parse_size(size), "rows": rows}
+    results["explain"] = measured(("", "explain", "jobdoctor"))
+    if results["explain"] is not None:
+        results["explain"]["target_s"] = EXPLAIN_TARGET_S
+        results["explain"]["met"] = results["explain"]["median_s"] <= EXPLAIN_TARGET_S
+    results["flat"] = _flatness(results) if len(sizes) > 1 else None
+    results["making_s"] = round(made - started, 1)
+    results["elapsed_s"] = round(time.perf_counter() - started, 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(markdown(results))
+    print(
+        f"variants made in {results['making_s']} s; {results['elapsed_s']} s in all;"
+        f" written to {out}"
+    )
+    return results
+
+
+def _ratio(top: dict[str, Any] | None, bottom: dict[str, Any] | None) -> float | None:
+    if top is None or bottom is None:
+        return None
+    return round(top["median_s"] / bottom["median_s"], 2)
+
+
+def _targets(name: str, fmt: str, row: dict[str, Any]) -> dict[str, bool | None]:
+    """Each of point 5's targets for this row: met, not met, or None (not measured)."""
+    ratio = row["ratio_to_careful"]
+    met: dict[str, bool | None] = {
+        f"<= {RATIO_TARGET[fmt]}x careful": None if ratio is None else ratio <= RATIO_TARGET[fmt]
+    }
+    if fmt == "jsonl" and row["jobdoctor"] is not None:
+        met[f"<= {RSS_TARGET_MB:.0f} MB"] = row["jobdoctor"]["peak_rss_mb"] <= RSS_TARGET_MB
+    if name == "fleet":
+        to_duckdb = row["ratio_to_duckdb"]
+        met["<= DuckDB"] = None if to_duckdb is None else to_duckdb <= 1.0
+    return met
+
+
+def _flatness(results: dict[str, Any]) -> dict[str, Any]:
+    """Per row, jobdoctor's peak RSS at each size; flat when every one is within the target."""
+    flat: dict[str, Any] = {}
+    for size, block in results["sizes"].items():
+        for row in block["rows"]:
+            if row["jobdoctor"] is not None:
+                entry = flat.setdefault(row["shape"], {"peak_rss_mb": {}})
+                entry["peak_rss_mb"][size] = row["jobdoctor"]["peak_rss_mb"]
+    for shape, entry in flat.items():
+        peaks = list(entry["peak_rss_mb"].values())
+        fmt = shapes_module().BY_NAME[shape].fmt
+        entry["met"] = max(peaks) <= RSS_TARGET_MB if fmt == "jsonl" else None
+    return flat
+
+
+def _cell(value: float | None, digits: int = 2, suffix: str = "") -> str:
+    return "" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def _verdict(targets: dict[str, bool | None]) -> str:
+    words = []
+    for target, met in targets.items():
+        mark = "?" if met is None else ("met" if met else "**no**")
+        words.append(f"{target}: {mark}")
+    return "; ".join(words)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The matrix as Markdown tables: one per size, then peak RSS by size when several."""
+    parts = []
+    header = (
+        "| row | MB | matching | jobdoctor s | careful s | x careful | jobdoctor RSS MB"
+        " | careful RSS MB | DuckDB s | x DuckDB | DuckDB RSS MB | targets |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    )
+    for size, block in results["sizes"].items():
+        lines = [f"**{size} fleet**, median of {results['runs']} interleaved runs:", "", header]
+        for row in block["rows"]:
+            jd, careful, duck = row["jobdoctor"], row["careful-python"], row["duckdb"]
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        row["label"],
+                        f"{row['bytes'] / 1e6:.0f}",
+                        f"{100 * row['density']:.1f}%",
+                        _cell(jd and jd["median_s"], 3),
+                        _cell(careful and careful["median_s"], 3),
+                        _cell(row["ratio_to_careful"], 2, "x"),
+                        _cell(jd and jd["peak_rss_mb"], 0),
+                        _cell(careful and careful["peak_rss_mb"], 0),
+                        _cell(duck and duck["median_s"], 3),
+                        _cell(row["ratio_to_duckdb"], 2, "x"),
+                        _cell(duck and duck["peak_rss_mb"], 0),
+                        _verdict(row["targets"]),
+                    ]
+                )
+                + " |"
+            )
+        parts.append("\n".join(lines))
+    if results.get("flat"):
+        sizes = list(results["sizes"])
+        lines = [
+            "jobdoctor's peak RSS by fleet size (target: at most 64 MB at every size):",
+            "",
+            "| row | " + " | ".join(f"{size} MB" for size in sizes) + " | flat |",
+            "| --- | " + " | ".join("---:" for _ in sizes) + " | --- |",
+        ]
+        for shape, entry in results["flat"].items():
+            cells = [_cell(entry["peak_rss_mb"].get(size), 0) for size in sizes]
+            met = entry["met"]
+            mark = "" if met is None else ("met" if met else "**no**")
+            lines.append(f"| {shape} | " + " | ".join(cells) + f" | {mark} |")
+        parts.append("\n".join(lines))
+    explain = results.get("explain")
+    if explain:
+        mark = "met" if explain["met"] else "**not met**"
+        parts.append(
+            f"`jobdoctor explain`: median {explain['median_s']:.3f} s, best"
+            f" {explain['best_s']:.3f} s (target {explain['target_s']} s: {mark})."
+        )
+    machine_ = results["machine"]
+    load = results.get("load_average")
+    parts.append(
+        f"Command: `{results['command']}`; {machine_['cpus']} CPUs, CPython"
+        f" {machine_['python']}, {machine_['platform']}"
+        + (f"; load average {load[0]} at the end" if load else "")
+        + f"; {results['elapsed_s']} s in all (variants made in {results['making_s']} s)."
+    )
+    return "\n\n".join(parts)
+
+
+def write_readmes(results: dict[str, Any], readmes: tuple[Path, ...] = READMES) -> None:
+    """Put the matrix's tables between the shape-matrix markers of each README."""
+    block = f"{BEGIN}\n{markdown(results)}\n{END}"
+    for readme in readmes:
+        text = readme.read_text(encoding="utf-8")
+        start, end = text.find(BEGIN), text.find(END)
+        if start < 0 or end < start:
+            raise SystemExit(f"{readme}: no {BEGIN} ... {END} markers to put the table between")
+        readme.write_text(text[:start] + block + text[end + len(END) :], encoding="utf-8")
+        print(f"table written into {readme}")
+
+
+def matrix_main(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
+    """``--shapes`` (run, then ``--write-readme`` if asked) or ``--write-readme`` alone."""
+    if args.shapes:
+        results = run_matrix(args, argv)
+    else:
+        source: Path = args.out or MATRIX_OUT
+        if not source.exists():
+            raise SystemExit(f"{source} does not exist: run bench/run.py --shapes first")
+        results = json.loads(source.read_text(encoding="utf-8"))
+    if args.write_readme:
+        write_readmes(results)
     return results
 
 
