@@ -18,7 +18,6 @@ its format and DuckDB, the same interleaved runs; ``--write-readme`` puts its ta
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import platform
@@ -26,6 +25,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,6 +39,7 @@ RG_LITERALS = (
     "Internal error occurred",
 )
 Key = TypeVar("Key")
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 EXPLAIN = "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error."
 
 
@@ -54,28 +55,42 @@ def parse_size(text: str) -> int:
 
 def export(size: int, seed: int, out_dir: Path) -> Path:
     """The cached simulator export of ``size`` bytes (made on first use)."""
-    from analyzer.simulate import fleet
-
-    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"fleet-{size}-seed{seed}.jsonl"
     if not path.exists():
-        partial = path.with_suffix(".partial")
-        with partial.open("wb") as stream:
-            stream.writelines(fleet(size, seed))
-        partial.replace(path)
+        prepare(size, seed, out_dir, [])
     return path
 
 
+def prepare(size: int, seed: int, out_dir: Path, shapes: list[str]) -> None:
+    """Make the fleet and the variants named, in a child process (``bench/shapes.py``).
+
+    Not here: a child's peak RSS (``wait4``) counts the pages of the process it was forked
+    from until it execs, so this process must stay small for the figures to be the
+    contenders' own.
+    """
+    command = [sys.executable, str(HERE / "shapes.py"), "--fleet-bytes", str(size)]
+    command += ["--seed", str(seed), "--out-dir", str(out_dir)]
+    subprocess.run(command + [a for name in shapes for a in ("--shape", name)], check=True)
+
+
 def run_once(command: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one run of ``command``; output discarded."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    elapsed = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode not in (0, 1):
-        raise SystemExit(f"{command[:3]} failed with {process.returncode}")
-    return elapsed, usage.ru_maxrss
+    """Wall seconds and peak RSS (KiB) of one run of ``command``; output discarded.
+
+    The peak comes from GNU time where it is installed: ``wait4``'s figure for a direct child
+    also counts this process's pages (a child holds them until it execs), which would put a
+    floor of this harness's size under every contender.
+    """
+    with tempfile.NamedTemporaryFile("r", prefix="bench-rss-", suffix=".txt") as report:
+        wrapped = [GNU_TIME, "-f", "%M", "-o", report.name, *command] if GNU_TIME else command
+        started = time.perf_counter()
+        process = subprocess.Popen(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode not in (0, 1):
+            raise SystemExit(f"{command[:3]} failed with {process.returncode}")
+        lines = report.read().split()
+    return elapsed, int(lines[-1]) if GNU_TIME and lines else usage.ru_maxrss
 
 
 def interleaved(
@@ -118,9 +133,18 @@ def compile_checkout() -> None:
     """Compile the checkout's modules before timing anything.
 
     An installed package carries compiled modules; this checkout may not (and this machine
-    sets PYTHONDONTWRITEBYTECODE), which would charge every run ~50 ms of compiling.
+    sets PYTHONDONTWRITEBYTECODE), which would charge every run ~50 ms of compiling. In a
+    child process, as :func:`prepare`, so that this one stays small.
     """
-    compileall.compile_dir(str(HERE.parent / "analyzer"), quiet=1)
+    command = [sys.executable, "-m", "compileall", "-q", str(HERE.parent / "analyzer")]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+
+def harness_rss_mb() -> float:
+    """This process's peak RSS: every contender's figure includes it (see :func:`prepare`)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def commands(path: Path) -> dict[str, list[str] | None]:
@@ -260,9 +284,10 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     variants: dict[tuple[str, str], Path] = {}
     for size in sizes:
         print(f"{size}: the fleet and its variants (made once, cached in {out_dir})", flush=True)
+        prepare(parse_size(size), args.seed, out_dir, [shape.name for shape in picked])
         fleet = export(parse_size(size), args.seed, out_dir)
         for shape in picked:
-            variants[size, shape.name] = shapes.variant(shape, fleet, args.seed)
+            variants[size, shape.name] = shapes.variant_path(shape, fleet)
     made = time.perf_counter()
     compile_checkout()
     contenders: dict[tuple[str, str, str], list[str]] = {}
@@ -284,6 +309,7 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         "machine": machine(),
         "load_average": [round(load, 2) for load in os.getloadavg()],
         "runs": args.runs,
+        "harness_rss_mb": harness_rss_mb(),
         "sizes": {},
     }
     for size in sizes:

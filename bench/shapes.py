@@ -299,10 +299,30 @@ def pick(names: Iterable[str]) -> list[Shape]:
     return [shape for shape in SHAPES if shape.name in wanted]
 
 
+def variant_path(shape: Shape, fleet: Path) -> Path:
+    """Where the variant of ``fleet`` for ``shape`` is cached (the fleet itself for ``fleet``)."""
+    stem = fleet.name.removeprefix("fleet-").removesuffix(".jsonl")  # "<bytes>-seed<N>"
+    return fleet if shape.name == "fleet" else fleet.with_name(f"{shape.name}-{stem}.{shape.ext}")
+
+
+def fleet_export(size: int, seed: int, out_dir: Path) -> Path:
+    """The simulator's fleet of ``size`` bytes, ``out_dir/fleet-<size>-seed<N>.jsonl``, made
+    on first use (streamed)."""
+    from analyzer.simulate import fleet
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"fleet-{size}-seed{seed}.jsonl"
+    if not path.exists():
+        partial = path.with_suffix(".partial")
+        with partial.open("wb") as stream:
+            stream.writelines(fleet(size, seed))
+        partial.replace(path)
+    return path
+
+
 def variant(shape: Shape, fleet: Path, seed: int) -> Path:
     """The cached variant of ``fleet`` for ``shape`` (made on first use), with its meta file."""
-    stem = fleet.name.removeprefix("fleet-").removesuffix(".jsonl")  # "<bytes>-seed<N>"
-    path = fleet if shape.name == "fleet" else fleet.with_name(f"{shape.name}-{stem}.{shape.ext}")
+    path = variant_path(shape, fleet)
     meta = meta_path(path)
     if path.exists() and meta.exists():
         return path
@@ -482,3 +502,22 @@ def _write_gcloud_json(fleet: Path, out: BinaryIO) -> int:
         separator = b",\n  "
     out.write(b"\n]\n")
     return entries
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Make the fleet and the variants named (all by default), for ``bench/run.py``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--fleet-bytes", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-dir", type=Path, required=True)
+    parser.add_argument("--shape", action="append", default=[])
+    args = parser.parse_args(argv)
+    fleet = fleet_export(args.fleet_bytes, args.seed, args.out_dir)
+    for shape in pick(args.shape) if args.shape else []:
+        variant(shape, fleet, args.seed)
+
+
+if __name__ == "__main__":
+    main()

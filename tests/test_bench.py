@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +85,161 @@ def test_instruction_count_of_a_small_export(
     assert int(lines[0]) > 500
     # A scan costs thousands of instructions per line, not nothing and not millions.
     assert 2_000 < int(per_line[1].replace(",", "")) < 500_000
+
+
+# --- the shape matrix (bench/run.py --shapes, bench/shapes.py) ---------------------------------
+
+
+def _shapes_module() -> Any:
+    return _bench_module().shapes_module()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def tiny_variants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every variant of one small fleet, made as ``bench/run.py --shapes`` makes them."""
+    shapes = _shapes_module()
+    out = tmp_path_factory.mktemp("shapes")
+    shapes.main(["--fleet-bytes", "400000", "--out-dir", str(out), "--shape", "all"])
+    fleet = out / "fleet-400000-seed0.jsonl"
+    return {shape.name: shapes.variant_path(shape, fleet) for shape in shapes.SHAPES}
+
+
+def _entries(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def test_the_shape_matrix_runs_every_shape_on_a_tiny_fleet(tmp_path: Path) -> None:
+    bench = _bench_module()
+    out = tmp_path / "shapes.json"
+    results = bench.main(["--shapes", "--size", "300KB", "--runs", "1", "--out", str(out)])  # type: ignore[attr-defined]
+    assert json.loads(out.read_text()) == results
+    rows = results["sizes"]["300KB"]["rows"]
+    assert [row["shape"] for row in rows] == [shape.name for shape in _shapes_module().SHAPES]
+    for row in rows:
+        for contender in ("jobdoctor", "careful-python"):
+            assert row[contender]["median_s"] > 0 and row[contender]["peak_rss_mb"] > 0
+        assert row["ratio_to_careful"] > 0 and row["targets"]
+    assert results["explain"]["median_s"] > 0
+    # The README table is made from these results, every row in it.
+    table = bench.markdown(results)  # type: ignore[attr-defined]
+    assert all(row["label"] in table for row in rows) and "jobdoctor explain" in table
+
+
+def test_the_readme_tables_are_rewritten_between_their_markers(tmp_path: Path) -> None:
+    bench = _bench_module()
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{bench.BEGIN}\nold table\n{bench.END}\nafter\n")  # type: ignore[attr-defined]
+    results = {
+        "command": "python bench/run.py --shapes",
+        "machine": {"cpus": 2, "python": "3.11.7", "platform": "Linux"},
+        "runs": 1,
+        "sizes": {},
+        "explain": {"median_s": 0.1, "best_s": 0.1, "target_s": 0.15, "met": True},
+        "elapsed_s": 1.0,
+        "making_s": 0.5,
+    }
+    bench.write_readmes(results, (readme,))  # type: ignore[attr-defined]
+    text = readme.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "old table" not in text
+    assert "median 0.100 s" in text and "`python bench/run.py --shapes`" in text
+    # Both READMEs of the repository carry the markers.
+    for path in bench.READMES:  # type: ignore[attr-defined]
+        assert bench.BEGIN in path.read_text() and bench.END in path.read_text()  # type: ignore[attr-defined]
+
+
+def test_the_timestamp_variants_write_what_their_writers_write(
+    tiny_variants: dict[str, Path],
+) -> None:
+    stamp = r'"(?:timestamp|receiveTimestamp)":"([^"]+)"'
+    forms = {
+        "ts-offset": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00",
+        "ts-micros": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z",
+        "ts-trimmed": r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d*[1-9])?Z",
+    }
+    fleet = _entries(tiny_variants["fleet"])
+    for name, form in forms.items():
+        text = tiny_variants[name].read_text()
+        found = re.findall(stamp, text)
+        assert len(found) == 2 * len(fleet) and all(re.fullmatch(form, s) for s in found), name
+        # Only the timestamps differ.
+        for got, want in zip(_entries(tiny_variants[name]), fleet, strict=True):
+            assert {k: v for k, v in got.items() if "imestamp" not in k} == {
+                k: v for k, v in want.items() if "imestamp" not in k
+            }
+    # A whole second keeps no fraction in isoformat() and in Go's form.
+    assert re.search(r':\d\d\+00:00"', tiny_variants["ts-offset"].read_text())
+    assert re.search(r':\d\dZ"', tiny_variants["ts-trimmed"].read_text())
+
+
+def test_the_layout_variants_hold_the_fleets_entries(tiny_variants: dict[str, Path]) -> None:
+    fleet_bytes = tiny_variants["fleet"].read_bytes()
+    fleet = _entries(tiny_variants["fleet"])
+    lines = fleet_bytes.count(b"\n")
+    space = tiny_variants["space"].read_bytes()
+    assert space.count(b"} \n") == lines and space.replace(b"} \n", b"}\n") == fleet_bytes
+    crlf = tiny_variants["crlf"].read_bytes()
+    assert crlf.count(b"\r\n") == lines and crlf.replace(b"\r\n", b"\n") == fleet_bytes
+    blank = tiny_variants["blank"].read_bytes()
+    assert blank.count(b"\n\n") == lines // 500 and blank.replace(b"\n\n", b"\n") == fleet_bytes
+    ascii_ = tiny_variants["ascii"].read_bytes()
+    assert ascii_.isascii() and not fleet_bytes.isascii()
+    shuffled = tiny_variants["key-order"].read_text().splitlines()
+    pairs = zip(shuffled, fleet_bytes.decode().splitlines(), strict=True)
+    assert sum(a != b for a, b in pairs) > lines // 2
+    for name in ("ascii", "key-order"):
+        assert _entries(tiny_variants[name]) == fleet, name
+    for got, want in zip(_entries(tiny_variants["extra-fields"]), fleet, strict=True):
+        assert {"trace", "spanId", "sourceLocation", "operation"} <= set(got) - set(want)
+        assert {k: got[k] for k in want if k != "jsonPayload"} == {
+            k: v for k, v in want.items() if k != "jsonPayload"
+        }
+
+
+def test_the_content_variants_add_what_they_say(tiny_variants: dict[str, Path]) -> None:
+    shapes = _shapes_module()
+    fleet = _entries(tiny_variants["fleet"])
+    foreign = _entries(tiny_variants["foreign"])
+    others = [e for e in foreign if e["resource"]["type"] != "ml_job"]
+    assert len(others) == len(fleet) // 4 and [e for e in foreign if e not in others] == fleet
+    assert {e["resource"]["type"] for e in others} >= {"gce_instance", "k8s_container"}
+    assert any("protoPayload" in e for e in others)
+    long_texts = [
+        e for e in _entries(tiny_variants["long-text"]) if len(str(e.get("jsonPayload"))) > 50_000
+    ]
+    assert len(long_texts) == shapes.long_text_count(tiny_variants["fleet"].stat().st_size)
+    for name, target in (("dense-10", 0.10), ("dense-30", 0.30)):
+        meta = shapes.read_meta(tiny_variants[name])
+        assert abs(meta["matching_records"] / meta["entries"] - target) < 0.03, name
+        texts = tiny_variants[name].read_text()
+        assert "checkpoint-" in texts and shapes.MISSING_MODULE in texts
+
+
+def test_the_dense_texts_match_rules() -> None:
+    # What `jobdoctor explain` says of each text the dense variants write.
+    from analyzer.rulebook import RuleBook
+
+    shapes = _shapes_module()
+    book = RuleBook.load()
+    texts = [shapes.checkpoint_text("123", 2444), shapes.WARNING_TRACEBACK, shapes.MISSING_MODULE]
+    assert all(book.match(text) for text in texts)
+
+
+def test_the_other_formats_are_the_simulators_writers(tiny_variants: dict[str, Path]) -> None:
+    from analyzer.simulate import write
+
+    fleet = _entries(tiny_variants["fleet"])
+    stream_logs = io.StringIO()
+    write(iter(fleet), "stream-logs", stream_logs)
+    assert tiny_variants["stream-logs"].read_text() == stream_logs.getvalue()
+    # gcloud's layout, newest first: the sink's lines read from the end.
+    gcloud = json.dumps(fleet[::-1], indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert tiny_variants["gcloud-json"].read_text() == gcloud
+
+
+def test_lines_read_from_the_end(tmp_path: Path) -> None:
+    shapes = _shapes_module()
+    path = tmp_path / "lines.txt"
+    lines = [f"line {n} " + "x" * (n % 37) for n in range(500)]
+    path.write_text("\n".join(lines) + "\n")
+    for block in (7, 64, 1 << 20):
+        assert [b.decode() for b in shapes.reversed_lines(path, block)] == lines[::-1]
