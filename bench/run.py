@@ -73,8 +73,9 @@ def prepare(size: int, seed: int, out_dir: Path, shapes: list[str]) -> None:
     subprocess.run(command + [a for name in shapes for a in ("--shape", name)], check=True)
 
 
-def run_once(command: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one run of ``command``; output discarded.
+def run_once(command: list[str]) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (KiB) and CPU seconds (user + system, the command and every
+    process it waited for) of one run of ``command``; output discarded.
 
     The peak comes from GNU time where it is installed: ``wait4``'s figure for a direct child
     also counts this process's pages (a child holds them until it execs), which would put a
@@ -90,22 +91,26 @@ def run_once(command: list[str]) -> tuple[float, int]:
         if process.returncode not in (0, 1):
             raise SystemExit(f"{command[:3]} failed with {process.returncode}")
         lines = report.read().split()
-    return elapsed, int(lines[-1]) if GNU_TIME and lines else usage.ru_maxrss
+    peak = int(lines[-1]) if GNU_TIME and lines else usage.ru_maxrss
+    return elapsed, peak, usage.ru_utime + usage.ru_stime
 
 
 def interleaved(
     contenders: dict[Key, list[str]], runs: int
-) -> tuple[dict[Key, list[float]], dict[Key, int]]:
-    """Wall seconds of each run and the peak RSS (KiB) of each contender, run 1 of every
-    contender, then run 2...: a slow moment of the machine hits every contender."""
+) -> tuple[dict[Key, list[float]], dict[Key, int], dict[Key, list[float]]]:
+    """Wall seconds of each run, the peak RSS (KiB) and CPU seconds of each run of each
+    contender; run 1 of every contender, then run 2...: a slow moment of the machine hits
+    every contender."""
     times: dict[Key, list[float]] = {key: [] for key in contenders}
+    cpu: dict[Key, list[float]] = {key: [] for key in contenders}
     rss: dict[Key, int] = dict.fromkeys(contenders, 0)
     for _ in range(max(1, runs)):
         for key, command in contenders.items():
-            elapsed, peak = run_once(command)
+            elapsed, peak, used = run_once(command)
             times[key].append(elapsed)
+            cpu[key].append(used)
             rss[key] = max(rss[key], peak)
-    return times, rss
+    return times, rss, cpu
 
 
 def timing(values: list[float]) -> dict[str, Any]:
@@ -193,7 +198,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     if contenders.get("ripgrep", ()) is None:
         print("ripgrep not installed (apt-get install ripgrep): its figure is left out")
     runnable = {name: command for name, command in contenders.items() if command}
-    times, rss = interleaved(runnable, args.runs)
+    times, rss, cpu = interleaved(runnable, args.runs)
     medians = {name: statistics.median(values) for name, values in times.items()}
     base = medians.get("jobdoctor")
     rows: dict[str, dict[str, Any]] = {
@@ -202,6 +207,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "mb_per_s": None if name == "explain" else round(actual / 1e6 / medians[name], 1),
             "ratio_to_jobdoctor": None if base is None else round(medians[name] / base, 2),
             "peak_rss_mb": round(rss[name] / 1024, 1),
+            "cpu_s": round(statistics.median(cpu[name]), 3),
         }
         for name in times
     }
@@ -297,12 +303,18 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
                 contenders[size, name, contender] = command
     if "explain" not in args.skip:
         contenders["", "explain", "jobdoctor"] = commands(Path())["explain"] or []
-    times, rss = interleaved(contenders, args.runs)
+    times, rss, cpu = interleaved(contenders, args.runs)
 
     def measured(key: tuple[str, str, str]) -> dict[str, Any] | None:
         if key not in times:
             return None
-        return {**timing(times[key]), "peak_rss_mb": round(rss[key] / 1024, 1)}
+        return {
+            **timing(times[key]),
+            "peak_rss_mb": round(rss[key] / 1024, 1),
+            # Less moved by the machine's load than wall time; jobdoctor's counts both of
+            # its processes, so its CPU ratio is above its wall ratio on a quiet machine.
+            "cpu_s": round(statistics.median(cpu[key]), 3),
+        }
 
     results: dict[str, Any] = {
         "command": "python bench/run.py " + " ".join(argv),
@@ -329,6 +341,7 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
                 row[contender] = measured((size, shape.name, contender))
             row["ratio_to_careful"] = _ratio(row["jobdoctor"], row["careful-python"])
             row["ratio_to_duckdb"] = _ratio(row["jobdoctor"], row["duckdb"])
+            row["cpu_ratio_to_careful"] = _ratio(row["jobdoctor"], row["careful-python"], "cpu_s")
             row["targets"] = _targets(shape.name, shape.fmt, row)
             rows.append(row)
         results["sizes"][size] = {"fleet_bytes": parse_size(size), "rows": rows}
@@ -349,10 +362,12 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     return results
 
 
-def _ratio(top: dict[str, Any] | None, bottom: dict[str, Any] | None) -> float | None:
-    if top is None or bottom is None:
+def _ratio(
+    top: dict[str, Any] | None, bottom: dict[str, Any] | None, key: str = "median_s"
+) -> float | None:
+    if top is None or bottom is None or not bottom.get(key):
         return None
-    return round(top["median_s"] / bottom["median_s"], 2)
+    return round(top[key] / bottom[key], 2)
 
 
 def _targets(name: str, fmt: str, row: dict[str, Any]) -> dict[str, bool | None]:
@@ -400,9 +415,9 @@ def markdown(results: dict[str, Any]) -> str:
     """The matrix as Markdown tables: one per size, then peak RSS by size when several."""
     parts = []
     header = (
-        "| row | MB | matching | jobdoctor s | careful s | x careful | jobdoctor RSS MB"
-        " | careful RSS MB | DuckDB s | x DuckDB | DuckDB RSS MB | targets |\n"
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+        "| row | MB | matching | jobdoctor s | careful s | x careful | x careful CPU"
+        " | jobdoctor RSS MB | careful RSS MB | DuckDB s | x DuckDB | DuckDB RSS MB | targets |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
     )
     for size, block in results["sizes"].items():
         lines = [f"**{size} fleet**, median of {results['runs']} interleaved runs:", "", header]
@@ -418,6 +433,7 @@ def markdown(results: dict[str, Any]) -> str:
                         _cell(jd and jd["median_s"], 3),
                         _cell(careful and careful["median_s"], 3),
                         _cell(row["ratio_to_careful"], 2, "x"),
+                        _cell(row.get("cpu_ratio_to_careful"), 2, "x"),
                         _cell(jd and jd["peak_rss_mb"], 0),
                         _cell(careful and careful["peak_rss_mb"], 0),
                         _cell(duck and duck["median_s"], 3),
