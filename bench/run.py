@@ -283,6 +283,7 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     """Make the variants (cached), time every row interleaved, write and print the table."""
     shapes = shapes_module()
     started = time.perf_counter()
+    load_at_start = os.getloadavg()[0]
     picked = shapes.pick(args.shape or ["all"])
     sizes = [text.strip() for text in (args.sizes or args.size).split(",") if text.strip()]
     out: Path = args.out or MATRIX_OUT
@@ -319,7 +320,8 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     results: dict[str, Any] = {
         "command": "python bench/run.py " + " ".join(argv),
         "machine": machine(),
-        "load_average": [round(load, 2) for load in os.getloadavg()],
+        # The machine's 1-minute load average before and after: how noisy the figures are.
+        "load_average": [round(load_at_start, 1), round(os.getloadavg()[0], 1)],
         "runs": args.runs,
         "harness_rss_mb": harness_rss_mb(),
         "sizes": {},
@@ -413,7 +415,7 @@ def _verdict(targets: dict[str, bool | None]) -> str:
 
 def markdown(results: dict[str, Any]) -> str:
     """The matrix as Markdown tables: one per size, then peak RSS by size when several."""
-    parts = []
+    parts = [results["note"]] if results.get("note") else []
     header = (
         "| row | MB | matching | jobdoctor s | careful s | x careful | x careful CPU"
         " | jobdoctor RSS MB | careful RSS MB | DuckDB s | x DuckDB | DuckDB RSS MB | targets |\n"
@@ -471,10 +473,18 @@ def markdown(results: dict[str, Any]) -> str:
     parts.append(
         f"Command: `{results['command']}`; {machine_['cpus']} CPUs, CPython"
         f" {machine_['python']}, {machine_['platform']}"
-        + (f"; load average {load[0]} at the end" if load else "")
+        + _load_words(load)
         + f"; {results['elapsed_s']} s in all (variants made in {results['making_s']} s)."
     )
     return "\n\n".join(parts)
+
+
+def _load_words(load: list[float] | None) -> str:
+    if not load:
+        return ""
+    if len(load) == 2:
+        return f"; load average {load[0]} at the start, {load[1]} at the end"
+    return f"; load average {load[0]} at the end"  # results of an earlier harness
 
 
 def write_readmes(results: dict[str, Any], readmes: tuple[Path, ...] = READMES) -> None:
