@@ -450,16 +450,19 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("flat"):
         sizes = list(results["sizes"])
         lines = [
-            "jobdoctor's peak RSS by fleet size (target: at most 64 MB at every size):",
+            "jobdoctor's peak RSS (MB) by fleet size; the target: at most 64 MB at every size"
+            " (sink JSONL rows)",
             "",
-            "| row | " + " | ".join(f"{size} MB" for size in sizes) + " | flat |",
-            "| --- | " + " | ".join("---:" for _ in sizes) + " | --- |",
+            "| row | " + " | ".join(sizes) + " | growth | <= 64 MB |",
+            "| --- | " + " | ".join("---:" for _ in sizes) + " | ---: | --- |",
         ]
         for shape, entry in results["flat"].items():
-            cells = [_cell(entry["peak_rss_mb"].get(size), 0) for size in sizes]
+            peaks = [entry["peak_rss_mb"].get(size) for size in sizes]
+            growth = peaks[-1] / peaks[0] if peaks[0] and peaks[-1] else None
             met = entry["met"]
             mark = "" if met is None else ("met" if met else "**no**")
-            lines.append(f"| {shape} | " + " | ".join(cells) + f" | {mark} |")
+            cells = [_cell(peak, 0) for peak in peaks] + [_cell(growth, 2, "x"), mark]
+            lines.append(f"| {shape} | " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
     explain = results.get("explain")
     if explain:

@@ -6,8 +6,8 @@ export in memory) and cached there; ``bench/run.py --shapes`` times jobdoctor an
 on each. The variants hold the same entries as the fleet (but for the ones that add foreign
 entries, long tracebacks or event-dense texts, which say so); only their serialisation differs.
 
-A variant's side file ``<name>.meta.json`` records its bytes, lines and how many lines match a
-rule (``jobdoctor classify`` rows), made once with the variant.
+A variant's side file ``<name>.meta.json`` records its bytes, lines, entries and how many
+records match a rule (``jobdoctor classify``'s rows), counted once when the variant is made.
 """
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ SHAPES = (
     Shape("space", "a space after each object", "jsonl"),
     Shape("blank", "one blank line in 500", "jsonl"),
     Shape("foreign", "20% entries of other resource types (project-wide sink)", "jsonl"),
-    Shape("long-text", "400 entries with 50 KB tracebacks", "jsonl"),
+    Shape("long-text", "50 KB tracebacks (400 entries at 200 MB)", "jsonl"),
     Shape("crlf", "CRLF line ends", "jsonl"),
     Shape("ascii", "`ensure_ascii` (non-ASCII as `\\uXXXX`)", "jsonl"),
     Shape("key-order", "key order shuffled", "jsonl"),
