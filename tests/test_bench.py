@@ -250,3 +250,22 @@ def test_lines_read_from_the_end(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     for block in (7, 64, 1 << 20):
         assert [b.decode() for b in shapes.reversed_lines(path, block)] == lines[::-1]
+
+
+def test_every_variant_diagnoses_like_the_fleet(tiny_variants: dict[str, Path]) -> None:
+    # The variants are legal exports of the same jobs: what is timed is the same diagnosis.
+    # (stream-logs text names no job: the fleet's reads as one job, so it is left out.)
+    from analyzer.api import analyze
+
+    def verdicts(path: Path) -> list[tuple[Any, ...]]:
+        found = [
+            (d.job_id, d.state.value, d.attempts, d.retries, d.cause and d.cause.category.value)
+            for d in analyze([path]).diagnoses
+        ]
+        return sorted(found, key=repr)
+
+    want = verdicts(tiny_variants["fleet"])
+    assert len(want) >= 2
+    for name, path in tiny_variants.items():
+        if name not in ("fleet", "stream-logs"):
+            assert verdicts(path) == want, name
