@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     matrix.add_argument(
         "--shape", action="append", default=[], help="only this row (repeatable; default all)"
     )
+    matrix.add_argument("--note", help="a sentence put above the table (what code, what machine)")
     matrix.add_argument(
         "--write-readme",
         action="store_true",
@@ -323,6 +324,7 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         # The machine's 1-minute load average before and after: how noisy the figures are.
         "load_average": [round(load_at_start, 1), round(os.getloadavg()[0], 1)],
         "runs": args.runs,
+        "note": args.note,
         "harness_rss_mb": harness_rss_mb(),
         "sizes": {},
     }
