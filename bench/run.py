@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -319,7 +320,7 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         }
 
     results: dict[str, Any] = {
-        "command": "python bench/run.py " + " ".join(argv),
+        "command": "python bench/run.py " + shlex.join(argv),
         "machine": machine(),
         # The machine's 1-minute load average before and after: how noisy the figures are.
         "load_average": [round(load_at_start, 1), round(os.getloadavg()[0], 1)],
