@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import statistics
@@ -181,6 +182,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     matrix.add_argument("--sizes", help="several fleet sizes, e.g. 200MB,1GB (peak RSS flat?)")
     matrix.add_argument(
         "--shape", action="append", default=[], help="only this row (repeatable; default all)"
+    )
+    matrix.add_argument(
+        "--instructions",
+        type=int,
+        default=0,
+        metavar="MB",
+        help="also count the scan's instructions per line on each sink JSONL row's first MB"
+        " megabytes (bench/instructions.py, callgrind: load-proof; about 1 min a row at 10)",
     )
     matrix.add_argument("--note", help="a sentence put above the table (what code, what machine)")
     matrix.add_argument(
@@ -347,6 +356,11 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             row["ratio_to_careful"] = _ratio(row["jobdoctor"], row["careful-python"])
             row["ratio_to_duckdb"] = _ratio(row["jobdoctor"], row["duckdb"])
             row["cpu_ratio_to_careful"] = _ratio(row["jobdoctor"], row["careful-python"], "cpu_s")
+            row["instructions_per_line"] = (
+                instructions_per_line(path, args.instructions)
+                if args.instructions and shape.fmt == "jsonl"
+                else None
+            )
             row["targets"] = _targets(shape.name, shape.fmt, row)
             rows.append(row)
         results["sizes"][size] = {"fleet_bytes": parse_size(size), "rows": rows}
@@ -365,6 +379,15 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         f" written to {out}"
     )
     return results
+
+
+def instructions_per_line(path: Path, megabytes: int) -> int | None:
+    """The scan's instructions per line on the first ``megabytes`` MB of ``path``
+    (``bench/instructions.py``); None without valgrind."""
+    command = [sys.executable, str(HERE / "instructions.py"), str(path), "--mb", str(megabytes)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    found = re.search(r"([\d,]+) per line$", done.stdout, re.M)
+    return int(found[1].replace(",", "")) if done.returncode == 0 and found else None
 
 
 def _ratio(
@@ -408,6 +431,10 @@ def _cell(value: float | None, digits: int = 2, suffix: str = "") -> str:
     return "" if value is None else f"{value:.{digits}f}{suffix}"
 
 
+def _count(value: int | None) -> str:
+    return "" if value is None else f"{value:,}"
+
+
 def _verdict(targets: dict[str, bool | None]) -> str:
     words = []
     for target, met in targets.items():
@@ -424,6 +451,14 @@ def markdown(results: dict[str, Any]) -> str:
         " | jobdoctor RSS MB | careful RSS MB | DuckDB s | x DuckDB | DuckDB RSS MB | targets |\n"
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
     )
+    counted = any(
+        row.get("instructions_per_line")
+        for block in results["sizes"].values()
+        for row in block["rows"]
+    )
+    if counted:  # a column of the scan's instructions per line, before the targets
+        header = header.replace(" | targets |", " | scan instr./line | targets |", 1)
+        header = header.replace(" | --- |", " | ---: | --- |", 1)
     for size, block in results["sizes"].items():
         lines = [f"**{size} fleet**, median of {results['runs']} interleaved runs:", "", header]
         for row in block["rows"]:
@@ -444,6 +479,7 @@ def markdown(results: dict[str, Any]) -> str:
                         _cell(duck and duck["median_s"], 3),
                         _cell(row["ratio_to_duckdb"], 2, "x"),
                         _cell(duck and duck["peak_rss_mb"], 0),
+                        *([_count(row.get("instructions_per_line"))] if counted else []),
                         _verdict(row["targets"]),
                     ]
                 )
