@@ -269,3 +269,73 @@ def test_every_variant_diagnoses_like_the_fleet(tiny_variants: dict[str, Path]) 
     for name, path in tiny_variants.items():
         if name not in ("fleet", "stream-logs"):
             assert verdicts(path) == want, name
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "ratio", "rss", "to_duckdb", "want"),
+    [
+        (
+            "fleet",
+            "jsonl",
+            0.45,
+            40.0,
+            0.9,
+            {"<= 0.5x careful": True, "<= 64 MB": True, "<= DuckDB": True},
+        ),
+        (
+            "fleet",
+            "jsonl",
+            0.45,
+            40.0,
+            1.2,
+            {"<= 0.5x careful": True, "<= 64 MB": True, "<= DuckDB": False},
+        ),
+        ("dense-30", "jsonl", 0.6, 150.0, None, {"<= 0.5x careful": False, "<= 64 MB": False}),
+        ("stream-logs", "stream-logs", 0.9, 200.0, None, {"<= 1.0x careful": True}),
+        ("gcloud-json", "gcloud-json", 0.51, 30.0, None, {"<= 0.5x careful": False}),
+    ],
+)
+def test_point_5_targets_per_row(
+    name: str, fmt: str, ratio: float, rss: float, to_duckdb: float | None, want: dict[str, bool]
+) -> None:
+    bench = _bench_module()
+    row = {
+        "jobdoctor": {"median_s": ratio, "peak_rss_mb": rss},
+        "ratio_to_careful": ratio,
+        "ratio_to_duckdb": to_duckdb,
+    }
+    assert bench._targets(name, fmt, row) == want  # type: ignore[attr-defined]
+
+
+def test_the_table_shows_peak_rss_by_size_and_instruction_counts() -> None:
+    bench = _bench_module()
+
+    def row(rss: float) -> dict[str, Any]:
+        return {
+            "shape": "fleet",
+            "label": "the fleet",
+            "format": "jsonl",
+            "bytes": 200e6,
+            "density": 0.015,
+            "jobdoctor": {"median_s": 0.5, "peak_rss_mb": rss, "cpu_s": 0.9},
+            "careful-python": None,
+            "duckdb": None,
+            "ratio_to_careful": None,
+            "ratio_to_duckdb": None,
+            "instructions_per_line": 25809,
+            "targets": {"<= 64 MB": rss <= 64},
+        }
+
+    results: dict[str, Any] = {
+        "command": "python bench/run.py --shapes --sizes 200MB,1GB",
+        "machine": {"cpus": 2, "python": "3.11.7", "platform": "Linux"},
+        "runs": 1,
+        "sizes": {"200MB": {"rows": [row(40.0)]}, "1GB": {"rows": [row(59.0)]}},
+        "elapsed_s": 1.0,
+        "making_s": 0.5,
+    }
+    results["flat"] = bench._flatness(results)  # type: ignore[attr-defined]
+    table = bench.markdown(results)  # type: ignore[attr-defined]
+    assert "| 200MB | 1GB | growth | <= 64 MB |" in table
+    assert "| fleet | 40 | 59 | 1.48x | met |" in table
+    assert "scan instr./line" in table and "| 25,809 |" in table
