@@ -1,0 +1,250 @@
+"""The fast reader of ``gcloud logging read --format=json``: the sink scan, on gcloud's array.
+
+gcloud prints the array as Python's ``json.dumps(entries, indent=2)`` does: ``[``, then each
+LogEntry with its ``{`` and ``}`` on lines of their own, indented by two spaces, separated by
+``,``, then ``]``. Nothing inside an entry is indented that little, so ``\\n  },\\n  {`` is only
+ever found between two entries. Rewritten with that separator as a line end and every other
+line end as a space (the same length: offsets stay), a run of entries is sink JSONL, one entry
+per line, which :class:`~analyzer.ingest.fastjsonl.JsonlScanner` reads: the entries decoded
+lightly at once, records only for the candidates of the rule book's prefilter.
+
+Every step is checked, and an input that is not so falls back to the plain reader
+(:class:`Unusual`, raised before anything is kept): the run of entries must decode as JSON in
+one msgspec call before it is rewritten (so no string holds a raw line end, which the rewrite
+would turn into a space); the scanner must find one entry per rewritten line (its block
+decoder proves it) and skip none of them (a skipped entry's lines would count once here, each of
+its lines there); the array must open and close as gcloud writes it. The plain reader accounts
+every line of such an input as used, and numbers an entry by the line its ``{`` is on: so does
+this one.
+
+A file can be cut into byte ranges read apart (:func:`entry_ranges`): at the start of a line
+holding an entry's ``{``, after a line holding the previous entry's ``},``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import itertools
+from collections.abc import Callable
+from typing import BinaryIO
+
+import msgspec
+
+from analyzer.events import Event, RuleMatch
+from analyzer.ingest.fastjsonl import Candidate, JsonlScanner, ScanTally, TextSelector
+from analyzer.ingest.sniff import BOM
+from analyzer.records import InputStats, Origin
+
+Matches = Callable[[str], tuple[RuleMatch, ...]]
+
+# Between two entries of gcloud's layout; and that separator without the next entry's line end.
+_BETWEEN = b"\n  },\n  {\n"
+_SEPARATOR = _BETWEEN[:-1]
+# The separator rewritten to the same length: the previous entry's "}" ends its line, the next
+# one's "{" starts one (NUL stands for the line end until every other line end is a space:
+# no JSON text holds a raw NUL, which is checked).
+_AS_LINE_END = b"      }\x00{"
+_FLATTEN = bytes.maketrans(b"\n\x00", b" \n")
+# The array's first entry, and its end after the last one, as gcloud writes them.
+_OPENING = b"[\n  {\n"
+_CLOSINGS = (b"\n  }\n]\n", b"\n  }\n]")
+# A range's end when it is not the input's: the line of an entry's "}," (_BETWEEN's first half).
+_RANGE_END = b"\n  },\n"
+# Read at once: a few hundred entries.
+CHUNK_BYTES = 1 << 20
+# Where a cut may be looked for past its target before giving it up.
+_CUT_SEARCH_BYTES = 4 << 20
+
+
+class _Nothing(msgspec.Struct):
+    """An entry, skipped: decoding a run of entries as these only checks that it is JSON."""
+
+
+_CHECK = msgspec.json.Decoder(list[_Nothing])
+
+
+class Unusual(Exception):
+    """The input is not in gcloud's layout (or holds an entry the plain reader skips): it is
+    read by the plain reader instead."""
+
+
+class GcloudJsonScanner:
+    """Reads a gcloud JSON array (or a byte range of one, :func:`entry_ranges`) into a
+    :class:`~analyzer.ingest.fastjsonl.ScanTally` and events; raises :class:`Unusual` where
+    only the plain reader gives the right answer."""
+
+    def __init__(
+        self, stats: InputStats, select: TextSelector, matches: Matches, *, at_start: bool = True
+    ) -> None:
+        self.stats = stats
+        # The entries, one per rewritten line, counted in a scratch stats (lines are entries).
+        self._entries = InputStats(path=stats.path)
+        self._scanner = JsonlScanner(self._entries, select, matches=matches, at_start=False)
+        self._matches = matches
+        self._at_start = at_start
+        self.events: list[Event] = []
+        self._line = 1  # the line the next run of entries starts on
+        self._entry = 1  # the number of its first entry
+
+    @property
+    def tally(self) -> ScanTally:
+        """What the scan kept of the entries."""
+        return self._scanner.tally
+
+    def scan(self, stream: BinaryIO, limit: int = -1) -> None:
+        """Scan ``stream``, up to ``limit`` bytes when not -1 (a range's end)."""
+        left = limit
+
+        def read() -> bytes:
+            nonlocal left
+            if left < 0:
+                return stream.read(CHUNK_BYTES)
+            chunk = stream.read(min(CHUNK_BYTES, left))
+            left -= len(chunk)
+            return chunk
+
+        data = self._opening(read())
+        while True:
+            cut = data.rfind(_BETWEEN)
+            more = read()
+            if cut == -1:
+                if not more:
+                    self._closing(data, limit >= 0)
+                    return
+                data += more
+                continue
+            # The entries up to the last separator's "}"; the rest begins with an entry's "{".
+            self._run(data[: cut + 4])
+            self._line += 1  # past the line of the "}," the run ended on
+            data = data[cut + len(_BETWEEN) - 2 :] + more
+
+    def _opening(self, data: bytes) -> bytes:
+        """``data`` from its first entry's ``{``, once the array's opening is checked."""
+        if not self._at_start:
+            if not data.startswith(b"  {\n"):
+                raise Unusual("a range starts with an entry")
+            return data[2:]
+        if data.startswith(BOM):
+            data = data[len(BOM) :]
+        if not data.startswith(_OPENING):
+            raise Unusual("not gcloud's opening")
+        self._line = 2
+        self.stats.used += 1  # the "[" line: array syntax
+        self.stats.lines += 1
+        return data[len(_OPENING) - 2 :]
+
+    def _closing(self, data: bytes, in_range: bool) -> None:
+        """The last run of entries, and what ends it: the array's end, or a range's."""
+        if in_range and data.endswith(_RANGE_END):
+            self._run(data[: 4 - len(_RANGE_END)])
+            return
+        for closing in _CLOSINGS:
+            if data.endswith(closing):
+                self._run(data[: 4 - len(closing)])
+                self.stats.lines += 1  # the "]" line: array syntax
+                self.stats.used += 1
+                return
+        raise Unusual("not gcloud's closing")
+
+    def _run(self, run: bytes) -> None:
+        """A run of whole entries, from the first one's ``{`` to the last one's ``}``."""
+        if not run.startswith(b"{") or b"\x00" in run:
+            raise Unusual("not a run of entries")
+        try:
+            count = len(_CHECK.decode(b"[" + run + b"]"))
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            raise Unusual("not JSON") from None
+        lines = run.replace(_SEPARATOR, _AS_LINE_END).translate(_FLATTEN)
+        entries = self._entries
+        before = entries.lines
+        scanner = self._scanner
+        fed = scanner.feed_block(lines, self._entry)
+        if fed != count or entries.lines - before != count or entries.skipped:
+            raise Unusual("an entry the plain reader skips, or a separator inside one")
+        # Every line of the run is an entry's: used, as the plain reader counts them.
+        physical = run.count(b"\n") + 1
+        stats = self.stats
+        stats.lines += physical
+        stats.used += physical
+        stats.records += entries.records
+        stats.invalid_utf8 += entries.invalid_utf8
+        entries.records = entries.invalid_utf8 = 0
+        self._place(run, lines)
+        self._line += physical - 1
+        self._entry += count
+
+    def _place(self, run: bytes, lines: bytes) -> None:
+        """Match the run's candidates, numbered by the line their entry starts on."""
+        candidates = self._scanner.tally.candidates
+        if not candidates:
+            return
+        candidates.sort(key=_entry_number)
+        path = self.stats.path
+        # Walk the entries' starts (the rewritten lines') once, counting the run's line ends.
+        entry, offset, line = self._entry, 0, self._line
+        counted = 0
+        for record, found in candidates:
+            while entry < record.origin.line:
+                offset = lines.index(b"\n", offset) + 1
+                entry += 1
+            line += run.count(b"\n", counted, offset)
+            counted = offset
+            placed = dataclasses.replace(record, origin=Origin(path, line))
+            matches = self._matches(placed.text) if found is None else found
+            self.events.extend(Event.from_record(placed, match) for match in matches)
+        candidates.clear()
+
+
+def _entry_number(candidate: Candidate) -> int:
+    return candidate[0].origin.line
+
+
+def scan_gcloud_json(
+    stream: BinaryIO,
+    stats: InputStats,
+    select: TextSelector,
+    matches: Matches,
+    *,
+    at_start: bool = True,
+    limit: int = -1,
+) -> tuple[ScanTally, list[Event]]:
+    """Scan ``stream`` (``limit`` bytes of it, when not -1) into ``stats``: the tally and the
+    events, lines numbered from 1. Raises :class:`Unusual` for what the plain reader must read
+    (``stats`` is then partly filled: the caller reads again into fresh ones)."""
+    scanner = GcloudJsonScanner(stats, select, matches, at_start=at_start)
+    collecting = gc.isenabled()
+    gc.disable()  # no reference cycles are made (see analyzer.parallel.scan_stream)
+    try:
+        scanner.scan(stream, limit)
+    finally:
+        if collecting:
+            gc.enable()
+    return scanner.tally, scanner.events
+
+
+def entry_ranges(path: str, size: int, smallest: int, processes: int) -> list[tuple[int, int]]:
+    """``[start, end)`` byte ranges covering the file at ``path``, each after the first starting
+    at the line of an entry's ``{`` that follows the line of the previous entry's ``},``, sized
+    as ``analyzer.parallel.line_ranges`` sizes them. A range that does not begin with such a
+    line (the file is not in gcloud's layout) makes its scan raise :class:`Unusual`."""
+    from analyzer.parallel import MAX_RANGE_BYTES
+
+    cuts = [0]
+    with open(path, "rb") as stream:
+        while True:
+            share = min(MAX_RANGE_BYTES, (size - cuts[-1]) // (2 * processes))
+            target = cuts[-1] + max(smallest, share)
+            if target >= size:
+                break
+            stream.seek(target)
+            ahead = stream.read(_CUT_SEARCH_BYTES)
+            found = ahead.find(_BETWEEN)
+            if found == -1:
+                break
+            cut = target + found + len(_RANGE_END)
+            if cut >= size:
+                break
+            cuts.append(cut)
+    cuts.append(size)
+    return list(itertools.pairwise(cuts))
