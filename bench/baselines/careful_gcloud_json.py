@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 
 import orjson
-
 from careful import FAMILIES  # type: ignore[import-not-found]
 
 

@@ -12,8 +12,8 @@ stream-logs text is one job's and names no job id). Prints one JSON object:
 from __future__ import annotations
 
 import sys
-import orjson
 
+import orjson
 from careful import FAMILIES  # type: ignore[import-not-found]
 
 

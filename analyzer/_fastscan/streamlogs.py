@@ -3,7 +3,7 @@
 :func:`~analyzer.ingest.stream_logs.read_stream_logs` builds a parsed line, a ``datetime`` and a
 :class:`~analyzer.records.LogRecord` for every line. What the later stages need of the lines
 no rule matches is only who wrote them and when (trial, task, the time), which
-:class:`StreamLogsScanner` keeps in a :class:`~analyzer.ingest.fastjsonl.ScanTally` as the sink
+:class:`StreamLogsScanner` keeps in a :class:`~analyzer._fastscan.jsonl.ScanTally` as the sink
 fast scan does: per key the earliest and latest time as a sink-form string and a count. Texts
 go through the rule book's prefilter a block at a time; records are built for its candidates a
 rule really matches.
@@ -32,8 +32,9 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import BinaryIO
 
+from analyzer._fastscan.jsonl import ScanTally, SpanTally, read_blocks, time_key
+from analyzer._fastscan.parallel import MAX_RANGE_BYTES
 from analyzer.events import Event, RuleMatch
-from analyzer.ingest.fastjsonl import ScanTally, SpanTally, read_blocks, time_key
 from analyzer.ingest.preamble import is_preamble
 from analyzer.ingest.sniff import BOM, SEVERITIES
 from analyzer.ingest.stream_logs import (
@@ -62,8 +63,9 @@ _LINES = re.compile("^" + _SHAPE + "$", re.MULTILINE)
 _LINE = re.compile(_SHAPE)
 # Cloud ML Engine's name for the service's task (stream_logs._LEGACY_SERVICE_TASK).
 _LEGACY_SERVICE_TASK = "unknown_task"
-# Bounds the memory of the times already converted (one per distinct second).
-_MAX_TIMES = 1 << 16
+# Bounds the memory of the times in another zone already converted (one per distinct second),
+# and of the dates known valid.
+_MAX_TIMES = 1 << 12
 # Where a cut may be looked for past its target before giving it up.
 _CUT_SEARCH_BYTES = 1 << 20
 
@@ -143,7 +145,7 @@ class StreamLogsScanner:
             if key is None:
                 stats.skip(NOT_STREAM_LOGS)  # a date or time that is none
                 continue
-            if task == SERVICE_TASK or task == _LEGACY_SERVICE_TASK:
+            if task in (SERVICE_TASK, _LEGACY_SERVICE_TASK):
                 self._service_line(number, severity, key, SERVICE_TASK, trial or None, message)
                 continue
             if self._head is not None:
@@ -180,16 +182,19 @@ class StreamLogsScanner:
     def _key(self, when: str) -> str | None:
         """The sink-form time key of ``when`` (``2024-05-08 16:47:59 +0000``), None when it is
         not a time (parse_line's answer)."""
-        key: str | None
-        if when.endswith(" +0000") and when[11:13] < "24" and when[14:16] < "60" and (
-            when[17:19] < "60" and self._valid_date(when[:10])
-        ):
+        if when.endswith(" +0000"):
             # UTC already, the digits ASCII (the shape's): what time_key(parse_time(when))
-            # gives, without a datetime.
-            key = f"{when[:10]}T{when[11:19]}.000000000Z"
-        else:
-            moment = parse_time(when)
-            key = None if moment is None else time_key(moment)
+            # gives, without a datetime; remembering it would cost more than this.
+            if (
+                when[11:13] < "24"
+                and when[14:16] < "60"
+                and when[17:19] < "60"
+                and self._valid_date(when[:10])
+            ):
+                return f"{when[:10]}T{when[11:19]}.000000000Z"
+            return None
+        moment = parse_time(when)
+        key = None if moment is None else time_key(moment)
         if len(self._keys) >= _MAX_TIMES:
             self._keys.clear()
         self._keys[when] = key
@@ -386,7 +391,7 @@ def scan_stream_logs(
     """Scan ``stream`` (up to the first line end at or after ``limit`` bytes) into ``stats``:
     the tally and the events, lines numbered from 1."""
     scanner = StreamLogsScanner(stats, select, matches, at_start=at_start)
-    # Scanning makes no reference cycles (see analyzer.parallel.scan_stream).
+    # Scanning makes no reference cycles (see analyzer._fastscan.parallel.scan_stream).
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -435,9 +440,8 @@ def starts_record(previous: bytes, line: bytes) -> bool:
 def safe_ranges(path: str, size: int, smallest: int, processes: int) -> list[tuple[int, int]]:
     """``[start, end)`` byte ranges covering the file at ``path``, each after the first
     starting at a line that :func:`starts_record` (so that the records of the ranges read
-    apart are those of the whole), sized as ``analyzer.parallel.line_ranges`` sizes them."""
-    from analyzer.parallel import MAX_RANGE_BYTES
-
+    apart are those of the whole), sized as :func:`~analyzer._fastscan.parallel.line_ranges`
+    sizes them."""
     cuts = [0]
     with open(path, "rb") as stream:
         while True:

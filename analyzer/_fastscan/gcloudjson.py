@@ -5,7 +5,7 @@ LogEntry with its ``{`` and ``}`` on lines of their own, indented by two spaces,
 ``,``, then ``]``. Nothing inside an entry is indented that little, so ``\\n  },\\n  {`` is only
 ever found between two entries. Rewritten with that separator as a line end and every other
 line end as a space (the same length: offsets stay), a run of entries is sink JSONL, one entry
-per line, which :class:`~analyzer.ingest.fastjsonl.JsonlScanner` reads: the entries decoded
+per line, which :class:`~analyzer._fastscan.jsonl.JsonlScanner` reads: the entries decoded
 lightly at once, records only for the candidates of the rule book's prefilter.
 
 Every step is checked, and an input that is not so falls back to the plain reader
@@ -31,8 +31,9 @@ from typing import BinaryIO
 
 import msgspec
 
+from analyzer._fastscan.jsonl import Candidate, JsonlScanner, ScanTally, TextSelector
+from analyzer._fastscan.parallel import MAX_RANGE_BYTES
 from analyzer.events import Event, RuleMatch
-from analyzer.ingest.fastjsonl import Candidate, JsonlScanner, ScanTally, TextSelector
 from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, Origin
 
@@ -71,7 +72,7 @@ class Unusual(Exception):
 
 class GcloudJsonScanner:
     """Reads a gcloud JSON array (or a byte range of one, :func:`entry_ranges`) into a
-    :class:`~analyzer.ingest.fastjsonl.ScanTally` and events; raises :class:`Unusual` where
+    :class:`~analyzer._fastscan.jsonl.ScanTally` and events; raises :class:`Unusual` where
     only the plain reader gives the right answer."""
 
     def __init__(
@@ -214,7 +215,7 @@ def scan_gcloud_json(
     (``stats`` is then partly filled: the caller reads again into fresh ones)."""
     scanner = GcloudJsonScanner(stats, select, matches, at_start=at_start)
     collecting = gc.isenabled()
-    gc.disable()  # no reference cycles are made (see analyzer.parallel.scan_stream)
+    gc.disable()  # no reference cycles are made (see analyzer._fastscan.parallel.scan_stream)
     try:
         scanner.scan(stream, limit)
     finally:
@@ -226,10 +227,9 @@ def scan_gcloud_json(
 def entry_ranges(path: str, size: int, smallest: int, processes: int) -> list[tuple[int, int]]:
     """``[start, end)`` byte ranges covering the file at ``path``, each after the first starting
     at the line of an entry's ``{`` that follows the line of the previous entry's ``},``, sized
-    as ``analyzer.parallel.line_ranges`` sizes them. A range that does not begin with such a
-    line (the file is not in gcloud's layout) makes its scan raise :class:`Unusual`."""
-    from analyzer.parallel import MAX_RANGE_BYTES
-
+    as :func:`~analyzer._fastscan.parallel.line_ranges` sizes them. A range that does not begin
+    with such a line (the file is not in gcloud's layout) makes its scan raise
+    :class:`Unusual`."""
     cuts = [0]
     with open(path, "rb") as stream:
         while True:
