@@ -2,20 +2,20 @@
 
 gcloud prints the array as Python's ``json.dumps(entries, indent=2)`` does: ``[``, then each
 LogEntry with its ``{`` and ``}`` on lines of their own, indented by two spaces, separated by
-``,``, then ``]``. Nothing inside an entry is indented that little, so ``\\n  },\\n  {`` is only
+``,``, then ``]``. Nothing inside an entry is indented that little, so ``\n  },\n  {`` is only
 ever found between two entries. Rewritten with that separator as a line end and every other
-line end as a space (the same length: offsets stay), a run of entries is sink JSONL, one entry
+line end as a tab (the same length: offsets stay), a run of entries is sink JSONL, one entry
 per line, which :class:`~analyzer._fastscan.jsonl.JsonlScanner` reads: the entries decoded
 lightly at once, records only for the candidates of the rule book's prefilter.
 
 Every step is checked, and an input that is not so falls back to the plain reader
-(:class:`Unusual`, raised before anything is kept): the run of entries must decode as JSON in
-one msgspec call before it is rewritten (so no string holds a raw line end, which the rewrite
-would turn into a space); the scanner must find one entry per rewritten line (its block
-decoder proves it) and skip none of them (a skipped entry's lines would count once here, each of
-its lines there); the array must open and close as gcloud writes it. The plain reader accounts
-every line of such an input as used, and numbers an entry by the line its ``{`` is on: so does
-this one.
+(:class:`Unusual`; the caller reads the file again): the scanner must find one entry per
+rewritten line (its block decoder proves it, or each line is read alone) and skip none of them
+(a skipped entry's lines would count once here, each of its lines there). A cut between two
+objects inside an entry leaves a line that is no object; a raw line end inside a string, now a
+tab, leaves one that is no JSON. The array must open and close as gcloud writes it. The plain
+reader accounts every line of such an input as used, and numbers an entry by the line its ``{``
+is on: so does this one.
 
 A file can be cut into byte ranges read apart (:func:`entry_ranges`): at the start of a line
 holding an entry's ``{``, after a line holding the previous entry's ``},``.
@@ -29,8 +29,6 @@ import itertools
 from collections.abc import Callable
 from typing import BinaryIO
 
-import msgspec
-
 from analyzer._fastscan.jsonl import Candidate, JsonlScanner, ScanTally, TextSelector
 from analyzer._fastscan.parallel import MAX_RANGE_BYTES
 from analyzer.events import Event, RuleMatch
@@ -43,10 +41,13 @@ Matches = Callable[[str], tuple[RuleMatch, ...]]
 _BETWEEN = b"\n  },\n  {\n"
 _SEPARATOR = _BETWEEN[:-1]
 # The separator rewritten to the same length: the previous entry's "}" ends its line, the next
-# one's "{" starts one (NUL stands for the line end until every other line end is a space:
-# no JSON text holds a raw NUL, which is checked).
+# one's "{" starts one (NUL stands for the line end until every other line end is a tab: no
+# JSON text holds a raw NUL, which is checked). A tab, not a space: between two tokens it is
+# whitespace as the line end was, and inside a string it is refused as the line end was (a
+# string holds no raw control character), so the rewritten line is JSON exactly when the
+# entry was.
 _AS_LINE_END = b"      }\x00{"
-_FLATTEN = bytes.maketrans(b"\n\x00", b" \n")
+_FLATTEN = bytes.maketrans(b"\n\x00", b"\t\n")
 # The array's first entry, and its end after the last one, as gcloud writes them.
 _OPENING = b"[\n  {\n"
 _CLOSINGS = (b"\n  }\n]\n", b"\n  }\n]")
@@ -56,13 +57,6 @@ _RANGE_END = b"\n  },\n"
 CHUNK_BYTES = 1 << 20
 # Where a cut may be looked for past its target before giving it up.
 _CUT_SEARCH_BYTES = 4 << 20
-
-
-class _Nothing(msgspec.Struct):
-    """An entry, skipped: decoding a run of entries as these only checks that it is JSON."""
-
-
-_CHECK = msgspec.json.Decoder(list[_Nothing])
 
 
 class Unusual(Exception):
@@ -152,17 +146,15 @@ class GcloudJsonScanner:
         """A run of whole entries, from the first one's ``{`` to the last one's ``}``."""
         if not run.startswith(b"{") or b"\x00" in run:
             raise Unusual("not a run of entries")
-        try:
-            count = len(_CHECK.decode(b"[" + run + b"]"))
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            raise Unusual("not JSON") from None
         lines = run.replace(_SEPARATOR, _AS_LINE_END).translate(_FLATTEN)
         entries = self._entries
         before = entries.lines
-        scanner = self._scanner
-        fed = scanner.feed_block(lines, self._entry)
-        if fed != count or entries.lines - before != count or entries.skipped:
-            raise Unusual("an entry the plain reader skips, or a separator inside one")
+        count = self._scanner.feed_block(lines, self._entry)
+        if entries.lines - before != count or entries.skipped:
+            # An entry the plain reader skips (its lines would count once here, each of them
+            # there), or a line that is not one entry (a separator inside an entry, a raw
+            # line end inside a string, now a tab: JSON refuses both).
+            raise Unusual("an entry the plain reader skips, or a line that is no entry")
         # Every line of the run is an entry's: used, as the plain reader counts them.
         physical = run.count(b"\n") + 1
         stats = self.stats
