@@ -121,11 +121,42 @@ class StreamLogsScanner:
             return
         found = _LINES.findall(text)
         lines = text.count("\n") + (text[-1] != "\n")
-        if len(found) != lines:
-            self._feed_lines(view)
-            return
-        self._feed_found(found)
+        if len(found) == lines:
+            self._feed_found(found)
+        else:
+            self._feed_mixed(text)
         self._prefilter()
+
+    def _feed_mixed(self, text: str) -> None:
+        """Count the lines of a block of which some are not of gcloud's shape (a banner, a
+        blank line, a paste's preamble): runs of lines of that shape the lean way, the others
+        one by one."""
+        at = 0
+        run: list[tuple[str, str, str, str, str]] = []
+        for shaped in _LINES.finditer(text):
+            start = shaped.start()
+            if start != at:  # whole lines, each with its "\n", between two shaped ones
+                if run:
+                    self._feed_found(run)
+                    run = []
+                self._feed_texts(text[at:start].split("\n")[:-1])
+            run.append(shaped.groups(default=""))  # type: ignore[arg-type]
+            at = shaped.end() + 1
+        if run:
+            self._feed_found(run)
+        if at < len(text):
+            rest = text[at:].split("\n")
+            if rest[-1] == "":
+                rest.pop()
+            self._feed_texts(rest)
+
+    def _feed_texts(self, lines: list[str]) -> None:
+        """Count decoded lines (without their line ends) one by one."""
+        stats = self.stats
+        for text in lines:
+            self._number += 1
+            stats.lines += 1
+            self._line(self._number, text)
 
     def _feed_found(self, found: list[tuple[str, str, str, str, str]]) -> None:
         """Count lines all of gcloud's shape (the lean path)."""
