@@ -7,6 +7,7 @@ named elsewhere in the file, other zones, damaged lines; compact, truncated, mix
 
 from __future__ import annotations
 
+import gzip
 import io
 import itertools
 import json
@@ -31,7 +32,7 @@ from analyzer.ingest.sources import StreamSource
 from analyzer.policy import load_policy
 from analyzer.predict import diagnose_timeline
 from analyzer.rulebook import RuleBook
-from analyzer.simulate import SCENARIOS, expected, fleet, simulate, write
+from analyzer.simulate import SCENARIOS, encoding, expected, fleet, simulate, write
 from analyzer.timeline import build_timeline
 from tests.test_every_shape import FOREIGN, LEGACY_PREAMBLE, PREAMBLE, TRIALS, _verdicts
 
@@ -360,3 +361,31 @@ def test_each_scenario_diagnoses_like_its_sink_export(
         if len(expected(scenario)) == 1:
             got = analyze([rows])
             assert _verdicts(got, with_ids=False) == _verdicts(want, with_ids=False), scenario
+
+
+@pytest.mark.parametrize(("fmt", "suffix"), [("stream-logs", "txt"), ("gcloud-json", "json")])
+@pytest.mark.parametrize("scenario", ["oom", "worker-restarts-exhausted"])
+def test_compressed_inputs(
+    scenario: str, fmt: str, suffix: str, book: RuleBook, tmp_path: Path
+) -> None:
+    # A gzip file is read whole by one process, decompressed as it comes; cut short, its
+    # lost tail counts as the plain reader counts it.
+    data = _written(scenario, fmt).encode()
+    whole = tmp_path / f"{scenario}.{suffix}.gz"
+    whole.write_bytes(gzip.compress(data))
+    _same(whole, book)
+    # Cut short (a fleet's worth: the part before the cut must be longer than a buffer).
+    out = io.StringIO()
+    write([orjson.loads(line) for line in fleet(6_000_000, seed=3)], fmt, out)
+    packed = gzip.compress(out.getvalue().encode())
+    cut = tmp_path / f"cut.{suffix}.gz"
+    cut.write_bytes(packed[: len(packed) * 3 // 4])
+    _same(cut, book, taken=fmt == "stream-logs")
+
+
+def test_a_powershell_redirect_is_read_transcoded(book: RuleBook, tmp_path: Path) -> None:
+    out = io.StringIO()
+    write(simulate("vm-maintenance-restart", seed=1), "utf16", out, seed=1)
+    path = tmp_path / "redirect.txt"
+    path.write_bytes(out.getvalue().encode(encoding("utf16")))
+    _same(path, book)
