@@ -389,3 +389,31 @@ def test_a_powershell_redirect_is_read_transcoded(book: RuleBook, tmp_path: Path
     path = tmp_path / "redirect.txt"
     path.write_bytes(out.getvalue().encode(encoding("utf16")))
     _same(path, book)
+
+
+def test_the_careful_baselines_agree_on_the_same_entries(tmp_path: Path) -> None:
+    # bench/baselines: the careful scripts for gcloud's array and stream-logs text find what
+    # careful.py finds in the sink export of the same entries.
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "baselines"))
+    import careful
+    import careful_gcloud_json
+    import careful_stream_logs
+
+    lines = list(fleet(1_000_000, seed=4))
+    sink = tmp_path / "fleet.jsonl"
+    sink.write_bytes(b"".join(lines))
+    entries = [orjson.loads(line) for line in lines]
+    paths = {}
+    for fmt in ("gcloud-json", "stream-logs"):
+        out = io.StringIO()
+        write(entries, fmt, out)
+        paths[fmt] = tmp_path / f"fleet.{fmt}"
+        paths[fmt].write_text(out.getvalue(), encoding="utf-8")
+    want = careful.scan(str(sink))
+    array = careful_gcloud_json.scan(str(paths["gcloud-json"]))
+    assert array["lines"] == want["lines"] and set(array["jobs"]) == set(want["jobs"])
+    rows = careful_stream_logs.scan(str(paths["stream-logs"]))
+    families = set(rows["jobs"].values())  # type: ignore[union-attr]
+    assert families <= set(want["jobs"].values()) and families  # type: ignore[union-attr]
