@@ -168,6 +168,14 @@ class StreamLogsScanner:
         last_time = ""
         key: str | None = None
         made = 0  # the workers' records
+        # The last worker line's task and trial columns as written, and what they make: its
+        # task and trial as records hold them, and its span (looked up again when they change
+        # or a service line came between: those count spans of their own).
+        last_task: str | None = None
+        last_trial = ""
+        worker: str | None = None
+        trial_id: str | None = None
+        span = self._span
         for severity, when, task, trial, message in found:
             number += 1
             if when != last_time:
@@ -178,23 +186,24 @@ class StreamLogsScanner:
                 continue
             if task in (SERVICE_TASK, _LEGACY_SERVICE_TASK):
                 self._service_line(number, severity, key, SERVICE_TASK, trial or None, message)
+                last_task = None
                 continue
             if self._head is not None:
                 self._emit()
+                last_task = None
             # A worker's line is a record of its own: it cannot go on, nor be gone on.
-            group = None if not trial else "\x1f" + trial
-            if not task:
-                task = None  # type: ignore[assignment]
-            if (group, task) != self._span_key:
-                self._find_span(group, task, key)
-            span = self._span
+            if task != last_task or trial != last_trial:
+                last_task, last_trial = task, trial
+                worker, trial_id = task or None, trial or None
+                self._find_span(None if not trial else "\x1f" + trial, worker, key)
+                span = self._span
             span.records += 1
             if key < span.first:
                 span.first = key
             elif key > span.last:
                 span.last = key
             texts.append(message)
-            metas.append((number, severity, key, task, trial or None))
+            metas.append((number, severity, key, worker, trial_id))
             made += 1
         self._number = number
         stats.lines += len(found)
