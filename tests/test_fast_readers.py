@@ -100,6 +100,8 @@ def _damaged(text: str) -> bytes:
     rng = random.Random(len(lines))
     for _ in range(max(3, len(lines) // 20)):
         at = rng.randrange(1, len(lines))
+        # A second that is none, in a minute the lines around it have.
+        lines.insert(at, re.sub(rb"(\d\d:\d\d:)\d\d", rb"\g<1>61", lines[at], count=1))
         lines.insert(
             at,
             rng.choice(

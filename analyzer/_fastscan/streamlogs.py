@@ -167,6 +167,8 @@ class StreamLogsScanner:
         number = self._number
         last_time = ""
         key: str | None = None
+        # The minute ("2024-05-08 16:47:") of the last UTC time converted, and its key's.
+        minute, minute_key = "\x00", ""
         made = 0  # the workers' records
         # The last worker line's task and trial columns as written, and what they make: its
         # task and trial as records hold them, and its span (looked up again when they change
@@ -180,7 +182,14 @@ class StreamLogsScanner:
             number += 1
             if when != last_time:
                 last_time = when
-                key = keys.get(when, "") or self._key(when)
+                if when.startswith(minute) and when[17:19] < "60" and when[19:] == " +0000":
+                    # A second of the last minute seen (whose date, hour and minute are
+                    # proven valid), in UTC: _key's answer without the call.
+                    key = f"{minute_key}{when[17:19]}.000000000Z"
+                else:
+                    key = keys.get(when, "") or self._key(when)
+                    if key is not None and when[19:] == " +0000":
+                        minute, minute_key = when[:17], key[:17]
             if key is None:
                 stats.skip(NOT_STREAM_LOGS)  # a date or time that is none
                 continue
