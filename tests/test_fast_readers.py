@@ -208,6 +208,34 @@ def test_multi_line_service_messages_across_cuts(book: RuleBook, tmp_path: Path)
     _same(path, book)
 
 
+@pytest.mark.usefixtures("small_ranges")
+def test_a_message_goes_on_whatever_its_prefix_spelling(book: RuleBook, tmp_path: Path) -> None:
+    # The plain reader compares prefixes as it parsed them: one instant written in two zones,
+    # and unknown_task, are the same second and the service's task. Every line of a message
+    # spelled another way than the one before it: no cut may fall between them.
+    spellings = [
+        "ERROR\t2024-03-11 08:{m:02d}:07 +0000\tservice\t",
+        "ERROR\t2024-03-11 09:{m:02d}:07 +0100\tunknown_task\t",
+        "ERROR\t2024-03-11 03:{m:02d}:07 -0500\tservice\t",
+    ]
+    rows = []
+    for minute in range(40):
+        lines = [
+            "The replica workerpool0-0 exited with a non-zero status of 1.",
+            "Traceback (most recent call last):",
+            *[f'  File "train.py", line {n}, in main' for n in range(8)],
+            "ValueError: bad value",
+        ]
+        for index, text in enumerate(lines):
+            rows.append(spellings[index % 3].format(m=minute) + text + "\n")
+    path = tmp_path / "spelled.txt"
+    path.write_text("".join(rows), encoding="utf-8")
+    _same(path, book)
+    logs, _ = collect(open_sources([str(path)]), book, fast=False)
+    (log,) = logs
+    assert log.records == 40  # each message joined whole
+
+
 def test_cuts_are_where_no_message_goes_on(tmp_path: Path) -> None:
     text = _written("worker-restarts-exhausted", "stream-logs")
     path = tmp_path / "rows.txt"

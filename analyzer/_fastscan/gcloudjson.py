@@ -52,8 +52,9 @@ _OPENING = b"[\n  {\n"
 _CLOSINGS = (b"\n  }\n]\n", b"\n  }\n]")
 # A range's end when it is not the input's: the line of an entry's "}," (_BETWEEN's first half).
 _RANGE_END = b"\n  },\n"
-# Read at once: a few hundred entries.
-CHUNK_BYTES = 1 << 20
+# Read at once: a few hundred entries (as much as a sink block: the copies a run is rewritten
+# through stay small).
+CHUNK_BYTES = 1 << 19
 # Where a cut may be looked for past its target before giving it up.
 _CUT_SEARCH_BYTES = 4 << 20
 

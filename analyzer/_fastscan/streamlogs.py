@@ -27,7 +27,6 @@ import contextlib
 import gc
 import itertools
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import BinaryIO
@@ -455,8 +454,10 @@ def scan_stream_logs(
     return scanner.tally, scanner.events
 
 
-def _prefix(line: bytes) -> tuple[bytes, ...] | None:
-    """The severity, time, task and trial of a line of gcloud's shape; None for another."""
+def _prefix(line: bytes) -> tuple[str, str, str | None, str | None] | None:
+    """The severity, time (UTC), task and trial of a line of gcloud's shape as the plain
+    reader compares them (``same_entry_prefix``: times as instants, ``unknown_task`` as
+    ``service``); None for a line of another shape."""
     try:
         text = line.rstrip(b"\n").decode("utf-8")
     except UnicodeDecodeError:
@@ -467,9 +468,12 @@ def _prefix(line: bytes) -> tuple[bytes, ...] | None:
     if shaped is None:
         return None
     severity, when, task, trial, _ = shaped.groups(default="")
-    if parse_time(when) is None:
+    moment = parse_time(when)
+    if moment is None:
         return None  # not a line the plain reader parses: a message may go on past it
-    return tuple(part.encode() for part in (severity, when, task, trial))
+    if task == _LEGACY_SERVICE_TASK:
+        task = SERVICE_TASK
+    return severity, time_key(moment), task or None, trial or None
 
 
 def starts_record(previous: bytes, line: bytes) -> bool:
@@ -480,7 +484,7 @@ def starts_record(previous: bytes, line: bytes) -> bool:
     mine = _prefix(line)
     if mine is None:
         return False
-    if mine[2] not in (b"service", b"unknown_task"):
+    if mine[2] != SERVICE_TASK:
         return True
     theirs = _prefix(previous)
     return theirs is not None and theirs != mine
@@ -521,9 +525,3 @@ def safe_ranges(path: str, size: int, smallest: int, processes: int) -> list[tup
     cuts.append(size)
     return list(itertools.pairwise(cuts))
 
-
-def timeouts_since(before: Counter[str], now: Counter[str]) -> Counter[str]:
-    """The rule timeouts met since ``before``."""
-    spent = Counter(now)
-    spent.subtract(before)
-    return +spent
