@@ -508,9 +508,12 @@ def safe_ranges(path: str, size: int, smallest: int, processes: int) -> list[tup
             previous = b""
             if at < size:
                 # The line before the candidate cut, to compare prefixes with.
-                stream.seek(max(0, at - (64 << 10)))
-                before = stream.read(at - stream.tell())
-                previous = before[before.rfind(b"\n", 0, len(before) - 1) + 1 :]
+                reach = max(0, at - (64 << 10))
+                stream.seek(reach)
+                before = stream.read(at - reach)
+                start = before.rfind(b"\n", 0, len(before) - 1) + 1
+                # (Longer than that: only its end is here, which is compared with nothing.)
+                previous = before[start:] if start or not reach else b""
             cut = None
             while at < size and at - target < _CUT_SEARCH_BYTES:
                 line = stream.readline()
