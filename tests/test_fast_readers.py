@@ -22,7 +22,7 @@ import pytest
 
 from analyzer import _fastscan
 from analyzer._fastscan import parallel
-from analyzer._fastscan.gcloudjson import entry_ranges
+from analyzer._fastscan.gcloudjson import GcloudJsonScanner, entry_ranges
 from analyzer._fastscan.streamlogs import safe_ranges, starts_record
 from analyzer.analysis import Analysis
 from analyzer.api import analyze
@@ -31,6 +31,7 @@ from analyzer.ingest import open_sources
 from analyzer.ingest.sources import StreamSource
 from analyzer.policy import load_policy
 from analyzer.predict import diagnose_timeline
+from analyzer.records import InputStats
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, encoding, expected, fleet, simulate, write
 from analyzer.timeline import build_timeline
@@ -62,14 +63,27 @@ def _taken(path: Path, book: RuleBook) -> bool:
     return found is not None
 
 
-def _same(path: Path, book: RuleBook, *, taken: bool = True) -> None:
-    """Fast == plain, in 1 and 3 processes; classify's rows too; and whether it was taken."""
+def _same(path: Path, book: RuleBook) -> None:
+    """Fast == plain, in 1 and 3 processes and from a stream; classify's rows too; and the
+    fast scan took it."""
     plain = _analysis(path, book, fast=False)
     assert _analysis(path, book, fast=True) == plain
     assert _analysis(path, book, fast=True, processes=3) == plain
     rows = list(classify_records(open_sources([str(path)]), book))
     assert list(classify_sources(open_sources([str(path)]), book, processes=3)) == rows
-    assert _taken(path, book) is taken
+    assert _taken(path, book)
+    if not path.name.endswith(".gz"):
+        assert _streamed(path.read_bytes(), path.name, book, fast=True) == _streamed(
+            path.read_bytes(), path.name, book, fast=False
+        )
+
+
+def _streamed(data: bytes, name: str, book: RuleBook, *, fast: bool) -> object:
+    """The analysis of ``data`` read as a stream (stdin), stats and all."""
+    logs, stats = collect([StreamSource(io.BytesIO(data), name)], book, fast=fast)
+    policy = load_policy()
+    diagnoses = tuple(diagnose_timeline(build_timeline(log), policy) for log in logs)
+    return Analysis(tuple(stats), diagnoses).to_dict()
 
 
 def _written(scenario: str, fmt: str, seed: int = 1) -> str:
@@ -266,20 +280,6 @@ def test_a_stream_logs_fleet_over_processes(book: RuleBook, tmp_path: Path) -> N
         parallel.MIN_RANGE_BYTES = smallest
 
 
-def test_stream_logs_on_stdin(book: RuleBook) -> None:
-    data = _written("oom", "stream-logs").encode()
-
-    def analysis(fast: bool) -> object:
-        source = StreamSource(io.BytesIO(data), "<stdin>")
-        logs, stats = collect([source], book, fast=fast)
-        policy = load_policy()
-        return Analysis(
-            tuple(stats), tuple(diagnose_timeline(build_timeline(log), policy) for log in logs)
-        ).to_dict()
-
-    assert analysis(True) == analysis(False)
-
-
 # --- gcloud JSON -----------------------------------------------------------------------------
 
 
@@ -332,13 +332,20 @@ JSON_CASES = [
 def test_gcloud_json_fast_is_plain(
     scenario: str, fmt: str, variant: str, book: RuleBook, tmp_path: Path
 ) -> None:
-    make, taken = JSON_VARIANTS[variant]
+    make, light = JSON_VARIANTS[variant]
     data = make(_written(scenario, fmt))
     path = tmp_path / f"{scenario}.json"
     path.write_bytes(data)
     if variant == "raw-newline-in-a-text" and b"Waiting for\njob" not in data:
-        taken = True  # the scenario has no such line: the array is as written
-    _same(path, book, taken=taken)
+        light = True  # the scenario has no such line: the array is as written
+    _same(path, book)
+    # Read lightly to its end, or by the plain reader from where the light scanner stopped.
+    scanner = GcloudJsonScanner(
+        InputStats(path=str(path)), book.may_match_texts, book.match, resume=True
+    )
+    with path.open("rb") as stream:
+        scanner.scan(stream)
+    assert (scanner.resumed_at is None) is light
 
 
 def test_entry_cuts_are_between_entries(tmp_path: Path) -> None:
@@ -410,7 +417,7 @@ def test_compressed_inputs(
     packed = gzip.compress(out.getvalue().encode())
     cut = tmp_path / f"cut.{suffix}.gz"
     cut.write_bytes(packed[: len(packed) * 3 // 4])
-    _same(cut, book, taken=fmt == "stream-logs")
+    _same(cut, book)
 
 
 def test_a_powershell_redirect_is_read_transcoded(book: RuleBook, tmp_path: Path) -> None:

@@ -25,16 +25,24 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import io
 import itertools
 import re
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from analyzer._fastscan.jsonl import Candidate, JsonlScanner, ScanTally, TextSelector
+from analyzer._fastscan.jsonl import (
+    Candidate,
+    JsonlScanner,
+    ScanTally,
+    SpanTally,
+    TextSelector,
+    time_key,
+)
 from analyzer._fastscan.parallel import MAX_RANGE_BYTES
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest.sniff import BOM
-from analyzer.records import InputStats, Origin
+from analyzer.records import InputStats, LogRecord, Origin, job_group
 
 Matches = Callable[[str], tuple[RuleMatch, ...]]
 
@@ -57,6 +65,8 @@ _RANGE_END = b"\n  },\n"
 CHUNK_BYTES = 1 << 19
 # Where a cut may be looked for past its target before giving it up.
 _CUT_SEARCH_BYTES = 4 << 20
+# Records the plain reader made whose texts go through the prefilter at once (as classify's).
+_MATCH_BATCH = 1024
 
 
 class _Finder:
@@ -105,26 +115,34 @@ class Unusual(Exception):
 
 class GcloudJsonScanner:
     """Reads a gcloud JSON array (or a byte range of one, :func:`entry_ranges`) into a
-    :class:`~analyzer._fastscan.jsonl.ScanTally` and events; raises :class:`Unusual` where
-    only the plain reader gives the right answer."""
+    :class:`~analyzer._fastscan.jsonl.ScanTally` and events.
+
+    Where only the plain reader gives the right answer it raises :class:`Unusual` in a range;
+    a whole input is read on from there by the plain reader (``resume``): a run of entries is
+    kept only once all of it is read, so the plain reader takes it up from the line where the
+    run begins, as it would have found it (between two entries of the array).
+    """
 
     def __init__(
-        self, stats: InputStats, select: TextSelector, matches: Matches, *, at_start: bool = True
+        self,
+        stats: InputStats,
+        select: TextSelector,
+        matches: Matches,
+        *,
+        at_start: bool = True,
+        resume: bool = False,
     ) -> None:
         self.stats = stats
-        # The entries, one per rewritten line, counted in a scratch stats (lines are entries).
-        self._entries = InputStats(path=stats.path)
-        self._scanner = JsonlScanner(self._entries, select, matches=matches, at_start=False)
+        self.tally = ScanTally()
+        self._select = select
         self._matches = matches
         self._at_start = at_start
+        self._resume = resume
         self.events: list[Event] = []
         self._line = 1  # the line the next run of entries starts on
         self._entry = 1  # the number of its first entry
-
-    @property
-    def tally(self) -> ScanTally:
-        """What the scan kept of the entries."""
-        return self._scanner.tally
+        self.resumed_at: int | None = None
+        """The line from which the plain reader read the input, if it did."""
 
     def scan(self, stream: BinaryIO, limit: int = -1) -> None:
         """Scan ``stream``, up to ``limit`` bytes when not -1 (a range's end)."""
@@ -138,20 +156,86 @@ class GcloudJsonScanner:
             left -= len(chunk)
             return chunk
 
-        data = self._opening(read())
+        first = read()
+        try:
+            data = self._opening(first)
+        except Unusual:
+            if not self._resume:
+                raise
+            self._read_plainly(first, stream, after=None)
+            return
         while True:
             cut = data.rfind(_BETWEEN)
             more = read()
-            if cut == -1:
-                if not more:
-                    self._closing(data, limit >= 0)
-                    return
-                data += more
-                continue
-            # The entries up to the last separator's "}"; the rest begins with an entry's "{".
-            self._run(data[: cut + 4])
+            try:
+                if cut == -1:
+                    if not more:
+                        self._closing(data, limit >= 0)
+                        return
+                    data += more
+                    continue
+                # The entries up to the last separator's "}"; the rest begins with an
+                # entry's "{".
+                self._run(data[: cut + 4])
+            except Unusual:
+                if not self._resume:
+                    raise
+                # From the line of the run's first "{" (the plain reader's line 2, after "[").
+                self._read_plainly(b"[\n  " + data + more, stream, after=self._line - 1)
+                return
             self._line += 1  # past the line of the "}," the run ended on
             data = data[cut + len(_BETWEEN) - 2 :] + more
+
+    def _read_plainly(self, head: bytes, rest: BinaryIO, after: int | None) -> None:
+        """Read ``head`` then ``rest`` with the plain reader into the tally: the whole input
+        (``after`` None), or what follows its line ``after``, ``head`` then beginning with a
+        "[" line of its own that stands for the lines before."""
+        from analyzer.ingest.gcloud_json import read_gcloud_json
+
+        shift = 0 if after is None else after - 1
+        self.resumed_at = 1 if after is None else after + 1
+        path = self.stats.path
+        read = InputStats(path=path)
+        batch: list[LogRecord] = []
+        chained = io.BufferedReader(_Chained(head, rest), CHUNK_BYTES)
+        for record in read_gcloud_json(chained, read):
+            if shift:
+                where = record.origin
+                record = dataclasses.replace(
+                    record, origin=Origin(path, where.line + shift, where.entry)
+                )
+            self._count(record)
+            batch.append(record)
+            if len(batch) == _MATCH_BATCH:
+                self._match(batch)
+                batch = []
+        self._match(batch)
+        if after is not None:
+            read.lines -= 1  # the "[" line read first, not the input's
+            read.used -= 1
+        self.stats.add(read)
+
+    def _count(self, record: LogRecord) -> None:
+        """Count a record the plain reader made, as the sink scan counts its full records."""
+        group = job_group(record.job_id, record.trial)
+        if record.timestamp is None:
+            self.tally.untimed[group] += 1
+            return
+        key = (group, record.task, record.vm)
+        when = time_key(record.timestamp)
+        span = self.tally.spans.get(key)
+        if span is None:
+            self.tally.spans[key] = SpanTally(when, when, 1)
+        else:
+            span.records += 1
+            span.first = min(span.first, when)
+            span.last = max(span.last, when)
+
+    def _match(self, records: list[LogRecord]) -> None:
+        """The events of the records among ``records`` the prefilter lets through."""
+        for index in sorted(self._select([record.text for record in records])):
+            record = records[index]
+            self.events.extend(Event.from_record(record, m) for m in self._matches(record.text))
 
     def _opening(self, data: bytes) -> bytes:
         """``data`` from its first entry's ``{``, once the array's opening is checked."""
@@ -182,17 +266,19 @@ class GcloudJsonScanner:
         raise Unusual("not gcloud's closing")
 
     def _run(self, run: bytes) -> None:
-        """A run of whole entries, from the first one's ``{`` to the last one's ``}``."""
+        """A run of whole entries, from the first one's ``{`` to the last one's ``}``: kept
+        once all of it is read (:class:`Unusual` leaves nothing of it)."""
         if not run.startswith(b"{"):
             raise Unusual("not a run of entries")
         between = _separators(run)
         rewritten = bytearray(run.replace(b"\n", b"\t"))
         for at in between:
             rewritten[at : at + len(_AS_LINE_END)] = _AS_LINE_END
-        entries = self._entries
-        before = entries.lines
-        count = self._scanner.feed_block(bytes(rewritten), self._entry)
-        if entries.lines - before != count or entries.skipped:
+        # The entries, one per rewritten line, counted apart (lines are entries there).
+        entries = InputStats(path=self.stats.path)
+        scanner = JsonlScanner(entries, self._select, matches=self._matches, at_start=False)
+        count = scanner.feed_block(bytes(rewritten), self._entry)
+        if entries.lines != count or entries.skipped:
             # An entry the plain reader skips (its lines would count once here, each of them
             # there), or a line that is not one entry (a separator inside an entry, a raw
             # line end inside a string, now a tab: JSON refuses both).
@@ -204,15 +290,14 @@ class GcloudJsonScanner:
         stats.used += physical
         stats.records += entries.records
         stats.invalid_utf8 += entries.invalid_utf8
-        entries.records = entries.invalid_utf8 = 0
-        self._place(run, between)
+        self._place(run, between, scanner.tally.candidates)
+        self.tally.merge(scanner.tally)
         self._line += physical - 1
         self._entry += count
 
-    def _place(self, run: bytes, between: list[int]) -> None:
+    def _place(self, run: bytes, between: list[int], candidates: list[Candidate]) -> None:
         """Match the run's candidates, numbered by the line their entry starts on (its
         ``{``: after the separator before it, if any)."""
-        candidates = self._scanner.tally.candidates
         if not candidates:
             return
         candidates.sort(key=_entry_number)
@@ -229,6 +314,27 @@ class GcloudJsonScanner:
         candidates.clear()
 
 
+class _Chained(io.RawIOBase):
+    """``head``, then what is left of ``rest``: the plain reader's input when it takes over."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            size = min(len(buffer), len(self._head))
+            buffer[:size] = self._head[:size]
+            self._head = self._head[size:]
+            return size
+        data = self._rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
 def _entry_number(candidate: Candidate) -> int:
     return candidate[0].origin.line
 
@@ -243,9 +349,10 @@ def scan_gcloud_json(
     limit: int = -1,
 ) -> tuple[ScanTally, list[Event]]:
     """Scan ``stream`` (``limit`` bytes of it, when not -1) into ``stats``: the tally and the
-    events, lines numbered from 1. Raises :class:`Unusual` for what the plain reader must read
-    (``stats`` is then partly filled: the caller reads again into fresh ones)."""
-    scanner = GcloudJsonScanner(stats, select, matches, at_start=at_start)
+    events, lines numbered from 1. A whole input (``limit`` -1) is read on by the plain reader
+    where the light scanner cannot read it; a range raises :class:`Unusual` (``stats`` is
+    then partly filled: the caller reads the whole input again into fresh ones)."""
+    scanner = GcloudJsonScanner(stats, select, matches, at_start=at_start, resume=limit < 0)
     collecting = gc.isenabled()
     gc.disable()  # no reference cycles are made (see analyzer._fastscan.parallel.scan_stream)
     try:

@@ -4,9 +4,10 @@ Each is read by its light scanner (``streamlogs``, ``gcloudjson``) into what the
 gives (:class:`~analyzer._fastscan.parallel.RangeScan`), so the classify stage treats them alike.
 A large file is cut into byte ranges where a range can be read apart (``safe_ranges``,
 ``entry_ranges``), read by forked workers (:func:`~analyzer.processes.run_forked`) and merged in
-order as sink ranges are. A gcloud JSON file the light scanner cannot read as the plain reader
-would (:class:`~analyzer._fastscan.gcloudjson.Unusual`) gets no scan: the caller reads it record
-by record.
+order as sink ranges are. A gcloud JSON file one of whose ranges the light scanner cannot read as
+the plain reader would (:class:`~analyzer._fastscan.gcloudjson.Unusual`) gets no scan: the
+caller reads it record by record. A whole input read in one process never does: the plain
+reader reads on from where the light scanner stopped.
 """
 
 from __future__ import annotations
@@ -52,18 +53,11 @@ _RANGES = {STREAM_LOGS: safe_ranges, GCLOUD_JSON: entry_ranges}
 
 
 def takes(source: Source) -> bool:
-    """Whether a light scanner reads ``source``: stream-logs from a file or a stream (UTF-16
-    too, transcoded), gcloud JSON from a file (which can be read again if it is unusual)."""
-    form = source.stats.format
-    if form == STREAM_LOGS:
-        return isinstance(source, StreamSource) or (
-            isinstance(source, FileSource) and os.path.exists(source.stats.path)
-        )
-    return (
-        form == GCLOUD_JSON
-        and isinstance(source, FileSource)
-        and source.encoding is None
-        and os.path.exists(source.stats.path)
+    """Whether a light scanner reads ``source``: stream-logs text or a gcloud JSON array, from
+    a file or a stream (UTF-16 too, transcoded)."""
+    return source.stats.format in FORMATS and (
+        isinstance(source, StreamSource)
+        or (isinstance(source, FileSource) and os.path.exists(source.stats.path))
     )
 
 
