@@ -4,18 +4,19 @@ gcloud prints the array as Python's ``json.dumps(entries, indent=2)`` does: ``[`
 LogEntry with its ``{`` and ``}`` on lines of their own, indented by two spaces, separated by
 ``,``, then ``]``. Nothing inside an entry is indented that little, so ``\n  },\n  {`` is only
 ever found between two entries. Rewritten with that separator as a line end and every other
-line end as a tab (the same length: offsets stay), a run of entries is sink JSONL, one entry
+line end as a tab, a run of entries is sink JSONL, one entry
 per line, which :class:`~analyzer._fastscan.jsonl.JsonlScanner` reads: the entries decoded
 lightly at once, records only for the candidates of the rule book's prefilter.
 
-Every step is checked, and an input that is not so falls back to the plain reader
-(:class:`Unusual`; the caller reads the file again): the scanner must find one entry per
-rewritten line (its block decoder proves it, or each line is read alone) and skip none of them
-(a skipped entry's lines would count once here, each of its lines there). A cut between two
-objects inside an entry leaves a line that is no object; a raw line end inside a string, now a
-tab, leaves one that is no JSON. The array must open and close as gcloud writes it. The plain
-reader accounts every line of such an input as used, and numbers an entry by the line its ``{``
-is on: so does this one.
+Every step is checked, and where an input is not so the plain reader reads it (in a range,
+:class:`Unusual`: the caller reads the whole file again; a whole input, from the run where
+the light scanner stopped: a run is kept only once all of it is read). The scanner must find
+one entry per rewritten line (its block decoder proves it, or each line is read alone) and
+skip none of them (a skipped entry's lines would count once here, each of its lines there). A
+cut between two objects inside an entry leaves a line that is no object; a raw line end inside
+a string, now a tab, leaves one that is no JSON. The array must open and close as gcloud
+writes it. The plain reader accounts every line of such an input as used, and numbers an entry
+by the line its ``{`` is on: so does this one.
 
 A file can be cut into byte ranges read apart (:func:`entry_ranges`): at the start of a line
 holding an entry's ``{``, after a line holding the previous entry's ``},``.
