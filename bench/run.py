@@ -250,8 +250,8 @@ READMES = (HERE / "README.md", HERE.parent / "README.md")
 BEGIN, END = "<!-- shape-matrix:begin -->", "<!-- shape-matrix:end -->"
 CAREFUL = {
     "jsonl": "careful.py",
-    "stream-logs": "careful_streamlogs.py",
-    "gcloud-json": "careful_gcloud.py",
+    "stream-logs": "careful_stream_logs.py",
+    "gcloud-json": "careful_gcloud_json.py",
 }
 # Point 5's targets: jobdoctor's median over careful Python's, per format; sink JSONL also
 # at most 64 MB peak RSS at every size; on the fleet at most DuckDB's time; explain 0.15 s.
