@@ -329,7 +329,7 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         }
 
     results: dict[str, Any] = {
-        "command": "python bench/run.py " + shlex.join(argv),
+        "command": "python bench/run.py " + shlex.join(_without_note(argv)),
         "machine": machine(),
         # The machine's 1-minute load average before and after: how noisy the figures are.
         "load_average": [round(load_at_start, 1), round(os.getloadavg()[0], 1)],
@@ -379,6 +379,20 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         f" written to {out}"
     )
     return results
+
+
+def _without_note(argv: list[str]) -> list[str]:
+    # The note is printed above the table already; the command shows what to type.
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip or arg.startswith("--note="):
+            skip = False
+        elif arg == "--note":
+            skip = True
+        else:
+            kept.append(arg)
+    return kept
 
 
 def instructions_per_line(path: Path, megabytes: int) -> int | None:
