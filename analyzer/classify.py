@@ -24,6 +24,7 @@ from typing import Protocol, TypeGuard
 
 import regex
 
+from analyzer import eventstore
 from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource, Format
@@ -85,6 +86,7 @@ class Cluster(Protocol):
     ) -> Iterator[tuple[int, RangeScan]]:
         """The tasks' packed scans (``analyzer.parallel.Runner``)."""
         ...
+
 
 # A text's first line: up to the first of the line boundaries str.splitlines() knows.
 _FIRST_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
@@ -168,6 +170,16 @@ class _JobAccumulator:
     first: datetime | None = None
     last: datetime | None = None
     service_records: int = 0
+    # What thinning dropped from ``events`` (analyzer.eventstore); None when nothing was.
+    dropped: eventstore.Thinned | None = None
+
+    def take(self, events: list[Event], dropped: eventstore.Thinned | None) -> None:
+        """Add the (kept) ``events`` of a thinned read and what it dropped."""
+        self.events.extend(events)
+        if dropped is not None and (dropped.gaps or dropped.spills):
+            if self.dropped is None:
+                self.dropped = eventstore.Thinned()
+            self.dropped.merge(dropped)
 
     def observe(self, record: LogRecord) -> None:
         self.records += 1
@@ -195,7 +207,7 @@ class _JobAccumulator:
                 span.last = when
 
     def merge(self, other: _JobAccumulator) -> None:
-        self.events.extend(other.events)
+        self.take(other.events, other.dropped)
         self.records += other.records
         self.service_records += other.service_records
         for when in (other.first, other.last):
@@ -320,17 +332,25 @@ def _linked_job_id(events: Iterable[Event]) -> str | None:
 
 
 def _read_source(
-    source: Source, book: Matcher, *, prefilter: bool = False
+    source: Source, book: Matcher, *, prefilter: bool = False, thin: bool = False
 ) -> dict[str | None, _JobAccumulator]:
     local: dict[str | None, _JobAccumulator] = {}
+    thinners: dict[str | None, eventstore.Thinner] = {}
     for record, matches in _matched(source.records(), book, prefilter):
         group = job_group(record.job_id, record.trial)
         acc = local.get(group)
         if acc is None:
             acc = local[group] = _JobAccumulator()
+            if thin:
+                thinners[group] = eventstore.Thinner()
         acc.observe(record)
-        for match in matches:
-            acc.events.append(Event.from_record(record, match))
+        if matches:
+            add = thinners[group].add if thin else acc.events.append
+            for match in matches:
+                add(Event.from_record(record, match))
+    for group, thinner in thinners.items():
+        thinner.finish()
+        local[group].take(thinner.kept, thinner.dropped)
     return local
 
 
@@ -384,7 +404,15 @@ def _from_scan(scan: RangeScan) -> dict[str | None, _JobAccumulator]:
         if acc is None:
             acc = local[job_id] = _JobAccumulator()
         acc.records += count
-    for event in scan.events:
+    found = scan.events
+    if isinstance(found, eventstore.JobEvents):
+        for group, events in found.kept.items():
+            acc = local.get(group)
+            if acc is None:
+                acc = local[group] = _JobAccumulator()
+            acc.take(events, found.dropped.get(group))
+        return local
+    for event in found:
         local[job_group(event.job_id, event.trial)].events.append(event)
     return local
 
@@ -529,9 +557,16 @@ class Collector:
         fast: bool = True,
         processes: int | None = None,
         cluster: Cluster | None = None,
+        thin: bool = True,
     ) -> None:
         self._book = book
         self._fast = fast
+        # Dask's workers run elsewhere: they keep every event (thinning needs a spill file
+        # this process can read back).
+        self._thin = thin and cluster is None
+        self.restored: list[str | None] = []
+        """Jobs whose thinned events were read back (:mod:`analyzer.eventstore`): their
+        input was too far out of time order, or several inputs held them."""
         self._processes = processes
         self._cluster = cluster
         self._jobs: dict[tuple[str, str], _JobAccumulator] = {}
@@ -555,22 +590,26 @@ class Collector:
         book = self._book
         pending = list(sources)
         # A file gone since it was opened is left to the one-by-one reading, which names it.
-        fast_files = [
-            s for s in pending if self._fast and _fast_eligible(s, book) and _present(s)
-        ]
+        fast_files = [s for s in pending if self._fast and _fast_eligible(s, book) and _present(s)]
         meter = _meter(pending)
         scans: dict[int, RangeScan] = {}
         if fast_files:
-            scans = _scan(
-                fast_files, book, self._processes, while_waiting, self._cluster, meter=meter
-            )
+            if self._thin:
+                eventstore.prepare()  # before the workers fork: they spill into it
+            token = eventstore.thinning.set(self._thin)
+            try:
+                scans = _scan(
+                    fast_files, book, self._processes, while_waiting, self._cluster, meter=meter
+                )
+            finally:
+                eventstore.thinning.reset(token)
         for source in pending:
             scan = scans.get(id(source))
             if scan is not None:
                 local = _from_scan(scan)
             else:
                 try:
-                    local = _read_source(source, book, prefilter=self._fast)
+                    local = _read_source(source, book, prefilter=self._fast, thin=self._thin)
                 except (InputError, OSError) as error:
                     # A file gone since it was opened, an I/O error under it: a batch goes on.
                     # What another source (a frame, a live read) raises is its caller's.
@@ -654,6 +693,17 @@ class Collector:
                 continue
             named, trial = split_job_group(key[1])
             job_id = named if key[0] == "" else None
+            if acc.dropped is not None:
+                edges = [
+                    t
+                    for per_vm in acc.spans.values()
+                    for s in per_vm.values()
+                    for t in (s.first, s.last)
+                ]
+                acc.events, restored = eventstore.settled(acc.events, acc.dropped, edges)
+                if restored:
+                    self.restored.append(job_id)
+                    acc.dropped = None
             events = _dedupe(sorted(acc.events, key=_event_order), self._stats)
             spans = {
                 task: tuple(
@@ -698,13 +748,16 @@ def collect(
     *,
     fast: bool = True,
     processes: int | None = None,
+    thin: bool = True,
 ) -> tuple[list[JobLog], list[InputStats]]:
     """Read every source through ``book`` and return one :class:`JobLog` per job.
 
     ``fast`` False reads every line as a full record (the reference the fast path is tested
-    against); ``processes`` None picks the number of processes by input size and cores.
+    against); ``processes`` None picks the number of processes by input size and cores;
+    ``thin`` False keeps every event (the reference thinning is tested against:
+    :mod:`analyzer.eventstore`).
     """
-    collector = Collector(book, fast=fast, processes=processes)
+    collector = Collector(book, fast=fast, processes=processes, thin=thin)
     collector.read_all(sources)
     return collector.logs(), collector.stats
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from analyzer.errors import InputError
-from analyzer.simulate.fleet import fleet
+from analyzer.simulate.fleet import dense_fleet, fleet
 from analyzer.simulate.plan import Expected, merge_jobs
 from analyzer.simulate.scenarios import SCENARIOS, Scenario
 from analyzer.simulate.writers import FORMATS, encoding, write
@@ -34,6 +34,7 @@ __all__ = [
     "Scenario",
     "encoding",
     "expected",
+    "dense_fleet",
     "fleet",
     "simulate",
     "write",

@@ -1,0 +1,532 @@
+"""A job's events, thinned as they come: flat memory whatever the event density.
+
+A job's diagnosis reads its lifecycle lines, its failures and what surrounds them, not every
+checkpoint line or every repeat of the same harmless traceback. So the events of the
+program's own output (checkpoints, traceback lines, details: :data:`THIN_KINDS`) that repeat
+(same task, VM, rule, fields, and text once digits are masked: :func:`thin_key`) are thinned
+while they are read: per kind of repeat and per stretch between two other events (the
+*anchors*: lifecycle lines, failures, anything else), the first occurrence is kept, and of the
+later ones everything within :data:`LAG` of the latest, and at least :data:`KEEP_LAST`. What
+lies between is dropped, written to a spill file on disk (never kept in memory), and summed up
+as a :class:`Gap`.
+
+Dropping is exact only where the later stages cannot see it. :func:`settled` checks that for
+every gap once the job is read whole (all inputs, every range of the fork pool), against
+everything the stages measure from: no anchor and no VM-span boundary near or inside a gap
+(attempt and worker bounds, the last checkpoint before a death, details within two minutes
+of a death or after the last traceback header, the window a second past a death), no gap
+longer than the checkpoint interval (the longest stretch without a checkpoint), and nothing
+kept, nor any other input's event, where a dropped one could be its duplicate. When a check
+fails (input far out of time order, two exports of one job) the job's dropped events are read
+back from the spill: the result is then the unthinned one, at the unthinned memory cost.
+``tests/test_eventstore.py`` compares whole diagnoses thinned and unthinned.
+"""
+
+from __future__ import annotations
+
+import atexit
+import bisect
+import os
+import re
+import shutil
+import tempfile
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from analyzer.events import Event, EventKind
+from analyzer.records import Origin
+
+# The program's own output: what a diagnosis reads as evidence around a failure, never as a
+# step of the job's life.
+THIN_KINDS = frozenset(
+    {
+        EventKind.CHECKPOINT,
+        EventKind.PROGRESS,
+        EventKind.TRACEBACK,
+        EventKind.FRAME,
+        EventKind.EXCEPTION,
+        EventKind.DETAIL,
+    }
+)
+# How long a stretch before each anchor and before the latest repeat is kept whole: more than
+# rootcause's detail window (2 minutes before a death) and a second past the death, with room
+# for the local disorder of a sink file.
+LAG = timedelta(seconds=150)
+# What rootcause reads before and after a death (its _DETAIL_WINDOW and window end).
+BEFORE_ANCHOR = timedelta(minutes=2)
+AFTER_ANCHOR = timedelta(seconds=1)
+# The longest gap: work.py reports stretches without a checkpoint longer than this
+# (CHECKPOINT_INTERVAL), which a longer gap could invent.
+CAP = timedelta(hours=4)
+# Of each repeat before an anchor, at least this many are kept (a traceback cut short
+# after a complete one keeps the complete one).
+KEEP_LAST = 2
+# Dropped events are written to the spill file in batches of this many.
+_SPILL_BATCH = 2048
+# Line boundaries as str.splitlines() knows them: a multi-line text is parsed whole by
+# tracebacks.parse_text, never thinned.
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_DIGITS = str.maketrans("0123456789", "0000000000")
+
+# Whether reading thins (set by the collector around its reads; forked workers inherit it).
+# Off by default: ``jobdoctor classify`` lists every match.
+thinning: ContextVar[bool] = ContextVar("thinning", default=False)
+
+Key = tuple[object, ...]
+
+
+def masked(text: str) -> str:
+    """``text`` with every ASCII digit as ``0``: texts differing only in numbers share it."""
+    return text.translate(_DIGITS)
+
+
+def thin_key(event: Event) -> Key | None:
+    """What makes two events repeats of one another, or None for an event never thinned
+    (an anchor): other kinds, untimed, without a job id or a task (a paste's lines are read in
+    line order by rootcause), multi-line texts."""
+    if (
+        event.match.kind not in THIN_KINDS
+        or event.timestamp is None
+        or event.job_id is None
+        or event.task is None
+        or _LINE_BREAK.search(event.text.strip()) is not None
+    ):
+        return None
+    match = event.match
+    return (
+        event.task,
+        event.vm,
+        event.trial,
+        match.rule,
+        tuple(sorted(match.fields.items())),
+        masked(event.text),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """Dropped repeats of one key: ``count`` events from ``first`` to ``last``, between the
+    kept events of the same key at ``before`` and ``after``, all from ``path``."""
+
+    key: Key
+    kind: EventKind
+    path: str
+    before: datetime
+    first: datetime
+    last: datetime
+    after: datetime
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SpillRef:
+    """A batch of dropped events in a spill file; their lines count from ``line_base``."""
+
+    path: str
+    offset: int
+    length: int
+    line_base: int = 0
+
+
+@dataclass(slots=True)
+class Thinned:
+    """What thinning dropped from a job's events: the gaps, and where the events are."""
+
+    gaps: list[Gap] = field(default_factory=list)
+    spills: list[SpillRef] = field(default_factory=list)
+
+    def merge(self, other: Thinned | None) -> None:
+        """Add ``other``'s gaps and spills."""
+        if other is not None:
+            self.gaps.extend(other.gaps)
+            self.spills.extend(other.spills)
+
+    def rebased(self, base: int) -> Thinned:
+        """The same, the lines of its events counted after ``base`` lines (a later range)."""
+        return Thinned(
+            list(self.gaps),
+            [SpillRef(s.path, s.offset, s.length, s.line_base + base) for s in self.spills],
+        )
+
+
+class _Segment:
+    """The repeats of one key since the last anchor: the tail not yet decided."""
+
+    __slots__ = ("gap", "ids", "last_kept", "latest", "protect_until", "tail")
+
+    def __init__(self, first: Event, anchor: datetime | None) -> None:
+        assert first.timestamp is not None
+        # Entries [event, sticky]: sticky ones are kept whatever their place.
+        self.tail: deque[list[Any]] = deque()
+        self.latest = first.timestamp
+        self.last_kept = first.timestamp
+        self.protect_until = anchor + AFTER_ANCHOR if anchor is not None else None
+        # An open gap: [before, first dropped, last dropped, count].
+        self.gap: list[Any] | None = None
+        self.ids: dict[str, list[Any]] = {}
+
+
+class Thinner:
+    """Thins one job group's events as they come (:meth:`add`), in reading order; :meth:`finish`
+    when the input (or range) is read: :attr:`kept` and :attr:`dropped` are then final."""
+
+    __slots__ = ("_anchor", "_path", "_segments", "_spilling", "dropped", "kept")
+
+    def __init__(self) -> None:
+        self.kept: list[Event] = []
+        self.dropped = Thinned()
+        self._segments: dict[Key, _Segment] = {}
+        self._anchor: datetime | None = None
+        self._spilling: list[Event] = []
+        self._path: str | None = None
+
+    def add(self, event: Event) -> None:
+        """Take the next event read."""
+        key = thin_key(event)
+        if key is None:
+            self.kept.append(event)
+            when = event.timestamp
+            if when is not None:
+                self._close_all()
+                self._anchor = when if self._anchor is None else max(self._anchor, when)
+            return
+        segment = self._segments.get(key)
+        if segment is None:
+            self._segments[key] = _Segment(event, self._anchor)
+            self.kept.append(event)
+            return
+        self._push(key, segment, event)
+
+    def _push(self, key: Key, segment: _Segment, event: Event) -> None:
+        when = event.timestamp
+        assert when is not None
+        entry = [event, segment.protect_until is not None and when <= segment.protect_until]
+        if event.insert_id is not None:
+            # The same entry delivered twice is deduplicated later (classify._dedupe), which
+            # must see both: keep both.
+            twin = segment.ids.get(event.insert_id)
+            if twin is not None and twin[0].timestamp == when:
+                twin[1] = entry[1] = True
+            segment.ids[event.insert_id] = entry
+        segment.tail.append(entry)
+        if when > segment.latest:
+            segment.latest = when
+        tail = segment.tail
+        horizon = segment.latest - LAG
+        while len(tail) > KEEP_LAST and tail[0][0].timestamp < horizon:
+            old, sticky = tail.popleft()
+            twin = segment.ids.get(old.insert_id) if old.insert_id is not None else None
+            if twin is not None and twin[0] is old:
+                del segment.ids[old.insert_id]
+            following = tail[0][0].timestamp
+            if sticky or old.timestamp < segment.last_kept or following - segment.last_kept > CAP:
+                self._keep(key, segment, old)
+            else:
+                self._drop(segment, old)
+
+    def _keep(self, key: Key, segment: _Segment, event: Event) -> None:
+        self.kept.append(event)
+        when = event.timestamp
+        assert when is not None
+        gap = segment.gap
+        if gap is not None:
+            self.dropped.gaps.append(
+                Gap(key, event.match.kind, event.origin.path, gap[0], gap[1], gap[2], when, gap[3])
+            )
+            segment.gap = None
+        if when > segment.last_kept:
+            segment.last_kept = when
+
+    def _drop(self, segment: _Segment, event: Event) -> None:
+        when = event.timestamp
+        gap = segment.gap
+        if gap is None:
+            segment.gap = [segment.last_kept, when, when, 1]
+        else:
+            gap[1], gap[2], gap[3] = min(gap[1], when), max(gap[2], when), gap[3] + 1
+        self._spilling.append(event)
+        if len(self._spilling) >= _SPILL_BATCH:
+            self._spill()
+
+    def _close_all(self) -> None:
+        segments = self._segments
+        if not segments:
+            return
+        for key, segment in segments.items():
+            for entry in segment.tail:
+                self._keep(key, segment, entry[0])
+            if segment.gap is not None:  # never: a dropped event has a kept one after it
+                raise AssertionError("a gap without a kept event after it")
+        segments.clear()
+
+    def _spill(self) -> None:
+        if self._spilling:
+            self.dropped.spills.append(_spill_file().write(self._spilling))
+            self._spilling = []
+
+    def finish(self) -> None:
+        """The input is read: keep every undecided tail, spill what was dropped."""
+        self._close_all()
+        self._spill()
+
+
+class EventSink(Protocol):
+    """Where a scan puts the events it finds: a list, or :class:`JobEvents`."""
+
+    def append(self, event: Event, /) -> None: ...
+
+
+class JobEvents:
+    """The events of one scan (an input or a range of it), thinned per job group.
+
+    Iterating gives the kept events in reading order per group. :meth:`finish` once the scan
+    is done.
+    """
+
+    def __init__(self) -> None:
+        self._groups: dict[str | None, Thinner] = {}
+        self.kept: dict[str | None, list[Event]] = {}
+        self.dropped: dict[str | None, Thinned] = {}
+
+    def append(self, event: Event) -> None:
+        """Take the next event the scan found."""
+        from analyzer.records import job_group
+
+        group = job_group(event.job_id, event.trial)
+        thinner = self._groups.get(group)
+        if thinner is None:
+            thinner = self._groups[group] = Thinner()
+        thinner.add(event)
+
+    def finish(self) -> None:
+        """The scan is done: each group's kept events and gaps are final."""
+        for group, thinner in self._groups.items():
+            thinner.finish()
+            self.kept[group] = thinner.kept
+            self.dropped[group] = thinner.dropped
+        self._groups.clear()
+
+    def __iter__(self) -> Iterator[Event]:
+        for events in self.kept.values():
+            yield from events
+
+    def __len__(self) -> int:
+        return sum(len(events) for events in self.kept.values())
+
+    def extend(self, later: JobEvents, base: int) -> None:
+        """Add ``later``'s groups (a scan of the range right after this one; its events'
+        lines already renumbered), its spilled events' lines counted after ``base``."""
+        for group, events in later.kept.items():
+            self.kept.setdefault(group, []).extend(events)
+            self.dropped.setdefault(group, Thinned()).merge(later.dropped[group].rebased(base))
+
+    def packed(self) -> tuple[list[tuple[str | None, list[Event]]], bytes]:
+        """What travels back from a worker: the kept events per group, and the gaps."""
+        import pickle
+
+        return list(self.kept.items()), pickle.dumps(self.dropped, pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def unpacked(cls, kept: list[tuple[str | None, list[Event]]], dropped: bytes) -> JobEvents:
+        """:meth:`packed`'s parts back together."""
+        import pickle
+
+        found = cls()
+        found.kept = dict(kept)
+        found.dropped = pickle.loads(dropped)
+        return found
+
+
+def new_sink() -> list[Event] | JobEvents:
+    """Where a scan puts its events: thinned per job when :data:`thinning` is on."""
+    return JobEvents() if thinning.get() else []
+
+
+# Spill files -----------------------------------------------------------------------------
+
+
+class _SpillFile:
+    """One process's spill file: msgpack batches of dropped events, appended."""
+
+    def __init__(self, directory: str) -> None:
+        self.pid = os.getpid()
+        handle, self.path = tempfile.mkstemp(dir=directory, prefix=f"spill-{self.pid}-")
+        self._file = os.fdopen(handle, "wb")
+        self._offset = 0
+
+    def write(self, events: Sequence[Event]) -> SpillRef:
+        data = _encoder().encode(list(events))
+        self._file.write(data)
+        self._file.flush()
+        ref = SpillRef(self.path, self._offset, len(data))
+        self._offset += len(data)
+        return ref
+
+
+_directory: list[str] = []
+_files: dict[int, _SpillFile] = {}
+
+
+def prepare() -> None:
+    """Make the spill directory here, before workers fork: they write into it, and this
+    process removes it at exit."""
+    if not _directory:
+        path = tempfile.mkdtemp(prefix="jobdoctor-spill-")
+        _directory.append(path)
+        owner = os.getpid()
+
+        def remove() -> None:
+            if os.getpid() == owner:
+                shutil.rmtree(path, ignore_errors=True)
+
+        atexit.register(remove)
+
+
+def _spill_file() -> _SpillFile:
+    pid = os.getpid()
+    found = _files.get(pid)
+    if found is None:
+        prepare()
+        found = _files[pid] = _SpillFile(_directory[0])
+    return found
+
+
+_codec: list[Any] = []
+
+
+def _encoder() -> Any:
+    if not _codec:
+        import msgspec
+
+        _codec.extend([msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(list[Event])])
+    return _codec[0]
+
+
+def restore(spills: Iterable[SpillRef]) -> list[Event]:
+    """The dropped events ``spills`` point at, their lines renumbered."""
+    _encoder()
+    decoder = _codec[1]
+    events: list[Event] = []
+    for ref in spills:
+        with open(ref.path, "rb") as stream:
+            stream.seek(ref.offset)
+            found: list[Event] = decoder.decode(stream.read(ref.length))
+        if ref.line_base:
+            for event in found:
+                origin = event.origin
+                object.__setattr__(
+                    event, "origin", Origin(origin.path, origin.line + ref.line_base, origin.entry)
+                )
+        events.extend(found)
+    return events
+
+
+# Checking ---------------------------------------------------------------------------------
+
+
+def _second(when: datetime) -> datetime:
+    return when.replace(microsecond=0)
+
+
+def _any_within(times: Sequence[datetime], low: datetime, high: datetime) -> bool:
+    """Whether sorted ``times`` holds one in ``[low, high]``."""
+    at = bisect.bisect_left(times, low)
+    return at < len(times) and times[at] <= high
+
+
+def exact(
+    events: Sequence[Event],
+    dropped: Thinned,
+    span_times: Iterable[datetime],
+) -> bool:
+    """Whether the later stages read ``events`` (one job's, kept) as they would read them with
+    ``dropped``'s events back: see the module docstring for what is checked and why."""
+    if not dropped.gaps:
+        return True
+    anchors: list[datetime] = list(span_times)
+    kept_by_key: dict[Key, list[datetime]] = {}
+    headers: dict[object, list[datetime]] = {}
+    paths: dict[tuple[object, object], list[tuple[datetime, str]]] = {}
+    for event in events:
+        when = event.timestamp
+        if when is None:
+            continue
+        key = thin_key(event)
+        if key is None:
+            anchors.append(when)
+        else:
+            kept_by_key.setdefault(key, []).append(when)
+            if event.match.kind is EventKind.TRACEBACK:
+                headers.setdefault(event.task, []).append(when)
+        paths.setdefault((event.match.rule, event.task), []).append((when, event.origin.path))
+    anchors.sort()
+    for times in (*kept_by_key.values(), *headers.values()):
+        times.sort()
+    header_gaps: dict[object, list[Gap]] = {}
+    for gap in dropped.gaps:
+        if gap.kind is EventKind.TRACEBACK:
+            header_gaps.setdefault(gap.key[0], []).append(gap)
+    for gap in dropped.gaps:
+        if not (gap.before <= gap.first and gap.last <= gap.after):
+            return False  # read out of order: the dropped ones are not between kept ones
+        if gap.after - gap.before > CAP:
+            return False
+        low = min(gap.before, gap.first - AFTER_ANCHOR)
+        high = max(gap.after, gap.last + BEFORE_ANCHOR)
+        if _any_within(anchors, low, high):
+            return False
+        if _any_within(kept_by_key.get(gap.key, []), gap.first, gap.last):
+            return False  # a kept repeat among the dropped: maybe a duplicate of one
+        rule, task = gap.key[3], gap.key[0]
+        earliest, latest = _second(gap.first), _second(gap.last) + timedelta(seconds=1)
+        if any(
+            path != gap.path and earliest <= when <= latest
+            for when, path in paths.get((rule, task), ())
+        ):
+            return False  # another input's event a dropped one could duplicate
+        if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, anchors):
+            return False
+    return True
+
+
+def _header_inside(
+    gap: Gap,
+    headers: Mapping[object, Sequence[datetime]],
+    header_gaps: Mapping[object, Sequence[Gap]],
+    anchors: Sequence[datetime],
+) -> bool:
+    """Whether a traceback header of the task may be the last one before a death with a
+    dropped detail after it: rootcause cites the first detail after that header."""
+    task = gap.key[0]
+    kept = headers.get(task, ())
+    maybe = _any_within(kept, gap.before, gap.last) or any(
+        other.first <= gap.last and gap.before <= other.last for other in header_gaps.get(task, ())
+    )
+    if not maybe:
+        return False
+    # A kept header after the dropped details and before the next anchor's window ends
+    # is a later "last header": the dropped ones come before it.
+    at = bisect.bisect_right(anchors, gap.after)
+    until = (
+        anchors[at] + AFTER_ANCHOR
+        if at < len(anchors)
+        else datetime.max.replace(tzinfo=gap.after.tzinfo)
+    )
+    later = bisect.bisect_right(kept, gap.last)
+    return not (later < len(kept) and kept[later] <= until)
+
+
+def settled(
+    events: list[Event], dropped: Thinned | None, span_times: Iterable[datetime]
+) -> tuple[list[Event], bool]:
+    """``events`` as the later stages may read them: as they are when :func:`exact`, else
+    with the dropped events read back. Also whether they were read back."""
+    if dropped is None or not dropped.gaps:
+        return events, False
+    if exact(events, dropped, span_times):
+        return events, False
+    return events + restore(dropped.spills), True
