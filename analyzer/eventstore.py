@@ -30,7 +30,6 @@ import os
 import re
 import shutil
 import tempfile
-from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -55,7 +54,23 @@ THIN_KINDS = frozenset(
 # How long a stretch before each anchor and before the latest repeat is kept whole: more than
 # rootcause's detail window (2 minutes before a death) and a second past the death, with room
 # for the local disorder of a sink file.
-LAG = timedelta(seconds=150)
+LAG = timedelta(seconds=240)
+# Details are read up to two minutes before a death; the other kinds need only a margin for
+# the disorder of a sink file before each anchor.
+DISORDER = timedelta(seconds=20)
+# Anchors that are never a death (rootcause reads details up to two minutes before a death,
+# a cause's time or a worker's exit): starts and the steps before them.
+_NOT_DEATHS = frozenset(
+    {
+        EventKind.WORKER_STARTED,
+        EventKind.ATTEMPT_STARTED,
+        EventKind.JOB_PROVISIONING,
+        EventKind.JOB_PREPARING,
+        EventKind.JOB_RUNNING,
+        EventKind.JOB_QUEUED,
+        EventKind.JOB_NAMED,
+    }
+)
 # What rootcause reads before and after a death (its _DETAIL_WINDOW and window end).
 BEFORE_ANCHOR = timedelta(minutes=2)
 AFTER_ANCHOR = timedelta(seconds=1)
@@ -65,7 +80,8 @@ CAP = timedelta(hours=4)
 # Of each repeat before an anchor, at least this many are kept (a traceback cut short
 # after a complete one keeps the complete one).
 KEEP_LAST = 2
-# Dropped events are written to the spill file in batches of this many.
+# Dropped events wait in memory until this many (of all jobs, in this process) are written to
+# the spill file at once.
 _SPILL_BATCH = 2048
 # Line boundaries as str.splitlines() knows them: a multi-line text is parsed whole by
 # tracebacks.parse_text, never thinned.
@@ -156,18 +172,25 @@ class Thinned:
 class _Segment:
     """The repeats of one key since the last anchor: the tail not yet decided."""
 
-    __slots__ = ("gap", "ids", "last_kept", "latest", "protect_until", "tail")
+    __slots__ = ("gap", "ids", "lag", "last_kept", "latest", "protect_until", "tail")
 
     def __init__(self, first: Event, anchor: datetime | None) -> None:
         assert first.timestamp is not None
-        # Entries [event, sticky]: sticky ones are kept whatever their place.
-        self.tail: deque[list[Any]] = deque()
+        self.lag = LAG if first.match.kind is EventKind.DETAIL else DISORDER
+        # Entries [event, sticky] in time order (a sink file is a little out of order):
+        # sticky ones are kept whatever their place.
+        self.tail: list[list[Any]] = []
         self.latest = first.timestamp
         self.last_kept = first.timestamp
         self.protect_until = anchor + AFTER_ANCHOR if anchor is not None else None
         # An open gap: [before, first dropped, last dropped, count].
         self.gap: list[Any] | None = None
         self.ids: dict[str, list[Any]] = {}
+
+
+def _entry_time(entry: list[Any]) -> datetime:
+    when: datetime = entry[0].timestamp
+    return when
 
 
 class Thinner:
@@ -191,7 +214,7 @@ class Thinner:
             self.kept.append(event)
             when = event.timestamp
             if when is not None:
-                self._close_all()
+                self._close_all(when, event.match.kind not in _NOT_DEATHS)
                 self._anchor = when if self._anchor is None else max(self._anchor, when)
             return
         segment = self._segments.get(key)
@@ -212,13 +235,16 @@ class Thinner:
             if twin is not None and twin[0].timestamp == when:
                 twin[1] = entry[1] = True
             segment.ids[event.insert_id] = entry
-        segment.tail.append(entry)
+        tail = segment.tail
+        if not tail or tail[-1][0].timestamp <= when:
+            tail.append(entry)
+        else:
+            bisect.insort_right(tail, entry, key=_entry_time)
         if when > segment.latest:
             segment.latest = when
-        tail = segment.tail
-        horizon = segment.latest - LAG
+        horizon = segment.latest - segment.lag
         while len(tail) > KEEP_LAST and tail[0][0].timestamp < horizon:
-            old, sticky = tail.popleft()
+            old, sticky = tail.pop(0)
             twin = segment.ids.get(old.insert_id) if old.insert_id is not None else None
             if twin is not None and twin[0] is old:
                 del segment.ids[old.insert_id]
@@ -248,17 +274,39 @@ class Thinner:
             segment.gap = [segment.last_kept, when, when, 1]
         else:
             gap[1], gap[2], gap[3] = min(gap[1], when), max(gap[2], when), gap[3] + 1
+        if not self._spilling:
+            _waiting[id(self)] = self
         self._spilling.append(event)
-        if len(self._spilling) >= _SPILL_BATCH:
-            self._spill()
+        _count[0] += 1
+        if _count[0] >= _SPILL_BATCH:
+            for thinner in list(_waiting.values()):
+                thinner._spill()
 
-    def _close_all(self) -> None:
+    def _close_all(self, at: datetime | None = None, death: bool = True) -> None:
+        """An anchor at ``at`` (None: the end of the input) ends every repeat's stretch: of
+        each tail, keep the last few, and what lies within the margin before the anchor (two
+        minutes of details before a death); drop the rest."""
         segments = self._segments
         if not segments:
             return
         for key, segment in segments.items():
-            for entry in segment.tail:
-                self._keep(key, segment, entry[0])
+            tail = segment.tail
+            last = len(tail) - KEEP_LAST
+            # Details before any anchor: a death may come a little later, out of order.
+            margin = segment.lag if death or segment.lag is LAG else DISORDER
+            for index, (event, sticky) in enumerate(tail):
+                when = event.timestamp
+                if (
+                    at is None
+                    or index >= last
+                    or sticky
+                    or when >= at - margin
+                    or when < segment.last_kept
+                    or tail[index + 1][0].timestamp - segment.last_kept > CAP
+                ):
+                    self._keep(key, segment, event)
+                else:
+                    self._drop(segment, event)
             if segment.gap is not None:  # never: a dropped event has a kept one after it
                 raise AssertionError("a gap without a kept event after it")
         segments.clear()
@@ -266,12 +314,19 @@ class Thinner:
     def _spill(self) -> None:
         if self._spilling:
             self.dropped.spills.append(_spill_file().write(self._spilling))
+            _count[0] -= len(self._spilling)
             self._spilling = []
+            del _waiting[id(self)]
 
     def finish(self) -> None:
         """The input is read: keep every undecided tail, spill what was dropped."""
         self._close_all()
         self._spill()
+
+
+# The thinners with dropped events not yet written, and how many events they hold.
+_waiting: dict[int, Thinner] = {}
+_count = [0]
 
 
 class EventSink(Protocol):
@@ -445,9 +500,19 @@ def exact(
 ) -> bool:
     """Whether the later stages read ``events`` (one job's, kept) as they would read them with
     ``dropped``'s events back: see the module docstring for what is checked and why."""
+    return inexact(events, dropped, span_times) is None
+
+
+def inexact(
+    events: Sequence[Event],
+    dropped: Thinned,
+    span_times: Iterable[datetime],
+) -> str | None:
+    """Why :func:`exact` is False (the first gap that fails and the check), or None."""
     if not dropped.gaps:
-        return True
+        return None
     anchors: list[datetime] = list(span_times)
+    deaths: list[datetime] = []
     kept_by_key: dict[Key, list[datetime]] = {}
     headers: dict[object, list[datetime]] = {}
     paths: dict[tuple[object, object], list[tuple[datetime, str]]] = {}
@@ -458,12 +523,15 @@ def exact(
         key = thin_key(event)
         if key is None:
             anchors.append(when)
+            if event.match.kind not in _NOT_DEATHS:
+                deaths.append(when)
         else:
             kept_by_key.setdefault(key, []).append(when)
             if event.match.kind is EventKind.TRACEBACK:
                 headers.setdefault(event.task, []).append(when)
         paths.setdefault((event.match.rule, event.task), []).append((when, event.origin.path))
     anchors.sort()
+    deaths.sort()
     for times in (*kept_by_key.values(), *headers.values()):
         times.sort()
     header_gaps: dict[object, list[Gap]] = {}
@@ -472,25 +540,27 @@ def exact(
             header_gaps.setdefault(gap.key[0], []).append(gap)
     for gap in dropped.gaps:
         if not (gap.before <= gap.first and gap.last <= gap.after):
-            return False  # read out of order: the dropped ones are not between kept ones
+            return f"{gap}: read out of order, the dropped ones are not between kept ones"
         if gap.after - gap.before > CAP:
-            return False
-        low = min(gap.before, gap.first - AFTER_ANCHOR)
-        high = max(gap.after, gap.last + BEFORE_ANCHOR)
-        if _any_within(anchors, low, high):
-            return False
+            return f"{gap}: longer than {CAP}"
+        if _any_within(anchors, min(gap.before, gap.first - AFTER_ANCHOR), gap.after):
+            return f"{gap}: an anchor inside"
+        if gap.kind is EventKind.DETAIL and _any_within(
+            deaths, gap.first - AFTER_ANCHOR, gap.last + BEFORE_ANCHOR
+        ):
+            return f"{gap}: a death within {BEFORE_ANCHOR} after"
         if _any_within(kept_by_key.get(gap.key, []), gap.first, gap.last):
-            return False  # a kept repeat among the dropped: maybe a duplicate of one
+            return f"{gap}: a kept repeat among the dropped, maybe a duplicate of one"
         rule, task = gap.key[3], gap.key[0]
         earliest, latest = _second(gap.first), _second(gap.last) + timedelta(seconds=1)
         if any(
             path != gap.path and earliest <= when <= latest
             for when, path in paths.get((rule, task), ())
         ):
-            return False  # another input's event a dropped one could duplicate
+            return f"{gap}: another input's event a dropped one could duplicate"
         if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, anchors):
-            return False
-    return True
+            return f"{gap}: a traceback header before the dropped details"""
+    return None
 
 
 def _header_inside(

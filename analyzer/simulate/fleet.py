@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 
 from analyzer.simulate.entries import MINUTE, SECOND, JobIdentity, new_job_id
 from analyzer.simulate.plan import merge_jobs

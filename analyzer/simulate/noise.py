@@ -173,7 +173,8 @@ class TrainingChatter:
             return f"Saving checkpoint to gs://{self.bucket}/checkpoints/ckpt-{self.step}", "INFO"
         if roll < 0.7:
             lines = [(line, "ERROR") for line in _RETRIED]
-            lines.append((f"WARNING:root:metrics upload retried (attempt {self.step % 7 + 1})", None))
+            attempt = self.step % 7 + 1
+            lines.append((f"WARNING:root:metrics upload retried (attempt {attempt})", None))
             self.pending.extend(lines[1:])
             return lines[0]
         self.pending.append((_SITECUSTOMIZE[1], "ERROR"))
