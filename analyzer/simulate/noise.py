@@ -172,7 +172,7 @@ class TrainingChatter:
         if roll < 0.4:
             return f"Saving checkpoint to gs://{self.bucket}/checkpoints/ckpt-{self.step}", "INFO"
         if roll < 0.7:
-            lines = [(line, "ERROR") for line in _RETRIED]
+            lines: list[Line] = [(line, "ERROR") for line in _RETRIED]
             attempt = self.step % 7 + 1
             lines.append((f"WARNING:root:metrics upload retried (attempt {attempt})", None))
             self.pending.extend(lines[1:])
