@@ -471,11 +471,28 @@ def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> lis
     first: dict[tuple[object, ...], Event] = {}
     dropped: set[Origin] = set()
     kept: list[Event] = []
+    # The words of a line (_identity) matter only between inputs, and only where the same
+    # rule, task and second come from several: elsewhere the insertId (cheap) decides.
+    inputs: dict[tuple[object, ...], str | None] = {}
+    for event in events:
+        if event.timestamp is not None:
+            second = (event.match.rule, event.task, event.timestamp.replace(microsecond=0))
+            path = inputs.setdefault(second, event.origin.path)
+            if path is not None and path != event.origin.path:
+                inputs[second] = None  # several inputs
     for event in events:
         duplicate = False
         if event.insert_id is not None:
             seen = first.setdefault(("insertId", event.insert_id, event.timestamp), event)
             duplicate = seen is not event and seen.origin != event.origin
+        when = event.timestamp
+        near = (event.match.rule, event.task, when.replace(microsecond=0)) if when else None
+        if near is None or inputs[near] is not None:
+            if duplicate:
+                _count_duplicate(event, dropped, stats_by_path)
+            else:
+                kept.append(event)
+            continue
         seen = first.setdefault(_identity(event), event)
         if not duplicate and seen is not event and seen.origin != event.origin:
             other_input = seen.origin.path != event.origin.path
@@ -484,14 +501,21 @@ def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> lis
             )
             duplicate = other_input and not distinct_ids
         if duplicate:
-            if event.origin not in dropped:
-                dropped.add(event.origin)
-                stats = stats_by_path.get(event.origin.path)
-                if stats is not None:
-                    stats.duplicates += 1
+            _count_duplicate(event, dropped, stats_by_path)
             continue
         kept.append(event)
     return kept
+
+
+def _count_duplicate(
+    event: Event, dropped: set[Origin], stats_by_path: Mapping[str, InputStats]
+) -> None:
+    """Count ``event``'s record once as a duplicate on its input."""
+    if event.origin not in dropped:
+        dropped.add(event.origin)
+        stats = stats_by_path.get(event.origin.path)
+        if stats is not None:
+            stats.duplicates += 1
 
 
 def classify_records(sources: Iterable[Source], book: Matcher) -> Iterator[Event]:

@@ -3,7 +3,7 @@
 A job's diagnosis reads its lifecycle lines, its failures and what surrounds them, not every
 checkpoint line or every repeat of the same harmless traceback. So the events of the
 program's own output (checkpoints, traceback lines, details: :data:`THIN_KINDS`) that repeat
-(same task, VM, rule, fields, and text once digits are masked: :func:`thin_key`) are thinned
+(same task, VM, rule, fields, and text but for its numbers: :func:`thin_key`) are thinned
 while they are read: per kind of repeat and per stretch between two other events (the
 *anchors*: lifecycle lines, failures, anything else), the first occurrence is kept, and of the
 later ones everything within :data:`LAG` of the latest, and at least :data:`KEEP_LAST`. What
@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from analyzer.events import Event, EventKind
-from analyzer.records import Origin
+from analyzer.records import SERVICE_TASK, Origin
 
 # The program's own output: what a diagnosis reads as evidence around a failure, never as a
 # step of the job's life.
@@ -57,7 +57,7 @@ THIN_KINDS = frozenset(
 LAG = timedelta(seconds=240)
 # Details are read up to two minutes before a death; the other kinds need only a margin for
 # the disorder of a sink file before each anchor.
-DISORDER = timedelta(seconds=20)
+DISORDER = timedelta(seconds=10)
 # Anchors that are never a death (rootcause reads details up to two minutes before a death,
 # a cause's time or a worker's exit): starts and the steps before them.
 _NOT_DEATHS = frozenset(
@@ -86,18 +86,13 @@ _SPILL_BATCH = 2048
 # Line boundaries as str.splitlines() knows them: a multi-line text is parsed whole by
 # tracebacks.parse_text, never thinned.
 _LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_DIGITS = str.maketrans("0123456789", "0000000000")
+_DIGIT_RUN = re.compile("[0-9]+")
 
 # Whether reading thins (set by the collector around its reads; forked workers inherit it).
 # Off by default: ``jobdoctor classify`` lists every match.
 thinning: ContextVar[bool] = ContextVar("thinning", default=False)
 
 Key = tuple[object, ...]
-
-
-def masked(text: str) -> str:
-    """``text`` with every ASCII digit as ``0``: texts differing only in numbers share it."""
-    return text.translate(_DIGITS)
 
 
 def thin_key(event: Event) -> Key | None:
@@ -119,7 +114,7 @@ def thin_key(event: Event) -> Key | None:
         event.trial,
         match.rule,
         tuple(sorted(match.fields.items())),
-        masked(event.text),
+        _DIGIT_RUN.sub("0", event.text),  # ckpt-9, ckpt-10: one repeat
     )
 
 
@@ -188,6 +183,21 @@ class _Segment:
         self.ids: dict[str, list[Any]] = {}
 
 
+def _death_task(event: Event) -> str | None:
+    """The worker whose death ``event`` may mark (rootcause reads that worker's details
+    before it): the replica it names or its own task, as timeline._event_task; None for a
+    start or a step before one, or a line about no worker."""
+    if event.match.kind in _NOT_DEATHS:
+        return None
+    replica = event.match.field("replica")
+    if isinstance(replica, str) and replica:
+        from analyzer.timeline import replica_task
+
+        return replica_task(replica)
+    task = event.task
+    return task if task is not None and task != SERVICE_TASK else None
+
+
 def _entry_time(entry: list[Any]) -> datetime:
     when: datetime = entry[0].timestamp
     return when
@@ -214,7 +224,7 @@ class Thinner:
             self.kept.append(event)
             when = event.timestamp
             if when is not None:
-                self._close_all(when, event.match.kind not in _NOT_DEATHS)
+                self._close_all(when)
                 self._anchor = when if self._anchor is None else max(self._anchor, when)
             return
         segment = self._segments.get(key)
@@ -282,18 +292,19 @@ class Thinner:
             for thinner in list(_waiting.values()):
                 thinner._spill()
 
-    def _close_all(self, at: datetime | None = None, death: bool = True) -> None:
+    def _close_all(self, at: datetime | None = None) -> None:
         """An anchor at ``at`` (None: the end of the input) ends every repeat's stretch: of
-        each tail, keep the last few, and what lies within the margin before the anchor (two
-        minutes of details before a death); drop the rest."""
+        each tail, keep the last few and what lies within the margin before the anchor (a
+        little disorder; for details, the two minutes before a death); drop the rest."""
         segments = self._segments
         if not segments:
             return
         for key, segment in segments.items():
             tail = segment.tail
             last = len(tail) - KEEP_LAST
-            # Details before any anchor: a death may come a little later, out of order.
-            margin = segment.lag if death or segment.lag is LAG else DISORDER
+            # Details within two minutes before an anchor: it, or one a little out of order
+            # after it, may be a death whose first such detail rootcause cites.
+            margin = segment.lag
             for index, (event, sticky) in enumerate(tail):
                 when = event.timestamp
                 if (
@@ -512,7 +523,7 @@ def inexact(
     if not dropped.gaps:
         return None
     anchors: list[datetime] = list(span_times)
-    deaths: list[datetime] = []
+    deaths: dict[str, list[datetime]] = {}
     kept_by_key: dict[Key, list[datetime]] = {}
     headers: dict[object, list[datetime]] = {}
     paths: dict[tuple[object, object], list[tuple[datetime, str]]] = {}
@@ -523,15 +534,17 @@ def inexact(
         key = thin_key(event)
         if key is None:
             anchors.append(when)
-            if event.match.kind not in _NOT_DEATHS:
-                deaths.append(when)
+            dead = _death_task(event)
+            if dead is not None:
+                deaths.setdefault(dead, []).append(when)
         else:
             kept_by_key.setdefault(key, []).append(when)
             if event.match.kind is EventKind.TRACEBACK:
                 headers.setdefault(event.task, []).append(when)
         paths.setdefault((event.match.rule, event.task), []).append((when, event.origin.path))
     anchors.sort()
-    deaths.sort()
+    for times in deaths.values():
+        times.sort()
     for times in (*kept_by_key.values(), *headers.values()):
         times.sort()
     header_gaps: dict[object, list[Gap]] = {}
@@ -546,7 +559,7 @@ def inexact(
         if _any_within(anchors, min(gap.before, gap.first - AFTER_ANCHOR), gap.after):
             return f"{gap}: an anchor inside"
         if gap.kind is EventKind.DETAIL and _any_within(
-            deaths, gap.first - AFTER_ANCHOR, gap.last + BEFORE_ANCHOR
+            deaths.get(str(gap.key[0]), []), gap.first - AFTER_ANCHOR, gap.last + BEFORE_ANCHOR
         ):
             return f"{gap}: a death within {BEFORE_ANCHOR} after"
         if _any_within(kept_by_key.get(gap.key, []), gap.first, gap.last):
