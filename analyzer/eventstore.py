@@ -177,7 +177,7 @@ class _Segment:
         self.tail: list[list[Any]] = []
         self.latest = first.timestamp
         self.last_kept = first.timestamp
-        self.protect_until = anchor + AFTER_ANCHOR if anchor is not None else None
+        self.protect_until = _shift(anchor, AFTER_ANCHOR) if anchor is not None else None
         # An open gap: [before, first dropped, last dropped, count].
         self.gap: list[Any] | None = None
         self.ids: dict[str, list[Any]] = {}
@@ -252,7 +252,7 @@ class Thinner:
             bisect.insort_right(tail, entry, key=_entry_time)
         if when > segment.latest:
             segment.latest = when
-        horizon = segment.latest - segment.lag
+        horizon = _shift(segment.latest, -segment.lag)
         while len(tail) > KEEP_LAST and tail[0][0].timestamp < horizon:
             old, sticky = tail.pop(0)
             twin = segment.ids.get(old.insert_id) if old.insert_id is not None else None
@@ -311,7 +311,7 @@ class Thinner:
                     at is None
                     or index >= last
                     or sticky
-                    or when >= at - margin
+                    or when >= _shift(at, -margin)
                     or when < segment.last_kept
                     or tail[index + 1][0].timestamp - segment.last_kept > CAP
                 ):
@@ -494,6 +494,14 @@ def restore(spills: Iterable[SpillRef]) -> list[Event]:
 # Checking ---------------------------------------------------------------------------------
 
 
+def _shift(when: datetime, by: timedelta) -> datetime:
+    """``when`` moved by ``by``, held at the calendar's ends (a log may say year 9999)."""
+    try:
+        return when + by
+    except OverflowError:
+        return (datetime.max if by > timedelta(0) else datetime.min).replace(tzinfo=when.tzinfo)
+
+
 def _second(when: datetime) -> datetime:
     return when.replace(microsecond=0)
 
@@ -556,16 +564,18 @@ def inexact(
             return f"{gap}: read out of order, the dropped ones are not between kept ones"
         if gap.after - gap.before > CAP:
             return f"{gap}: longer than {CAP}"
-        if _any_within(anchors, min(gap.before, gap.first - AFTER_ANCHOR), gap.after):
+        if _any_within(anchors, min(gap.before, _shift(gap.first, -AFTER_ANCHOR)), gap.after):
             return f"{gap}: an anchor inside"
         if gap.kind is EventKind.DETAIL and _any_within(
-            deaths.get(str(gap.key[0]), []), gap.first - AFTER_ANCHOR, gap.last + BEFORE_ANCHOR
+            deaths.get(str(gap.key[0]), []),
+            _shift(gap.first, -AFTER_ANCHOR),
+            _shift(gap.last, BEFORE_ANCHOR),
         ):
             return f"{gap}: a death within {BEFORE_ANCHOR} after"
         if _any_within(kept_by_key.get(gap.key, []), gap.first, gap.last):
             return f"{gap}: a kept repeat among the dropped, maybe a duplicate of one"
         rule, task = gap.key[3], gap.key[0]
-        earliest, latest = _second(gap.first), _second(gap.last) + timedelta(seconds=1)
+        earliest, latest = _second(gap.first), _shift(_second(gap.last), timedelta(seconds=1))
         if any(
             path != gap.path and earliest <= when <= latest
             for when, path in paths.get((rule, task), ())
@@ -595,7 +605,7 @@ def _header_inside(
     # is a later "last header": the dropped ones come before it.
     at = bisect.bisect_right(anchors, gap.after)
     until = (
-        anchors[at] + AFTER_ANCHOR
+        _shift(anchors[at], AFTER_ANCHOR)
         if at < len(anchors)
         else datetime.max.replace(tzinfo=gap.after.tzinfo)
     )
