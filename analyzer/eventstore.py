@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from analyzer.events import Event, EventKind
+from analyzer.events import Event, EventKind, RuleMatch
 from analyzer.records import SERVICE_TASK, Origin
 
 # The program's own output: what a diagnosis reads as evidence around a failure, never as a
@@ -222,7 +222,7 @@ class Thinner:
         """Take the next event read."""
         key = thin_key(event)
         if key is None:
-            self.kept.append(event)
+            self.kept.append(compact(event))
             when = event.timestamp
             if when is not None:
                 self._close_all(when)
@@ -231,7 +231,7 @@ class Thinner:
         segment = self._segments.get(key)
         if segment is None:
             self._segments[key] = _Segment(event, self._anchor)
-            self.kept.append(event)
+            self.kept.append(compact(event))
             return
         self._push(key, segment, event)
 
@@ -269,7 +269,7 @@ class Thinner:
                 self._drop(segment, old)
 
     def _keep(self, key: Key, segment: _Segment, event: Event) -> None:
-        self.kept.append(event)
+        self.kept.append(compact(event))
         when = event.timestamp
         assert when is not None
         gap = segment.gap
@@ -410,9 +410,53 @@ class JobEvents:
         import pickle
 
         found = cls()
-        found.kept = dict(kept)
+        # Decoded afresh: each event's strings and match its own until shared again.
+        found.kept = {group: [compact(e) for e in events] for group, events in kept}
         found.dropped = pickle.loads(dropped)
         return found
+
+
+# What kept events share: equal strings (job, task, VM, path) and equal rule matches, as
+# read each event has its own (half of an event's memory). Bounded: cleared when full.
+_SHARED_LIMIT = 1 << 16
+_strings: dict[str, str] = {}
+_matches: dict[Key, RuleMatch] = {}
+
+
+def _shared(text: str | None) -> str | None:
+    return None if text is None else _strings.setdefault(text, text)
+
+
+def compact(event: Event) -> Event:
+    """``event`` with the strings and the match other kept events hold equal (the same
+    values: shared objects)."""
+    if len(_strings) > _SHARED_LIMIT or len(_matches) > _SHARED_LIMIT:
+        _strings.clear()
+        _matches.clear()
+    match = event.match
+    key = (
+        match.rule,
+        match.lang,
+        match.kind,
+        match.category,
+        match.detail,
+        match.writer,
+        *match.fields.items(),
+    )
+    match = _matches.setdefault(key, match)
+    origin = event.origin
+    path = _strings.setdefault(origin.path, origin.path)
+    return Event(
+        event.timestamp,
+        _shared(event.job_id),
+        _shared(event.task),
+        match,
+        event.text,
+        origin if origin.path is path else Origin(path, origin.line, origin.entry),
+        _shared(event.vm),
+        event.insert_id,
+        _shared(event.trial),
+    )
 
 
 def new_sink() -> list[Event] | JobEvents:
@@ -590,7 +634,7 @@ def inexact(
         ):
             return f"{gap}: another input's event a dropped one could duplicate"
         if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, anchors):
-            return f"{gap}: a traceback header before the dropped details"""
+            return f"{gap}: a traceback header before the dropped details"
     return None
 
 
@@ -630,4 +674,4 @@ def settled(
         return events, False
     if exact(events, dropped, span_times):
         return events, False
-    return events + restore(dropped.spills), True
+    return events + [compact(event) for event in restore(dropped.spills)], True
