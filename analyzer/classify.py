@@ -718,13 +718,10 @@ class Collector:
             named, trial = split_job_group(key[1])
             job_id = named if key[0] == "" else None
             if acc.dropped is not None:
-                edges = [
-                    t
-                    for per_vm in acc.spans.values()
-                    for s in per_vm.values()
-                    for t in (s.first, s.last)
-                ]
-                acc.events, restored = eventstore.settled(acc.events, acc.dropped, edges)
+                # A worker's first record on a VM can start it (timeline._worker): a time
+                # the later stages measure from, as an event's.
+                firsts = [s.first for per_vm in acc.spans.values() for s in per_vm.values()]
+                acc.events, restored = eventstore.settled(acc.events, acc.dropped, firsts)
                 if restored:
                     self.restored.append(job_id)
                     acc.dropped = None
