@@ -617,9 +617,10 @@ class Collector:
         fast_files = [s for s in pending if self._fast and _fast_eligible(s, book) and _present(s)]
         meter = _meter(pending)
         scans: dict[int, RangeScan] = {}
+        # The spill directory is made before the workers fork: they write into it.
+        if self._thin and not eventstore.prepare():
+            self._thin = False
         if fast_files:
-            if self._thin:
-                eventstore.prepare()  # before the workers fork: they spill into it
             token = eventstore.thinning.set(self._thin)
             try:
                 scans = _scan(

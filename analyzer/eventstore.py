@@ -489,11 +489,15 @@ _directory: list[str] = []
 _files: dict[int, _SpillFile] = {}
 
 
-def prepare() -> None:
+def prepare() -> bool:
     """Make the spill directory here, before workers fork: they write into it, and this
-    process removes it at exit."""
+    process removes it at exit. False when it cannot be made (no writable temporary
+    directory): then nothing may be thinned."""
     if not _directory:
-        path = tempfile.mkdtemp(prefix="jobdoctor-spill-")
+        try:
+            path = tempfile.mkdtemp(prefix="jobdoctor-spill-")
+        except OSError:
+            return False
         _directory.append(path)
         owner = os.getpid()
 
@@ -502,13 +506,15 @@ def prepare() -> None:
                 shutil.rmtree(path, ignore_errors=True)
 
         atexit.register(remove)
+    return True
 
 
 def _spill_file() -> _SpillFile:
     pid = os.getpid()
     found = _files.get(pid)
     if found is None:
-        prepare()
+        if not prepare():
+            raise OSError("no temporary directory for jobdoctor's spill file")
         found = _files[pid] = _SpillFile(_directory[0])
     return found
 
