@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import analyzer.parallel as parallel
+import analyzer._fastscan.parallel as parallel
 from analyzer import eventstore
 from analyzer.api import Analysis
 from analyzer.classify import Collector
