@@ -24,10 +24,8 @@ back from the spill: the result is then the unthinned one, at the unthinned memo
 
 from __future__ import annotations
 
-import atexit
 import bisect
 import os
-import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -412,7 +410,9 @@ class JobEvents:
         found = cls()
         # Decoded afresh: each event's strings and match its own until shared again.
         found.kept = {group: [compact(e) for e in events] for group, events in kept}
-        found.dropped = pickle.loads(dropped)
+        found.dropped = pickle.loads(dropped)  # our own worker's bytes
+        for thinned in found.dropped.values():
+            adopt(thinned.spills)
         return found
 
 
@@ -468,13 +468,20 @@ def new_sink() -> list[Event] | JobEvents:
 
 
 class _SpillFile:
-    """One process's spill file: msgpack batches of dropped events, appended."""
+    """One process's spill file: msgpack batches of dropped events, appended.
 
-    def __init__(self, directory: str) -> None:
-        self.pid = os.getpid()
-        handle, self.path = tempfile.mkstemp(dir=directory, prefix=f"spill-{self.pid}-")
+    The reading process's own file is unlinked as soon as it is made, and a worker's once
+    the reading process has opened it (:func:`adopt`): no file outlives the process, however
+    it ends (the CLI leaves with ``os._exit``, skipping atexit).
+    """
+
+    def __init__(self) -> None:
+        handle, self.path = tempfile.mkstemp(prefix=f"jobdoctor-spill-{os.getpid()}-")
         self._file = os.fdopen(handle, "wb")
         self._offset = 0
+        if os.getpid() == _owner[0]:
+            _opened[self.path] = handle
+            os.unlink(self.path)
 
     def write(self, events: Sequence[Event]) -> SpillRef:
         data = _encoder().encode(list(events))
@@ -485,27 +492,23 @@ class _SpillFile:
         return ref
 
 
-_directory: list[str] = []
+# The process that reads (and forks the workers), its spill files by path (open, unlinked),
+# and each process's own file.
+_owner = [0]
+_opened: dict[str, int] = {}
 _files: dict[int, _SpillFile] = {}
 
 
 def prepare() -> bool:
-    """Make the spill directory here, before workers fork: they write into it, and this
-    process removes it at exit. False when it cannot be made (no writable temporary
-    directory): then nothing may be thinned."""
-    if not _directory:
+    """Make this process's spill file, before workers fork (they make their own): False when
+    none can be made (no writable temporary directory), then nothing may be thinned."""
+    pid = os.getpid()
+    if pid not in _files:
+        _owner[0] = pid
         try:
-            path = tempfile.mkdtemp(prefix="jobdoctor-spill-")
+            _files[pid] = _SpillFile()
         except OSError:
             return False
-        _directory.append(path)
-        owner = os.getpid()
-
-        def remove() -> None:
-            if os.getpid() == owner:
-                shutil.rmtree(path, ignore_errors=True)
-
-        atexit.register(remove)
     return True
 
 
@@ -513,10 +516,19 @@ def _spill_file() -> _SpillFile:
     pid = os.getpid()
     found = _files.get(pid)
     if found is None:
-        if not prepare():
-            raise OSError("no temporary directory for jobdoctor's spill file")
-        found = _files[pid] = _SpillFile(_directory[0])
+        if not _owner[0]:  # thinning outside a collector's read (a test's own thinner)
+            _owner[0] = pid
+        found = _files[pid] = _SpillFile()
     return found
+
+
+def adopt(spills: Iterable[SpillRef]) -> None:
+    """Open the workers' spill files ``spills`` point at and unlink them: they are this
+    process's to read, and gone with it."""
+    for ref in spills:
+        if ref.path not in _opened:
+            _opened[ref.path] = os.open(ref.path, os.O_RDONLY)
+            os.unlink(ref.path)
 
 
 _codec: list[Any] = []
@@ -536,9 +548,8 @@ def restore(spills: Iterable[SpillRef]) -> list[Event]:
     decoder = _codec[1]
     events: list[Event] = []
     for ref in spills:
-        with open(ref.path, "rb") as stream:
-            stream.seek(ref.offset)
-            found: list[Event] = decoder.decode(stream.read(ref.length))
+        adopt([ref])
+        found: list[Event] = decoder.decode(os.pread(_opened[ref.path], ref.length, ref.offset))
         if ref.line_base:
             for event in found:
                 origin = event.origin

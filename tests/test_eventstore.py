@@ -146,17 +146,23 @@ def test_reversed_input_keeps_its_order_of_reading(book: RuleBook, tmp_path: Pat
     _same([str(path)], book)
 
 
-def test_a_late_anchor_is_read_back(book: RuleBook, tmp_path: Path) -> None:
-    # A service line written in the middle of the run, read last (two exports concatenated):
-    # it falls among repeats already dropped. The checks see it and read them back.
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_late_anchor_is_read_back(
+    processes: int, book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A service line written in the middle of the run, read in another range (two exports
+    # concatenated): it falls among repeats already dropped, maybe by a worker. The checks
+    # see it and read them back from the spill files.
+    monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 64 << 10)
     lines = _dense_scenario("user-code-exit1", 3, 0.5).splitlines(keepends=True)
     running = next(orjson.loads(x) for x in lines if "Job is running." in x)
     middle = orjson.loads(lines[len(lines) // 2])
-    late = {**running, "timestamp": middle["timestamp"], "insertId": "late-anchor"}
+    late = orjson.dumps({**running, "timestamp": middle["timestamp"], "insertId": "late"})
+    third = len(lines) // 3
     path = tmp_path / "late.jsonl"
-    path.write_text("".join(lines) + orjson.dumps(late).decode() + "\n", "utf-8")
-    collector, _, _ = _same([str(path)], book)
-    assert collector.restored
+    path.write_text("".join([*lines[:third], late.decode() + "\n", *lines[third:]]), "utf-8")
+    collector, kept, full = _same([str(path)], book, processes=processes)
+    assert collector.restored and kept == full
 
 
 def test_two_exports_of_one_job(book: RuleBook, tmp_path: Path) -> None:
