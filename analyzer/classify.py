@@ -2,7 +2,9 @@
 
 Most records match no rule. For those only cheap per-worker bookkeeping is kept (first and
 last time seen on each VM), so memory grows with the number of jobs, workers and matched
-events, never with the size of the input.
+events, never with the size of the input. Matched events that repeat (a checkpoint at every
+step, the same harmless traceback again and again) are thinned as they are read
+(``analyzer.eventstore``: the same diagnoses; ``thin=False`` keeps every event).
 
 Sink JSONL files take the fast scan (``analyzer._fastscan``: the bookkeeping kept from the
 decoded JSON with timestamps as strings, full records only for lines a rule may match, large
