@@ -5,10 +5,19 @@ checkpoint line or every repeat of the same harmless traceback. So the events of
 program's own output (checkpoints, traceback lines, details: :data:`THIN_KINDS`) that repeat
 (same task, VM, rule, fields, and text but for its numbers: :func:`thin_key`) are thinned
 while they are read: per kind of repeat and per stretch between two other events (the
-*anchors*: lifecycle lines, failures, anything else), the first occurrence is kept, and of the
-later ones everything within :data:`LAG` of the latest, and at least :data:`KEEP_LAST`. What
-lies between is dropped, written to a spill file on disk (never kept in memory), and summed up
-as a :class:`Gap`.
+*anchors*: lifecycle lines, failures, anything else), the first occurrence is kept, the last
+:data:`KEEP_LAST` before the next anchor, everything within :data:`DISORDER` before it (a sink
+file is a little out of order) and, for details, within :data:`LAG` before it (rootcause
+cites the first detail in the two minutes before a death). What lies between is dropped,
+written to a spill file on disk (never kept in memory), and summed up as a :class:`Gap`.
+Events that come within a second after an anchor, the two copies of an entry delivered twice,
+and one event every :data:`CAP` are kept too. Kept events share their equal strings and
+matches (:func:`compact`).
+
+What is kept grows with the anchors and the density near them, not with the length of a
+stretch of repeats. Not thinned: events without a time, job id or task, multi-line texts,
+``jobdoctor classify`` (every match is its output), Dask workers' scans (their spill files
+would be elsewhere), a query engine's summary.
 
 Dropping is exact only where the later stages cannot see it. :func:`settled` checks that for
 every gap once the job is read whole (all inputs, every range of the fork pool), against
