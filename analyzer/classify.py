@@ -6,11 +6,12 @@ events, never with the size of the input. Matched events that repeat (a checkpoi
 step, the same harmless traceback again and again) are thinned as they are read
 (``analyzer.eventstore``: the same diagnoses; ``thin=False`` keeps every event).
 
-Sink JSONL files take the fast scan (``analyzer._fastscan``: the bookkeeping kept from the
-decoded JSON with timestamps as strings, full records only for lines a rule may match, large
-inputs read by several processes); this module turns what it found into the same per-job
-accumulators as the plain reading. The result is identical to the plain path's
-(``tests/test_fastpath.py``); ``fast=False`` reads record by record.
+Sink JSONL files, stream-logs text and gcloud JSON files take the fast scan
+(``analyzer._fastscan``: the bookkeeping kept from light lines with timestamps as strings, full
+records only for lines a rule may match, large inputs read by several processes); this module
+turns what it found into the same per-job accumulators as the plain reading. The result is
+identical to the plain path's (``tests/test_fastpath.py``, ``tests/test_fast_readers.py``);
+``fast=False`` reads record by record.
 """
 
 from __future__ import annotations

@@ -70,6 +70,9 @@ class RangeScan:
     packed_events: bytes = b""
     # What thinning dropped (its gaps and spill files), on its way from a worker.
     packed_dropped: bytes = b""
+    # The process that scanned it (:data:`_PROCESS`), once packed: its rule timeouts are
+    # already in this process's book when it is this one.
+    scanned_in: bytes = b""
 
 
 def scan_stream(
@@ -314,6 +317,7 @@ def _packed(found: RangeScan) -> RangeScan:
     else:
         found.packed_events = _EVENTS_ENCODER.encode(events)
     found.events = []
+    found.scanned_in = _PROCESS[0]
     return found
 
 
@@ -334,11 +338,26 @@ def _merged(parts: Sequence[RangeScan], book: BookLike) -> RangeScan:
     each renumbered after those before it; the rule timeouts the workers met are added to
     ``book``'s."""
     for found in parts:
-        book.timeouts.update(found.timeouts)
+        # A task this process ran itself counted its timeouts in this book already.
+        if found.scanned_in != _PROCESS[0]:
+            book.timeouts.update(found.timeouts)
     merged = parts[0]
     for later in parts[1:]:
         _append(merged, later)
     return merged
+
+
+# Names this process among those that scan (a worker may run here, in a fork, a spawned
+# process or on a cluster's machine): random, and drawn again in a forked child.
+_PROCESS = [os.urandom(16)]
+
+
+def _new_process() -> None:
+    _PROCESS[0] = os.urandom(16)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_process)
 
 
 def processes_for(total_bytes: int, requested: int | None) -> int:
