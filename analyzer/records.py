@@ -249,18 +249,51 @@ class EntryFields:
     insert_id: str | None
 
 
-def _label(mapping: Any, key: str) -> str | None:
-    if isinstance(mapping, dict):
-        value = mapping.get(key)
+# Where each field of a record is read, in order of precedence: the mapping as a table, which
+# entry_fields reads and from which the fast scan builds its decoders
+# (analyzer.ingest.blockdecode). A path is a LogEntry's JSON keys, outermost first.
+EntryPath = tuple[str, ...]
+LABEL_PATHS: dict[str, tuple[EntryPath, ...]] = {
+    # A non-empty string at the first path that has one (a label).
+    "job_id": (("resource", "labels", "job_id"), ("labels", JOB_LABEL)),
+    # Worker identity in gcloud's order; container output names its replica in attrs.tag when
+    # no label does.
+    "task": (
+        ("resource", "labels", "task_name"),
+        *(("labels", key) for key in TASK_LABELS),
+        ("jsonPayload", "attrs", "tag"),
+    ),
+    "trial": tuple(("labels", key) for key in TRIAL_LABELS),
+    "vm": (("labels", VM_LABEL),),
+}
+# The text: a string at the first of these (an empty one too), else the payload's other text
+# keys (TEXT_KEYS) or its rendering (payload_text).
+TEXT_PATHS: tuple[EntryPath, ...] = (("jsonPayload", TEXT_KEYS[0]), ("textPayload",))
+# The time: the first of these that is set (truthy), if it is a string.
+TIME_PATHS: tuple[EntryPath, ...] = (("timestamp",), ("receiveTimestamp",))
+# Taken as they are when they are strings (else "DEFAULT" and None).
+SEVERITY_PATH: EntryPath = ("severity",)
+INSERT_ID_PATH: EntryPath = ("insertId",)
+# What says an entry belongs to no job: an audit entry's payload, another resource's type.
+AUDIT_PATH: EntryPath = ("protoPayload",)
+RESOURCE_TYPE_PATH: EntryPath = ("resource", "type")
+
+
+def _at(entry: Any, path: EntryPath) -> Any:
+    """The value at ``path`` in the decoded JSON ``entry``; None where a part is missing or
+    not an object."""
+    value = entry
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _label(entry: dict[str, Any], paths: tuple[EntryPath, ...]) -> str | None:
+    for path in paths:
+        value = _at(entry, path)
         if isinstance(value, str) and value:
-            return value
-    return None
-
-
-def _first_label(mapping: Any, keys: tuple[str, ...]) -> str | None:
-    for key in keys:
-        value = _label(mapping, key)
-        if value is not None:
             return value
     return None
 
@@ -278,49 +311,44 @@ def payload_text(payload: dict[str, Any]) -> str:
 
 
 def entry_fields(entry: dict[str, Any]) -> EntryFields | str:
-    """The fields of one LogEntry (API JSON names), or the reason it belongs to no job.
+    """The fields of one LogEntry (API JSON names), or the reason it belongs to no job, read
+    as the table above (:data:`LABEL_PATHS`, :data:`TEXT_PATHS`, :data:`TIME_PATHS`) says.
 
     Only entries of :data:`JOB_RESOURCE_TYPES`, or without a resource type (some exports drop
     it), belong to training jobs: a project-wide sink's ``gce_instance`` line reading
     ``Job failed.`` is another machine's. An audit entry (``protoPayload``) carries no job
     output. The text is ``jsonPayload``'s (see :func:`payload_text`), else ``textPayload``.
     """
-    if entry.get("protoPayload") is not None:
+    if _at(entry, AUDIT_PATH) is not None:
         return AUDIT_ENTRY
-    resource = entry.get("resource")
-    resource_labels = None
-    if isinstance(resource, dict):
-        kind = resource.get("type")
-        if isinstance(kind, str) and kind and kind not in JOB_RESOURCE_TYPES:
-            return OTHER_RESOURCE + kind
-        resource_labels = resource.get("labels")
-    labels = entry.get("labels")
-    task = _label(resource_labels, "task_name") or _first_label(labels, TASK_LABELS)
-    payload = entry.get("jsonPayload")
+    kind = _at(entry, RESOURCE_TYPE_PATH)
+    if isinstance(kind, str) and kind and kind not in JOB_RESOURCE_TYPES:
+        return OTHER_RESOURCE + kind
     text: Any = None
-    if isinstance(payload, dict):
-        if isinstance(payload.get("message"), str):
-            text = payload["message"]
-        # Container output names its replica in attrs.tag when no label does.
-        if task is None:
-            task = _label(payload.get("attrs"), "tag")
-    if not isinstance(text, str):
-        text = entry.get("textPayload")
-    if not isinstance(text, str):
+    for path in TEXT_PATHS:
+        text = _at(entry, path)
+        if isinstance(text, str):
+            break
+    else:
+        payload = _at(entry, TEXT_PATHS[0][:-1])
         if isinstance(payload, dict) and payload:
             text = payload_text(payload)
         elif isinstance(payload, str):
             text = payload
         else:
             return NO_MESSAGE
-    raw_time = entry.get("timestamp") or entry.get("receiveTimestamp")
-    severity = entry.get("severity")
-    insert_id = entry.get("insertId")
+    raw_time = None
+    for path in TIME_PATHS:
+        raw_time = _at(entry, path)
+        if raw_time:
+            break
+    severity = _at(entry, SEVERITY_PATH)
+    insert_id = _at(entry, INSERT_ID_PATH)
     return EntryFields(
-        job_id=_label(resource_labels, "job_id") or _label(labels, JOB_LABEL),
-        task=task,
-        trial=_first_label(labels, TRIAL_LABELS),
-        vm=_label(labels, VM_LABEL),
+        job_id=_label(entry, LABEL_PATHS["job_id"]),
+        task=_label(entry, LABEL_PATHS["task"]),
+        trial=_label(entry, LABEL_PATHS["trial"]),
+        vm=_label(entry, LABEL_PATHS["vm"]),
         text=text,
         time=raw_time if isinstance(raw_time, str) else None,
         severity=severity if isinstance(severity, str) else "DEFAULT",

@@ -29,11 +29,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import BinaryIO, NamedTuple
+from datetime import datetime, timedelta
+from typing import Any, BinaryIO, NamedTuple
+
+import msgspec
 
 from analyzer.events import RuleMatch
-from analyzer.ingest.blockdecode import Entry, decode_block
+from analyzer.ingest.blockdecode import BLANK, Skipped, decode_block
 from analyzer.ingest.entries import (
     INVALID_JSON,
     InvalidJson,
@@ -48,7 +50,7 @@ from analyzer.records import (
     Origin,
     entry_fields,
     job_group,
-    parse_timestamp,
+    record_from_fields,
 )
 
 # Which texts of a block may match a rule: the indexes, in any order.
@@ -63,23 +65,85 @@ Candidate = tuple[LogRecord, tuple[RuleMatch, ...] | None]
 BLOCK_BYTES = 1 << 19
 
 # The sink's own timestamp form: nanoseconds, UTC. Equal-format strings compare like the times
-# they name, so they are kept as strings; the date part is checked once per distinct date.
-# ASCII digits only: parse_timestamp rejects other Nd digits in the seconds and the first six
-# digits of the fraction, so a line carrying them must take the plain functions.
-_CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{9}Z", re.ASCII)
-# Every character of that pattern has a fixed width, so a string matches exactly when its first
-# 17 characters (through the minute's colon) are a proven minute and the rest matches the tail:
-# seconds, nine ASCII digits and Z, to the end.
+# they name, so timestamps are kept as strings in this form (the key of a span); a timestamp in
+# another RFC 3339 form is rewritten into it (_TimeKeys). ASCII digits only: parse_timestamp
+# rejects other Nd digits in the seconds and the first six digits of the fraction, so a line
+# carrying them must take the plain functions.
+# Every character of the canonical form has a fixed width, so a string is canonical exactly
+# when its first 17 characters (through the minute's colon) are a proven minute and the rest
+# matches the tail: seconds, nine ASCII digits and Z, to the end.
 _SECONDS_TO_Z = re.compile(r"[0-5]\d\.\d{9}Z", re.ASCII).fullmatch
+# The tail of any RFC 3339 timestamp the scan reads itself, after its minute: seconds, 0 to 9
+# fraction digits, and Z, z or a whole-minute offset. What parse_timestamp reads besides (more
+# digits, "+0530", no seconds, other separators...) takes the plain functions.
+_ANY_TAIL = re.compile(
+    r"([0-5]\d)(?:\.(\d{1,9}))?(Z|z|[+-](?:[01]\d|2[0-3]):[0-5]\d)", re.ASCII
+).fullmatch
+# The minute of any such timestamp: date, "T" (or "t", or a space: RFC 3339 allows them and
+# so does parse_timestamp), hour and minute.
+_MINUTE = re.compile(r"\d{4}-\d\d-\d\d[Tt ](?:[01]\d|2[0-3]):[0-5]\d:", re.ASCII).fullmatch
+# Zeros that make a fraction of n digits nine long.
+_PAD = tuple("0" * (9 - digits) for digits in range(10))
 # Where no minute is proven yet: lone surrogates, which no decoded string holds (msgspec refuses
 # them), so no timestamp starts with it.
 _NO_MINUTE = "\ud800" * 17
-# Bounds the memory of proven minutes (a year has 525,600) and of dates: beyond it, the full
-# check runs.
+# Bounds the memory of proven minutes (a year has 525,600): beyond it, the full check runs.
 _MAX_MINUTES = 1 << 16
 
-_VALID_DATES: dict[str, bool] = {}
+# The canonical minute ("2024-03-11T08:00:") of a timestamp's minute and zone as written
+# ("2024-03-11T13:30:" "+05:30"), or None when it names no valid time; and the canonical
+# minutes proven valid. Facts about strings, shared by every scanner of the process (a worker
+# reads several ranges of one export, which mostly share their minutes).
+_UTC_MINUTES: dict[str, str | None] = {}
 _GOOD_MINUTES: set[str] = set()
+
+
+def utc_minute(minute: str, zone: str) -> str | None:
+    """The canonical UTC minute (``2024-03-11T08:00:``) of the minute ``minute``
+    (``2024-03-11T13:30:``, any separator :data:`_MINUTE` takes) written at ``zone`` (``Z``,
+    ``z`` or ``+HH:MM``/``-HH:MM``); None when it is no valid time or leaves the years
+    datetime holds (parse_timestamp refuses those too)."""
+    if _MINUTE(minute) is None:
+        return None
+    try:
+        local = datetime.fromisoformat(f"{minute[:10]}T{minute[11:16]}")
+        if zone not in ("Z", "z"):
+            # RFC 3339 offsets are whole minutes: the seconds and fraction stay as written.
+            offset = timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+            local = local - offset if zone[0] == "+" else local + offset
+    except (ValueError, OverflowError):
+        return None
+    return (
+        f"{local.year:04d}-{local.month:02d}-{local.day:02d}T{local.hour:02d}:{local.minute:02d}:"
+    )
+
+
+def canonical_time(when: str) -> str | None:
+    """``when``, an RFC 3339 timestamp with 0 to 9 fraction digits and ``Z``, ``z`` or an
+    offset, in the sink's canonical form (UTC, nine digits, ``Z``): a string that compares
+    like the time, and that :func:`~analyzer.records.parse_timestamp` reads as the same
+    moment as ``when``. None for any other string (the plain functions decide about it)."""
+    found = _ANY_TAIL(when, 17)
+    if found is None:
+        return None
+    seconds, fraction, zone = found.groups()
+    written = when[:17]
+    key = written + zone
+    minute = _UTC_MINUTES.get(key, _NO_MINUTE)
+    if minute is _NO_MINUTE:
+        minute = utc_minute(written, zone)
+        if len(_UTC_MINUTES) < _MAX_MINUTES:
+            _UTC_MINUTES[key] = minute
+    if minute is None:
+        return None
+    if len(_GOOD_MINUTES) < _MAX_MINUTES:
+        # The lean check takes the canonical form of this minute from now on.
+        _GOOD_MINUTES.add(minute)
+    if fraction is None:
+        return f"{minute}{seconds}.000000000Z"
+    if minute == written and len(fraction) == 9 and zone == "Z":
+        return when
+    return f"{minute}{seconds}.{fraction}{_PAD[len(fraction)]}Z"
 
 
 def time_key(moment: datetime) -> str:
@@ -154,57 +218,16 @@ class JsonlScanner:
         self._at_start = at_start
         self.tally = ScanTally()
         self._select = select
-        # Which dates are real, and the minutes ("2024-03-11T08:00:") of timestamps that passed
-        # the full check: facts about strings, shared by every scanner of the process (a
-        # worker reads several ranges of one export, which mostly share their minutes).
-        self._valid_dates = _VALID_DATES
+        # The canonical minutes ("2024-03-11T08:00:") proven valid (see canonical_time).
         self._good_minutes = _GOOD_MINUTES
-
-    def _valid_date(self, date: str) -> bool:
-        known = self._valid_dates.get(date)
-        if known is None:
-            try:
-                datetime.fromisoformat(date)
-                known = True
-            except ValueError:
-                known = False
-            if len(self._valid_dates) < _MAX_MINUTES:
-                self._valid_dates[date] = known
-        return known
-
-    def _canonical_time(self, when: str) -> bool:
-        """Whether ``when`` is a valid timestamp in the sink's canonical form.
-
-        Also remembers its minute (the first 17 characters) as proven, for the lean path.
-        """
-        if _CANONICAL_TIME.fullmatch(when) is None or not self._valid_date(when[:10]):
-            return False
-        if len(self._good_minutes) < _MAX_MINUTES:
-            self._good_minutes.add(when[:17])
-        return True
-
-    def _canonical_key(self, when: str) -> str | None:
-        """``when`` in the sink's canonical form, if it is a valid timestamp in that form or
-        in one of the shorter forms protobuf's JSON writes when the last digits of the
-        fraction are zeros (none, 3 or 6 digits: ``...:05Z``, ``...:05.120Z``); else None.
-
-        The key is the time :func:`time_key` gives the parsed timestamp, so lines read either
-        way compare right.
-        """
-        size = len(when)
-        if size != 30:
-            if size == 20 and when[19] == "Z":
-                when = when[:19] + ".000000000Z"
-            elif (size == 24 or size == 27) and when[19] == "." and when[-1] == "Z":
-                when = when[:-1] + "0" * (30 - size) + "Z"
-            else:
-                return None
-        return when if self._canonical_time(when) else None
+        # Whether the last block held entries of other resources (a project-wide sink): the
+        # next is decoded as one straight away, not tried as a job's first.
+        self._mixed = False
 
     def feed_block(self, data: bytes, first_number: int, end: int | None = None) -> int:
         """Scan the block ``data[:end]`` (whole lines, the last ``\\n`` optional), whose first
         line is ``first_number``; return how many lines it held."""
-        entries = decode_block(data, end)
+        entries = decode_block(data, end, mixed=self._mixed)
         if entries is not None:
             self._feed_decoded(data, entries, first_number)
             return len(entries)
@@ -216,7 +239,7 @@ class JsonlScanner:
         self.feed(lines, first_number)
         return len(lines)
 
-    def _feed_decoded(self, data: bytes, entries: list[Entry], first_number: int) -> None:
+    def _feed_decoded(self, data: bytes, entries: list[Any], first_number: int) -> None:
         """Scan a block decoded at once: the lean path, line by line only for odd lines.
 
         The block is the first ``len(entries)`` lines of ``data``."""
@@ -233,35 +256,36 @@ class JsonlScanner:
         texts: list[str] = []
         odd: list[int] = []
         for entry in entries:
-            # The sink's common shape, read by attribute: a part that is missing (None) raises
-            # AttributeError, and the line goes to the plain functions like any unusual one.
+            # The sink's common shape, read by attribute (named after the record's fields, at
+            # the first of their paths in the mapping: see blockdecode): a part that is missing
+            # (None) raises AttributeError, as does a Skipped line, and the line goes to the
+            # plain functions like any unusual one.
             try:
-                rlabels = entry.resource.labels  # type: ignore[union-attr]
-                task = rlabels.task_name  # type: ignore[union-attr]
-                job = rlabels.job_id  # type: ignore[union-attr]
+                rlabels = entry.resource.labels
+                task = rlabels.task
+                job = rlabels.job_id
                 payload = entry.jsonPayload
-                text = payload.message if payload is not None else entry.textPayload
+                text = payload.text if payload is not None else entry.text_1
                 labels = entry.labels
-                vm = labels.vm  # type: ignore[union-attr]
-                trial = labels.trial_id or labels.ml_trial_id  # type: ignore[union-attr]
+                vm = labels.vm
+                trial = labels.trial or labels.trial_1
             except AttributeError:
                 odd.append(len(texts) + len(odd))  # this line's index
                 continue
-            when = entry.timestamp
-            # Non-empty resource labels win over every other label in record_from_entry, so
-            # task and job are final; a truthy timestamp hides receiveTimestamp. The decoder has
-            # checked that these labels and the timestamp are strings (or missing).
-            # decode_block leaves a line of another resource type and an audit entry to the
-            # one mapping (analyzer.records.entry_fields); for the others, with task and job
-            # set and a string text, its answer is the one read here.
+            when = entry.time
+            # A non-empty string at the first path of a label wins in the mapping
+            # (analyzer.records.entry_fields), so task and job are final; a truthy timestamp
+            # hides receiveTimestamp; a string message is the text. The decoder has checked
+            # that these labels and the timestamp are strings (or missing), and has left a line
+            # of another resource type and an audit entry Skipped.
             if not (
                 task
                 and job
                 and when
                 and type(text) is str
-                # _CANONICAL_TIME plus the date check, in two cheap pieces: a minute already
-                # proven valid, then the tail. Anything else (and each new minute) takes the
-                # full check.
+                # The canonical form, in two cheap pieces: a minute already proven valid, then
+                # the tail. Any other form (and each new minute) is rewritten into it by
+                # canonical_time, or is left to the plain functions.
                 and (
                     (
                         # The last proven minute (most lines share their neighbour's) is
@@ -272,7 +296,7 @@ class JsonlScanner:
                         )
                         and seconds_to_z(when, 17) is not None
                     )
-                    or (when := self._canonical_key(when)) is not None
+                    or (when := canonical_time(when)) is not None
                 )
             ):
                 odd.append(len(texts) + len(odd))  # this line's index
@@ -311,16 +335,25 @@ class JsonlScanner:
             found = matches(texts[index]) if matches is not None else None
             if found is None or found:
                 origin = Origin(path, first_number + light[index])
-                chosen.append((_record(entries[light[index]], texts[index], origin), found))
+                chosen.append((_record(entries[light[index]], origin), found))
+        mixed = False
         if odd:
-            lines = data.split(b"\n", len(entries))
+            lines: list[bytes] | None = None
             pending = _Pending()
             full: list[LogRecord] = []
             for index in odd:
+                entry = entries[index]
+                if type(entry) is Skipped:  # decided from the struct: no second reading
+                    stats.skip(entry.reason)
+                    mixed = mixed or entry is not BLANK
+                    continue
+                if lines is None:
+                    lines = data.split(b"\n", len(entries))
                 self._read_line(lines[index], first_number + index, pending, full)
             self._finish(pending, full)
             chosen += [(record, None) for record in full]
             chosen.sort(key=_line_of)
+        self._mixed = mixed
         self.tally.candidates.extend(chosen)
 
     def feed(self, lines: Sequence[bytes], first_number: int) -> None:
@@ -353,7 +386,7 @@ class JsonlScanner:
                 stats.skip(fields)
                 return
             when = fields.time
-            if when is not None and (key := self._canonical_key(when)):
+            if when is not None and (key := canonical_time(when)):
                 stats.used += 1
                 stats.records += 1
                 job = job_group(fields.job_id, fields.trial)
@@ -413,25 +446,17 @@ class _Pending:
     texts: list[str] = field(default_factory=list)
 
 
-def _record(entry: Entry, text: str, origin: Origin) -> LogRecord:
-    """The record :func:`~analyzer.records.record_from_entry` makes of a light line's entry."""
-    labels = entry.labels
-    rlabels = entry.resource.labels  # type: ignore[union-attr]
-    assert labels is not None and rlabels is not None and entry.timestamp is not None
-    severity = entry.severity
-    insert_id = entry.insertId
-    vm = labels.vm
-    return LogRecord(
-        timestamp=parse_timestamp(entry.timestamp),
-        job_id=rlabels.job_id,
-        task=rlabels.task_name,
-        severity=severity if type(severity) is str else "DEFAULT",
-        text=text,
-        origin=origin,
-        vm=vm if type(vm) is str and vm else None,
-        trial=labels.trial_id or labels.ml_trial_id or None,
-        insert_id=insert_id if type(insert_id) is str else None,
-    )
+def _no_payload(_raw: object) -> None:
+    return None  # a light line's audit payload: none, or null
+
+
+def _record(entry: Any, origin: Origin) -> LogRecord:
+    """The record of a light line's decoded entry: the one mapping's
+    (:func:`~analyzer.records.entry_fields`) of what the decoder read of the line (every
+    path it declares), which decides a light line as the whole line does."""
+    fields = entry_fields(msgspec.to_builtins(entry, enc_hook=_no_payload))
+    assert not isinstance(fields, str)  # a light line belongs to a job and has a text
+    return record_from_fields(fields, origin)
 
 
 def _line_of(candidate: Candidate) -> int:
