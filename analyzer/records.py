@@ -279,22 +279,63 @@ AUDIT_PATH: EntryPath = ("protoPayload",)
 RESOURCE_TYPE_PATH: EntryPath = ("resource", "type")
 
 
-def _at(entry: Any, path: EntryPath) -> Any:
-    """The value at ``path`` in the decoded JSON ``entry``; None where a part is missing or
-    not an object."""
-    value = entry
-    for key in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
+def _containers() -> tuple[tuple[EntryPath, ...], tuple[tuple[int, str], ...]]:
+    """The objects the table's paths go through (the entry itself first), each after its
+    parent; and, for each but the entry, its parent's index and its key."""
+    paths = [
+        *(path for paths in LABEL_PATHS.values() for path in paths),
+        *TEXT_PATHS,
+        *TIME_PATHS,
+        SEVERITY_PATH,
+        INSERT_ID_PATH,
+        AUDIT_PATH,
+        RESOURCE_TYPE_PATH,
+    ]
+    objects = sorted({path[:size] for path in paths for size in range(len(path))}, key=len)
+    return tuple(objects), tuple((objects.index(o[:-1]), o[-1]) for o in objects[1:])
 
 
-def _label(entry: dict[str, Any], paths: tuple[EntryPath, ...]) -> str | None:
-    for path in paths:
-        value = _at(entry, path)
-        if isinstance(value, str) and value:
-            return value
+# Where the table's paths lead, as steps from object to object: an entry's objects are looked
+# up once, then each field at its paths (the table, compiled: (object index, key) pairs).
+_OBJECTS, _STEPS = _containers()
+
+
+def _plan(paths: tuple[EntryPath, ...]) -> tuple[tuple[int, str], ...]:
+    return tuple((_OBJECTS.index(path[:-1]), path[-1]) for path in paths)
+
+
+_LABEL_PLANS = {field: _plan(paths) for field, paths in LABEL_PATHS.items()}
+_TEXT_PLAN = _plan(TEXT_PATHS)
+_RESOURCE_TYPE = _plan((RESOURCE_TYPE_PATH,))[0]
+_PAYLOAD = _OBJECTS.index(TEXT_PATHS[0][:-1])
+# Keys of the entry itself, read without the steps.
+_TIME_KEYS = tuple(path[0] for path in TIME_PATHS)
+(_AUDIT_KEY,), (_SEVERITY_KEY,), (_INSERT_ID_KEY,) = AUDIT_PATH, SEVERITY_PATH, INSERT_ID_PATH
+assert all(len(path) == 1 for path in TIME_PATHS)
+
+
+def _objects(entry: dict[str, Any]) -> list[Any]:
+    """The objects of :data:`_OBJECTS` in ``entry``; None where one is missing or not an
+    object."""
+    found: list[Any] = [entry]
+    for parent, key in _STEPS:
+        above = found[parent]
+        found.append(above.get(key) if isinstance(above, dict) else None)
+    return found
+
+
+def _value(objects: list[Any], step: tuple[int, str]) -> Any:
+    above = objects[step[0]]
+    return above.get(step[1]) if isinstance(above, dict) else None
+
+
+def _label(objects: list[Any], plan: tuple[tuple[int, str], ...]) -> str | None:
+    for index, key in plan:
+        above = objects[index]
+        if isinstance(above, dict):
+            value = above.get(key)
+            if isinstance(value, str) and value:
+                return value
     return None
 
 
@@ -319,18 +360,19 @@ def entry_fields(entry: dict[str, Any]) -> EntryFields | str:
     ``Job failed.`` is another machine's. An audit entry (``protoPayload``) carries no job
     output. The text is ``jsonPayload``'s (see :func:`payload_text`), else ``textPayload``.
     """
-    if _at(entry, AUDIT_PATH) is not None:
+    if entry.get(_AUDIT_KEY) is not None:
         return AUDIT_ENTRY
-    kind = _at(entry, RESOURCE_TYPE_PATH)
+    objects = _objects(entry)
+    kind = _value(objects, _RESOURCE_TYPE)
     if isinstance(kind, str) and kind and kind not in JOB_RESOURCE_TYPES:
         return OTHER_RESOURCE + kind
     text: Any = None
-    for path in TEXT_PATHS:
-        text = _at(entry, path)
+    for step in _TEXT_PLAN:
+        text = _value(objects, step)
         if isinstance(text, str):
             break
     else:
-        payload = _at(entry, TEXT_PATHS[0][:-1])
+        payload = objects[_PAYLOAD]
         if isinstance(payload, dict) and payload:
             text = payload_text(payload)
         elif isinstance(payload, str):
@@ -338,17 +380,18 @@ def entry_fields(entry: dict[str, Any]) -> EntryFields | str:
         else:
             return NO_MESSAGE
     raw_time = None
-    for path in TIME_PATHS:
-        raw_time = _at(entry, path)
+    for key in _TIME_KEYS:
+        raw_time = entry.get(key)
         if raw_time:
             break
-    severity = _at(entry, SEVERITY_PATH)
-    insert_id = _at(entry, INSERT_ID_PATH)
+    severity = entry.get(_SEVERITY_KEY)
+    insert_id = entry.get(_INSERT_ID_KEY)
+    plans = _LABEL_PLANS
     return EntryFields(
-        job_id=_label(entry, LABEL_PATHS["job_id"]),
-        task=_label(entry, LABEL_PATHS["task"]),
-        trial=_label(entry, LABEL_PATHS["trial"]),
-        vm=_label(entry, LABEL_PATHS["vm"]),
+        job_id=_label(objects, plans["job_id"]),
+        task=_label(objects, plans["task"]),
+        trial=_label(objects, plans["trial"]),
+        vm=_label(objects, plans["vm"]),
         text=text,
         time=raw_time if isinstance(raw_time, str) else None,
         severity=severity if isinstance(severity, str) else "DEFAULT",
