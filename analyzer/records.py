@@ -251,7 +251,7 @@ class EntryFields:
 
 # Where each field of a record is read, in order of precedence: the mapping as a table, which
 # entry_fields reads and from which the fast scan builds its decoders
-# (analyzer.ingest.blockdecode). A path is a LogEntry's JSON keys, outermost first.
+# (analyzer._fastscan.blockdecode). A path is a LogEntry's JSON keys, outermost first.
 EntryPath = tuple[str, ...]
 LABEL_PATHS: dict[str, tuple[EntryPath, ...]] = {
     # A non-empty string at the first path that has one (a label).
