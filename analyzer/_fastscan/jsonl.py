@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, BinaryIO, NamedTuple
 
-import msgspec
-
 from analyzer._fastscan.blockdecode import BLANK, Skipped, decode_block
 from analyzer.events import RuleMatch
 from analyzer.ingest.entries import (
@@ -45,6 +43,7 @@ from analyzer.ingest.entries import (
 from analyzer.ingest.jsonl import BLANK_LINE
 from analyzer.ingest.sniff import BOM
 from analyzer.records import (
+    EntryFields,
     InputStats,
     LogRecord,
     Origin,
@@ -335,7 +334,7 @@ class JsonlScanner:
             found = matches(texts[index]) if matches is not None else None
             if found is None or found:
                 origin = Origin(path, first_number + light[index])
-                chosen.append((_record(entries[light[index]], origin), found))
+                chosen.append((_record(entries[light[index]], texts[index], origin), found))
         mixed = False
         if odd:
             lines: list[bytes] | None = None
@@ -446,16 +445,25 @@ class _Pending:
     texts: list[str] = field(default_factory=list)
 
 
-def _no_payload(_raw: object) -> None:
-    return None  # a light line's audit payload: none, or null
-
-
-def _record(entry: Any, origin: Origin) -> LogRecord:
-    """The record of a light line's decoded entry: the one mapping's
-    (:func:`~analyzer.records.entry_fields`) of what the decoder read of the line (every
-    path it declares), which decides a light line as the whole line does."""
-    fields = entry_fields(msgspec.to_builtins(entry, enc_hook=_no_payload))
-    assert not isinstance(fields, str)  # a light line belongs to a job and has a text
+def _record(entry: Any, text: str, origin: Origin) -> LogRecord:
+    """The record of a light line's decoded entry, made by the one mapping's
+    :func:`~analyzer.records.record_from_fields`: the decoder's attributes are the record's
+    fields at their paths in the mapping (see blockdecode), and for a light line the first
+    path of the job and task decides (a non-empty string), as the text does (a string)."""
+    labels = entry.labels
+    rlabels = entry.resource.labels
+    severity = entry.severity
+    insert_id = entry.insert_id
+    fields = EntryFields(
+        job_id=rlabels.job_id,
+        task=rlabels.task,
+        trial=labels.trial or labels.trial_1 or None,
+        vm=labels.vm or None,
+        text=text,
+        time=entry.time,
+        severity=severity if type(severity) is str else "DEFAULT",
+        insert_id=insert_id if type(insert_id) is str else None,
+    )
     return record_from_fields(fields, origin)
 
 

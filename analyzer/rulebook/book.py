@@ -166,7 +166,8 @@ class RuleBook:
     def _match(self, text: str) -> tuple[tuple[RuleMatch, ...], bool]:
         """:meth:`match`, and whether no rule ran out of time."""
         probe = self._prefilter.probe(text)
-        candidates = self._prefilter.candidates_in(probe)
+        # The literal words the text holds decide which templates may match, too.
+        candidates, present = self._prefilter.literals_in(probe)
         if not candidates:
             return (), True
         normalized, offsets = normalize_with_offsets(text)
@@ -178,7 +179,7 @@ class RuleBook:
             if timeouts and timeouts.get(rule.id, 0) >= limit:
                 continue  # out of budget: disabled for the rest of the run
             try:
-                matches = find(rule, normalized, offsets, text, self.timeout, probe)
+                matches = find(rule, normalized, offsets, text, self.timeout, present)
             except MatchTimeout:
                 self.timeouts[rule.id] += 1
                 complete = False

@@ -22,6 +22,11 @@ from analyzer.rulebook.normalize import INVISIBLE, fold
 
 _INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE)) + "]")
 
+# Characters beyond which a text is searched on its own, once for all the literal words
+# (Hyperscan, each word reported once), rather than once per word, or among the texts of its
+# block (where every occurrence of every word would be reported).
+LONG_TEXT = 2048
+
 
 def _unchanged_by_fold(text: str) -> bool:
     # An NFKC-normalised text holds no character that NFKC changes on its own, so fold() only
@@ -69,8 +74,9 @@ def _byte_pattern(word: str, encoding: str) -> bytes:
     return "".join(f"\\x{byte:02x}" for byte in word.encode(encoding)).encode()
 
 
-def _hyperscan_database(literals: Sequence[str], encoding: str) -> Any:
-    """A Hyperscan block database of ``literals`` in ``encoding``, or None without the wheel."""
+def _hyperscan_database(literals: Sequence[str], encoding: str, *, single: bool = False) -> Any:
+    """A Hyperscan block database of ``literals`` in ``encoding``, or None without the wheel;
+    ``single``: each literal reported at its first occurrence only."""
     try:
         import hyperscan
     except ImportError:
@@ -79,7 +85,7 @@ def _hyperscan_database(literals: Sequence[str], encoding: str) -> Any:
     database.compile(
         expressions=[_byte_pattern(word, encoding) for word in literals],
         ids=list(range(len(literals))),
-        flags=[0] * len(literals),
+        flags=[hyperscan.HS_FLAG_SINGLEMATCH if single else 0] * len(literals),
     )
     return database
 
@@ -115,7 +121,7 @@ class Prefilter:
     for every text.
     """
 
-    __slots__ = ("_always", "_any", "_by_literal", "_caseless", "_engines", "_literals")
+    __slots__ = ("_always", "_any", "_by_literal", "_caseless", "_engines", "_literals", "_present")
 
     def __init__(self, literals_by_rule: Sequence[Iterable[str | None]]) -> None:
         by_literal: dict[str, list[int]] = {}
@@ -136,6 +142,9 @@ class Prefilter:
         # Built on first use: only large inputs read through select() need them.
         self._caseless: Any = False  # False: not built yet; None: no Hyperscan
         self._engines: tuple[Any, Any] | None = None
+        # Each literal reported once (HS_FLAG_SINGLEMATCH): which literals a long text holds,
+        # in one pass. Built on the first long text.
+        self._present: Any = False
 
     def warm(self) -> None:
         """Build the Hyperscan databases :meth:`select` uses now rather than on first use."""
@@ -148,6 +157,7 @@ class Prefilter:
         # fallback engines (_engines) are rarely needed and are built again when they are.
         state = {name: getattr(self, name) for name in self.__slots__}
         state["_engines"] = None
+        state["_present"] = False
         if self._caseless:
             state["_caseless"] = tuple(map(cache.dump_hyperscan, self._caseless))
         return state
@@ -176,13 +186,45 @@ class Prefilter:
 
     def candidates_in(self, probe: str) -> tuple[int, ...]:
         """:meth:`candidates` of the text whose :meth:`probe` is ``probe``."""
-        if self._any is None or self._any.search(probe) is None:
-            return self._always
+        return self.literals_in(probe)[0]
+
+    def literals_in(self, probe: str) -> tuple[tuple[int, ...], frozenset[str]]:
+        """:meth:`candidates_in` ``probe``, and the literal words ``probe`` holds.
+
+        A long probe (a traceback of many kilobytes) is searched once for all the words (with
+        Hyperscan), not once per word."""
+        if self._any is None:
+            return self._always, frozenset()
+        if len(probe) > LONG_TEXT and self._present_database() is not None:
+            present = frozenset(self._present_words(probe))
+        elif self._any.search(probe) is None:
+            return self._always, frozenset()
+        else:
+            present = frozenset(literal for literal in self._literals if literal in probe)
+        if not present:
+            return self._always, present
         found = set(self._always)
-        for literal in self._literals:
-            if literal in probe:
-                found.update(self._by_literal[literal])
-        return tuple(sorted(found))
+        for literal in present:
+            found.update(self._by_literal[literal])
+        return tuple(sorted(found)), present
+
+    def _present_database(self) -> Any:
+        if self._present is False:
+            self._present = _hyperscan_database(self._literals, "utf-8", single=True)
+        return self._present
+
+    def _present_words(self, text: str) -> list[str]:
+        """The literal words ``text`` holds (exact bytes: a probe is lower case already)."""
+        found: list[str] = []
+        literals = self._literals
+
+        def on_word(word: int, _start: int, _end: int, _flags: int, _context: object) -> None:
+            found.append(literals[word])
+
+        # UTF-8 is self-synchronising: a word's bytes occur exactly where the word does. A
+        # lone surrogate (never part of a word) is passed through.
+        self._present.scan(text.encode("utf-8", "surrogatepass"), match_event_handler=on_word)
+        return found
 
     def select(self, texts: Sequence[str]) -> list[int]:
         """Indexes of the ``texts`` for which :meth:`candidates` is not empty, in order.
@@ -202,7 +244,23 @@ class Prefilter:
             except UnicodeEncodeError:  # a lone surrogate: not for Hyperscan's UTF-8 mode
                 pass
             else:
-                return self._select_utf8(texts, encoded)
+                if max(map(len, encoded)) <= LONG_TEXT:
+                    return self._select_utf8(texts, encoded)
+                # A long text is decided alone, in one pass (where every occurrence of a word
+                # in it would be reported in the block's search).
+                short = [i for i, data in enumerate(encoded) if len(data) <= LONG_TEXT]
+                hits = [
+                    short[i]
+                    for i in self._select_utf8(
+                        [texts[i] for i in short], [encoded[i] for i in short]
+                    )
+                ]
+                hits += [
+                    i
+                    for i, data in enumerate(encoded)
+                    if len(data) > LONG_TEXT and self.candidates(texts[i])
+                ]
+                return sorted(hits)
         ascii_flags = list(map(str.isascii, texts))
         if all(ascii_flags):
             return self._select_ascii(texts)
@@ -232,6 +290,8 @@ class Prefilter:
         def on_other(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
             other_ends.append(end)
 
+        if not texts:
+            return []
         words, others = self._caseless
         data = b"\n".join(encoded)
         words.scan(data, match_event_handler=on_literal)
