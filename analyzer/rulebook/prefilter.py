@@ -143,7 +143,7 @@ class Prefilter:
         self._caseless: Any = False  # False: not built yet; None: no Hyperscan
         self._engines: tuple[Any, Any] | None = None
         # Each literal reported once (HS_FLAG_SINGLEMATCH): which literals a long text holds,
-        # in one pass. Built on the first long text.
+        # in one pass. Built by warm(), or on the first long text.
         self._present: Any = False
 
     def warm(self) -> None:
@@ -151,15 +151,18 @@ class Prefilter:
         if self._caseless is False:
             # No literal, nothing to search for (and Hyperscan refuses an empty database).
             self._caseless = _caseless_databases(self._literals) if self._literals else None
+        if self._present is False and self._literals:
+            self._present = _hyperscan_database(self._literals, "utf-8", single=True)
 
     def __getstate__(self) -> dict[str, Any]:
         # Hyperscan databases do not pickle: they travel as their serialized bytes. The
         # fallback engines (_engines) are rarely needed and are built again when they are.
         state = {name: getattr(self, name) for name in self.__slots__}
         state["_engines"] = None
-        state["_present"] = False
         if self._caseless:
             state["_caseless"] = tuple(map(cache.dump_hyperscan, self._caseless))
+        if self._present:
+            state["_present"] = cache.dump_hyperscan(self._present)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -170,6 +173,11 @@ class Prefilter:
                 self._caseless = tuple(map(cache.load_hyperscan, self._caseless))
             except Exception:  # another Hyperscan build: compile them again when needed
                 self._caseless = False
+        if self._present:
+            try:
+                self._present = cache.load_hyperscan(self._present)
+            except Exception:
+                self._present = False
 
     @property
     def literals(self) -> tuple[str, ...]:
@@ -188,19 +196,19 @@ class Prefilter:
         """:meth:`candidates` of the text whose :meth:`probe` is ``probe``."""
         return self.literals_in(probe)[0]
 
-    def literals_in(self, probe: str) -> tuple[tuple[int, ...], frozenset[str]]:
+    def literals_in(self, probe: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
         """:meth:`candidates_in` ``probe``, and the literal words ``probe`` holds.
 
         A long probe (a traceback of many kilobytes) is searched once for all the words (with
         Hyperscan), not once per word."""
         if self._any is None:
-            return self._always, frozenset()
+            return self._always, ()
         if len(probe) > LONG_TEXT and self._present_database() is not None:
-            present = frozenset(self._present_words(probe))
+            present = tuple(self._present_words(probe))
         elif self._any.search(probe) is None:
-            return self._always, frozenset()
+            return self._always, ()
         else:
-            present = frozenset(literal for literal in self._literals if literal in probe)
+            present = tuple([literal for literal in self._literals if literal in probe])
         if not present:
             return self._always, present
         found = set(self._always)
