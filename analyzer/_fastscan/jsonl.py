@@ -72,6 +72,9 @@ BLOCK_BYTES = 1 << 19
 # when its first 17 characters (through the minute's colon) are a proven minute and the rest
 # matches the tail: seconds, nine ASCII digits and Z, to the end.
 _SECONDS_TO_Z = re.compile(r"[0-5]\d\.\d{9}Z", re.ASCII).fullmatch
+# The tail of the next most common forms, microseconds at UTC: what Python's isoformat() and
+# google-cloud-logging's to_api_repr() write.
+_SIX_DIGITS_UTC = re.compile(r"[0-5]\d\.\d{6}(?:Z|\+00:00)", re.ASCII).fullmatch
 # The tail of any RFC 3339 timestamp the scan reads itself, after its minute: seconds, 0 to 9
 # fraction digits, and Z, z or a whole-minute offset. What parse_timestamp reads besides (more
 # digits, "+0530", no seconds, other separators...) takes the plain functions.
@@ -246,6 +249,7 @@ class JsonlScanner:
         good_minutes = self._good_minutes
         minute = _NO_MINUTE
         seconds_to_z = _SECONDS_TO_Z
+        six_utc = _SIX_DIGITS_UTC
         # The previous line's worker and span (none yet: no job id is None).
         last_job: str | None = None
         last_task: str | None = None
@@ -293,7 +297,12 @@ class JsonlScanner:
                             when.startswith(minute)
                             or (when[:17] in good_minutes and (minute := when[:17]) != "")
                         )
-                        and seconds_to_z(when, 17) is not None
+                        and (
+                            seconds_to_z(when, 17) is not None
+                            # Microseconds at UTC (isoformat(), to_api_repr()): their key
+                            # without the full rewriting.
+                            or (six_utc(when, 17) is not None and (when := when[:26] + "000Z"))
+                        )
                     )
                     or (when := canonical_time(when)) is not None
                 )

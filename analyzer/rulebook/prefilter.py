@@ -14,7 +14,7 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress
-from typing import Any
+from typing import Any, cast
 
 from analyzer import cache
 from analyzer.rulebook.model import Rule
@@ -26,6 +26,15 @@ _INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE)) + "]")
 # (Hyperscan, each word reported once), rather than once per word, or among the texts of its
 # block (where every occurrence of every word would be reported).
 LONG_TEXT = 2048
+# Words found in a block's texts beyond which it probably holds a long text (the fleet's blocks
+# of about 700 texts hold about 30).
+_MANY_WORDS = 2048
+
+
+def _scan_terminated() -> type[Exception]:
+    import hyperscan
+
+    return cast("type[Exception]", hyperscan.ScanTerminated)
 
 
 def _unchanged_by_fold(text: str) -> bool:
@@ -252,16 +261,20 @@ class Prefilter:
             except UnicodeEncodeError:  # a lone surrogate: not for Hyperscan's UTF-8 mode
                 pass
             else:
-                if max(map(len, encoded)) <= LONG_TEXT:
-                    return self._select_utf8(texts, encoded)
-                # A long text is decided alone, in one pass (where every occurrence of a word
-                # in it would be reported in the block's search).
+                found = self._select_utf8(texts, encoded, _MANY_WORDS)
+                if found is not None:
+                    return found
+                # Words found everywhere: a long text (a traceback) holds many of them, and is
+                # decided alone, in one pass; the others in one search still.
                 short = [i for i, data in enumerate(encoded) if len(data) <= LONG_TEXT]
+                if len(short) == len(encoded):
+                    return self._select_utf8(texts, encoded) or []
                 hits = [
                     short[i]
                     for i in self._select_utf8(
                         [texts[i] for i in short], [encoded[i] for i in short]
                     )
+                    or []
                 ]
                 hits += [
                     i
@@ -281,19 +294,25 @@ class Prefilter:
         hits += [wide[i] for i in self._select_wide([texts[index] for index in wide])]
         return sorted(hits)
 
-    def _select_utf8(self, texts: Sequence[str], encoded: Sequence[bytes]) -> list[int]:
+    def _select_utf8(
+        self, texts: Sequence[str], encoded: Sequence[bytes], most: int | None = None
+    ) -> list[int] | None:
         """:meth:`select` by one caseless search of the texts' UTF-8 (``encoded``).
 
         For a text of ASCII and inert characters the probe differs from the text only in the
         case of ASCII letters, and literals are lower case: a caseless search of the text finds
         what a search of the probe finds. A text holding any other character (the search
-        reports where) is decided the exact way, by :meth:`candidates`.
+        reports where) is decided the exact way, by :meth:`candidates`. None when the words
+        found are more than ``most``: the search stopped there.
         """
         literal_ends: list[int] = []
         other_ends: list[int] = []
 
-        def on_literal(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+        limit = most if most is not None else -1
+
+        def on_literal(_id: int, _start: int, end: int, _flags: int, _context: object) -> bool:
             literal_ends.append(end)
+            return len(literal_ends) == limit  # True: stop the search
 
         def on_other(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
             other_ends.append(end)
@@ -302,7 +321,10 @@ class Prefilter:
             return []
         words, others = self._caseless
         data = b"\n".join(encoded)
-        words.scan(data, match_event_handler=on_literal)
+        try:
+            words.scan(data, match_event_handler=on_literal)
+        except _scan_terminated():
+            return None
         if not data.isascii():
             others.scan(data, match_event_handler=on_other)
         if not literal_ends and not other_ends:
