@@ -589,3 +589,41 @@ def _lean_only(patch: pytest.MonkeyPatch) -> None:
 
     if blockdecode.available():
         patch.setattr(fastjsonl.JsonlScanner, "_read_line", refused)
+
+
+_TIME_PARTS = st.tuples(
+    st.sampled_from(
+        [
+            "0000",
+            "0001",
+            "0004",
+            "0100",
+            "0400",
+            "1900",
+            "2000",
+            "2023",
+            "2024",
+            "9999",
+            "2O24",
+            "٢٠٢٤",
+        ]
+    ),
+    st.sampled_from(["00", "01", "02", "04", "09", "12", "13"]),
+    st.sampled_from(["00", "01", "28", "29", "30", "31", "32"]),
+    st.sampled_from(["T", "t", " "]),
+    st.sampled_from(["00", "09", "23", "24"]),
+    st.sampled_from(["00", "59", "60"]),
+    st.sampled_from(["00", "59", "60", "6a", "٥٩"]),
+    st.sampled_from([".123456789", ".12345678", ".1234567890", ".12345678\n", ""]),
+    st.sampled_from(["Z", "z", "+00:00"]),
+)
+
+
+@settings(max_examples=500)
+@given(st.lists(_TIME_PARTS.map("".join), min_size=1, max_size=4), st.integers(0, 3))
+def test_a_blocks_times_checked_at_once_as_each_alone(times: list[str], canonical: int) -> None:
+    # The lean path takes a block's timestamps for canonical and checks them all at once
+    # after: the same answer as checking each (canonical_time keeps a canonical one as it is).
+    times = ["2024-03-11T08:00:05.123456789Z"] * canonical + times
+    each = all(fastjsonl.canonical_time(when) == when for when in times)
+    assert fastjsonl.canonical_times(times) == each
