@@ -627,3 +627,12 @@ def test_a_blocks_times_checked_at_once_as_each_alone(times: list[str], canonica
     times = ["2024-03-11T08:00:05.123456789Z"] * canonical + times
     each = all(fastjsonl.canonical_time(when) == when for when in times)
     assert fastjsonl.canonical_times(times) == each
+    # Microseconds at UTC, whose key the lean path makes by appending "000Z" to 26 of them.
+    for form, zone in zip(fastjsonl.FORMS[1:], ["Z", "+00:00"], strict=True):
+        micro = [when[:26] + zone if len(when) >= 26 else when for when in times]
+        micro += [w.replace("+00:00", z) for z in ["+05:30", "-00:01"] for w in micro[:1]]
+        for some in (micro, micro[: len(times)]):
+            each = all(
+                len(w) == len(form) and fastjsonl.canonical_time(w) == w[:26] + "000Z" for w in some
+            )
+            assert fastjsonl.canonical_times(some, form) == each, some

@@ -8,8 +8,10 @@ the rest without building it: about half the cost. But a block decoded at once i
 question as each line decoded alone, and msgspec checks skipped fields less than it checks the
 fields it builds. Two Hyperscan passes over the raw block settle the difference:
 
-- every line must hold exactly one object: each line starts with ``{`` and ends with ``}``
-  (before its ``\\n`` or ``\\r\\n``; so
+- every line must hold exactly one object, or be blank: each line starts with ``{`` and ends
+  with ``}`` (but for JSON's spaces around it, and its ``\\n`` or ``\\r\\n``: the sink's
+  own shape is checked first, the looser one only where it fails, with each blank line's
+  place; msgspec skips blank lines, and they come out as :data:`BLANK`; so
   no value can continue onto the next line: strings hold no raw newline, and after a ``}`` a
   value can only go on with ``,``, ``]`` or ``}``), and there are as many values as lines.
   The decoder takes nothing but objects (a line holding another value fails the block), so a

@@ -9,17 +9,23 @@ lines whose message a rule matches (the prefilter decides for a whole block of m
 then the rule book, which remembers its answers).
 
 A block is read one of two ways. Normally :func:`~analyzer._fastscan.blockdecode.decode_block`
-decodes it in one msgspec call into small structs of just those fields, once two Hyperscan
-passes have proven that this reads every line as the line-by-line reader would. A block it
-declines (a blank line, invalid UTF-8, a label that is not a string, no Hyperscan...) is read
-line by line with :func:`~analyzer.ingest.entries.load_json`. Blocks come from
-:func:`read_blocks`, which cuts each read at its last line end without copying it.
+decodes it in one msgspec call into small structs of just those fields (built from the one
+LogEntry mapping, :data:`analyzer.records.LABEL_PATHS` and its neighbours), once Hyperscan
+passes have proven that this reads every line as the line-by-line reader would; blank lines,
+entries of other resources and audit entries come out decided (``Skipped``). A block it
+declines (invalid UTF-8, a label that is not a string, no Hyperscan...) is read line by line
+with :func:`~analyzer.ingest.entries.load_json`. Blocks come from :func:`read_blocks`, which
+cuts each read at its last line end without copying it.
+
+Timestamps are kept in one form, the sink's (UTC, nine digits, ``Z``), which compares like the
+times: any RFC 3339 form with 0 to 9 digits and ``Z``, ``z`` or an offset is rewritten into it
+(:func:`canonical_time`, offsets converted to UTC).
 
 Equality with the plain reader is the contract (``tests/test_fastpath.py``): the same lines
 counted the same way, the same records, the same first and last times. So a line takes the light
-path only when its shape is the common one; anything unusual (no text, a timestamp in another
-format, not an object) goes through the plain functions and comes out as a full record or the
-plain skip reason.
+path only when the first path of each field in the mapping decides it; anything else (no text
+there, a timestamp that is no RFC 3339 form above, not an object) goes through the plain
+functions and comes out as a full record or the plain skip reason.
 """
 
 from __future__ import annotations
@@ -107,25 +113,38 @@ _GOOD_MINUTES: set[str] = set()
 # A block's timestamps checked at once (canonical_times): the canonical form with every digit
 # made "0", and the seconds' first digit of each (at 17, every 31 characters of them joined).
 _DIGITS_TO_ZERO = str.maketrans("0123456789", "0" * 10)
-_TEMPLATE = "0000-00-00T00:00:00.000000000Z"
+# The forms a block's timestamps are taken in at once, their digits made "0": the canonical
+# one, and microseconds at UTC (Python's isoformat(), google-cloud-logging's to_api_repr()),
+# whose key is their first 26 characters and "000Z".
+FORMS = (
+    "0000-00-00T00:00:00.000000000Z",
+    "0000-00-00T00:00:00.000000Z",
+    "0000-00-00T00:00:00.000000+00:00",
+)
+# Where a form's digits must be zeros: its offset's.
+_ZONE_DIGITS = {FORMS[2]: (27, 28, 30, 31)}
 _MINUTE_OF = operator.itemgetter(slice(0, 17))
 
 
-def canonical_times(times: list[str]) -> bool:
-    """Whether every string of ``times`` is a valid timestamp in the sink's canonical form:
-    what checking each of them does (``_SECONDS_TO_Z`` after a proven minute), in a few passes
-    over all of them joined, each in C, and the minutes not proven yet checked each once."""
+def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
+    """Whether every string of ``times`` is a valid timestamp in ``form`` (one of
+    :data:`FORMS`; the sink's canonical one by default): what checking each of them does
+    (``_SECONDS_TO_Z`` after a proven minute, for the canonical form), in a few passes over
+    all of them joined, each in C, and the minutes not proven yet checked each once."""
     if not times:
         return True
     joined = "\n".join(times)
     count = len(times)
+    size = len(form) + 1
     if (
         # Each in the form's layout, of ASCII digits (a newline inside one: another layout).
-        len(joined) != 31 * count - 1
+        len(joined) != size * count - 1
         or not joined.isascii()
-        or joined.translate(_DIGITS_TO_ZERO) != "\n".join([_TEMPLATE] * count)
+        or joined.translate(_DIGITS_TO_ZERO) != "\n".join([form] * count)
         # Seconds below 60.
-        or joined[17::31].strip("012345")
+        or joined[17::size].strip("012345")
+        # The offset's digits zeros, as written (the layout check took any digit).
+        or any(joined[at::size].strip("0") for at in _ZONE_DIGITS.get(form, ()))
     ):
         return False
     good = _GOOD_MINUTES
@@ -263,8 +282,9 @@ class JsonlScanner:
         # next is decoded as one straight away, not tried as a job's first.
         self._mixed = False
         # How many blocks more to read with each timestamp checked on its own (a block held
-        # one in another form).
+        # one in another form), and the form (of FORMS) the others are taken in.
         self._careful = 0
+        self._form = 0
 
     def feed_block(self, data: bytes, first_number: int, end: int | None = None) -> int:
         """Scan the block ``data[:end]`` (whole lines, the last ``\\n`` optional), whose first
@@ -292,13 +312,22 @@ class JsonlScanner:
         if careful:
             self._careful -= 1
         else:
+            form = self._form
             local: dict[SpanKey, SpanTally] = {}
-            texts, odd, times = self._lean(entries, local, careful=False)
-            if canonical_times(times):
+            texts, odd, times = self._lean(entries, local, careful=False, widen=form != 0)
+            if not canonical_times(times, FORMS[form]):
+                # Another form of the block's timestamps, all of them (the next block's too,
+                # likely), else each of them checked on its own.
+                others = [i for i in range(len(FORMS)) if canonical_times(times, FORMS[i])]
+                if others:
+                    form = self._form = others[0]
+                    local = {}
+                    texts, odd, _ = self._lean(entries, local, careful=False, widen=form != 0)
+                else:
+                    careful = True
+                    self._careful = _CAREFUL_BLOCKS
+            if not careful:
                 self._merge(local)
-            else:
-                careful = True
-                self._careful = _CAREFUL_BLOCKS
         if careful:
             texts, odd, _ = self._lean(entries, self.tally.spans, careful=True)
         self._after_lean(data, entries, first_number, texts, odd)
@@ -318,11 +347,18 @@ class JsonlScanner:
                     mine.last = tally.last
 
     def _lean(
-        self, entries: list[Any], spans: dict[SpanKey, SpanTally], *, careful: bool
+        self,
+        entries: list[Any],
+        spans: dict[SpanKey, SpanTally],
+        *,
+        careful: bool,
+        widen: bool = False,
     ) -> tuple[list[str], list[int], list[str]]:
         """The lean reading of a block's entries into ``spans``: the light lines' texts, the
         indexes of the odd lines and, unless ``careful`` (each timestamp checked and made
-        canonical on its own), the light lines' timestamps, taken for canonical unchecked."""
+        canonical on its own), the light lines' timestamps, taken unchecked for canonical or,
+        with ``widen``, for microseconds at UTC (their key: the first 26 characters and
+        "000Z")."""
         times: list[str] = []
         good_minutes = self._good_minutes
         minute = _NO_MINUTE
@@ -388,6 +424,10 @@ class JsonlScanner:
             ):
                 odd.append(len(texts) + len(odd))  # this line's index
                 continue
+            if not careful:
+                times.append(when)
+                if widen:
+                    when = when[:26] + "000Z"
             if trial:
                 job = job_group(job, trial)
             if not vm:
@@ -406,8 +446,6 @@ class JsonlScanner:
             elif when > span.last:
                 span.last = when
             texts.append(text)
-            if not careful:
-                times.append(when)
         return texts, odd, times
 
     def _after_lean(
