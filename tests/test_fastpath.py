@@ -153,6 +153,28 @@ def test_select_agrees_with_candidates(book: RuleBook) -> None:
     ]
 
 
+@pytest.mark.parametrize("long", [0, 1, 3])
+def test_select_with_long_texts_agrees_with_candidates(book: RuleBook, long: int) -> None:
+    # Long texts full of rule words make a block's search stop; they are decided alone, the
+    # others still together, and the match of each finds the same as before.
+    rng = random.Random(long)
+    texts = [line.decode() for line in _TEXT_SAMPLE]
+    for _ in range(long):
+        texts.insert(rng.randrange(len(texts)), reshape.long_traceback(rng, 30_000))
+    texts.append("Ｔｒａｃｅｂａｃｋ " * 400)  # wide and long: decided the exact way
+    prefilter = book._prefilter
+    want = [i for i, t in enumerate(texts) if prefilter.candidates(t)]
+    assert book.may_match_texts(texts) == want
+    for text in texts[-2:]:
+        probe = prefilter.probe(text)
+        candidates, present = prefilter.literals_in(probe)
+        assert candidates == prefilter.candidates_in(probe)
+        assert sorted(present) == sorted(w for w in prefilter.literals if w in probe)
+
+
+_TEXT_SAMPLE = [b"step 5 loss 0.3", b"Job failed.", b"RuntimeError: CUDA error", b"x" * 3000]
+
+
 def test_normalised_text_needs_no_fold() -> None:
     # The block prefilter skips fold() for NFKC-normalised texts without invisible marks.
     for codepoint in range(0x80, 0x30000):

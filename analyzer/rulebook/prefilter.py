@@ -28,7 +28,7 @@ _INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE)) + "]")
 LONG_TEXT = 2048
 # Words found in a block's texts beyond which it probably holds a long text (the fleet's blocks
 # of about 700 texts hold about 30).
-_MANY_WORDS = 2048
+_MANY_WORDS = 256
 
 
 def _scan_terminated() -> type[Exception]:
