@@ -285,6 +285,9 @@ class JsonlScanner:
         # one in another form), and the form (of FORMS) the others are taken in.
         self._careful = 0
         self._form = 0
+        # Whether only the timestamps of the form's length are taken in it (a block held
+        # others: Go's trimmed fractions, a whole second in isoformat()).
+        self._lengths = False
 
     def feed_block(self, data: bytes, first_number: int, end: int | None = None) -> int:
         """Scan the block ``data[:end]`` (whole lines, the last ``\\n`` optional), whose first
@@ -313,18 +316,25 @@ class JsonlScanner:
             self._careful -= 1
         else:
             form = self._form
+            size = len(FORMS[form]) if self._lengths else 0
             local: dict[SpanKey, SpanTally] = {}
-            texts, odd, times = self._lean(entries, local, careful=False, widen=form != 0)
+            texts, odd, times = self._lean(entries, local, careful=False, form=form, size=size)
             if not canonical_times(times, FORMS[form]):
-                # Another form of the block's timestamps, all of them (the next block's too,
-                # likely), else each of them checked on its own.
-                others = [i for i in range(len(FORMS)) if canonical_times(times, FORMS[i])]
-                if others:
-                    form = self._form = others[0]
+                # The form most of the block's timestamps have (the next block's too,
+                # likely), the others each checked on its own; else all of them so.
+                common = Counter(map(len, times)).most_common(1)
+                forms = [f for f, text in enumerate(FORMS) if common and len(text) == common[0][0]]
+                careful = True
+                if forms:
+                    form, size = forms[0], common[0][0]
                     local = {}
-                    texts, odd, _ = self._lean(entries, local, careful=False, widen=form != 0)
-                else:
-                    careful = True
+                    texts, odd, times = self._lean(
+                        entries, local, careful=False, form=form, size=size
+                    )
+                    if canonical_times(times, FORMS[form]):
+                        careful = False
+                        self._form, self._lengths = form, True
+                if careful:
                     self._careful = _CAREFUL_BLOCKS
             if not careful:
                 self._merge(local)
@@ -352,13 +362,18 @@ class JsonlScanner:
         spans: dict[SpanKey, SpanTally],
         *,
         careful: bool,
-        widen: bool = False,
+        form: int = 0,
+        size: int = 0,
     ) -> tuple[list[str], list[int], list[str]]:
         """The lean reading of a block's entries into ``spans``: the light lines' texts, the
         indexes of the odd lines and, unless ``careful`` (each timestamp checked and made
-        canonical on its own), the light lines' timestamps, taken unchecked for canonical or,
-        with ``widen``, for microseconds at UTC (their key: the first 26 characters and
-        "000Z")."""
+        canonical on its own), the light lines' timestamps, taken unchecked in ``form`` (of
+        :data:`FORMS`: canonical, or microseconds at UTC, whose key is their first 26
+        characters and "000Z"). With ``size``, only those of its length: the others are
+        checked on their own."""
+        widen = form != 0
+        # Every timestamp taken in the form, unchecked (checked after, all at once).
+        taken = not careful and not size
         times: list[str] = []
         good_minutes = self._good_minutes
         minute = _NO_MINUTE
@@ -404,7 +419,8 @@ class JsonlScanner:
                 # the tail. Any other form (and each new minute) is rewritten into it by
                 # canonical_time, or is left to the plain functions.
                 and (
-                    not careful
+                    taken
+                    or (not careful and len(when) == size)
                     or (
                         # The last proven minute (most lines share their neighbour's) is
                         # checked without slicing; the set of proven ones otherwise.
@@ -424,7 +440,7 @@ class JsonlScanner:
             ):
                 odd.append(len(texts) + len(odd))  # this line's index
                 continue
-            if not careful:
+            if taken or (not careful and len(when) == size):
                 times.append(when)
                 if widen:
                     when = when[:26] + "000Z"
