@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 SERVICE_TASK = "service"
 
@@ -235,9 +235,11 @@ AUDIT_ENTRY = "audit log entry (protoPayload)"
 OTHER_RESOURCE = "other resource type: "
 
 
-@dataclass(frozen=True, slots=True)
-class EntryFields:
-    """What a record is made of, read from one LogEntry; ``time`` is still the raw string."""
+class EntryFields(NamedTuple):
+    """What a record is made of, read from one LogEntry; ``time`` is still the raw string.
+
+    A named tuple: made for every entry a reader reads, in a third of a frozen dataclass's
+    time."""
 
     job_id: str | None
     task: str | None
