@@ -601,8 +601,10 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[Any] | None]]
     """What every decode_block call of the fast path returned."""
     results: list[list[Any] | None] = []
 
-    def spy(block: bytes, end: int | None = None, *, mixed: bool = False) -> list[Any] | None:
-        entries = decode_block(block, end, mixed=mixed)
+    def spy(
+        block: bytes, end: int | None = None, *, hints: blockdecode.Hints | None = None
+    ) -> list[Any] | None:
+        entries = decode_block(block, end, hints=hints)
         results.append(entries)
         return entries
 

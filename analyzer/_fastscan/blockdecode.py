@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
@@ -414,13 +415,25 @@ def _with_blanks(entries: list[Any], blanks: list[int]) -> list[Any]:
     return merged
 
 
-def decode_block(data: bytes, end: int | None = None, *, mixed: bool = False) -> list[Any] | None:
+@dataclass(slots=True)
+class Hints:
+    """What the blocks before showed, for the next one: whether one needed the decoder of
+    mixed blocks (entries of other resources), and the looser check of lines (spaces around
+    the objects, blank lines). Set by :func:`decode_block`."""
+
+    mixed: bool = False
+    loose: bool = False
+
+
+def decode_block(
+    data: bytes, end: int | None = None, *, mixed: bool = False, hints: Hints | None = None
+) -> list[Any] | None:
     """The entries of the block ``data[:end]`` (whole lines, the last ``\\n`` optional), one
     per line: an :class:`Entry` (or :class:`MixedEntry`), or a :class:`Skipped` for a blank
     line, an entry of another resource or an audit entry. None when only reading line by line
     gives the right answer (or Hyperscan is missing). ``data`` may go on after ``end`` (a read
     cut at its last line end): it is not copied. ``mixed``: start with the decoder of mixed
-    blocks (the block before was one)."""
+    blocks; ``hints``: start with what they say (and keep what this block shows there)."""
     if not available():
         return None
     guard = _GUARD
@@ -430,17 +443,29 @@ def decode_block(data: bytes, end: int | None = None, *, mixed: bool = False) ->
     if not end:
         return None
     view = data if end == len(data) else memoryview(data)[:end]
-    shape = guard.shape(data, end, view)
+    if hints is not None:
+        mixed = hints.mixed
     blanks: list[int] = []
+    # After a block with blank lines, the looser check straight away (the sink's shape would
+    # fail at the next blank line, half a block in); spaces around the objects fail it at once.
+    shape = Shape.NOT_OBJECTS
+    if hints is None or not hints.loose:
+        shape = guard.shape(data, end, view)
     if shape is Shape.NOT_OBJECTS:
         shape, blanks = guard.loose_shape(data, end, view)
+    if hints is not None:
+        hints.loose = bool(blanks)
     if shape is Shape.NOT_OBJECTS or not guard.valid_utf8(data, view):
         return None
     entries: list[Any] | None
     try:
         entries = _mixed(view) if mixed else _DECODER.decode_lines(view)
+        if hints is not None:
+            hints.mixed = mixed and any(type(entry) is Skipped for entry in entries or ())
     except msgspec.ValidationError:
         entries = _mixed(view)
+        if hints is not None:
+            hints.mixed = True
     except _DECODE_ERRORS:
         return None
     if entries is None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, BinaryIO, NamedTuple
 
-from analyzer._fastscan.blockdecode import BLANK, Skipped, decode_block
+from analyzer._fastscan.blockdecode import Hints, Skipped, decode_block
 from analyzer.events import RuleMatch
 from analyzer.ingest.entries import (
     INVALID_JSON,
@@ -278,9 +278,9 @@ class JsonlScanner:
         self._select = select
         # The canonical minutes ("2024-03-11T08:00:") proven valid (see canonical_time).
         self._good_minutes = _GOOD_MINUTES
-        # Whether the last block held entries of other resources (a project-wide sink): the
-        # next is decoded as one straight away, not tried as a job's first.
-        self._mixed = False
+        # What the last block showed (entries of other resources, blank lines): the next
+        # is read so straight away.
+        self._hints = Hints()
         # How many blocks more to read with each timestamp checked on its own (a block held
         # one in another form), and the form (of FORMS) the others are taken in.
         self._careful = 0
@@ -292,7 +292,7 @@ class JsonlScanner:
     def feed_block(self, data: bytes, first_number: int, end: int | None = None) -> int:
         """Scan the block ``data[:end]`` (whole lines, the last ``\\n`` optional), whose first
         line is ``first_number``; return how many lines it held."""
-        entries = decode_block(data, end, mixed=self._mixed)
+        entries = decode_block(data, end, hints=self._hints)
         if entries is not None:
             self._feed_decoded(data, entries, first_number)
             return len(entries)
@@ -485,7 +485,6 @@ class JsonlScanner:
             if found is None or found:
                 origin = Origin(path, first_number + light[index])
                 chosen.append((_record(entries[light[index]], texts[index], origin), found))
-        mixed = False
         if odd:
             lines: list[bytes] | None = None
             pending = _Pending()
@@ -494,7 +493,6 @@ class JsonlScanner:
                 entry = entries[index]
                 if type(entry) is Skipped:  # decided from the struct: no second reading
                     stats.skip(entry.reason)
-                    mixed = mixed or entry is not BLANK
                     continue
                 if lines is None:
                     lines = data.split(b"\n", len(entries))
@@ -502,7 +500,6 @@ class JsonlScanner:
             self._finish(pending, full)
             chosen += [(record, None) for record in full]
             chosen.sort(key=_line_of)
-        self._mixed = mixed
         self.tally.candidates.extend(chosen)
 
     def feed(self, lines: Sequence[bytes], first_number: int) -> None:
