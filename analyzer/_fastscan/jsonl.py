@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, BinaryIO, NamedTuple
 
-from analyzer._fastscan.blockdecode import Hints, Skipped, decode_block
+from analyzer._fastscan.blockdecode import READ_WHOLE, Hints, Skipped, decode_block
 from analyzer.events import RuleMatch
 from analyzer.ingest.entries import (
     INVALID_JSON,
@@ -50,6 +50,7 @@ from analyzer.ingest.entries import (
 from analyzer.ingest.jsonl import BLANK_LINE
 from analyzer.ingest.sniff import BOM
 from analyzer.records import (
+    LABEL_PATHS,
     EntryFields,
     InputStats,
     LogRecord,
@@ -590,6 +591,14 @@ class _Pending:
     numbers: list[int] = field(default_factory=list)
     lines: list[bytes] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
+
+
+# The decoder's attributes the scan reads of the fields it reads by every path (blockdecode's
+# names for the mapping's paths: "trial" and "trial_1", "vm"): a path added to the table
+# must be read here too, or the scan would read a line otherwise than the mapping.
+_READ_WHOLE = {"trial": 2, "vm": 1}
+if {field: len(LABEL_PATHS[field]) for field in READ_WHOLE} != _READ_WHOLE:
+    raise ImportError("the fast scan does not read every path of the LogEntry mapping")
 
 
 def _record(entry: Any, text: str, origin: Origin) -> LogRecord:
