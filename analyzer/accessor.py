@@ -21,12 +21,12 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.api import Analysis, analyze_sources
+from analyzer.analysis import Analysis, DiagnosisList
+from analyzer.api import analyze_sources
 from analyzer.classify import classify_sources
 from analyzer.errors import InputError
 from analyzer.policy import load_policy
 from analyzer.records import InputStats, LogRecord, Origin
-from analyzer.report.html import DiagnosisList
 from analyzer.rulebook import RuleBook
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("timestamp", "job_id", "task", "severity", "text")
@@ -214,7 +214,7 @@ class JobDoctorAccessor:
         return frame
 
     def analyze(self, rules_dirs: Sequence[Path] = (), policy_path: Path | None = None) -> Analysis:
-        """The full :class:`~analyzer.api.Analysis` of the frame's records."""
+        """The full :class:`~analyzer.analysis.Analysis` of the frame's records."""
         return analyze_sources(
             self.sources(),
             rules=RuleBook.load(tuple(rules_dirs)),

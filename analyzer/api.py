@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from analyzer.analysis import Analysis, DiagnosisList
 from analyzer.classify import Cluster, Collector
 from analyzer.errors import InputError
 from analyzer.ingest import Format, open_sources
@@ -25,33 +25,6 @@ if TYPE_CHECKING:
     from analyzer.jobspec import JobSpec
     from analyzer.live.window import Window
     from analyzer.policy import RetryPolicy
-    from analyzer.report.html import DiagnosisList
-
-SCHEMA = "jobdoctor.diagnosis/1"
-
-
-@dataclass(frozen=True, slots=True)
-class Analysis:
-    """The diagnoses of every job found in the inputs, and how each input was read."""
-
-    inputs: tuple[InputStats, ...]
-    diagnoses: tuple[Diagnosis, ...]
-    notices: tuple[str, ...] = ()
-    unread: tuple[str, ...] = ()
-    """One line per input that could not be read, or only up to a cut (also the first of
-    :attr:`notices`): a batch goes on past it, and the CLI exits 2 at the end."""
-    disabled_rules: tuple[str, ...] = ()
-    """Rules that used up their time budget (timeouts) and were not run on the rest of the
-    inputs: their matches after that are missing (also said in :attr:`notices`)."""
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``jobdoctor.diagnosis/1`` JSON document."""
-        return {
-            "schema": SCHEMA,
-            "inputs": [s.to_dict() for s in self.inputs],
-            "jobs": [d.to_dict() for d in self.diagnoses],
-            "notices": list(self.notices),
-        }
 
 
 def analyze_sources(
@@ -339,7 +312,6 @@ def diagnose(
     that Jupyter shows as a table of verdicts with each job's timeline chart, and a plain REPL
     as one short verdict per job.
     """
-    from analyzer.report.html import DiagnosisList
 
     analysis = analyze(
         flatten_paths(paths),

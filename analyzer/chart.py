@@ -505,9 +505,7 @@ def timeline_svg(diagnosis: Diagnosis) -> str:
         start = _moved(end, -timedelta(seconds=1))  # at the last instant, there is no later
     # A little air at both ends so that marks on the edges are whole.
     pad = (end - start) * 0.02
-    scale = _Scale(
-        _moved(start, -pad), _moved(end, pad), _LABEL_WIDTH, _WIDTH - _LABEL_WIDTH - 12
-    )
+    scale = _Scale(_moved(start, -pad), _moved(end, pad), _LABEL_WIDTH, _WIDTH - _LABEL_WIDTH - 12)
     lanes: dict[int, tuple[str, bool]] = {}
     for mark in marks:
         lanes.setdefault(mark.row, (mark.lane, mark.lane.startswith("attempt ")))

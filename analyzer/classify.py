@@ -4,43 +4,30 @@ Most records match no rule. For those only cheap per-worker bookkeeping is kept 
 last time seen on each VM), so memory grows with the number of jobs, workers and matched
 events, never with the size of the input.
 
-Sink JSONL files take a fast path (``analyzer.ingest.fastjsonl``, ``analyzer.parallel``): the
-bookkeeping is kept from the parsed JSON with timestamps as strings, full records are built
-only for lines a rule may match, and large inputs are read by several processes. Its result is
-identical to the plain path's (``tests/test_fastpath.py``); ``fast=False`` reads record by record.
+Sink JSONL files take the fast scan (``analyzer._fastscan``: the bookkeeping kept from the
+decoded JSON with timestamps as strings, full records only for lines a rule may match, large
+inputs read by several processes); this module turns what it found into the same per-job
+accumulators as the plain reading. The result is identical to the plain path's
+(``tests/test_fastpath.py``); ``fast=False`` reads record by record.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
-from typing import Protocol, TypeGuard
 
 import regex
 
+from analyzer._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
 from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
-from analyzer.ingest import FileSource, Format
-from analyzer.ingest.gcs import GcsSource
+from analyzer.ingest import FileSource
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED, StreamSource
-from analyzer.parallel import (
-    GZIP_EXPANSION,
-    MIN_RANGE_BYTES,
-    PARALLEL_MIN_BYTES,
-    BookLike,
-    RangeScan,
-    Task,
-    processes_for,
-    run_here,
-    scan_binary,
-    scan_files,
-)
+from analyzer.joblog import JobLog, SpanSummary, VmSpan
+from analyzer.progress import meter_for, source_size
 from analyzer.records import (
     SERVICE_TASK,
     InputStats,
@@ -52,105 +39,25 @@ from analyzer.records import (
     split_job_group,
 )
 
-# Set by a caller that shows progress (the CLI's bar): called with the total to read (None when
-# a stream is among the inputs: its length is not known) and each amount read, first with 0.
-# Units are bytes as read: a plain file's size; a gzip file read here, its uncompressed size
-# (from the gzip trailer), since its decompressed bytes are what is counted; a gzip file read
-# by a worker process, its compressed size, counted when the worker is done. Inputs of the
-# other formats count their size once read. Streams are not counted here (their reader can
-# wrap the stream itself). A context variable, so the API keeps its shape.
-reading_progress: ContextVar[Callable[[int | None, int], None] | None] = ContextVar(
-    "reading_progress", default=None
-)
-# Likewise, told each input (file, Cloud Storage object) once all of it is read.
-input_progress: ContextVar[Callable[[str], None] | None] = ContextVar(
-    "input_progress", default=None
-)
-
-
-class Cluster(Protocol):
-    """Somewhere else to run the fast scan's tasks (``analyzer.cluster``: Dask)."""
-
-    def width(self) -> int:
-        """How many tasks it runs at once."""
-        ...
-
-    def run(
-        self,
-        tasks: Sequence[Task],
-        weights: Sequence[int],
-        book: BookLike,
-        processes: int,
-        while_waiting: Callable[[], None] | None,
-    ) -> Iterator[tuple[int, RangeScan]]:
-        """The tasks' packed scans (``analyzer.parallel.Runner``)."""
-        ...
+__all__ = [
+    "Cluster",
+    "Collector",
+    "JobLog",
+    "Matcher",
+    "SpanSummary",
+    "VmSpan",
+    "classify_records",
+    "classify_sources",
+    "collect",
+]
 
 # A text's first line: up to the first of the line boundaries str.splitlines() knows.
 _FIRST_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
 # The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
 _JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
-# Processes reading Cloud Storage objects, per core.
-GCS_READERS_PER_CORE = 4
 # Records whose texts go through the prefilter at once (_matched): enough to amortise a
 # Hyperscan scan, few enough that a batch of records stays small.
 _MATCH_BATCH = 1024
-
-
-class Matcher(Protocol):
-    """What classify needs of a rule book."""
-
-    def match(self, text: str) -> tuple[RuleMatch, ...]: ...
-
-
-class FastMatcher(Matcher, Protocol):
-    """A rule book that can also tell, for a block of texts, which ones it may match."""
-
-    @property
-    def timeouts(self) -> Counter[str]: ...
-
-    def may_match_texts(self, texts: Sequence[str]) -> list[int]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class VmSpan:
-    """The time one worker's records were seen on one VM (``vm`` None when unlabelled)."""
-
-    vm: str | None
-    first: datetime
-    last: datetime
-    records: int
-
-
-@dataclass(frozen=True, slots=True)
-class JobLog:
-    """Everything the later stages need of one job, in time order.
-
-    ``job_id`` is None when no input named the job (a stream-logs text without a console link);
-    ``trial`` names the hyperparameter-tuning trial when the job is one trial of a tuning job.
-    """
-
-    job_id: str | None
-    events: tuple[Event, ...]
-    vm_spans: Mapping[str, tuple[VmSpan, ...]]
-    records: int
-    first_seen: datetime | None
-    last_seen: datetime | None
-    trial: str | None = None
-    service_records: int = 0  # records the service wrote (task "service")
-
-
-@dataclass(frozen=True, slots=True)
-class SpanSummary:
-    """The records of one job group (:func:`~analyzer.records.job_group`), task and VM as a
-    query engine counts them: first and last time (None when untimed) and how many."""
-
-    group: str | None
-    task: str | None
-    vm: str | None
-    first: datetime | None
-    last: datetime | None
-    records: int
 
 
 @dataclass(slots=True)
@@ -214,89 +121,6 @@ class _JobAccumulator:
                     mine[vm] = span
 
 
-def _size(path: str) -> int:
-    """A file's size for the progress meter; 0 for one gone since it was opened (its reading
-    names it)."""
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-def gzip_size(path: str) -> int:
-    """The uncompressed size of a gzip file as its trailer records it (ISIZE: the last
-    member's size modulo 4 GiB), never less than the file's own size; the file's size when
-    the trailer cannot be read."""
-    size = _size(path)
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(-4, os.SEEK_END)
-            recorded = int.from_bytes(handle.read(4), "little")
-    except OSError:
-        return size
-    return max(size, recorded)
-
-
-@dataclass(frozen=True, slots=True)
-class _Meter:
-    """Tells :data:`reading_progress` what was read, with the total of this read."""
-
-    report: Callable[[int | None, int], None]
-    total: int | None
-
-    def __call__(self, count: int) -> None:
-        self.report(self.total, count)
-
-
-class _Expanded:
-    """A gzip file read here reports its decompressed bytes: told in the file's own bytes,
-    in proportion (its trailer gives the size it expands to), so the bar moves while it is
-    decompressed and the total stays the inputs' sizes on disk."""
-
-    def __init__(self, meter: Callable[[int], None], path: str) -> None:
-        self._meter = meter
-        self._size = _size(path)
-        self._expanded = gzip_size(path)
-        self._read = 0
-        self._told = 0
-
-    def __call__(self, count: int) -> None:
-        self._read += count
-        now = min(self._size, self._read * self._size // max(self._expanded, 1))
-        if now > self._told:
-            self._meter(now - self._told)
-            self._told = now
-
-    def finish(self) -> None:
-        """What is left of the file's size (the trailer's size is modulo 4 GiB)."""
-        if self._told < self._size:
-            self._meter(self._size - self._told)
-            self._told = self._size
-
-
-def source_size(source: Source) -> int | None:
-    """An input's size on disk (or in Cloud Storage); None for a stream."""
-    size = getattr(source, "size", None)
-    if isinstance(size, int):
-        return size
-    if isinstance(source, FileSource):
-        return _size(source.stats.path)
-    return None
-
-
-def _meter(pending: Sequence[Source]) -> _Meter | None:
-    """The progress meter of one read of ``pending``, or None when nobody asked for
-    progress: the total is the inputs' sizes (None when a stream is among them)."""
-    report = reading_progress.get()
-    if report is None:
-        return None
-    sizes = [source_size(source) for source in pending]
-    total = None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
-    meter = _Meter(report, total)
-    meter(0)
-    return meter
-
-
 def _event_order(event: Event) -> tuple[bool, datetime, str, int]:
     # Records without a time (plain text) keep their input order.
     when = event.timestamp or datetime.min
@@ -343,7 +167,7 @@ def _matched(
     the prefilter at once and only its candidates are matched one by one: most texts of a log
     are new (a step counter, a loss), and matching each alone costs as much as reading it.
     """
-    if not (prefilter and _is_fast(book)):
+    if not (prefilter and can_scan(book)):
         for record in records:
             yield record, book.match(record.text)
         return
@@ -355,7 +179,7 @@ def _matched(
             yield record, book.match(record.text) if index in chosen else ()
 
 
-def _from_scan(scan: RangeScan) -> dict[str | None, _JobAccumulator]:
+def _from_scan(scanned: RangeScan) -> dict[str | None, _JobAccumulator]:
     """The per-job accumulators the plain path would have built from the same lines."""
     local: dict[str | None, _JobAccumulator] = {}
     times: dict[str, datetime] = {}
@@ -366,7 +190,7 @@ def _from_scan(scan: RangeScan) -> dict[str | None, _JobAccumulator]:
             found = times[key] = parse_timestamp(key)
         return found
 
-    tally = scan.tally
+    tally = scanned.tally
     for (job_id, task, vm), span in tally.spans.items():
         acc = local.get(job_id)
         if acc is None:
@@ -384,7 +208,7 @@ def _from_scan(scan: RangeScan) -> dict[str | None, _JobAccumulator]:
         if acc is None:
             acc = local[job_id] = _JobAccumulator()
         acc.records += count
-    for event in scan.events:
+    for event in scanned.events:
         local[job_group(event.job_id, event.trial)].events.append(event)
     return local
 
@@ -492,21 +316,16 @@ def classify_sources(
     the fast scan (candidate lines only, several processes for large inputs, or the workers
     of ``cluster``)."""
     pending = list(sources)
-    eligible = [s for s in pending if fast and _fast_eligible(s, book)]
-    meter = _meter(pending)
-    scans = _scan(eligible, book, processes, cluster=cluster, meter=meter) if eligible else {}
-    for source in pending:
-        scan = scans.get(id(source))
-        if scan is not None:
-            yield from scan.events
+    meter = meter_for(pending)
+    scans = scan(pending, book, processes=processes, cluster=cluster, meter=meter) if fast else []
+    for index, source in enumerate(pending):
+        found = scans[index] if scans else None
+        if found is not None:
+            yield from found.events
         else:
             yield from _events(source.records(), book, prefilter=fast)
             if meter is not None:
                 meter(source_size(source) or 0)
-
-
-def _present(source: Source) -> bool:
-    return not isinstance(source, FileSource) or os.path.exists(source.stats.path)
 
 
 def _unread_line(path: str, error: Exception) -> str:
@@ -554,20 +373,20 @@ class Collector:
         """
         book = self._book
         pending = list(sources)
-        # A file gone since it was opened is left to the one-by-one reading, which names it.
-        fast_files = [
-            s for s in pending if self._fast and _fast_eligible(s, book) and _present(s)
-        ]
-        meter = _meter(pending)
-        scans: dict[int, RangeScan] = {}
-        if fast_files:
-            scans = _scan(
-                fast_files, book, self._processes, while_waiting, self._cluster, meter=meter
+        meter = meter_for(pending)
+        scans: list[RangeScan | None] = [None] * len(pending)
+        if self._fast:
+            scans = scan(
+                pending,
+                book,
+                processes=self._processes,
+                while_waiting=while_waiting,
+                cluster=self._cluster,
+                meter=meter,
             )
-        for source in pending:
-            scan = scans.get(id(source))
-            if scan is not None:
-                local = _from_scan(scan)
+        for source, found in zip(pending, scans, strict=True):
+            if found is not None:
+                local = _from_scan(found)
             else:
                 try:
                     local = _read_source(source, book, prefilter=self._fast)
@@ -679,19 +498,6 @@ class Collector:
         return logs
 
 
-def _is_fast(book: Matcher) -> TypeGuard[FastMatcher]:
-    return callable(getattr(book, "may_match_texts", None))
-
-
-def _fast_eligible(source: Source, book: Matcher) -> bool:
-    return (
-        isinstance(source, FileSource | StreamSource | GcsSource)
-        and source.stats.format == Format.CLOUD_LOGGING_JSONL.value
-        and source.encoding is None  # the fast path reads UTF-8 bytes
-        and _is_fast(book)
-    )
-
-
 def collect(
     sources: Iterable[Source],
     book: Matcher,
@@ -707,104 +513,3 @@ def collect(
     collector = Collector(book, fast=fast, processes=processes)
     collector.read_all(sources)
     return collector.logs(), collector.stats
-
-
-def _scan(
-    files: list[Source],
-    book: Matcher,
-    processes: int | None,
-    while_waiting: Callable[[], None] | None = None,
-    cluster: Cluster | None = None,
-    *,
-    meter: Callable[[int], None] | None = None,
-) -> dict[int, RangeScan]:
-    """The fast scans of ``files`` (sink JSONL: :func:`_fast_eligible`), by ``id`` of source;
-    large files and streams are read by several processes (``processes``: None for as many
-    as there are cores), or every file by the workers of ``cluster``. ``meter`` (the caller's,
-    over all of its inputs) is told the bytes read, else :data:`reading_progress` is told
-    these files' (see there for the units)."""
-    if not _is_fast(book):
-        raise TypeError("the fast path needs a rule book with may_match_texts")
-    scans: dict[int, RangeScan] = {}
-    # A stream (stdin) is read in this process, as it comes; files maybe in several.
-    here: list[FileSource | StreamSource | GcsSource] = [
-        s for s in files if isinstance(s, StreamSource)
-    ]
-    files = [s for s in files if not isinstance(s, StreamSource)]
-    # A gzip file cannot be entered in the middle: one task each. So is a Cloud Storage object
-    # too small to be cut (asking whether it is gzip would cost a request).
-    compressed = {s.stats.path for s in files if isinstance(s, FileSource) and s.compressed}
-    whole = compressed | {
-        s.stats.path
-        for s in files
-        if isinstance(s, GcsSource) and (s.size <= MIN_RANGE_BYTES or s.compressed)
-    }
-    sizes = {
-        s.stats.path: s.size if isinstance(s, GcsSource) else os.path.getsize(s.stats.path)
-        for s in files
-    }
-    total = sum(sizes.values())
-    progress = reading_progress.get()
-    on_bytes: Callable[[int], None] | None = meter
-    if meter is None and progress is not None and files:
-        progress(total, 0)
-        on_bytes = lambda count: progress(total, count)  # noqa: E731
-
-    def weight(path: str) -> int:
-        """What there is to read: compressed bytes at what they usually expand to; a
-        stream's size is not known."""
-        size = sizes.get(path, PARALLEL_MIN_BYTES)
-        return size * (GZIP_EXPANSION if path in compressed else 1)
-
-    count = processes_for(sum(map(weight, sizes)), processes)
-    objects = sum(1 for s in files if isinstance(s, GcsSource))
-    if objects > 1 and processes is None and not os.environ.get("JOBDOCTOR_JOBS"):
-        # Reading an object waits on the network more than on a core: more readers than
-        # cores keep the cores busy, whatever the total size.
-        cores = processes_for(PARALLEL_MIN_BYTES, None)
-        count = max(count, min(GCS_READERS_PER_CORE * cores, objects))
-    if cluster is not None and files:
-        count = cluster.width()
-    # One compressed file is one task: a pool would only add its start-up.
-    if cluster is not None or (count > 1 and (len(files) > 1 or not whole)):
-        paths = [s.stats.path for s in files]
-        found = scan_files(
-            paths,
-            book,
-            count,
-            on_bytes,
-            compressed=whole,
-            while_waiting=while_waiting,
-            sizes=[sizes[path] for path in paths],
-            on_input=input_progress.get(),
-            run=cluster.run if cluster is not None else run_here,
-        )
-        for source, scan in zip(files, found, strict=True):
-            source.stats.add(scan.stats)
-            scan.stats = source.stats
-            scans[id(source)] = scan
-    else:
-        for source in files:
-            assert isinstance(source, FileSource | GcsSource)
-            here.append(source)
-    told = input_progress.get()
-    for source in here:
-        # A stream's bytes are not in the progress total. A stream, or one compressed file,
-        # is read here and, when long, scanned by forked workers as it comes.
-        counted = on_bytes if not isinstance(source, StreamSource) else None
-        expanded = None
-        if counted is not None and meter is not None and source.stats.path in compressed:
-            # Decompressed bytes are counted: told in the file's own, in proportion.
-            counted = expanded = _Expanded(counted, source.stats.path)
-        elif counted is not None and meter is not None and source.stats.path in whole:
-            counted = None  # a compressed object: its size is told once it is read
-        workers = processes_for(weight(source.stats.path), processes)
-        with source.open_binary() as raw:
-            scans[id(source)] = scan_binary(raw, source.stats, book, counted, workers)
-        if expanded is not None:
-            expanded.finish()
-        elif meter is not None and counted is None and not isinstance(source, StreamSource):
-            meter(source_size(source) or 0)
-        if told is not None:
-            told(source.stats.path)
-    return scans

@@ -256,7 +256,7 @@ def _reading_progress(paths: Sequence[str], *, writing: bool = False) -> Iterato
         TransferSpeedColumn,
     )
 
-    from analyzer.classify import input_progress, reading_progress
+    from analyzer.progress import input_progress, reading_progress
 
     stdin = "-" in paths
     columns = (
@@ -718,7 +718,8 @@ def diagnose(
     that window, for files too.
     """
     # Only what reading needs: the rest loads while worker processes scan (analyzer.api).
-    from analyzer.api import Analysis, analyze_sources
+    from analyzer.analysis import Analysis
+    from analyzer.api import analyze_sources
     from analyzer.rulebook import RuleBook
 
     job_id = job_ids[-1] if job_ids else None
@@ -834,7 +835,7 @@ def diagnose(
 
 def _fails(analysis: object, fail_on: FailOn) -> bool:
     """Whether ``--fail-on`` asks for exit 1 on these diagnoses."""
-    from analyzer.api import Analysis
+    from analyzer.analysis import Analysis
     from analyzer.diagnosis import JobState
 
     assert isinstance(analysis, Analysis)
@@ -869,7 +870,7 @@ def _console(color: ColorMode) -> Console:
 
 
 def _write_diagnosis(analysis: object, output: ReportFormat, quiet: bool, color: ColorMode) -> None:
-    from analyzer.api import Analysis
+    from analyzer.analysis import Analysis
     from analyzer.report import render_json, render_markdown
 
     assert isinstance(analysis, Analysis)
@@ -1144,6 +1145,7 @@ def _print_explanation(result: object, console: Console) -> None:
     from analyzer.explain import Explanation
 
     assert isinstance(result, Explanation)
+
     def say(line: str, style: str = "") -> None:
         # Fields and messages come from the pasted text: shown, never obeyed.
         console.print(Text(visible(line), style=style), soft_wrap=True)

@@ -1,7 +1,7 @@
 """The fast scan on a Dask cluster: ``--dask local`` or ``--dask tcp://HOST:PORT``.
 
-The tasks are those of ``analyzer.parallel.scan_files``: byte ranges of local files (which the
-workers must see at the same paths: a shared file system) and whole Cloud Storage objects
+The tasks are those of ``analyzer._fastscan.parallel.scan_files``: byte ranges of local files
+(which the workers must see at the same paths: a shared file system) and whole Cloud Storage objects
 (which the workers read themselves, with their own credentials). Each Dask task runs
 jobdoctor's own scan (``parallel.scan_task``) over a batch of them; the results come back and
 are merged here exactly as the forked processes' are, so the diagnoses are the same.
@@ -23,8 +23,8 @@ from types import TracebackType
 from typing import Any, cast
 
 from analyzer import __version__
+from analyzer._fastscan.parallel import BookLike, RangeScan, Task, scan_task, warm
 from analyzer.errors import InputError
-from analyzer.parallel import BookLike, RangeScan, Task, scan_task, warm
 
 LOCAL = "local"
 _INSTALL = "--dask needs the dask extra: pip install 'jobdoctor[dask]'"
@@ -114,7 +114,7 @@ class DaskCluster:
         while_waiting: Callable[[], None] | None,
     ) -> Iterator[tuple[int, RangeScan]]:
         """``(position, packed scan)`` for every task, as the workers finish batches of them
-        (``analyzer.parallel.Runner``)."""
+        (``analyzer._fastscan.parallel.Runner``)."""
         distributed = _distributed()
         client = self._connected()
         blob = pickle.dumps(book, protocol=pickle.HIGHEST_PROTOCOL)

@@ -181,8 +181,6 @@ class Diagnosis:
         return self.last_seen - self.first_seen
 
     def __str__(self) -> str:
-        from analyzer.report.facts import verdict_line
-
         return verdict_line(self)
 
     def __repr__(self) -> str:
@@ -233,3 +231,54 @@ def _iso(when: datetime | None) -> str | None:
     if when is None:
         return None
     return when.isoformat().replace("+00:00", "Z")
+
+
+# Small facts about a diagnosis that every report format (analyzer.report) and the plain
+# REPL display show the same way.
+
+
+def short_state(diagnosis: Diagnosis) -> str:
+    """``FAILED`` for ``JOB_STATE_FAILED``."""
+    return diagnosis.state.value.removeprefix("JOB_STATE_")
+
+
+def observed_word(diagnosis: Diagnosis) -> str:
+    """How the state was reached: read from the input, predicted, or unknown (no evidence)."""
+    if diagnosis.state is JobState.UNSPECIFIED and not diagnosis.observed_final:
+        return "unknown: not in the input"
+    if diagnosis.state is JobState.UNSPECIFIED and diagnosis.attempts == 0:
+        return "never created: the API refused it"
+    return "observed" if diagnosis.observed_final else "predicted"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def cause_phrase(diagnosis: Diagnosis) -> str:
+    """One phrase naming the cause: category, replica, exit code or region."""
+    cause = diagnosis.cause
+    if cause is None:
+        return "no failure"
+    parts = [cause.category.value]
+    if cause.detail:
+        parts[0] += f" ({cause.detail})"
+    if cause.replica:
+        parts.append(cause.replica)
+    if cause.exit_code is not None:
+        parts.append(f"exit {cause.exit_code}")
+    if cause.region:
+        parts.append(cause.region)
+    return ", ".join(parts)
+
+
+def verdict_line(diagnosis: Diagnosis) -> str:
+    """The one line a person reads first."""
+    job = diagnosis.job_id or "(unknown job id)"
+    if diagnosis.trial:
+        job += f" trial {diagnosis.trial}"
+    return (
+        f"job {job}: {short_state(diagnosis)} ({observed_word(diagnosis)}), "
+        f"{plural(diagnosis.attempts, 'attempt')}, {plural(diagnosis.retries, 'retry')}"
+        f" - {cause_phrase(diagnosis)}"
+    ).replace("retrys", "retries")

@@ -84,7 +84,7 @@ def _diagnosed(message: str, book: RuleBook, policy: RetryPolicy, lang: str) -> 
     """What ``diagnose`` concludes of ``message`` pasted alone: the same stages, so that the
     traceback tail, the finer detail, the decoded exit code and the console link's job id
     are found exactly as in a log (issue 13: explain knows what diagnose knows)."""
-    from analyzer.classify import JobLog
+    from analyzer.joblog import JobLog
     from analyzer.predict import diagnose_timeline
     from analyzer.timeline import build_timeline
 

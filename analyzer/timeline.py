@@ -19,8 +19,8 @@ from datetime import UTC, datetime, timedelta
 
 import regex
 
-from analyzer.classify import JobLog, VmSpan
 from analyzer.events import LIFECYCLE_KINDS, WORKER_KINDS, Event, EventKind, Writer
+from analyzer.joblog import JobLog, VmSpan
 from analyzer.records import SERVICE_TASK, Origin
 
 # Legacy replica names in service messages ("master 0") map to legacy task names

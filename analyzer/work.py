@@ -33,8 +33,6 @@ class AttemptWork:
     """
 
     lost: timedelta | None
-    interruptions: int
-    checkpoints: int
     training: timedelta | None
     checkpoint_gap: timedelta | None
     startup_skew: timedelta | None
@@ -93,8 +91,6 @@ def attempt_work(attempt: Attempt, failure: datetime | None, failed: bool) -> At
     race = bool(skew and failure is not None and skew > timedelta(0) and failure <= max(firsts))
     return AttemptWork(
         lost=lost if (deaths or timed) else None,
-        interruptions=len(deaths),
-        checkpoints=len(checkpoints),
         training=training,
         checkpoint_gap=gap,
         startup_skew=skew,

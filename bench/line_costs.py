@@ -22,8 +22,8 @@ from pathlib import Path
 
 import orjson
 
-from analyzer.ingest import blockdecode
-from analyzer.ingest.fastjsonl import BLOCK_BYTES, JsonlScanner
+from analyzer._fastscan import blockdecode
+from analyzer._fastscan.jsonl import BLOCK_BYTES, JsonlScanner
 from analyzer.records import InputStats
 from analyzer.rulebook import RuleBook
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import regex
 
-from analyzer.api import Analysis
+from analyzer.analysis import Analysis
 from analyzer.diagnosis import Diagnosis
 from analyzer.tracebacks import ExceptionInfo, parse_text
 

@@ -20,10 +20,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from analyzer.api import Analysis
+from analyzer._fastscan import blockdecode
+from analyzer._fastscan import jsonl as fastjsonl
+from analyzer._fastscan.blockdecode import Entry, decode_block
+from analyzer.analysis import Analysis
 from analyzer.classify import collect
-from analyzer.ingest import blockdecode, fastjsonl, open_sources
-from analyzer.ingest.blockdecode import Entry, decode_block
+from analyzer.ingest import open_sources
 from analyzer.ingest.entries import InvalidJson, load_json
 from analyzer.policy import load_policy
 from analyzer.predict import diagnose_timeline

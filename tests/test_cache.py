@@ -13,7 +13,7 @@ from types import MappingProxyType
 import pytest
 
 from analyzer import cache, policy
-from analyzer.ingest import blockdecode
+from analyzer._fastscan import blockdecode
 from analyzer.policy import RetryPolicy
 from analyzer.rulebook import RuleBook, loader
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from analyzer.analysis import DiagnosisList
 from analyzer.api import analyze
 from analyzer.cli import app
 from analyzer.controls import marked_html, visible
 from analyzer.report.cli_report import render_fleet
-from analyzer.report.html import DiagnosisList
 
 ROOT = Path(__file__).resolve().parents[1]
 # What a hostile line carries: a clipboard write, a window title, a screen clear, a one-byte

@@ -22,12 +22,14 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from analyzer.api import Analysis, analyze, analyze_sources
+from analyzer._fastscan import blockdecode
+from analyzer.analysis import Analysis
+from analyzer.api import analyze, analyze_sources
 from analyzer.classify import collect
 from analyzer.cli import app
 from analyzer.diagnosis import Diagnosis
 from analyzer.errors import InputError
-from analyzer.ingest import MemorySource, blockdecode, open_sources
+from analyzer.ingest import MemorySource, open_sources
 from analyzer.jobspec import load_job_spec, parse_job_spec
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, encoding, expected, simulate, write

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzer.api import Analysis
+from analyzer._fastscan.parallel import line_ranges
+from analyzer.analysis import Analysis
 from analyzer.classify import classify_records, classify_sources, collect
 from analyzer.ingest import open_sources
 from analyzer.ingest.sources import StreamSource
-from analyzer.parallel import line_ranges
 from analyzer.policy import load_policy
 from analyzer.predict import diagnose_timeline
 from analyzer.rulebook import RuleBook
@@ -77,7 +77,7 @@ def test_fleet_split_across_processes(book: RuleBook, tmp_path: Path) -> None:
     with path.open("wb") as stream:
         stream.writelines(fleet(3_000_000, seed=random.randrange(1000)))
     # Small ranges: many cuts, each renumbered after the ones before it.
-    import analyzer.parallel as parallel
+    import analyzer._fastscan.parallel as parallel
 
     smallest = parallel.MIN_RANGE_BYTES
     parallel.MIN_RANGE_BYTES = 256 << 10
@@ -388,7 +388,7 @@ def test_stdin_takes_the_fast_path_too(
 ) -> None:
     # A sink export piped in (gsutil cat ... | jobdoctor diagnose -): read as it comes, by
     # forked workers in chunks (small here: many of them) when there are several processes.
-    import analyzer.parallel as parallel
+    import analyzer._fastscan.parallel as parallel
 
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 20_000)
     lines = list(fleet(300_000, seed=16))
@@ -414,7 +414,7 @@ def test_stdin_takes_the_fast_path_too(
 def test_one_compressed_file_is_scanned_by_workers_as_it_comes(
     book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer.parallel as parallel
+    import analyzer._fastscan.parallel as parallel
 
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 50_000)
     path = tmp_path / "one.jsonl.gz"

@@ -21,7 +21,8 @@ from rich.cells import cell_len
 from rich.console import Console
 from typer.testing import CliRunner
 
-from analyzer.api import Analysis, analyze
+from analyzer.analysis import Analysis
+from analyzer.api import analyze
 from analyzer.cli import app
 from analyzer.report.facts import evidence_events, first_line
 from analyzer.report.overview import fleet_order

@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from analyzer.analysis import DiagnosisList
 from analyzer.api import diagnose
 from analyzer.errors import InputError
 from analyzer.frames import RECORD_COLUMNS, diagnose_frame, jobs_frame, read_logs
 from analyzer.ingest import read_records
 from analyzer.report.fleet import JOB_COLUMNS
-from analyzer.report.html import DiagnosisList
 from analyzer.simulate import simulate, write
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"

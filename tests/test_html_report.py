@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 
+from analyzer.analysis import DiagnosisList
 from analyzer.api import analyze, diagnose
 from analyzer.errors import InputError
 from analyzer.report.cli_report import report_command
 from analyzer.report.fleet import CSV_COLUMNS, JOB_COLUMNS, summarize, summarize_analysis
-from analyzer.report.html import REPORT_TITLE, DiagnosisList, diagnosis_repr_html, job_anchors
+from analyzer.report.html import REPORT_TITLE, diagnosis_repr_html, job_anchors
 from analyzer.simulate import simulate, write
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.classify import JobLog, VmSpan
 from analyzer.diagnosis import Diagnosis, JobState
 from analyzer.errors import PolicyError
 from analyzer.events import Category, Event, EventKind, RuleMatch
+from analyzer.joblog import JobLog, VmSpan
 from analyzer.policy import RetryPolicy, load_policy
 from analyzer.predict import diagnose_timeline
 from analyzer.records import Origin

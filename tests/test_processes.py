@@ -116,7 +116,7 @@ def test_stopping_early_reaps_the_workers(start: Start) -> None:
 
 
 def test_process_count_where_fork_or_affinity_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from analyzer.parallel import PARALLEL_MIN_BYTES, processes_for
+    from analyzer._fastscan.parallel import PARALLEL_MIN_BYTES, processes_for
 
     monkeypatch.delenv("JOBDOCTOR_JOBS", raising=False)
     big = PARALLEL_MIN_BYTES * 4

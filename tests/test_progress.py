@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.classify import Collector, classify_sources, gzip_size, reading_progress
+from analyzer.classify import Collector, classify_sources
 from analyzer.ingest import open_sources
+from analyzer.progress import gzip_size, reading_progress
 from analyzer.rulebook import RuleBook
 from tests.terminal import run_in_terminal
 

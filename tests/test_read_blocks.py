@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.ingest.blockdecode import count_lines
-from analyzer.ingest.fastjsonl import Block, read_blocks
+from analyzer._fastscan.blockdecode import count_lines
+from analyzer._fastscan.jsonl import Block, read_blocks
 
 
 def _expected_end(content: bytes, start: int, limit: int) -> int:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.api import Analysis, analyze
+from analyzer.analysis import Analysis
+from analyzer.api import analyze
 from analyzer.records import InputStats
 from analyzer.report import render_json
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from analyzer.classify import JobLog
 from analyzer.diagnosis import Diagnosis
 from analyzer.events import Category, Event, EventKind, RuleMatch
+from analyzer.joblog import JobLog
 from analyzer.policy import load_policy
 from analyzer.predict import diagnose_timeline
 from analyzer.records import Origin

@@ -31,7 +31,7 @@ from analyzer.live.window import parse_window
 from analyzer.rulebook import RuleBook
 
 if TYPE_CHECKING:
-    from analyzer.api import Analysis
+    from analyzer.analysis import Analysis
     from analyzer.jobspec import JobSpec
     from analyzer.policy import RetryPolicy
 
@@ -84,7 +84,8 @@ def analyze_bigquery(
     DuckDB tables); ``job_spec`` and ``lang`` as for files. The window is the analysis' first
     notice.
     """
-    from analyzer.api import Analysis, diagnose_collected
+    from analyzer.analysis import Analysis
+    from analyzer.api import diagnose_collected
 
     book = rules if rules is not None else RuleBook.load()
     collector = collect_table(source, engine or source.engine(), book, say=say, dry_run=dry_run)

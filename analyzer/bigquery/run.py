@@ -17,8 +17,9 @@ from analyzer.bigquery.engines import BigQueryEngine, Engine
 from analyzer.bigquery.queries import QueryPlan, plan
 from analyzer.bigquery.re2rules import compile_rules
 from analyzer.bigquery.tables import TableRef, adapter_for
-from analyzer.classify import Collector, SpanSummary
+from analyzer.classify import Collector
 from analyzer.events import Event
+from analyzer.joblog import SpanSummary
 from analyzer.live.window import Window
 from analyzer.records import InputStats, LogRecord, TableOrigin, job_group
 from analyzer.rulebook import RuleBook

@@ -11,7 +11,7 @@ opened, or that is binary, raises :class:`~analyzer.errors.InputError`, up front
 
 from __future__ import annotations
 
-from analyzer.ingest.jsonl import LinePrefilter, read_jsonl
+from analyzer.ingest.jsonl import read_jsonl
 from analyzer.ingest.sniff import Format, sniff
 from analyzer.ingest.sources import (
     FileSource,
@@ -24,7 +24,6 @@ from analyzer.ingest.sources import (
 __all__ = [
     "FileSource",
     "Format",
-    "LinePrefilter",
     "MemorySource",
     "StreamSource",
     "open_sources",

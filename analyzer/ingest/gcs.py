@@ -162,9 +162,7 @@ def _order(obj: GcsObject) -> tuple[tuple[str, ...], tuple[str, int, int, int, s
 _HINT_NAMES = 10_000
 
 
-def _listed(
-    client: Client, bucket: str, prefix: str, window: TimeWindow | None
-) -> list[GcsObject]:
+def _listed(client: Client, bucket: str, prefix: str, window: TimeWindow | None) -> list[GcsObject]:
     """The objects under ``prefix`` a walk keeps. With a window, the listing asks the server
     for the window's days only (``matchGlob``, one listing per month); the hours are then
     kept here by :func:`in_window`. When none is there, a first part of the plain listing

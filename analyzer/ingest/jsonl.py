@@ -1,14 +1,14 @@
 """Newline-delimited LogEntry JSON, as a Cloud Logging sink writes to Cloud Storage.
 
 Entries may be out of order and duplicated; both are kept as they are (a later
-stage drops duplicate ``insertId``s). The loop works on raw ``bytes`` lines so
-that a cheap literal prefilter (``keep``) can reject a line before any JSON
-parsing; rejected lines are still counted.
+stage drops duplicate ``insertId``s). This is the plain reader, a full record per
+line: the fast scan (``analyzer._fastscan``) reads sink files without one, and is
+tested against it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import BinaryIO
 
 from analyzer.ingest.entries import INVALID_JSON, InvalidJson, load_json_repairing, record_or_reason
@@ -16,19 +16,11 @@ from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, LogRecord, Origin
 
 BLANK_LINE = "blank line"
-REJECTED = "rejected by prefilter"
-
-LinePrefilter = Callable[[bytes], bool]
 
 
-def read_jsonl(
-    stream: BinaryIO, stats: InputStats, keep: LinePrefilter | None = None
-) -> Iterator[LogRecord]:
-    """Yield one record per LogEntry line of ``stream``, counting every line in ``stats``.
 
-    ``keep``, when given, sees each raw line (with its line ending) first; a line
-    it rejects is skipped as "rejected by prefilter" without being parsed.
-    """
+def read_jsonl(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+    """Yield one record per LogEntry line of ``stream``, counting every line in ``stats``."""
     path = stats.path
     number = 0
     for raw in stream:
@@ -38,9 +30,6 @@ def read_jsonl(
             raw = raw[len(BOM) :]
         if not raw.strip():
             stats.skip(BLANK_LINE)
-            continue
-        if keep is not None and not keep(raw):
-            stats.skip(REJECTED)
             continue
         try:
             entry, repaired = load_json_repairing(raw)

@@ -134,8 +134,7 @@ def translate(exc: BaseException, project: str, endpoint: str) -> SourceError | 
         return SourceError(f"Cloud Logging error {getattr(exc, 'code', '?')}: {_said(exc)}")
     if isinstance(exc, requests.ConnectionError | requests.Timeout | auth.TransportError):
         return SourceError(
-            f"cannot reach Cloud Logging at {redact(endpoint)}: check the network or "
-            "--api-endpoint"
+            f"cannot reach Cloud Logging at {redact(endpoint)}: check the network or --api-endpoint"
         )
     # Before ValueError: requests' JSONDecodeError is one (a 200 answer that is not JSON).
     if isinstance(exc, MalformedAnswer | requests.exceptions.JSONDecodeError):

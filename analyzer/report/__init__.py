@@ -1,4 +1,4 @@
-"""Reports of an :class:`~analyzer.api.Analysis`: terminal text, JSON and Markdown.
+"""Reports of an :class:`~analyzer.analysis.Analysis`: terminal text, JSON and Markdown.
 
 ``render_text`` is imported on first use: it brings in rich, which the JSON and Markdown
 reports do not need (a sixth of the start-up of ``diagnose --format json``).

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.api import Analysis, analyze
+from analyzer.analysis import Analysis
+from analyzer.api import analyze
 from analyzer.errors import InputError
 from analyzer.report.fleet import (
     fleet_document,

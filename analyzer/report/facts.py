@@ -4,56 +4,30 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from analyzer.diagnosis import Diagnosis, JobState
+from analyzer.diagnosis import (
+    Diagnosis,
+    cause_phrase,
+    observed_word,
+    plural,
+    short_state,
+    verdict_line,
+)
 from analyzer.events import Event, EventKind
 from analyzer.records import Origin
 
-
-def short_state(diagnosis: Diagnosis) -> str:
-    """``FAILED`` for ``JOB_STATE_FAILED``."""
-    return diagnosis.state.value.removeprefix("JOB_STATE_")
-
-
-def observed_word(diagnosis: Diagnosis) -> str:
-    """How the state was reached: read from the input, predicted, or unknown (no evidence)."""
-    if diagnosis.state is JobState.UNSPECIFIED and not diagnosis.observed_final:
-        return "unknown: not in the input"
-    if diagnosis.state is JobState.UNSPECIFIED and diagnosis.attempts == 0:
-        return "never created: the API refused it"
-    return "observed" if diagnosis.observed_final else "predicted"
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
-def cause_phrase(diagnosis: Diagnosis) -> str:
-    """One phrase naming the cause: category, replica, exit code or region."""
-    cause = diagnosis.cause
-    if cause is None:
-        return "no failure"
-    parts = [cause.category.value]
-    if cause.detail:
-        parts[0] += f" ({cause.detail})"
-    if cause.replica:
-        parts.append(cause.replica)
-    if cause.exit_code is not None:
-        parts.append(f"exit {cause.exit_code}")
-    if cause.region:
-        parts.append(cause.region)
-    return ", ".join(parts)
-
-
-def verdict_line(diagnosis: Diagnosis) -> str:
-    """The one line a person reads first."""
-    job = diagnosis.job_id or "(unknown job id)"
-    if diagnosis.trial:
-        job += f" trial {diagnosis.trial}"
-    return (
-        f"job {job}: {short_state(diagnosis)} ({observed_word(diagnosis)}), "
-        f"{plural(diagnosis.attempts, 'attempt')}, {plural(diagnosis.retries, 'retry')}"
-        f" - {cause_phrase(diagnosis)}"
-    ).replace("retrys", "retries")
+__all__ = [
+    "cause_phrase",
+    "clock",
+    "depth_facts",
+    "evidence_events",
+    "first_line",
+    "observed_word",
+    "period",
+    "plural",
+    "short_state",
+    "span",
+    "verdict_line",
+]
 
 
 def clock(when: datetime | None) -> str:

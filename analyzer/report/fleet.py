@@ -1,6 +1,6 @@
 """The fleet summary: what many jobs cost, by cause; rendered as Markdown, CSV and JSON here.
 
-:func:`summarize` turns the diagnoses of an :class:`~analyzer.api.Analysis` into a
+:func:`summarize` turns the diagnoses of an :class:`~analyzer.analysis.Analysis` into a
 :class:`FleetSummary`: one :class:`JobSummary` per job (also the rows of
 ``analyzer.frames.diagnose_frame``), counts and shares by category and detail, retries and
 restarts spent, time lost, machine- and accelerator-hours, the worst jobs, and every failed
@@ -35,7 +35,7 @@ from analyzer.records import InputStats
 from analyzer.report.facts import clock, span, verdict_line
 
 if TYPE_CHECKING:
-    from analyzer.api import Analysis
+    from analyzer.analysis import Analysis
     from analyzer.jobspec import JobSpec
 
 _CATEGORIES = frozenset(c.value for c in Category)
@@ -317,7 +317,7 @@ def summarize(
 def summarize_analysis(
     analysis: Analysis, worst: int = WORST_JOBS, job_spec: JobSpec | None = None
 ) -> FleetSummary:
-    """The fleet summary of an :class:`~analyzer.api.Analysis`."""
+    """The fleet summary of an :class:`~analyzer.analysis.Analysis`."""
     return summarize(analysis.diagnoses, analysis.inputs, worst, job_spec)
 
 
@@ -473,4 +473,3 @@ def fleet_document(summary: FleetSummary) -> dict[str, object]:
         "worst": [{"job_id": j.job_id, "trial": j.trial} for j in summary.worst],
         "jobs": [_job_json(j) for j in summary.jobs],
     }
-

@@ -5,7 +5,7 @@ font or image fetched, and a Content-Security-Policy that forbids both even if s
 through unescaped. Every piece of log text, job id and task name goes through
 ``html.escape``, and its control characters and bidi overrides are shown marked.
 :func:`diagnosis_html` is one job's card (verdict, cause, evidence, attempts, timeline chart,
-advice); :class:`DiagnosisList` shows a list of them in Jupyter.
+advice); :class:`~analyzer.analysis.DiagnosisList` shows a list of them in Jupyter.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from analyzer.report.fleet import (
 from analyzer.report.overview import summary_line
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 REPORT_TITLE = "jobdoctor fleet report"
 # Lines of the cause's full message (a traceback tail, say) shown under the verdict.
@@ -370,41 +370,27 @@ def render_html(
     )
 
 
-class DiagnosisList(list[Diagnosis]):
-    """A list of diagnoses that Jupyter shows as a table of verdicts and job cards.
-
-    ``to_frame()`` gives the job frame (one row per job, the columns of
-    ``analyzer.frames.diagnose_frame``).
-    """
-
-    def __str__(self) -> str:
-        """One verdict a line (``print(diagnose(...))`` in a plain REPL)."""
-        return "\n".join(str(d) for d in self)
-
-    def _repr_html_(self) -> str:
-        summary = summarize(self)
-        anchors = dict(enumerate(job_anchors(j.job_id for j in summary.jobs)))
-        cards = "".join(diagnosis_html(d, anchors[i]) for i, d in enumerate(self[:_NOTEBOOK_CARDS]))
-        more = len(self) - _NOTEBOOK_CARDS
-        tail = (
-            f'<p class="jd-note">{more} more jobs: show one with <code>list[i]</code>.</p>'
-            if more > 0
-            else ""
-        )
-        return (
-            f"<style>{_CSS}</style><div class='jd'>"
-            f"<p class='jd-verdict'>{_e(summary_line(self))}</p>"
-            + _jobs_table(summary.jobs, anchors, False)
-            + cards
-            + tail
-            + "</div>"
-        )
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per job, as ``diagnose_frame`` builds it."""
-        from analyzer.frames import jobs_frame
-
-        return jobs_frame(self)
+def diagnoses_repr_html(diagnoses: Sequence[Diagnosis]) -> str:
+    """The notebook display of a list of diagnoses (for ``DiagnosisList._repr_html_``): the
+    fleet's verdict line, the table of jobs and the first job cards."""
+    summary = summarize(diagnoses)
+    anchors = dict(enumerate(job_anchors(j.job_id for j in summary.jobs)))
+    shown = diagnoses[:_NOTEBOOK_CARDS]
+    cards = "".join(diagnosis_html(d, anchors[i]) for i, d in enumerate(shown))
+    more = len(diagnoses) - _NOTEBOOK_CARDS
+    tail = (
+        f'<p class="jd-note">{more} more jobs: show one with <code>list[i]</code>.</p>'
+        if more > 0
+        else ""
+    )
+    return (
+        f"<style>{_CSS}</style><div class='jd'>"
+        f"<p class='jd-verdict'>{_e(summary_line(diagnoses))}</p>"
+        + _jobs_table(summary.jobs, anchors, False)
+        + cards
+        + tail
+        + "</div>"
+    )
 
 
 def diagnosis_repr_html(diagnosis: Diagnosis) -> str:

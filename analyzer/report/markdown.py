@@ -18,7 +18,7 @@ from analyzer.report.facts import (
 from analyzer.report.overview import TABLE_HEADER, fleet_order, row_cells, summary_line, table_rows
 
 if TYPE_CHECKING:
-    from analyzer.api import Analysis
+    from analyzer.analysis import Analysis
 
 
 def _cell(text: str) -> str:

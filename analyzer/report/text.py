@@ -49,7 +49,7 @@ from analyzer.report.overview import (
 )
 
 if TYPE_CHECKING:
-    from analyzer.api import Analysis
+    from analyzer.analysis import Analysis
 
 _STATE_STYLE = {
     JobState.SUCCEEDED: "bold green",

@@ -5,7 +5,7 @@ Public API::
     builtin_rules_dir() -> Path
     RuleBook.load(extra_dirs=(), *, builtin=True) -> RuleBook   # raises RuleError
     RuleBook.match(text) -> tuple[RuleMatch, ...]
-    RuleBook.may_match(raw: bytes) -> bool
+    RuleBook.may_match_texts(texts) -> list[int]   # which texts of a block some rule may match
     check_rules(dirs) -> list[Problem]
 
 See ``docs/rules.md`` for how to write a rule.

@@ -187,14 +187,6 @@ class RuleBook:
         found.sort(key=lambda item: item[:2])
         return tuple(match for _, _, match in found), complete
 
-    def may_match(self, raw: bytes) -> bool:
-        """False only when no rule can match the message inside the raw line ``raw``.
-
-        ``raw`` may be a JSON line with the message still JSON-escaped; a
-        caller may skip parsing lines for which this returns False.
-        """
-        return self._prefilter.may_match_raw(raw)
-
     def may_match_texts(self, texts: Sequence[str]) -> list[int]:
         """Indexes of the message ``texts`` some rule may match, in order: for every other
         text :meth:`match` returns ``()``. One pass over a whole block of texts."""

@@ -100,9 +100,7 @@ def run_examples(rule: Rule) -> list[Problem]:
                 )
             )
             continue
-        if not prefilter.candidates(example.text) or not prefilter.may_match_raw(
-            example.text.encode("utf-8")
-        ):
+        if not prefilter.candidates(example.text):
             problems.append(
                 Problem.at(
                     example.location,

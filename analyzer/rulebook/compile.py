@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from analyzer.events import RuleMatch
-from analyzer.rulebook._regex import Match, Pattern, compile_pattern
+from analyzer.rulebook._regex import Match
 from analyzer.rulebook.model import Capture, FieldType, Placeholder, Rule
 from analyzer.rulebook.normalize import fold, normalize, original_span
 
@@ -227,8 +227,3 @@ def find(
             )
         )
     return results
-
-
-def compile_raw(source: str) -> Pattern:
-    """Compile a rule's raw ``pattern:`` (raises ``_regex.error``)."""
-    return compile_pattern(source)

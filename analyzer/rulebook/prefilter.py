@@ -3,9 +3,8 @@
 Most log lines (training output, progress bars) match no rule. Each template
 contributes one lower-cased word that every match of it contains; a text
 that contains none of those words is rejected before any template regex
-runs. :meth:`Prefilter.may_match_raw` applies the same test to a raw input
-line (a JSON line whose message is still JSON-escaped) so that the reader can
-skip JSON parsing for lines no rule can match.
+runs. :meth:`Prefilter.select` applies the test to a whole block of texts at
+once.
 """
 
 from __future__ import annotations
@@ -20,11 +19,6 @@ from typing import Any
 from analyzer import cache
 from analyzer.rulebook.model import Rule
 from analyzer.rulebook.normalize import INVISIBLE, fold
-
-# JSON writes non-ASCII as \uXXXX escapes (Go's encoder also escapes <, >, &, =
-# that way); decoding them is cheap and keeps the test exact.
-_JSON_UNICODE_ESCAPE = re.compile(rb"\\u([0-9a-fA-F]{4})")
-
 
 _INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE)) + "]")
 
@@ -109,13 +103,6 @@ def _caseless_databases(literals: Sequence[str]) -> tuple[Any, Any] | None:
     return words, others
 
 
-def _unescape(match: re.Match[bytes]) -> bytes:
-    codepoint = int(match.group(1), 16)
-    if 0xD800 <= codepoint <= 0xDFFF:  # half of a surrogate pair: never part of a literal
-        return b"?"
-    return chr(codepoint).encode("utf-8")
-
-
 def literals_of(rule: Rule) -> list[str | None]:
     """The prefilter keys of ``rule``: one per template, None for "always a candidate"."""
     return [word for template in rule.templates for word in template.literals or (None,)]
@@ -196,25 +183,6 @@ class Prefilter:
             if literal in probe:
                 found.update(self._by_literal[literal])
         return tuple(sorted(found))
-
-    def may_match_raw(self, raw: bytes) -> bool:
-        """False only when no rule can match the message inside ``raw``.
-
-        ``raw`` is an undecoded input line, e.g. a JSON line; escapes such as
-        ``\\n`` or ``\\"`` never occur inside a literal word (words contain no
-        whitespace, quotes, slashes or backslashes), and ``\\uXXXX`` escapes
-        are decoded before looking.
-        """
-        if self._always:
-            return True
-        if self._any is None:
-            return False
-        if b"\\u" in raw:
-            raw = _JSON_UNICODE_ESCAPE.sub(_unescape, raw)
-        if raw.isascii():
-            return self._any.search(raw.decode("ascii").lower()) is not None
-        text = raw.decode("utf-8", "replace")
-        return self._any.search(fold(text).lower()) is not None
 
     def select(self, texts: Sequence[str]) -> list[int]:
         """Indexes of the ``texts`` for which :meth:`candidates` is not empty, in order.

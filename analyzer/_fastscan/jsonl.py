@@ -8,7 +8,7 @@ the earliest and latest timestamp *string* and a count, and hands out full recor
 lines whose message a rule matches (the prefilter decides for a whole block of messages at once,
 then the rule book, which remembers its answers).
 
-A block is read one of two ways. Normally :func:`~analyzer.ingest.blockdecode.decode_block`
+A block is read one of two ways. Normally :func:`~analyzer._fastscan.blockdecode.decode_block`
 decodes it in one msgspec call into small structs of just those fields, once two Hyperscan
 passes have proven that this reads every line as the line-by-line reader would. A block it
 declines (a blank line, invalid UTF-8, a label that is not a string, no Hyperscan...) is read
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import BinaryIO, NamedTuple
 
+from analyzer._fastscan.blockdecode import Entry, decode_block
 from analyzer.events import RuleMatch
-from analyzer.ingest.blockdecode import Entry, decode_block
 from analyzer.ingest.entries import (
     INVALID_JSON,
     InvalidJson,

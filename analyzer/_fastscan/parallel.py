@@ -22,9 +22,9 @@ from typing import BinaryIO, Protocol
 
 import msgspec
 
+from analyzer._fastscan import blockdecode
+from analyzer._fastscan.jsonl import JsonlScanner, ScanTally, read_blocks
 from analyzer.events import Event, RuleMatch
-from analyzer.ingest import blockdecode
-from analyzer.ingest.fastjsonl import JsonlScanner, ScanTally, read_blocks
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED, open_file
 from analyzer.ingest.streams import decompressed
 from analyzer.processes import run_forked, run_streamed

@@ -1,0 +1,22 @@
+"""The fast scan: sink JSONL read without a full record per line.
+
+One entry, :func:`scan`: for each input it takes (:func:`takes`), what the classify stage
+consumes (:class:`RangeScan`: the per-``(job, task, vm)`` tally of every line, the events of the
+lines a rule matches, and the input's line accounting), identical to reading the same input
+record by record. Inside:
+
+- ``jsonl``: the per-block scanner (``JsonlScanner``) and the block reader;
+- ``blockdecode``: one msgspec call per block, after two Hyperscan passes prove it reads every
+  line as the line-by-line reader would;
+- ``parallel``: large inputs cut into byte ranges at line ends, scanned by forked workers (or a
+  cluster's), merged in order;
+- ``dispatch``: which inputs are taken, and where each is read.
+
+Private: nothing outside ``analyzer.classify`` (and ``analyzer.cluster``, which runs its tasks
+elsewhere) imports it; the later stages never load it.
+"""
+
+from analyzer._fastscan.dispatch import Cluster, Matcher, can_scan, scan, takes
+from analyzer._fastscan.parallel import BookLike, RangeScan
+
+__all__ = ["BookLike", "Cluster", "Matcher", "RangeScan", "can_scan", "scan", "takes"]
