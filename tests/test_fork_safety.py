@@ -172,7 +172,7 @@ def _python(code: str) -> list[str]:
 def test_a_diagnosis_with_a_thread_holding_a_lock_is_the_same(
     book: RuleBook, fleet_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer.parallel as parallel
+    import analyzer._fastscan.parallel as parallel
 
     # Many ranges: the workers surely match lines while the thread holds the lock.
     monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 256 << 10)
@@ -185,7 +185,7 @@ def test_a_diagnosis_with_a_thread_holding_a_lock_is_the_same(
 def test_a_streamed_scan_with_a_thread_holding_a_lock_is_the_same(
     book: RuleBook, fleet_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer.parallel as parallel
+    import analyzer._fastscan.parallel as parallel
 
     # One gzip file: read here and handed to the workers in chunks, many of them.
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 256 << 10)
