@@ -17,7 +17,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, BinaryIO, cast
 
 import typer
 
@@ -193,26 +193,6 @@ def _full_message(exc: OSError) -> str:
 PROGRESS_DELAY_S = 0.5
 
 
-class _CountingReader(io.RawIOBase):
-    """A binary stream that reports how many bytes were read from it (stdin's progress)."""
-
-    def __init__(self, raw: io.BufferedIOBase, on_bytes: Callable[[int], None]) -> None:
-        self._raw = raw
-        self._on_bytes = on_bytes
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        # read1: what is there now, without waiting for a whole buffer (a pipe's writer may
-        # be slow).
-        data = self._raw.read1(len(buffer))
-        buffer[: len(data)] = data
-        if data:
-            self._on_bytes(len(data))
-        return len(data)
-
-
 class _Progress:
     """What the caller of :func:`_reading_progress` tells it: the sources once opened (a
     ``gs://`` tree's objects are then counted as they are read)."""
@@ -315,7 +295,9 @@ def _reading_progress(paths: Sequence[str], *, writing: bool = False) -> Iterato
     saved = sys.stdin
     raw = getattr(sys.stdin, "buffer", None)
     if stdin and isinstance(raw, io.BufferedIOBase):
-        counted = _CountingReader(raw, lambda n: advance(None, n))
+        from analyzer.ingest.streams import CountingReader
+
+        counted = CountingReader(cast(BinaryIO, raw), lambda n: advance(None, n))
         sys.stdin = io.TextIOWrapper(io.BufferedReader(counted), encoding="utf-8")
     try:
         yield _Progress(opened)

@@ -5,15 +5,18 @@ shows a bar for stdin; no bar when stderr is not a terminal."""
 from __future__ import annotations
 
 import gzip
+import io
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from analyzer.classify import Collector, classify_sources
 from analyzer.ingest import open_sources
 from analyzer.progress import gzip_size, reading_progress
 from analyzer.rulebook import RuleBook
+from analyzer.simulate import FORMATS, encoding, fleet, write
 from tests.terminal import run_in_terminal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,11 +28,13 @@ class Recorder:
         self.totals: set[int | None] = set()
         self.read = 0
         self.calls = 0
+        self.largest = 0
 
     def __call__(self, total: int | None, count: int) -> None:
         self.totals.add(total)
         self.read += count
         self.calls += 1
+        self.largest = max(self.largest, count)
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +80,55 @@ def test_a_gzip_file_moves_the_bar_while_it_is_decompressed(
     assert recorder.totals == {packed.stat().st_size}
     assert recorder.read == packed.stat().st_size
     assert recorder.calls > 3
+
+
+# Every format but sink JSONL (the fast scan's, counted by its blocks) is read record by record.
+OTHER_FORMATS = [fmt for fmt in FORMATS if fmt != "jsonl"]
+
+
+@pytest.fixture(scope="module")
+def entries() -> list[dict[str, object]]:
+    # Larger than the readers' own chunks (gcloud JSON reads a megabyte at a time).
+    return [orjson.loads(line) for line in fleet(2_200_000, seed=11)]
+
+
+@pytest.mark.parametrize(
+    ("how", "fmt", "packed"),
+    [("diagnose", fmt, False) for fmt in OTHER_FORMATS]
+    + [("diagnose", "stream-logs", True), ("diagnose", "gcloud-json", True)]
+    + [("classify", "stream-logs", False), ("classify", "explorer-csv", True)],
+)
+def test_other_formats_move_the_bar_as_they_are_read(
+    book: RuleBook,
+    entries: list[dict[str, object]],
+    tmp_path: Path,
+    fmt: str,
+    packed: bool,
+    how: str,
+) -> None:
+    out = io.StringIO()
+    # YAML is the slowest to read: a quarter is several of its reader's buffers already.
+    write(entries[: len(entries) // 4] if fmt == "yaml" else entries, fmt, out, seed=11)
+    data = out.getvalue().encode(encoding(fmt))
+    path = tmp_path / f"fleet.{fmt}{'.gz' if packed else ''}"
+    # Stored, not compressed: as many compressed bytes as a large export has, in a small test.
+    path.write_bytes(gzip.compress(data, compresslevel=0) if packed else data)
+    recorder = Recorder()
+    token = reading_progress.set(recorder)
+    try:
+        sources = open_sources([str(path)])
+        if how == "diagnose":
+            Collector(book, processes=1).read_all(sources)
+        else:
+            list(classify_sources(sources, book, processes=1))
+    finally:
+        reading_progress.reset(token)
+    size = path.stat().st_size
+    assert recorder.totals == {size}
+    assert recorder.read == size
+    # Told as the reader takes the file's bytes (a buffer at a time), not once at its end.
+    assert recorder.calls > 3
+    assert recorder.largest <= max(size // 2, 1 << 16)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")

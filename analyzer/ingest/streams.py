@@ -11,6 +11,7 @@ import codecs
 import gzip
 import io
 import zlib
+from collections.abc import Callable
 from typing import BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -38,6 +39,34 @@ class ReplayReader(io.RawIOBase):
         data = self._rest.read(len(target))
         target[: len(data)] = data
         return len(data)
+
+
+class CountingReader(io.RawIOBase):
+    """``raw``'s bytes, each read's count told to ``on_bytes``: how far a reader has got, in
+    the input's own bytes (compressed ones for a gzip file), whatever its format."""
+
+    def __init__(self, raw: BinaryIO, on_bytes: Callable[[int], None]) -> None:
+        super().__init__()
+        self._raw = raw
+        self._on_bytes = on_bytes
+        # read1: what is there now, without waiting for a whole buffer (a pipe's writer may
+        # be slow); a plain read where there is none.
+        self._read = getattr(raw, "read1", raw.read)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        target = memoryview(buffer).cast("B")
+        data = self._read(len(target))
+        target[: len(data)] = data
+        if data:
+            self._on_bytes(len(data))
+        return len(data)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 class GzipGuard(io.RawIOBase):
