@@ -14,7 +14,8 @@ are free, and send each result back when it is done.
   workers sent. With as many processes as cores, nothing waits for a core.
 - Each worker sends its results on a pipe of its own (made large, so that it rarely waits for
   the caller to read), each a length-prefixed pickle, as soon as it has one, so the caller can
-  show progress.
+  show progress; a task that takes long can also tell how far it has got
+  (:func:`tell_progress`) on the same pipe.
 - A worker that fails sends the exception, which the caller raises. A worker that dies without
   a word (killed) is reported as such. Workers leave with ``os._exit``: never through the
   caller's stack.
@@ -38,6 +39,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
+from contextvars import ContextVar
 from functools import partial
 from typing import BinaryIO, Literal, TypeVar, cast
 
@@ -68,6 +70,20 @@ sys.path[:] = pickle.load(boot)
 from analyzer.processes import _spawned
 _spawned(boot, int(sys.argv[2]), int(sys.argv[3]))
 """
+
+
+# Where tell_progress sends what a task tells while it runs: to the caller's pipe in a worker,
+# to the caller's on_progress when this process runs the task itself.
+_told: ContextVar[Callable[[int], None] | None] = ContextVar("told", default=None)
+
+
+def tell_progress(amount: int) -> None:
+    """From inside a task's work: tell the caller of :func:`run_forked` ``amount`` more of the
+    task is done (its ``on_progress``, with the task's index), now rather than when the task
+    ends. Nothing when nobody listens."""
+    told = _told.get()
+    if told is not None:
+        told(amount)
 
 
 class WorkerDied(JobDoctorError):
@@ -169,6 +185,7 @@ def run_forked(
     processes: int,
     while_waiting: Callable[[], None] | None = None,
     *,
+    on_progress: Callable[[int, int], None] | None = None,
     start: Start = None,
 ) -> Generator[tuple[int, R], None, None]:
     """``(index, work(tasks[index]))`` for every task, in the order they finish, computed by
@@ -176,7 +193,9 @@ def run_forked(
 
     ``while_waiting`` runs here once the workers have started, before this process takes its
     first task: with one process per core, that work then shares no core with the workers'.
-    Results travel by pickle. An exception raised by ``work`` is raised here. While another
+    Results travel by pickle. An exception raised by ``work`` is raised here. What a task
+    tells of its progress (:func:`tell_progress`) is given to ``on_progress(index, amount)``,
+    from a worker when this process next reads the workers' pipes. While another
     thread runs here, the workers are spawned (:func:`fork_is_safe`): ``tasks`` and ``work``
     then travel by pickle too, or, where they do not pickle, this process does every task.
     """
@@ -185,7 +204,7 @@ def run_forked(
             while_waiting()
         return
     group = -(-len(tasks) // _MAX_TOKENS)
-    serve = partial(_serve, tasks, work, group)
+    serve = partial(_serve, tasks, work, group, on_progress is not None)
     spawned = None
     if processes > 1 and _spawning(start):
         spawned = _spawnable(serve)
@@ -212,10 +231,10 @@ def run_forked(
         while token := os.read(token_read, _TOKEN.size):
             (number,) = _TOKEN.unpack(token)
             for index in range(number * group, min(len(tasks), (number + 1) * group)):
-                yield index, work(tasks[index])
-                for done, result in _results(workers, received, wait=False):
+                yield index, _run(work, tasks[index], index, on_progress)
+                for done, result in _results(workers, received, on_progress, wait=False):
                     yield done, cast(R, result)
-        for done, result in _results(workers, received, wait=True):
+        for done, result in _results(workers, received, on_progress, wait=True):
             yield done, cast(R, result)
     finally:
         os.close(token_read)
@@ -374,12 +393,39 @@ def _enlarge(pipe: int) -> None:
         pass
 
 
-def _serve(tasks: Sequence[T], work: Callable[[T], R], group: int, tokens: int, out: int) -> None:
-    """A worker's work: take task groups until none are left, send each result."""
+def _run(
+    work: Callable[[T], R], task: T, index: int, on_progress: Callable[[int, int], None] | None
+) -> R:
+    """``work(task)`` in this process, what it tells of its progress given to ``on_progress``."""
+    if on_progress is None:
+        return work(task)
+    token = _told.set(partial(on_progress, index))
+    try:
+        return work(task)
+    finally:
+        _told.reset(token)
+
+
+def _serve(
+    tasks: Sequence[T],
+    work: Callable[[T], R],
+    group: int,
+    telling: bool,
+    tokens: int,
+    out: int,
+) -> None:
+    """A worker's work: take task groups until none are left, send each result (and, when the
+    caller listens, what each task tells of its progress)."""
     while token := os.read(tokens, _TOKEN.size):
         (number,) = _TOKEN.unpack(token)
         for index in range(number * group, min(len(tasks), (number + 1) * group)):
+            if telling:
+                _told.set(partial(_tell, out, index))
             _send(out, ("done", index, work(tasks[index])))
+
+
+def _tell(out: int, index: int, amount: int) -> None:
+    _send(out, ("told", index, amount))
 
 
 def _live(out: int, serve: Callable[[], None]) -> None:
@@ -409,20 +455,30 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _results(
-    workers: dict[int, int], received: dict[int, bytearray], *, wait: bool
+    workers: dict[int, int],
+    received: dict[int, bytearray],
+    on_progress: Callable[[int, int], None] | None,
+    *,
+    wait: bool,
 ) -> Iterator[tuple[int, object]]:
-    """The workers' messages: those that have arrived, or (``wait``) all of them, until every
-    worker has closed its pipe. A worker that closed its pipe is reaped."""
+    """The workers' results: those that have arrived, or (``wait``) all of them, until every
+    worker has closed its pipe (what tasks told of their progress goes to ``on_progress``).
+    A worker that closed its pipe is reaped."""
     while received:
         ready, _, _ = select.select(list(received), [], [], None if wait else 0)
         for fd in ready:
-            yield from _receive(fd, received, workers)
+            yield from _receive(fd, received, workers, on_progress=on_progress)
         if not wait:
             return
 
 
 def _receive(
-    fd: int, received: dict[int, bytearray], workers: dict[int, int], *, ended_early: bool = False
+    fd: int,
+    received: dict[int, bytearray],
+    workers: dict[int, int],
+    *,
+    ended_early: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> list[tuple[int, object]]:
     """The whole messages one read of the worker pipe ``fd`` completes. At its end the worker is
     reaped, and WorkerDied raised if it died, left half a message, or ``ended_early``."""
@@ -430,7 +486,7 @@ def _receive(
     buffer = received[fd]
     if chunk:
         buffer += chunk
-        return list(_messages(buffer))
+        return list(_messages(buffer, on_progress))
     del received[fd]
     os.close(fd)
     _, status = os.waitpid(workers.pop(fd), 0)
@@ -439,8 +495,11 @@ def _receive(
     return []
 
 
-def _messages(buffer: bytearray) -> Iterator[tuple[int, object]]:
-    """The whole messages at the start of ``buffer``, removed from it."""
+def _messages(
+    buffer: bytearray, on_progress: Callable[[int, int], None] | None = None
+) -> Iterator[tuple[int, object]]:
+    """The results in the whole messages at the start of ``buffer``, removed from it; a
+    task's progress goes to ``on_progress``."""
     at = 0
     while len(buffer) - at >= _LENGTH.size:
         (size,) = _LENGTH.unpack_from(buffer, at)
@@ -453,6 +512,10 @@ def _messages(buffer: bytearray) -> Iterator[tuple[int, object]]:
         if kind == "failed":
             del buffer[:at]
             raise payload
+        if kind == "told":
+            if on_progress is not None:
+                on_progress(index, payload)
+            continue
         yield index, payload
     del buffer[:at]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import io
 import sys
+import threading
 from pathlib import Path
 
 import orjson
@@ -80,6 +81,36 @@ def test_a_gzip_file_moves_the_bar_while_it_is_decompressed(
     assert recorder.totals == {packed.stat().st_size}
     assert recorder.read == packed.stat().st_size
     assert recorder.calls > 3
+
+
+@pytest.mark.parametrize("threads", [False, True], ids=["forked", "spawned"])
+def test_gzip_files_read_by_workers_move_the_bar_as_they_are_read(
+    book: RuleBook, tmp_path: Path, threads: bool
+) -> None:
+    # Two gzip files: one task each, one read by a worker (spawned while another thread
+    # runs), one by this process. Stored, not compressed: a large file's compressed bytes,
+    # in a small test.
+    paths = []
+    for seed in (1, 2):
+        path = tmp_path / f"fleet-{seed}.jsonl.gz"
+        path.write_bytes(gzip.compress(b"".join(fleet(2_000_000, seed=seed)), compresslevel=0))
+        paths.append(path)
+    recorder = Recorder()
+    token = reading_progress.set(recorder)
+    stop = threading.Event()
+    if threads:
+        threading.Thread(target=stop.wait, daemon=True).start()
+    try:
+        Collector(book, processes=2).read_all(open_sources([str(p) for p in paths]))
+    finally:
+        stop.set()
+        reading_progress.reset(token)
+    size = sum(p.stat().st_size for p in paths)
+    assert recorder.totals == {size}
+    assert recorder.read == size
+    # Block by block, by the compressed bytes consumed: not once per file when it is done.
+    assert recorder.calls >= 1 + 2 * 3
+    assert recorder.largest < size // 4
 
 
 # Every format but sink JSONL (the fast scan's, counted by its blocks) is read record by record.
