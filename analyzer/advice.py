@@ -58,6 +58,8 @@ def _keys(
         if state is JobState.UNSPECIFIED:
             return ["none.unknown"]
         return ["none.failed" if state is JobState.FAILED else "none.running"]
+    if cause.detail == "user-rule":
+        return ["user-rule"]
     if cause.detail == "output-not-in-input":
         # What the exit code alone says, then how to get the output that says more.
         transient = policy.is_transient(cause.exit_code)
@@ -180,6 +182,8 @@ def advice_for(
         if frame
         else "where its traceback points",
         "detail": cause.detail if cause and cause.detail else "",
+        "rule": cause.rule if cause else "",
+        "message": _short(cause.message, 100) if cause else "",
         "cascade": cause.cascade[0].replica if cause and cause.cascade else "the other replicas",
         **(machine or {}),
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from analyzer.diagnosis import Cause
-from analyzer.events import Category, Event, EventKind
+from analyzer.events import Category, Event, EventKind, Writer
 from analyzer.policy import RetryPolicy
 from analyzer.records import Origin
 from analyzer.timeline import Attempt, WorkerTimeline, replica_task
@@ -79,10 +79,22 @@ def first_cause(attempt: Attempt) -> Cause | None:
     message for its pool is that OOM (the memory message confirms the kill); otherwise the
     first failure is the initiating one.
     """
-    errors = [e for e in attempt.errors if e.match.category is not None]
-    if not errors:
+    found = [e for e in attempt.errors if e.match.category is not None]
+    if not found:
         return None
+    # The platform's failure messages are the service's (rules/errors.yaml); a user's error
+    # rule on the job's own lines explains such a failure, it does not replace it: the cause
+    # is the service's message, with the user's line as evidence. Alone, it is the cause.
+    errors = [e for e in found if e.match.writer is Writer.SERVICE] or found
     first = errors[0]
+    assert first.match.category is not None
+    if found[0] is not first:
+        cause = _first_of(attempt, errors, first)
+        return replace(cause, evidence=with_origins(cause.evidence, [found[0].origin]))
+    return _first_of(attempt, errors, first)
+
+
+def _first_of(attempt: Attempt, errors: list[Event], first: Event) -> Cause:
     assert first.match.category is not None
     oom = next((e for e in errors if e.match.category is Category.OOM), None)
     killed = int_field(first, "exit_code") in _KILLED

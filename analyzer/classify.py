@@ -359,6 +359,7 @@ class Collector:
         self._cluster = cluster
         self._jobs: dict[tuple[str, str], _JobAccumulator] = {}
         self._stats: dict[str, InputStats] = {}
+        self._naming: set[str] = set()  # inputs that gave a named job
         self.unread: list[str] = []
         """One line per input that failed while it was read (it gave nothing) or was cut
         short (a truncated ``.gz``: what came before the cut was read); the others were
@@ -408,6 +409,8 @@ class Collector:
                 if meter is not None and share is None:
                     meter(source_size(source) or 0)
             _settle(local, source.stats.path, self._jobs)
+            if local:  # what is left once settled: the named jobs it gave
+                self._naming.add(source.stats.path)
             self._stats.setdefault(source.stats.path, source.stats)
             if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
                 # Read up to the cut; what came after it is lost, which a batch must not hide.
@@ -448,6 +451,8 @@ class Collector:
             group = job_group(event.job_id, event.trial)
             local.setdefault(group, _JobAccumulator()).events.append(event)
         _settle(local, stats.path, self._jobs)
+        if local:
+            self._naming.add(stats.path)
         self._stats.setdefault(stats.path, stats)
 
     @property
@@ -457,8 +462,11 @@ class Collector:
 
     def without_jobs(self) -> list[str]:
         """Inputs that named no job and held no message a rule knows (a README in a folder
-        of exports, say): there is nothing to diagnose in them."""
-        return list(dict.fromkeys(split_job_group(key[1])[0] for key in self._empty()))
+        of exports, say): there is nothing to diagnose in them. An input that gave a named job
+        is not one of them, whatever else it holds (entries without a resource, a document
+        cut short at its end)."""
+        paths = (split_job_group(key[1])[0] for key in self._empty())
+        return [path for path in dict.fromkeys(paths) if path not in self._naming]
 
     def _empty(self) -> list[tuple[str, str]]:
         return [

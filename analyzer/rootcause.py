@@ -11,7 +11,7 @@ import regex
 
 from analyzer.causes import MESSAGE_LIMIT, cause_from_event, with_origins
 from analyzer.diagnosis import CascadeFailure, Cause
-from analyzer.events import Category, Event, EventKind
+from analyzer.events import Category, Event, EventKind, Writer
 from analyzer.exitcodes import decode
 from analyzer.policy import RetryPolicy
 from analyzer.records import Origin
@@ -158,11 +158,27 @@ def _deepen_one(
         and exception is None
         and cause.category is Category.USER_CODE_EXCEPTION
         and not any(w.starts for w in attempt.workers)
+        and any(_by_service(e) for e in own)
+        and all(_by_service(e) for e in attempt.errors)
     ):
         # platform.md section 9: "no container output reached Cloud Logging" only when the
         # input holds the container's stream and it is empty; a paste of the service's lines
-        # only lacks it, which is another thing to say.
+        # only lacks it, which is another thing to say. Both speak of the service's message
+        # alone: a line a user's error rule matched (anyone's) is output the input does hold.
         detail = "no-container-output" if stream else "output-not-in-input"
+    elif (
+        detail is None
+        and exception is None
+        and cause.category is Category.USER_CODE_EXCEPTION
+        and cause.exit_code is None
+        and own
+        and not any(_by_service(e) for e in (*own, *attempt.errors))
+    ):
+        # Every built-in error rule is the service's (rules/errors.yaml): a cause from a rule
+        # written by anyone, with no service message of the attempt's failures beside it, is
+        # a user's rule that names no replica exit; the advice of a replica's exit (read its
+        # traceback, "exited with status unknown") would speak of what is not there.
+        detail = "user-rule"
     evidence = with_origins(
         cause.evidence,
         [exception.origin if exception else None, *(e.origin for e in details[:1])],
@@ -177,6 +193,10 @@ def _deepen_one(
         transient=policy.is_transient(cause.exit_code) if decoded else None,
     )
     return deeper, death
+
+
+def _by_service(event: Event) -> bool:
+    return event.match.writer is Writer.SERVICE
 
 
 def _shifted(when: datetime, by: timedelta) -> datetime:

@@ -502,3 +502,19 @@ def test_a_broken_yaml_job_spec_names_file_and_line(tmp_path: Path) -> None:
     path.write_text("name: projects/p/locations/l/customJobs/1\nstate: [unclosed\n")
     with pytest.raises(InputError, match=r"describe\.yaml: not a job spec \(invalid YAML at line"):
         load_job_spec(path)
+
+
+def test_a_yaml_paste_cut_inside_its_last_document_is_the_job_alone() -> None:
+    """gcloud's YAML cut in the middle of its last document (a paste, a full terminal): the
+    cut entry has its text but no resource and no time; it makes no second job, and no
+    "no Vertex AI job message" notice about the input that holds the job."""
+    whole = _written("user-code-exit1", "yaml").decode()
+    cut = whole + (
+        "---\ninsertId: abc\njsonPayload:\n  message: 'step 3 loss 0.2'\nlabels:\n"
+        "  ml.googleapis.com/job_id/log_area: root\nlogName: projects/acme-ml-prod/logs/ml.goo"
+    )
+    analysis = _analysis(cut, "cut.yaml")
+    assert _verdicts(analysis) == _verdicts(_analysis(whole, "whole.yaml"))
+    assert not [n for n in analysis.notices if "no Vertex AI job message" in n]
+    (stats,) = analysis.inputs
+    assert stats.lines == stats.used + stats.skipped

@@ -111,3 +111,62 @@ def test_docs_list_every_built_in_rule() -> None:
     docs = (ROOT / "docs" / "rules.md").read_text()
     missing = [r.id for r in RuleBook.load().rules if f"`{r.id}`" not in docs]
     assert missing == [], f"docs/rules.md does not list {missing}"
+
+
+_SCRATCH_RULE = """\
+- id: team.scratch-full
+  description: Our scratch volume filled up.
+  category: user_code_exception
+  templates:
+    en:
+      - "Disk quota of the scratch volume exceeded"
+  examples:
+    match:
+      - text: "Disk quota of the scratch volume exceeded"
+"""
+
+
+def test_a_user_error_rule_alone_is_said_to_be_the_users_rule(tmp_path: Path) -> None:
+    """A cause only a user's rule names (no service message of a replica's exit) is not
+    described as the service's message, nor given the advice of a replica's exit."""
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / "scratch.yaml").write_text(_SCRATCH_RULE)
+    paste = tmp_path / "paste.txt"
+    paste.write_text("epoch 3\nDisk quota of the scratch volume exceeded\nbye\n")
+    result = runner.invoke(
+        app, ["diagnose", "--format", "json", "--rules", str(folder), str(paste)]
+    )
+    job = json.loads(result.stdout)["jobs"][0]
+    assert (job["cause"]["rule"], job["cause"]["detail"]) == ("team.scratch-full", "user-rule")
+    advice = " ".join(job["advice"])
+    assert "Your rule team.scratch-full" in advice
+    assert "service's message" not in advice and "status unknown" not in advice
+
+
+def test_a_user_error_rule_beside_the_services_exit_keeps_the_replicas_advice(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / "scratch.yaml").write_text(_SCRATCH_RULE)
+    paste = tmp_path / "paste.txt"
+    paste.write_text(
+        "Disk quota of the scratch volume exceeded\n"
+        "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error.\n"
+    )
+    result = runner.invoke(
+        app, ["diagnose", "--format", "json", "--rules", str(folder), str(paste)]
+    )
+    job = json.loads(result.stdout)["jobs"][0]
+    cause = job["cause"]
+    # The service's message is the cause; the user's line is its evidence, and is output the
+    # input holds (not "only the service's message").
+    assert (cause["rule"], cause["replica"], cause["exit_code"]) == (
+        "vertex.user-code-exception",
+        "workerpool0-0",
+        1,
+    )
+    assert [e["line"] for e in cause["evidence"]] == [2, 1]
+    assert cause["detail"] is None
+    assert "Your rule" not in " ".join(job["advice"])
