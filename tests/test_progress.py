@@ -43,14 +43,19 @@ def book() -> RuleBook:
     return RuleBook.load()
 
 
+@pytest.mark.parametrize("given", ["directory", "glob"])
 @pytest.mark.parametrize("processes", [1, 2])
 @pytest.mark.parametrize("how", ["diagnose", "classify"])
-def test_the_meter_adds_up_over_a_directory(book: RuleBook, processes: int, how: str) -> None:
+def test_the_meter_adds_up_over_a_directory(
+    book: RuleBook, processes: int, how: str, given: str
+) -> None:
     files = sorted(p for p in SAMPLES.iterdir() if p.is_file())
+    if given == "glob":
+        files = [p for p in files if p.name.startswith("s")]
     recorder = Recorder()
     token = reading_progress.set(recorder)
     try:
-        sources = open_sources([str(SAMPLES)])
+        sources = open_sources([str(SAMPLES) if given == "directory" else str(SAMPLES / "s*")])
         if how == "diagnose":
             Collector(book, processes=processes).read_all(sources)
         else:
@@ -64,9 +69,7 @@ def test_the_meter_adds_up_over_a_directory(book: RuleBook, processes: int, how:
     assert recorder.read == total
 
 
-def test_a_gzip_file_moves_the_bar_while_it_is_decompressed(
-    book: RuleBook, tmp_path: Path
-) -> None:
+def test_a_gzip_file_moves_the_bar_while_it_is_decompressed(book: RuleBook, tmp_path: Path) -> None:
     plain = (SAMPLES / "project-wide.jsonl").read_bytes() * 8  # several blocks of lines
     packed = tmp_path / "fleet.jsonl.gz"
     packed.write_bytes(gzip.compress(plain))
@@ -175,6 +178,38 @@ def test_a_slow_stdin_shows_a_bar_on_a_terminal_and_none_elsewhere() -> None:
     assert shown.text.count("job ") >= 5  # the verdicts, after the bar is gone
     quiet = run_in_terminal(args, 100, feed=feed)
     assert quiet.code == 0 and "reading" not in quiet.stderr and "reading" not in quiet.raw
+
+
+def _slow_stdin() -> list[tuple[bytes, float]]:
+    # A slow writer (gsutil cat over a slow link): the read lasts over a second.
+    data = (SAMPLES / "project-wide.jsonl").read_bytes()
+    half = data.rfind(b"\n", 0, len(data) // 2) + 1
+    return [(data[:half], 1.2), (data[half:], 0.0)]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
+def test_report_shows_a_bar_while_it_reads(tmp_path: Path) -> None:
+    out = tmp_path / "fleet.html"
+    args = ["report", "-o", str(out), "-"]
+    shown = run_in_terminal(args, 100, feed=_slow_stdin(), stderr_on_terminal=True)
+    assert shown.code == 0, shown.text
+    assert "reading stdin" in shown.raw
+    assert "<table" in out.read_text()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
+def test_classify_shows_a_bar_unless_its_rows_go_to_the_terminal(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    redirected = run_in_terminal(["classify", "-"], 100, feed=_slow_stdin(), stdout_file=rows)
+    assert redirected.code == 0
+    assert "reading stdin" in redirected.raw
+    assert len(rows.read_text().splitlines()) > 10
+    # Rows on the terminal are the feedback: a bar would be drawn through them.
+    on_terminal = run_in_terminal(
+        ["classify", "-"], 100, feed=_slow_stdin(), stderr_on_terminal=True
+    )
+    assert on_terminal.code == 0
+    assert "reading" not in on_terminal.raw and on_terminal.text.count("\n") > 10
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
