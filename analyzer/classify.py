@@ -393,8 +393,9 @@ class Collector:
             if found is not None:
                 local = _from_scan(found)
             else:
-                records, share = records_counted(source, meter)
+                share = None
                 try:
+                    records, share = records_counted(source, meter)
                     local = _read_source(records, book, prefilter=self._fast)
                 except (InputError, OSError) as error:
                     # A file gone since it was opened, an I/O error under it: a batch goes on.

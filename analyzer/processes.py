@@ -109,14 +109,19 @@ def _spawning(start: Start) -> bool:
 
 
 def _spawnable(serve: Callable[[int, int], None]) -> bytes | None:
-    """``serve`` pickled for spawned workers; None when it does not pickle, or when no
-    interpreter can be started (an embedded Python): then the work is done here."""
+    """``serve`` pickled for spawned workers; None when it does not pickle, names what only
+    this process has (``__main__``), or when no interpreter can be started (an embedded
+    Python): then the work is done here."""
     if not sys.executable or not hasattr(os, "posix_spawn"):
         return None
     try:
-        return pickle.dumps(serve, protocol=pickle.HIGHEST_PROTOCOL)
+        blob = pickle.dumps(serve, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError):
         return None
+    # A function of __main__ (a notebook cell, a script) is pickled by name, and a new
+    # interpreter's __main__ has none. (The bytes may also be data that says __main__: then
+    # this process works alone, for nothing worse than time.)
+    return None if b"__main__" in blob else blob
 
 
 def _start(serve: Callable[[int, int], None], source: int, out: int, spawned: bytes | None) -> int:

@@ -235,6 +235,21 @@ def test_work_that_does_not_pickle_is_done_here() -> None:
     assert streamed == {0: (0, b"xy"), 1: (1, b"z")}
 
 
+def test_work_of_main_is_done_here() -> None:
+    # A notebook cell's function: pickled by name, and a new interpreter's __main__ lacks it.
+    code = (
+        "import os, threading\n"
+        "from analyzer.processes import run_forked\n"
+        "def pid(value):\n"
+        "    return value, os.getpid()\n"
+        "threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+        "found = dict(run_forked(list(range(30)), pid, 3))\n"
+        "print(sorted(v for v, _ in found.values()) == list(range(30)))\n"
+        "print({p for _, p in found.values()} == {os.getpid()})\n"
+    )
+    assert _python(code) == ["True", "True"]
+
+
 def _fail(value: int) -> int:
     raise ValueError(f"task {value} failed in {os.getpid()}")
 
