@@ -257,3 +257,31 @@ def _fail(value: int) -> int:
 def test_a_spawned_workers_failure_is_raised_here() -> None:
     with lock_held_by_a_thread(0), deadline(), pytest.raises(ValueError, match="failed"):
         list(run_forked(list(range(6)), _fail, 2))
+
+
+def test_a_parallel_diagnosis_in_a_jupyter_kernel(fleet_file: Path) -> None:
+    # Where the issue was seen: a kernel runs threads (heartbeat, IOPub, libzmq's own).
+    nbformat = pytest.importorskip("nbformat", reason="nbformat is in the test extra")
+    nbclient = pytest.importorskip("nbclient", reason="nbclient is in the test extra")
+    pytest.importorskip("ipykernel", reason="ipykernel is in the test extra")
+    cell = (
+        "import sys, warnings\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "import analyzer._fastscan.parallel as parallel\n"
+        "from analyzer.processes import fork_is_safe\n"
+        "from analyzer.rulebook import RuleBook\n"
+        "from tests.test_fork_safety import _analysis\n"
+        "parallel.MIN_RANGE_BYTES = 256 << 10\n"
+        "book = RuleBook.load()\n"
+        f"paths = [{str(fleet_file)!r}]\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    found = _analysis(paths, book, fast=True, processes=2)\n"
+        "print(fork_is_safe(), found == _analysis(paths, book, fast=False),"
+        " [str(w.message) for w in caught if 'fork' in str(w.message)])\n"
+    )
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(cell)]
+    nbclient.NotebookClient(notebook, timeout=DEADLINE_S, kernel_name="python3").execute()
+    (output,) = notebook.cells[0].outputs
+    assert output["text"].split() == ["False", "True", "[]"]
