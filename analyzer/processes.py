@@ -1,4 +1,4 @@
-"""Running tasks in forked worker processes, with nothing more than pipes.
+"""Running tasks in worker processes (forked, or spawned where a fork is unsafe), with pipes only.
 
 ``multiprocessing.Pool`` costs about 30 ms before its first task runs (its import, handler
 threads, a queue per direction), a tenth of a large scan here. The scan needs only this: forked
