@@ -4,11 +4,12 @@ Most records match no rule. For those only cheap per-worker bookkeeping is kept 
 last time seen on each VM), so memory grows with the number of jobs, workers and matched
 events, never with the size of the input.
 
-Sink JSONL files take the fast scan (``analyzer._fastscan``: the bookkeeping kept from the
-decoded JSON with timestamps as strings, full records only for lines a rule may match, large
-inputs read by several processes); this module turns what it found into the same per-job
-accumulators as the plain reading. The result is identical to the plain path's
-(``tests/test_fastpath.py``); ``fast=False`` reads record by record.
+Sink JSONL files, stream-logs text and gcloud JSON files take the fast scan
+(``analyzer._fastscan``: the bookkeeping kept from light lines with timestamps as strings, full
+records only for lines a rule may match, large inputs read by several processes); this module
+turns what it found into the same per-job accumulators as the plain reading. The result is
+identical to the plain path's (``tests/test_fastpath.py``, ``tests/test_fast_readers.py``);
+``fast=False`` reads record by record.
 """
 
 from __future__ import annotations

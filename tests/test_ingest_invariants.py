@@ -202,4 +202,4 @@ def test_stream_logs_time_is_strptimes_answer(
         expected = datetime.strptime(value, "%Y-%m-%d %H:%M:%S %z").astimezone(UTC)
     except ValueError:
         expected = None
-    assert stream_logs._parse_time(value) == expected
+    assert stream_logs.parse_time(value) == expected

@@ -1,4 +1,5 @@
-"""The fast scan: sink JSONL read without a full record per line.
+"""The fast scan: sink JSONL (and stream-logs text, gcloud JSON) read without a full record
+per line.
 
 One entry, :func:`scan`: for each input it takes (:func:`takes`), what the classify stage
 consumes (:class:`RangeScan`: the per-``(job, task, vm)`` tally of every line, the events of the
@@ -10,7 +11,10 @@ record by record. Inside:
   line as the line-by-line reader would;
 - ``parallel``: large inputs cut into byte ranges at line ends, scanned by forked workers (or a
   cluster's), merged in order;
-- ``dispatch``: which inputs are taken, and where each is read.
+- ``dispatch``: which inputs are taken, and where each is read;
+- ``streamlogs``, ``gcloudjson``, ``readers``: the same for the other readers' inputs, read into
+  the same tally (gcloud's array rewritten as sink lines for ``jsonl``'s scanner), and cut into
+  byte ranges where a range can be read apart.
 
 Private: nothing outside ``analyzer.classify`` (and ``analyzer.cluster``, which runs its tasks
 elsewhere) imports it; the later stages never load it.

@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeGuard
 
+from analyzer._fastscan import readers
 from analyzer._fastscan.parallel import (
     GZIP_EXPANSION,
     MIN_RANGE_BYTES,
@@ -64,7 +65,10 @@ def can_scan(book: Matcher) -> TypeGuard[BookLike]:
 
 def takes(source: Source, book: Matcher) -> bool:
     """Whether the fast scan reads ``source``: sink JSONL, as UTF-8 bytes, present on disk
-    (a file gone since it was opened is left to the plain reading, which names it)."""
+    (a file gone since it was opened is left to the plain reading, which names it); or
+    stream-logs text or a gcloud JSON file (``analyzer._fastscan.readers``)."""
+    if source.stats.format in readers.FORMATS:
+        return can_scan(book) and readers.takes(source)
     return (
         isinstance(source, FileSource | StreamSource | GcsSource)
         and source.stats.format == Format.CLOUD_LOGGING_JSONL.value
@@ -94,7 +98,14 @@ def scan(
     taken = [source for source in sources if takes(source, book)]
     if not taken or not can_scan(book):
         return [None] * len(sources)
-    found = _scan(taken, book, processes, while_waiting, cluster, meter)
+    texts = [source for source in taken if source.stats.format in readers.FORMATS]
+    sinks = [source for source in taken if source.stats.format not in readers.FORMATS]
+    found = _scan(sinks, book, processes, while_waiting, cluster, meter) if sinks else {}
+    if texts:
+        # Read here or by forked workers, never a cluster's: a cluster's tasks are sink ranges.
+        found |= readers.scan_texts(
+            texts, book, processes, while_waiting, meter, input_progress.get()
+        )
     return [found.get(id(source)) for source in sources]
 
 

@@ -66,6 +66,9 @@ class RangeScan:
     timeouts: Counter[str] = field(default_factory=Counter)
     # The events, msgpack-encoded, on their way from a worker: five times cheaper than pickle.
     packed_events: bytes = b""
+    # The process that scanned it (:data:`_PROCESS`), once packed: its rule timeouts are
+    # already in this process's book when it is this one.
+    scanned_in: bytes = b""
 
 
 def scan_stream(
@@ -316,6 +319,7 @@ def _packed(found: RangeScan) -> RangeScan:
     """``found`` with its events msgpack-encoded, to travel back from a worker."""
     found.packed_events = _EVENTS_ENCODER.encode(found.events)
     found.events = []
+    found.scanned_in = _PROCESS[0]
     return found
 
 
@@ -331,11 +335,26 @@ def _merged(parts: Sequence[RangeScan], book: BookLike) -> RangeScan:
     each renumbered after those before it; the rule timeouts the workers met are added to
     ``book``'s."""
     for found in parts:
-        book.timeouts.update(found.timeouts)
+        # A task this process ran itself counted its timeouts in this book already.
+        if found.scanned_in != _PROCESS[0]:
+            book.timeouts.update(found.timeouts)
     merged = parts[0]
     for later in parts[1:]:
         _append(merged, later)
     return merged
+
+
+# Names this process among those that scan (a worker may run here, in a fork, a spawned
+# process or on a cluster's machine): random, and drawn again in a forked child.
+_PROCESS = [os.urandom(16)]
+
+
+def _new_process() -> None:
+    _PROCESS[0] = os.urandom(16)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_process)
 
 
 def processes_for(total_bytes: int, requested: int | None) -> int:

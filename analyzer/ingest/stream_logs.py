@@ -78,7 +78,7 @@ class StreamLine:
         )
 
 
-def _parse_time(value: str) -> datetime | None:
+def parse_time(value: str) -> datetime | None:
     """``value`` (``2024-05-08 16:47:59 +0000``) as aware UTC, or None when it is no time.
 
     ``strptime`` is the definition; ``fromisoformat`` gives its answer twenty times faster for
@@ -103,7 +103,7 @@ def parse_line(text: str) -> StreamLine | None:
     prefix = _PREFIX.match(text)
     if prefix is None:
         return None
-    timestamp = _parse_time(prefix["time"])
+    timestamp = parse_time(prefix["time"])
     if timestamp is None:
         return None
     rest = text[prefix.end() :]
@@ -151,7 +151,13 @@ def continues(pending_head: StreamLine, pending_lines: int, line: StreamLine) ->
     """
     if pending_head.task != SERVICE_TASK or not line.same_entry_prefix(pending_head):
         return False
-    head_message, message = pending_head.message, line.message
+    return continues_message(pending_head.message, pending_lines, line.message)
+
+
+def continues_message(head_message: str, pending_lines: int, message: str) -> bool:
+    """:func:`continues` for a line with the head's prefix (severity, second, task ``service``
+    and trial): whether ``message`` goes on the message begun by ``head_message``, which has
+    ``pending_lines`` lines so far."""
     if _LIFECYCLE_START.match(head_message):
         return False
     if _CONTINUATION_START.match(message) or not message.strip():

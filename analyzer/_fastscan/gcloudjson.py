@@ -1,0 +1,390 @@
+"""The fast reader of ``gcloud logging read --format=json``: the sink scan, on gcloud's array.
+
+gcloud prints the array as Python's ``json.dumps(entries, indent=2)`` does: ``[``, then each
+LogEntry with its ``{`` and ``}`` on lines of their own, indented by two spaces, separated by
+``,``, then ``]``. Nothing inside an entry is indented that little, so ``\n  },\n  {`` is only
+ever found between two entries. Rewritten with that separator as a line end and every other
+line end as a tab, a run of entries is sink JSONL, one entry
+per line, which :class:`~analyzer._fastscan.jsonl.JsonlScanner` reads: the entries decoded
+lightly at once, records only for the candidates of the rule book's prefilter.
+
+Every step is checked, and where an input is not so the plain reader reads it (in a range,
+:class:`Unusual`: the caller reads the whole file again; a whole input, from the run where
+the light scanner stopped: a run is kept only once all of it is read). The scanner must find
+one entry per rewritten line (its block decoder proves it, or each line is read alone) and
+skip none of them (a skipped entry's lines would count once here, each of its lines there). A
+cut between two objects inside an entry leaves a line that is no object; a raw line end inside
+a string, now a tab, leaves one that is no JSON. The array must open and close as gcloud
+writes it. The plain reader accounts every line of such an input as used, and numbers an entry
+by the line its ``{`` is on: so does this one.
+
+A file can be cut into byte ranges read apart (:func:`entry_ranges`): at the start of a line
+holding an entry's ``{``, after a line holding the previous entry's ``},``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import io
+import itertools
+import re
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from analyzer._fastscan.jsonl import (
+    Candidate,
+    JsonlScanner,
+    ScanTally,
+    SpanTally,
+    TextSelector,
+    time_key,
+)
+from analyzer._fastscan.parallel import MAX_RANGE_BYTES
+from analyzer.events import Event, RuleMatch
+from analyzer.ingest.sniff import BOM
+from analyzer.records import InputStats, LogRecord, Origin, job_group
+
+Matches = Callable[[str], tuple[RuleMatch, ...]]
+
+# Between two entries of gcloud's layout; and that separator without the next entry's line end.
+_BETWEEN = b"\n  },\n  {\n"
+_SEPARATOR = _BETWEEN[:-1]
+# The separator rewritten to the same length, once every line end is a tab: the previous
+# entry's "}" ends its line, the next one's "{" starts one. A tab, not a space: between two
+# tokens it is whitespace as the line end was, and inside a string it is refused as the line
+# end was (a string holds no raw control character), so the rewritten line is JSON exactly
+# when the entry was.
+_AS_LINE_END = b"      }\n"
+# The array's first entry, and its end after the last one, as gcloud writes them.
+_OPENING = b"[\n  {\n"
+_CLOSINGS = (b"\n  }\n]\n", b"\n  }\n]")
+# A range's end when it is not the input's: the line of an entry's "}," (_BETWEEN's first half).
+_RANGE_END = b"\n  },\n"
+# Read at once: a few hundred entries (as much as a sink block: the copies a run is rewritten
+# through stay small).
+CHUNK_BYTES = 1 << 19
+# Where a cut may be looked for past its target before giving it up.
+_CUT_SEARCH_BYTES = 4 << 20
+# Records the plain reader made whose texts go through the prefilter at once (as classify's).
+_MATCH_BATCH = 1024
+
+
+class _Finder:
+    """Where the separators of a run are: Hyperscan finds them five times faster than
+    ``bytes.replace`` looks for them (whose search this long a pattern starting with a line end
+    does not suit); the ``re`` module where Hyperscan is missing."""
+
+    def __init__(self) -> None:
+        self._database: Any = None
+        try:
+            import hyperscan
+        except ImportError:
+            return
+        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._database.compile(expressions=[re.escape(_SEPARATOR)], ids=[0], flags=[0])
+
+    def __call__(self, run: bytes) -> list[int]:
+        """The offsets of the separators in ``run``, in order."""
+        if self._database is None:
+            return [found.start() for found in _SEPARATOR_AT.finditer(run)]
+        ends: list[int] = []
+        size = len(_SEPARATOR)
+
+        def note(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            ends.append(end - size)
+
+        self._database.scan(run, match_event_handler=note)
+        return ends
+
+
+_SEPARATOR_AT = re.compile(re.escape(_SEPARATOR))
+_FINDER: _Finder | None = None
+
+
+def _separators(run: bytes) -> list[int]:
+    global _FINDER
+    if _FINDER is None:
+        _FINDER = _Finder()
+    return _FINDER(run)
+
+
+class Unusual(Exception):
+    """The input is not in gcloud's layout (or holds an entry the plain reader skips): it is
+    read by the plain reader instead."""
+
+
+class GcloudJsonScanner:
+    """Reads a gcloud JSON array (or a byte range of one, :func:`entry_ranges`) into a
+    :class:`~analyzer._fastscan.jsonl.ScanTally` and events.
+
+    Where only the plain reader gives the right answer it raises :class:`Unusual` in a range;
+    a whole input is read on from there by the plain reader (``resume``): a run of entries is
+    kept only once all of it is read, so the plain reader takes it up from the line where the
+    run begins, as it would have found it (between two entries of the array).
+    """
+
+    def __init__(
+        self,
+        stats: InputStats,
+        select: TextSelector,
+        matches: Matches,
+        *,
+        at_start: bool = True,
+        resume: bool = False,
+    ) -> None:
+        self.stats = stats
+        self.tally = ScanTally()
+        self._select = select
+        self._matches = matches
+        self._at_start = at_start
+        self._resume = resume
+        self.events: list[Event] = []
+        self._line = 1  # the line the next run of entries starts on
+        self._entry = 1  # the number of its first entry
+        self.resumed_at: int | None = None
+        """The line from which the plain reader read the input, if it did."""
+
+    def scan(self, stream: BinaryIO, limit: int = -1) -> None:
+        """Scan ``stream``, up to ``limit`` bytes when not -1 (a range's end)."""
+        left = limit
+
+        def read() -> bytes:
+            nonlocal left
+            if left < 0:
+                return stream.read(CHUNK_BYTES)
+            chunk = stream.read(min(CHUNK_BYTES, left))
+            left -= len(chunk)
+            return chunk
+
+        first = read()
+        try:
+            data = self._opening(first)
+        except Unusual:
+            if not self._resume:
+                raise
+            self._read_plainly(first, stream, after=None)
+            return
+        while True:
+            cut = data.rfind(_BETWEEN)
+            more = read()
+            try:
+                if cut == -1:
+                    if not more:
+                        self._closing(data, limit >= 0)
+                        return
+                    data += more
+                    continue
+                # The entries up to the last separator's "}"; the rest begins with an
+                # entry's "{".
+                self._run(data[: cut + 4])
+            except Unusual:
+                if not self._resume:
+                    raise
+                # From the line of the run's first "{" (the plain reader's line 2, after "[").
+                self._read_plainly(b"[\n  " + data + more, stream, after=self._line - 1)
+                return
+            self._line += 1  # past the line of the "}," the run ended on
+            data = data[cut + len(_BETWEEN) - 2 :] + more
+
+    def _read_plainly(self, head: bytes, rest: BinaryIO, after: int | None) -> None:
+        """Read ``head`` then ``rest`` with the plain reader into the tally: the whole input
+        (``after`` None), or what follows its line ``after``, ``head`` then beginning with a
+        "[" line of its own that stands for the lines before."""
+        from analyzer.ingest.gcloud_json import read_gcloud_json
+
+        shift = 0 if after is None else after - 1
+        self.resumed_at = 1 if after is None else after + 1
+        path = self.stats.path
+        read = InputStats(path=path)
+        batch: list[LogRecord] = []
+        chained = io.BufferedReader(_Chained(head, rest), CHUNK_BYTES)
+        for record in read_gcloud_json(chained, read):
+            if shift:
+                where = record.origin
+                record = dataclasses.replace(
+                    record, origin=Origin(path, where.line + shift, where.entry)
+                )
+            self._count(record)
+            batch.append(record)
+            if len(batch) == _MATCH_BATCH:
+                self._match(batch)
+                batch = []
+        self._match(batch)
+        if after is not None:
+            read.lines -= 1  # the "[" line read first, not the input's
+            read.used -= 1
+        self.stats.add(read)
+
+    def _count(self, record: LogRecord) -> None:
+        """Count a record the plain reader made, as the sink scan counts its full records."""
+        group = job_group(record.job_id, record.trial)
+        if record.timestamp is None:
+            self.tally.untimed[group] += 1
+            return
+        key = (group, record.task, record.vm)
+        when = time_key(record.timestamp)
+        span = self.tally.spans.get(key)
+        if span is None:
+            self.tally.spans[key] = SpanTally(when, when, 1)
+        else:
+            span.records += 1
+            span.first = min(span.first, when)
+            span.last = max(span.last, when)
+
+    def _match(self, records: list[LogRecord]) -> None:
+        """The events of the records among ``records`` the prefilter lets through."""
+        for index in sorted(self._select([record.text for record in records])):
+            record = records[index]
+            self.events.extend(Event.from_record(record, m) for m in self._matches(record.text))
+
+    def _opening(self, data: bytes) -> bytes:
+        """``data`` from its first entry's ``{``, once the array's opening is checked."""
+        if not self._at_start:
+            if not data.startswith(b"  {\n"):
+                raise Unusual("a range starts with an entry")
+            return data[2:]
+        if data.startswith(BOM):
+            data = data[len(BOM) :]
+        if not data.startswith(_OPENING):
+            raise Unusual("not gcloud's opening")
+        self._line = 2
+        self.stats.used += 1  # the "[" line: array syntax
+        self.stats.lines += 1
+        return data[len(_OPENING) - 2 :]
+
+    def _closing(self, data: bytes, in_range: bool) -> None:
+        """The last run of entries, and what ends it: the array's end, or a range's."""
+        if in_range and data.endswith(_RANGE_END):
+            self._run(data[: 4 - len(_RANGE_END)])
+            return
+        for closing in _CLOSINGS:
+            if data.endswith(closing):
+                self._run(data[: 4 - len(closing)])
+                self.stats.lines += 1  # the "]" line: array syntax
+                self.stats.used += 1
+                return
+        raise Unusual("not gcloud's closing")
+
+    def _run(self, run: bytes) -> None:
+        """A run of whole entries, from the first one's ``{`` to the last one's ``}``: kept
+        once all of it is read (:class:`Unusual` leaves nothing of it)."""
+        if not run.startswith(b"{"):
+            raise Unusual("not a run of entries")
+        between = _separators(run)
+        rewritten = bytearray(run.replace(b"\n", b"\t"))
+        for at in between:
+            rewritten[at : at + len(_AS_LINE_END)] = _AS_LINE_END
+        # The entries, one per rewritten line, counted apart (lines are entries there).
+        entries = InputStats(path=self.stats.path)
+        scanner = JsonlScanner(entries, self._select, matches=self._matches, at_start=False)
+        count = scanner.feed_block(bytes(rewritten), self._entry)
+        if entries.lines != count or entries.skipped:
+            # An entry the plain reader skips (its lines would count once here, each of them
+            # there), or a line that is not one entry (a separator inside an entry, a raw
+            # line end inside a string, now a tab: JSON refuses both).
+            raise Unusual("an entry the plain reader skips, or a line that is no entry")
+        # Every line of the run is an entry's: used, as the plain reader counts them.
+        physical = run.count(b"\n") + 1
+        stats = self.stats
+        stats.lines += physical
+        stats.used += physical
+        stats.records += entries.records
+        stats.invalid_utf8 += entries.invalid_utf8
+        self._place(run, between, scanner.tally.candidates)
+        self.tally.merge(scanner.tally)
+        self._line += physical - 1
+        self._entry += count
+
+    def _place(self, run: bytes, between: list[int], candidates: list[Candidate]) -> None:
+        """Match the run's candidates, numbered by the line their entry starts on (its
+        ``{``: after the separator before it, if any)."""
+        if not candidates:
+            return
+        candidates.sort(key=_entry_number)
+        path = self.stats.path
+        line, counted = self._line, 0
+        for record, found in candidates:
+            index = record.origin.line - self._entry
+            offset = between[index - 1] + len(_SEPARATOR) - 1 if index else 0
+            line += run.count(b"\n", counted, offset)
+            counted = offset
+            placed = dataclasses.replace(record, origin=Origin(path, line))
+            matches = self._matches(placed.text) if found is None else found
+            self.events.extend(Event.from_record(placed, match) for match in matches)
+        candidates.clear()
+
+
+class _Chained(io.RawIOBase):
+    """``head``, then what is left of ``rest``: the plain reader's input when it takes over."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            size = min(len(buffer), len(self._head))
+            buffer[:size] = self._head[:size]
+            self._head = self._head[size:]
+            return size
+        data = self._rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _entry_number(candidate: Candidate) -> int:
+    return candidate[0].origin.line
+
+
+def scan_gcloud_json(
+    stream: BinaryIO,
+    stats: InputStats,
+    select: TextSelector,
+    matches: Matches,
+    *,
+    at_start: bool = True,
+    limit: int = -1,
+) -> tuple[ScanTally, list[Event]]:
+    """Scan ``stream`` (``limit`` bytes of it, when not -1) into ``stats``: the tally and the
+    events, lines numbered from 1. A whole input (``limit`` -1) is read on by the plain reader
+    where the light scanner cannot read it; a range raises :class:`Unusual` (``stats`` is
+    then partly filled: the caller reads the whole input again into fresh ones)."""
+    scanner = GcloudJsonScanner(stats, select, matches, at_start=at_start, resume=limit < 0)
+    collecting = gc.isenabled()
+    gc.disable()  # no reference cycles are made (see analyzer._fastscan.parallel.scan_stream)
+    try:
+        scanner.scan(stream, limit)
+    finally:
+        if collecting:
+            gc.enable()
+    return scanner.tally, scanner.events
+
+
+def entry_ranges(path: str, size: int, smallest: int, processes: int) -> list[tuple[int, int]]:
+    """``[start, end)`` byte ranges covering the file at ``path``, each after the first starting
+    at the line of an entry's ``{`` that follows the line of the previous entry's ``},``, sized
+    as :func:`~analyzer._fastscan.parallel.line_ranges` sizes them. A range that does not begin
+    with such a line (the file is not in gcloud's layout) makes its scan raise
+    :class:`Unusual`."""
+    cuts = [0]
+    with open(path, "rb") as stream:
+        while True:
+            share = min(MAX_RANGE_BYTES, (size - cuts[-1]) // (2 * processes))
+            target = cuts[-1] + max(smallest, share)
+            if target >= size:
+                break
+            stream.seek(target)
+            ahead = stream.read(_CUT_SEARCH_BYTES)
+            found = ahead.find(_BETWEEN)
+            if found == -1:
+                break
+            cut = target + found + len(_RANGE_END)
+            if cut >= size:
+                break
+            cuts.append(cut)
+    cuts.append(size)
+    return list(itertools.pairwise(cuts))
