@@ -144,6 +144,10 @@ def test_other_formats_move_the_bar_as_they_are_read(
     # YAML is the slowest to read: a quarter is several of its reader's buffers already.
     write(entries[: len(entries) // 4] if fmt == "yaml" else entries, fmt, out, seed=11)
     data = out.getvalue().encode(encoding(fmt))
+    if fmt == "stream-logs":
+        # Its light scanner reads in blocks of half a megabyte: several of them (the text
+        # holds the messages only, a sixth of the entries' JSON).
+        data *= 6
     path = tmp_path / f"fleet.{fmt}{'.gz' if packed else ''}"
     # Stored, not compressed: as many compressed bytes as a large export has, in a small test.
     path.write_bytes(gzip.compress(data, compresslevel=0) if packed else data)
@@ -180,7 +184,37 @@ def test_a_slow_stdin_shows_a_bar_on_a_terminal_and_none_elsewhere() -> None:
     assert quiet.code == 0 and "reading" not in quiet.stderr and "reading" not in quiet.raw
 
 
+@pytest.mark.parametrize("fmt", ["stream-logs", "gcloud-json"])
+def test_light_scans_in_ranges_add_up(
+    book: RuleBook,
+    entries: list[dict[str, object]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fmt: str,
+) -> None:
+    import analyzer._fastscan.parallel as parallel
+
+    monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 256 << 10)  # many ranges, two processes
+    out = io.StringIO()
+    write(entries, fmt, out, seed=11)
+    path = tmp_path / f"fleet.{fmt}"
+    path.write_bytes(out.getvalue().encode() * (6 if fmt == "stream-logs" else 1))
+    recorder = Recorder()
+    token = reading_progress.set(recorder)
+    try:
+        Collector(book, processes=2).read_all(open_sources([str(path)]))
+    finally:
+        reading_progress.reset(token)
+    size = path.stat().st_size
+    assert recorder.totals == {size} and recorder.read == size
+    if fmt == "stream-logs":  # told by the ranges as they are read
+        assert recorder.calls > 3 and recorder.largest < size // 2
+    else:  # a range may be unusual (the file then read again): told once all read
+        assert recorder.calls == 2
+
+
 def _slow_stdin() -> list[tuple[bytes, float]]:
+
     # A slow writer (gsutil cat over a slow link): the read lasts over a second.
     data = (SAMPLES / "project-wide.jsonl").read_bytes()
     half = data.rfind(b"\n", 0, len(data) // 2) + 1

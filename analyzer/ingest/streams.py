@@ -69,6 +69,40 @@ class CountingReader(io.RawIOBase):
         super().close()
 
 
+class CountingFile(io.FileIO):
+    """A file opened for reading whose every read's count is told to ``on_bytes``: a reader
+    that seeks (a light scanner reading on where it stopped, a block cut at a line end) sees
+    a file, and its progress is still counted where the bytes come from."""
+
+    def __init__(self, path: str, on_bytes: Callable[[int], None]) -> None:
+        super().__init__(path, "rb")
+        self._on_bytes = on_bytes
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        count = super().readinto(buffer)
+        if count:
+            self._on_bytes(count)
+        return count or 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        if data:
+            self._on_bytes(len(data))
+        return data or b""
+
+    def readall(self) -> bytes:
+        data = super().readall()
+        if data:
+            self._on_bytes(len(data))
+        return data
+
+
+def open_counted(path: str, on_bytes: Callable[[int], None]) -> BinaryIO:
+    """The file at ``path``, buffered as ``open(path, "rb")`` is, its reads told to
+    ``on_bytes`` (:class:`CountingFile`)."""
+    return io.BufferedReader(CountingFile(path, on_bytes), buffer_size=BUFFER_SIZE)
+
+
 class GzipGuard(io.RawIOBase):
     """Decompress ``raw``; a truncated or corrupt stream ends early and sets ``damaged``.
 
