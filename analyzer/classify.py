@@ -2,7 +2,9 @@
 
 Most records match no rule. For those only cheap per-worker bookkeeping is kept (first and
 last time seen on each VM), so memory grows with the number of jobs, workers and matched
-events, never with the size of the input.
+events, never with the size of the input. Matched events that repeat (a checkpoint at every
+step, the same harmless traceback again and again) are thinned as they are read
+(``analyzer.eventstore``: the same diagnoses; ``thin=False`` keeps every event).
 
 Sink JSONL files, stream-logs text and gcloud JSON files take the fast scan
 (``analyzer._fastscan``: the bookkeeping kept from light lines with timestamps as strings, full
@@ -22,6 +24,7 @@ from itertools import islice
 
 import regex
 
+from analyzer import eventstore
 from analyzer._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
 from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
@@ -52,6 +55,7 @@ __all__ = [
     "collect",
 ]
 
+
 # A text's first line: up to the first of the line boundaries str.splitlines() knows.
 _FIRST_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
 # The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
@@ -76,6 +80,16 @@ class _JobAccumulator:
     first: datetime | None = None
     last: datetime | None = None
     service_records: int = 0
+    # What thinning dropped from ``events`` (analyzer.eventstore); None when nothing was.
+    dropped: eventstore.Thinned | None = None
+
+    def take(self, events: list[Event], dropped: eventstore.Thinned | None) -> None:
+        """Add the (kept) ``events`` of a thinned read and what it dropped."""
+        self.events.extend(events)
+        if dropped is not None and (dropped.gaps or dropped.spills):
+            if self.dropped is None:
+                self.dropped = eventstore.Thinned()
+            self.dropped.merge(dropped)
 
     def observe(self, record: LogRecord) -> None:
         self.records += 1
@@ -103,7 +117,7 @@ class _JobAccumulator:
                 span.last = when
 
     def merge(self, other: _JobAccumulator) -> None:
-        self.events.extend(other.events)
+        self.take(other.events, other.dropped)
         self.records += other.records
         self.service_records += other.service_records
         for when in (other.first, other.last):
@@ -145,18 +159,26 @@ def _linked_job_id(events: Iterable[Event]) -> str | None:
 
 
 def _read_source(
-    records: Iterable[LogRecord], book: Matcher, *, prefilter: bool = False
+    records: Iterable[LogRecord], book: Matcher, *, prefilter: bool = False, thin: bool = False
 ) -> dict[str | None, _JobAccumulator]:
     """The per-job accumulators of one input's ``records``."""
     local: dict[str | None, _JobAccumulator] = {}
+    thinners: dict[str | None, eventstore.Thinner] = {}
     for record, matches in _matched(records, book, prefilter):
         group = job_group(record.job_id, record.trial)
         acc = local.get(group)
         if acc is None:
             acc = local[group] = _JobAccumulator()
+            if thin:
+                thinners[group] = eventstore.Thinner()
         acc.observe(record)
-        for match in matches:
-            acc.events.append(Event.from_record(record, match))
+        if matches:
+            add = thinners[group].add if thin else acc.events.append
+            for match in matches:
+                add(Event.from_record(record, match))
+    for group, thinner in thinners.items():
+        thinner.finish()
+        local[group].take(thinner.kept, thinner.dropped)
     return local
 
 
@@ -210,7 +232,15 @@ def _from_scan(scanned: RangeScan) -> dict[str | None, _JobAccumulator]:
         if acc is None:
             acc = local[job_id] = _JobAccumulator()
         acc.records += count
-    for event in scanned.events:
+    found = scanned.events
+    if isinstance(found, eventstore.JobEvents):
+        for group, events in found.kept.items():
+            acc = local.get(group)
+            if acc is None:
+                acc = local[group] = _JobAccumulator()
+            acc.take(events, found.dropped.get(group))
+        return local
+    for event in found:
         local[job_group(event.job_id, event.trial)].events.append(event)
     return local
 
@@ -269,11 +299,28 @@ def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> lis
     first: dict[tuple[object, ...], Event] = {}
     dropped: set[Origin] = set()
     kept: list[Event] = []
+    # The words of a line (_identity) matter only between inputs, and only where the same
+    # rule, task and second come from several: elsewhere the insertId (cheap) decides.
+    inputs: dict[tuple[object, ...], str | None] = {}
+    for event in events:
+        if event.timestamp is not None:
+            second = (event.match.rule, event.task, event.timestamp.replace(microsecond=0))
+            path = inputs.setdefault(second, event.origin.path)
+            if path is not None and path != event.origin.path:
+                inputs[second] = None  # several inputs
     for event in events:
         duplicate = False
         if event.insert_id is not None:
             seen = first.setdefault(("insertId", event.insert_id, event.timestamp), event)
             duplicate = seen is not event and seen.origin != event.origin
+        when = event.timestamp
+        near = (event.match.rule, event.task, when.replace(microsecond=0)) if when else None
+        if near is None or inputs[near] is not None:
+            if duplicate:
+                _count_duplicate(event, dropped, stats_by_path)
+            else:
+                kept.append(event)
+            continue
         seen = first.setdefault(_identity(event), event)
         if not duplicate and seen is not event and seen.origin != event.origin:
             other_input = seen.origin.path != event.origin.path
@@ -282,14 +329,21 @@ def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> lis
             )
             duplicate = other_input and not distinct_ids
         if duplicate:
-            if event.origin not in dropped:
-                dropped.add(event.origin)
-                stats = stats_by_path.get(event.origin.path)
-                if stats is not None:
-                    stats.duplicates += 1
+            _count_duplicate(event, dropped, stats_by_path)
             continue
         kept.append(event)
     return kept
+
+
+def _count_duplicate(
+    event: Event, dropped: set[Origin], stats_by_path: Mapping[str, InputStats]
+) -> None:
+    """Count ``event``'s record once as a duplicate on its input."""
+    if event.origin not in dropped:
+        dropped.add(event.origin)
+        stats = stats_by_path.get(event.origin.path)
+        if stats is not None:
+            stats.duplicates += 1
 
 
 def classify_records(sources: Iterable[Source], book: Matcher) -> Iterator[Event]:
@@ -353,9 +407,16 @@ class Collector:
         fast: bool = True,
         processes: int | None = None,
         cluster: Cluster | None = None,
+        thin: bool = True,
     ) -> None:
         self._book = book
         self._fast = fast
+        # Dask's workers run elsewhere: they keep every event (thinning needs a spill file
+        # this process can read back).
+        self._thin = thin and cluster is None
+        self.restored: list[str | None] = []
+        """Jobs whose thinned events were read back (:mod:`analyzer.eventstore`): their
+        input was too far out of time order, or several inputs held them."""
         self._processes = processes
         self._cluster = cluster
         self._jobs: dict[tuple[str, str], _JobAccumulator] = {}
@@ -381,15 +442,22 @@ class Collector:
         pending = list(sources)
         meter = meter_for(pending)
         scans: list[RangeScan | None] = [None] * len(pending)
+        # The spill directory is made before the workers fork: they write into it.
+        if self._thin and not eventstore.prepare():
+            self._thin = False
         if self._fast:
-            scans = scan(
-                pending,
-                book,
-                processes=self._processes,
-                while_waiting=while_waiting,
-                cluster=self._cluster,
-                meter=meter,
-            )
+            token = eventstore.thinning.set(self._thin)
+            try:
+                scans = scan(
+                    pending,
+                    book,
+                    processes=self._processes,
+                    while_waiting=while_waiting,
+                    cluster=self._cluster,
+                    meter=meter,
+                )
+            finally:
+                eventstore.thinning.reset(token)
         for source, found in zip(pending, scans, strict=True):
             if found is not None:
                 local = _from_scan(found)
@@ -397,7 +465,7 @@ class Collector:
                 share = None
                 try:
                     records, share = records_counted(source, meter)
-                    local = _read_source(records, book, prefilter=self._fast)
+                    local = _read_source(records, book, prefilter=self._fast, thin=self._thin)
                 except (InputError, OSError) as error:
                     # A file gone since it was opened, an I/O error under it: a batch goes on.
                     # What another source (a frame, a live read) raises is its caller's.
@@ -491,6 +559,14 @@ class Collector:
                 continue
             named, trial = split_job_group(key[1])
             job_id = named if key[0] == "" else None
+            if acc.dropped is not None:
+                # A worker's first record on a VM can start it (timeline._worker): a time
+                # the later stages measure from, as an event's.
+                firsts = [s.first for per_vm in acc.spans.values() for s in per_vm.values()]
+                acc.events, restored = eventstore.settled(acc.events, acc.dropped, firsts)
+                if restored:
+                    self.restored.append(job_id)
+                    acc.dropped = None
             events = _dedupe(sorted(acc.events, key=_event_order), self._stats)
             spans = {
                 task: tuple(
@@ -522,12 +598,15 @@ def collect(
     *,
     fast: bool = True,
     processes: int | None = None,
+    thin: bool = True,
 ) -> tuple[list[JobLog], list[InputStats]]:
     """Read every source through ``book`` and return one :class:`JobLog` per job.
 
     ``fast`` False reads every line as a full record (the reference the fast path is tested
-    against); ``processes`` None picks the number of processes by input size and cores.
+    against); ``processes`` None picks the number of processes by input size and cores;
+    ``thin`` False keeps every event (the reference thinning is tested against:
+    :mod:`analyzer.eventstore`).
     """
-    collector = Collector(book, fast=fast, processes=processes)
+    collector = Collector(book, fast=fast, processes=processes, thin=thin)
     collector.read_all(sources)
     return collector.logs(), collector.stats

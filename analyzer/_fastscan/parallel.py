@@ -22,6 +22,7 @@ from typing import BinaryIO, Protocol
 
 import msgspec
 
+from analyzer import eventstore
 from analyzer._fastscan import blockdecode
 from analyzer._fastscan.jsonl import JsonlScanner, ScanTally, read_blocks
 from analyzer.events import Event, RuleMatch
@@ -62,10 +63,13 @@ class RangeScan:
 
     stats: InputStats
     tally: ScanTally
-    events: list[Event] = field(default_factory=list)
+    # Every event, in order; or, when reading thins (analyzer.eventstore), those kept per job.
+    events: list[Event] | eventstore.JobEvents = field(default_factory=list)
     timeouts: Counter[str] = field(default_factory=Counter)
     # The events, msgpack-encoded, on their way from a worker: five times cheaper than pickle.
     packed_events: bytes = b""
+    # What thinning dropped (its gaps and spill files), on its way from a worker.
+    packed_dropped: bytes = b""
     # The process that scanned it (:data:`_PROCESS`), once packed: its rule timeouts are
     # already in this process's book when it is this one.
     scanned_in: bytes = b""
@@ -85,7 +89,7 @@ def scan_stream(
     Line numbers start at 1 for this stream: the caller renumbers ranges after the first.
     """
     scanner = JsonlScanner(stats, book.may_match_texts, matches=book.match, at_start=at_start)
-    events: list[Event] = []
+    events = eventstore.new_sink()
     before = Counter(book.timeouts)
     # Scanning makes no reference cycles, only millions of short-lived objects that would set
     # off the cyclic collector thousands of times for nothing.
@@ -96,6 +100,8 @@ def scan_stream(
     finally:
         if collecting:
             gc.enable()
+    if isinstance(events, eventstore.JobEvents):
+        events.finish()
     timeouts = Counter(book.timeouts)
     timeouts.subtract(before)
     return RangeScan(stats, scanner.tally, events, +timeouts)
@@ -105,7 +111,7 @@ def _scan_blocks(
     stream: BinaryIO,
     scanner: JsonlScanner,
     book: BookLike,
-    events: list[Event],
+    events: eventstore.EventSink,
     limit: int,
     on_bytes: Callable[[int], None] | None,
 ) -> None:
@@ -162,6 +168,8 @@ def line_ranges(
 
 _EVENTS_ENCODER = msgspec.msgpack.Encoder()
 _EVENTS_DECODER = msgspec.msgpack.Decoder(list[Event])
+_KEPT_ENCODER = _EVENTS_ENCODER
+_KEPT_DECODER = msgspec.msgpack.Decoder(list[tuple[str | None, list[Event]]])
 
 
 def _open_input(path: str) -> BinaryIO:
@@ -317,7 +325,12 @@ def warm(book: BookLike) -> None:
 
 def _packed(found: RangeScan) -> RangeScan:
     """``found`` with its events msgpack-encoded, to travel back from a worker."""
-    found.packed_events = _EVENTS_ENCODER.encode(found.events)
+    events = found.events
+    if isinstance(events, eventstore.JobEvents):
+        kept, found.packed_dropped = events.packed()
+        found.packed_events = _KEPT_ENCODER.encode(kept)
+    else:
+        found.packed_events = _EVENTS_ENCODER.encode(events)
     found.events = []
     found.scanned_in = _PROCESS[0]
     return found
@@ -325,7 +338,12 @@ def _packed(found: RangeScan) -> RangeScan:
 
 def _unpacked(found: RangeScan) -> RangeScan:
     """``found``, back from a worker, with its events decoded again."""
-    found.events = _EVENTS_DECODER.decode(found.packed_events)
+    if found.packed_dropped:
+        kept = _KEPT_DECODER.decode(found.packed_events)
+        found.events = eventstore.JobEvents.unpacked(kept, found.packed_dropped)
+        found.packed_dropped = b""
+    else:
+        found.events = _EVENTS_DECODER.decode(found.packed_events)
     found.packed_events = b""
     return found
 
@@ -493,4 +511,9 @@ def _append(merged: RangeScan, later: RangeScan) -> None:
         # The events were just decoded and nothing else holds them: renumber them in place.
         origin = event.origin
         object.__setattr__(event, "origin", Origin(origin.path, origin.line + base, origin.entry))
-    merged.events.extend(later.events)
+    if isinstance(merged.events, eventstore.JobEvents):
+        assert isinstance(later.events, eventstore.JobEvents)
+        merged.events.extend(later.events, base)
+    else:
+        assert isinstance(later.events, list)
+        merged.events.extend(later.events)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from analyzer.errors import InputError
-from analyzer.simulate.fleet import fleet
+from analyzer.simulate.fleet import dense_fleet, fleet
 from analyzer.simulate.plan import Expected, merge_jobs
 from analyzer.simulate.scenarios import SCENARIOS, Scenario
 from analyzer.simulate.writers import FORMATS, encoding, write
@@ -32,6 +32,7 @@ __all__ = [
     "SCENARIOS",
     "Expected",
     "Scenario",
+    "dense_fleet",
     "encoding",
     "expected",
     "fleet",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 
 from analyzer.simulate.entries import MINUTE, SECOND, JobIdentity, new_job_id
 from analyzer.simulate.plan import merge_jobs
@@ -45,11 +46,12 @@ _CONCURRENT = 4  # jobs interleaved at a time: memory stays bounded by this
 _SCALE = 25.0  # chatter multiplier: benchmark files are mostly training noise
 
 
-def fleet(target_bytes: int, seed: int = 0) -> Iterator[bytes]:
+def fleet(target_bytes: int, seed: int = 0, *, event_share: float = 0.0) -> Iterator[bytes]:
     """Sink-shaped JSONL lines (each ending in ``b"\\n"``) until about ``target_bytes``.
 
     Many jobs of mixed outcomes, a few running at once, mostly training chatter.
-    Streaming: memory does not grow with ``target_bytes``.
+    Streaming: memory does not grow with ``target_bytes``. ``event_share`` makes that share
+    of the chatter events (:func:`dense_fleet`).
     """
     rng = random.Random(f"fleet:{seed}")
     written = 0
@@ -61,7 +63,8 @@ def fleet(target_bytes: int, seed: int = 0) -> Iterator[bytes]:
             job = JobIdentity(PROJECT_ID, PROJECT_NUMBER, new_job_id(rng), REGION, f"{REGION}-a")
             tag = f"fleet:{seed}:{batch}:{index}"
             start = t0 + index * rng.randint(2, 15) * MINUTE
-            plans.append(rng.choice(_MIX)(Context(random.Random(tag), job, start, tag, _SCALE)))
+            plan = rng.choice(_MIX)(Context(random.Random(tag), job, start, tag, _SCALE))
+            plans.append(replace(plan, event_share=event_share) if event_share else plan)
         for line in sink_lines(merge_jobs(plans), seed=seed + batch):
             data = line.encode()
             written += len(data)
@@ -70,3 +73,17 @@ def fleet(target_bytes: int, seed: int = 0) -> Iterator[bytes]:
                 return
         t0 += rng.randint(3, 8) * 60 * MINUTE
         batch += 1
+
+
+# The share of chatter lines that are events in dense_fleet: with the lines a fleet matches
+# anyway, about a third of all lines match a rule (the event-dense row of issue 19).
+DENSE_EVENT_SHARE = 0.34
+
+
+def dense_fleet(
+    target_bytes: int, seed: int = 0, *, event_share: float = DENSE_EVENT_SHARE
+) -> Iterator[bytes]:
+    """:func:`fleet` with event-dense chatter: a checkpoint line at every step, a harmless
+    retried traceback and the sitecustomize ModuleNotFoundError again and again. The same
+    jobs and verdicts; many more events."""
+    return fleet(target_bytes, seed, event_share=event_share)

@@ -39,6 +39,17 @@ _SITECUSTOMIZE = (
     "ModuleNotFoundError: No module named 'pythonjsonlogger'",
 )
 
+# A harmless traceback a retrying client prints on every retry (event-dense logs).
+_RETRIED = (
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.10/site-packages/urllib3/connectionpool.py", line 703,'
+    " in urlopen",
+    "    httplib_response = self._make_request(",
+    '  File "/opt/conda/lib/python3.10/http/client.py", line 1375, in getresponse',
+    "    response.begin()",
+    "ConnectionResetError: [Errno 104] Connection reset by peer",
+)
+
 _PIP_BUILD = (
     "Processing /trainer-0.1.tar.gz",
     "  Installing build dependencies: started",
@@ -93,6 +104,10 @@ class TrainingChatter:
     last_checkpoint: int = 0
     last_ns: int | None = None
     loss: float = field(default=2.4)
+    # The share of lines that are events (a checkpoint, a harmless retried traceback, the
+    # sitecustomize ModuleNotFoundError): 0 for a real job's few, more for event-dense logs.
+    event_share: float = 0.0
+    pending: list[Line] = field(default_factory=list)
 
     @property
     def epoch(self) -> int:
@@ -105,6 +120,10 @@ class TrainingChatter:
             self.step += max(1, int(elapsed * self.steps_per_second * self.rng.uniform(0.9, 1.1)))
         self.last_ns = ns
         self.loss = max(0.05, self.loss * self.rng.uniform(0.985, 1.002))
+        if self.pending:
+            return self.pending.pop(0)
+        if self.event_share and self.rng.random() < self.event_share:
+            return self._event_line()
         if self.step - self.last_checkpoint >= self.checkpoint_every:
             self.last_checkpoint = self.step - self.step % 100
             return f"Saving checkpoint to {self.checkpoint_uri()}", "INFO"
@@ -146,6 +165,20 @@ class TrainingChatter:
                 "INFO",
             )
         return f"gpu0 util={self.rng.randint(55, 99)}% mem={self.rng.uniform(9, 15):.1f}GiB", None
+
+    def _event_line(self) -> Line:
+        """One line of an event-dense log; a traceback's later lines come next."""
+        roll = self.rng.random()
+        if roll < 0.4:
+            return f"Saving checkpoint to gs://{self.bucket}/checkpoints/ckpt-{self.step}", "INFO"
+        if roll < 0.7:
+            lines: list[Line] = [(line, "ERROR") for line in _RETRIED]
+            attempt = self.step % 7 + 1
+            lines.append((f"WARNING:root:metrics upload retried (attempt {attempt})", None))
+            self.pending.extend(lines[1:])
+            return lines[0]
+        self.pending.append((_SITECUSTOMIZE[1], "ERROR"))
+        return _SITECUSTOMIZE[0], "ERROR"
 
     def checkpoint_uri(self) -> str:
         """Where the current checkpoint goes."""

@@ -102,6 +102,7 @@ class JobPlan:
     chatter_per_minute: float
     cutoff: int | None = None  # the logs stop here (truncated export)
     seed: str = ""
+    event_share: float = 0.0  # noise.TrainingChatter.event_share: event-dense chatter
 
     def entries(self) -> Iterator[dict[str, Any]]:
         """The job's LogEntry dicts in true time order, generated lazily."""
@@ -124,7 +125,7 @@ class JobPlan:
     def _task_stream(self, task: str, runs: list[Run]) -> Iterator[tuple[int, dict[str, Any]]]:
         rng = random.Random(f"{self.seed}:{task}")
         # One chatter state per task, so a restarted process resumes the step count.
-        chatter = noise.TrainingChatter(rng=rng, bucket=self.bucket)
+        chatter = noise.TrainingChatter(rng=rng, bucket=self.bucket, event_share=self.event_share)
         for index, run in enumerate(runs):
             for ns, (message, severity) in _render_run(rng, run, chatter, self, index > 0):
                 yield ns, worker_entry(rng, self.job, ns, task, run.machine, message, severity)

@@ -1,0 +1,703 @@
+"""A job's events, thinned as they come: flat memory whatever the event density.
+
+A job's diagnosis reads its lifecycle lines, its failures and what surrounds them, not every
+checkpoint line or every repeat of the same harmless traceback. So the events of the
+program's own output (checkpoints, traceback lines, details: :data:`THIN_KINDS`) that repeat
+(same task, VM, rule, fields, and text but for its numbers: :func:`thin_key`) are thinned
+while they are read: per kind of repeat and per stretch between two other events (the
+*anchors*: lifecycle lines, failures, anything else), the first occurrence is kept, the last
+:data:`KEEP_LAST` before the next anchor, everything within :data:`DISORDER` before it (a sink
+file is a little out of order) and, for details, within :data:`LAG` before it (rootcause
+cites the first detail in the two minutes before a death). What lies between is dropped,
+written to a spill file on disk (never kept in memory), and summed up as a :class:`Gap`.
+Events that come within a second after an anchor, the two copies of an entry delivered twice,
+and one event every :data:`CAP` are kept too. Kept events share their equal strings and
+matches (:func:`compact`).
+
+What is kept grows with the anchors and the density near them, not with the length of a
+stretch of repeats. Not thinned: events without a time, job id or task, multi-line texts,
+``jobdoctor classify`` (every match is its output), Dask workers' scans (their spill files
+would be elsewhere), a query engine's summary.
+
+Dropping is exact only where the later stages cannot see it. :func:`settled` checks that for
+every gap once the job is read whole (all inputs, every range of the fork pool), against
+everything the stages measure from: no anchor and no VM-span boundary near or inside a gap
+(attempt and worker bounds, the last checkpoint before a death, details within two minutes
+of a death or after the last traceback header, the window a second past a death), no gap
+longer than the checkpoint interval (the longest stretch without a checkpoint), and nothing
+kept, nor any other input's event, where a dropped one could be its duplicate. When a check
+fails (input far out of time order, two exports of one job) the job's dropped events are read
+back from the spill: the result is then the unthinned one, at the unthinned memory cost.
+``tests/test_eventstore.py`` compares whole diagnoses thinned and unthinned.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from analyzer.events import Event, EventKind, RuleMatch
+from analyzer.records import SERVICE_TASK, Origin
+
+# The program's own output: what a diagnosis reads as evidence around a failure, never as a
+# step of the job's life.
+THIN_KINDS = frozenset(
+    {
+        EventKind.CHECKPOINT,
+        EventKind.PROGRESS,
+        EventKind.TRACEBACK,
+        EventKind.FRAME,
+        EventKind.EXCEPTION,
+        EventKind.DETAIL,
+    }
+)
+# How long a stretch before each anchor and before the latest repeat is kept whole: more than
+# rootcause's detail window (2 minutes before a death) and a second past the death, with room
+# for the local disorder of a sink file.
+LAG = timedelta(seconds=240)
+# Details are read up to two minutes before a death; the other kinds need only a margin for
+# the disorder of a sink file before each anchor.
+DISORDER = timedelta(seconds=10)
+# Anchors that are never a death (rootcause reads details up to two minutes before a death,
+# a cause's time or a worker's exit): starts and the steps before them.
+_NOT_DEATHS = frozenset(
+    {
+        EventKind.WORKER_STARTED,
+        EventKind.ATTEMPT_STARTED,
+        EventKind.JOB_PROVISIONING,
+        EventKind.JOB_PREPARING,
+        EventKind.JOB_RUNNING,
+        EventKind.JOB_QUEUED,
+        EventKind.JOB_NAMED,
+    }
+)
+# What rootcause reads before and after a death (its _DETAIL_WINDOW and window end).
+BEFORE_ANCHOR = timedelta(minutes=2)
+AFTER_ANCHOR = timedelta(seconds=1)
+# The longest gap: work.py reports stretches without a checkpoint longer than this
+# (CHECKPOINT_INTERVAL), which a longer gap could invent.
+CAP = timedelta(hours=4)
+# Of each repeat before an anchor, at least this many are kept (a traceback cut short
+# after a complete one keeps the complete one).
+KEEP_LAST = 2
+# Dropped events wait in memory until this many (of all jobs, in this process) are written to
+# the spill file at once.
+_SPILL_BATCH = 2048
+# Line boundaries as str.splitlines() knows them: a multi-line text is parsed whole by
+# tracebacks.parse_text, never thinned.
+_DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
+
+# Whether reading thins (set by the collector around its reads; forked workers inherit it).
+# Off by default: ``jobdoctor classify`` lists every match.
+thinning: ContextVar[bool] = ContextVar("thinning", default=False)
+
+Key = tuple[object, ...]
+
+
+def masked(text: str) -> bytes:
+    """``text`` (as UTF-8) with every ASCII digit as ``0``: texts differing only in numbers
+    share it. Bytes: translating them is 15 times cheaper than a str (no ASCII digit byte
+    is part of a longer UTF-8 sequence)."""
+    return text.encode("utf-8", "surrogatepass").translate(_DIGITS)
+
+
+def thin_key(event: Event) -> Key | None:
+    """What makes two events repeats of one another, or None for an event never thinned
+    (an anchor): other kinds, untimed, without a job id or a task (a paste's lines are read in
+    line order by rootcause), multi-line texts."""
+    match = event.match
+    text = event.text
+    if (
+        match.kind not in THIN_KINDS
+        or event.timestamp is None
+        or event.job_id is None
+        or event.task is None
+        or "\n" in text
+        or "\r" in text
+    ):
+        return None
+    # A rule's fields come in the order of its pattern's groups: no need to sort them.
+    return (event.task, event.vm, event.trial, match.rule, *match.fields.items(), masked(text))
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """Dropped repeats of one key: ``count`` events from ``first`` to ``last``, between the
+    kept events of the same key at ``before`` and ``after``, all from ``path``."""
+
+    key: Key
+    kind: EventKind
+    path: str
+    before: datetime
+    first: datetime
+    last: datetime
+    after: datetime
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SpillRef:
+    """A batch of dropped events in a spill file; their lines count from ``line_base``."""
+
+    path: str
+    offset: int
+    length: int
+    line_base: int = 0
+
+
+@dataclass(slots=True)
+class Thinned:
+    """What thinning dropped from a job's events: the gaps, and where the events are."""
+
+    gaps: list[Gap] = field(default_factory=list)
+    spills: list[SpillRef] = field(default_factory=list)
+
+    def merge(self, other: Thinned | None) -> None:
+        """Add ``other``'s gaps and spills."""
+        if other is not None:
+            self.gaps.extend(other.gaps)
+            self.spills.extend(other.spills)
+
+    def rebased(self, base: int) -> Thinned:
+        """The same, the lines of its events counted after ``base`` lines (a later range)."""
+        return Thinned(
+            list(self.gaps),
+            [SpillRef(s.path, s.offset, s.length, s.line_base + base) for s in self.spills],
+        )
+
+
+class _Segment:
+    """The repeats of one key since the last anchor: the tail not yet decided."""
+
+    __slots__ = ("gap", "horizon", "lag", "last_kept", "latest", "protect_until", "tail")
+
+    def __init__(self, first: Event, anchor: datetime | None) -> None:
+        when = first.timestamp
+        assert when is not None
+        self.lag = LAG if first.match.kind is EventKind.DETAIL else DISORDER
+        # Entries [time, event, sticky] in time order (a sink file is a little out of order):
+        # sticky ones are kept whatever their place.
+        self.tail: list[list[Any]] = []
+        self.latest = self.last_kept = when
+        self.horizon = _shift(when, -self.lag)  # older tail entries are decided
+        self.protect_until = _shift(anchor, AFTER_ANCHOR) if anchor is not None else None
+        # An open gap: [before, first dropped, last dropped, count].
+        self.gap: list[Any] | None = None
+
+
+def _death_task(event: Event) -> str | None:
+    """The worker whose death ``event`` may mark (rootcause reads that worker's details
+    before it): the replica it names or its own task, as timeline._event_task; None for a
+    start or a step before one, or a line about no worker."""
+    if event.match.kind in _NOT_DEATHS:
+        return None
+    replica = event.match.field("replica")
+    if isinstance(replica, str) and replica:
+        from analyzer.timeline import replica_task
+
+        return replica_task(replica)
+    task = event.task
+    return task if task is not None and task != SERVICE_TASK else None
+
+
+def _entry_time(entry: list[Any]) -> datetime:
+    when: datetime = entry[0]
+    return when
+
+
+class Thinner:
+    """Thins one job group's events as they come (:meth:`add`), in reading order; :meth:`finish`
+    when the input (or range) is read: :attr:`kept` and :attr:`dropped` are then final."""
+
+    __slots__ = ("_anchor", "_path", "_segments", "_spilling", "dropped", "kept")
+
+    def __init__(self) -> None:
+        self.kept: list[Event] = []
+        self.dropped = Thinned()
+        self._segments: dict[Key, _Segment] = {}
+        self._anchor: datetime | None = None
+        self._spilling: list[Event] = []
+        self._path: str | None = None
+
+    def add(self, event: Event) -> None:
+        """Take the next event read."""
+        key = thin_key(event)
+        if key is None:
+            self.kept.append(compact(event))
+            when = event.timestamp
+            if when is not None:
+                self._close_all(when)
+                self._anchor = when if self._anchor is None else max(self._anchor, when)
+            return
+        segment = self._segments.get(key)
+        if segment is None:
+            self._segments[key] = _Segment(event, self._anchor)
+            self.kept.append(compact(event))
+            return
+        self._push(key, segment, event)
+
+    def _push(self, key: Key, segment: _Segment, event: Event) -> None:
+        when = event.timestamp
+        assert when is not None
+        protect = segment.protect_until
+        entry = [when, event, protect is not None and when <= protect]
+        tail = segment.tail
+        if not tail or tail[-1][0] <= when:
+            at = len(tail)
+            tail.append(entry)
+        else:
+            at = bisect.bisect_right(tail, when, key=_entry_time)
+            tail.insert(at, entry)
+        insert_id = event.insert_id
+        if insert_id is not None:
+            # The same entry delivered twice (same time, same insertId) is deduplicated later
+            # (classify._dedupe), which must see both: keep both. Equal times are neighbours.
+            before = at - 1
+            while before >= 0 and tail[before][0] == when:
+                if tail[before][1].insert_id == insert_id:
+                    tail[before][2] = entry[2] = True
+                before -= 1
+        if when > segment.latest:
+            segment.latest = when
+            segment.horizon = _shift(when, -segment.lag)
+        horizon = segment.horizon
+        while len(tail) > KEEP_LAST and tail[0][0] < horizon:
+            old_when, old, sticky = tail.pop(0)
+            last_kept = segment.last_kept
+            if sticky or old_when < last_kept or tail[0][0] - last_kept > CAP:
+                self._keep(key, segment, old)
+            else:
+                self._drop(segment, old)
+
+    def _keep(self, key: Key, segment: _Segment, event: Event) -> None:
+        self.kept.append(compact(event))
+        when = event.timestamp
+        assert when is not None
+        gap = segment.gap
+        if gap is not None:
+            self.dropped.gaps.append(
+                Gap(key, event.match.kind, event.origin.path, gap[0], gap[1], gap[2], when, gap[3])
+            )
+            segment.gap = None
+        if when > segment.last_kept:
+            segment.last_kept = when
+
+    def _drop(self, segment: _Segment, event: Event) -> None:
+        when = event.timestamp
+        gap = segment.gap
+        if gap is None:
+            segment.gap = [segment.last_kept, when, when, 1]
+        else:
+            gap[1], gap[2], gap[3] = min(gap[1], when), max(gap[2], when), gap[3] + 1
+        if not self._spilling:
+            _waiting[id(self)] = self
+        self._spilling.append(event)
+        _count[0] += 1
+        if _count[0] >= _SPILL_BATCH:
+            for thinner in list(_waiting.values()):
+                thinner._spill()
+
+    def _close_all(self, at: datetime | None = None) -> None:
+        """An anchor at ``at`` (None: the end of the input) ends every repeat's stretch: of
+        each tail, keep the last few and what lies within the margin before the anchor (a
+        little disorder; for details, the two minutes before a death); drop the rest."""
+        segments = self._segments
+        if not segments:
+            return
+        for key, segment in segments.items():
+            tail = segment.tail
+            last = len(tail) - KEEP_LAST
+            # Details within two minutes before an anchor: it, or one a little out of order
+            # after it, may be a death whose first such detail rootcause cites.
+            since = _shift(at, -segment.lag) if at is not None else None
+            for index, (when, event, sticky) in enumerate(tail):
+                if (
+                    since is None
+                    or index >= last
+                    or sticky
+                    or when >= since
+                    or when < segment.last_kept
+                    or tail[index + 1][0] - segment.last_kept > CAP
+                ):
+                    self._keep(key, segment, event)
+                else:
+                    self._drop(segment, event)
+            if segment.gap is not None:  # never: a dropped event has a kept one after it
+                raise AssertionError("a gap without a kept event after it")
+        segments.clear()
+
+    def _spill(self) -> None:
+        if self._spilling:
+            self.dropped.spills.append(_spill_file().write(self._spilling))
+            _count[0] -= len(self._spilling)
+            self._spilling = []
+            del _waiting[id(self)]
+
+    def finish(self) -> None:
+        """The input is read: keep every undecided tail, spill what was dropped."""
+        self._close_all()
+        self._spill()
+
+
+# The thinners with dropped events not yet written, and how many events they hold.
+_waiting: dict[int, Thinner] = {}
+_count = [0]
+
+
+class EventSink(Protocol):
+    """Where a scan puts the events it finds: a list, or :class:`JobEvents`."""
+
+    def append(self, event: Event, /) -> None: ...
+
+
+class JobEvents:
+    """The events of one scan (an input or a range of it), thinned per job group.
+
+    Iterating gives the kept events in reading order per group. :meth:`finish` once the scan
+    is done.
+    """
+
+    def __init__(self) -> None:
+        self._groups: dict[str | None, Thinner] = {}
+        self._by_job: dict[tuple[str | None, str | None], Thinner] = {}
+        self.kept: dict[str | None, list[Event]] = {}
+        self.dropped: dict[str | None, Thinned] = {}
+
+    def append(self, event: Event) -> None:
+        """Take the next event the scan found."""
+        thinner = self._by_job.get((event.job_id, event.trial))
+        if thinner is None:
+            from analyzer.records import job_group
+
+            group = job_group(event.job_id, event.trial)
+            thinner = self._groups.get(group)
+            if thinner is None:
+                thinner = self._groups[group] = Thinner()
+            self._by_job[(event.job_id, event.trial)] = thinner
+        thinner.add(event)
+
+    def finish(self) -> None:
+        """The scan is done: each group's kept events and gaps are final."""
+        for group, thinner in self._groups.items():
+            thinner.finish()
+            self.kept[group] = thinner.kept
+            self.dropped[group] = thinner.dropped
+        self._groups.clear()
+        self._by_job.clear()
+
+    def __iter__(self) -> Iterator[Event]:
+        for events in self.kept.values():
+            yield from events
+
+    def __len__(self) -> int:
+        return sum(len(events) for events in self.kept.values())
+
+    def extend(self, later: JobEvents, base: int) -> None:
+        """Add ``later``'s groups (a scan of the range right after this one; its events'
+        lines already renumbered), its spilled events' lines counted after ``base``."""
+        for group, events in later.kept.items():
+            self.kept.setdefault(group, []).extend(events)
+            self.dropped.setdefault(group, Thinned()).merge(later.dropped[group].rebased(base))
+
+    def packed(self) -> tuple[list[tuple[str | None, list[Event]]], bytes]:
+        """What travels back from a worker: the kept events per group, and the gaps."""
+        import pickle
+
+        return list(self.kept.items()), pickle.dumps(self.dropped, pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def unpacked(cls, kept: list[tuple[str | None, list[Event]]], dropped: bytes) -> JobEvents:
+        """:meth:`packed`'s parts back together."""
+        import pickle
+
+        found = cls()
+        # Decoded afresh: each event's strings and match its own until shared again.
+        found.kept = {group: [compact(e) for e in events] for group, events in kept}
+        found.dropped = pickle.loads(dropped)  # our own worker's bytes
+        for thinned in found.dropped.values():
+            adopt(thinned.spills)
+        return found
+
+
+# What kept events share: equal strings (job, task, VM, path) and equal rule matches, as
+# read each event has its own (half of an event's memory). Bounded: cleared when full.
+_SHARED_LIMIT = 1 << 16
+_strings: dict[str, str] = {}
+_matches: dict[Key, RuleMatch] = {}
+
+
+def _shared(text: str | None) -> str | None:
+    return None if text is None else _strings.setdefault(text, text)
+
+
+def compact(event: Event) -> Event:
+    """``event`` with the strings and the match other kept events hold equal (the same
+    values: shared objects)."""
+    if len(_strings) > _SHARED_LIMIT or len(_matches) > _SHARED_LIMIT:
+        _strings.clear()
+        _matches.clear()
+    match = event.match
+    key = (
+        match.rule,
+        match.lang,
+        match.kind,
+        match.category,
+        match.detail,
+        match.writer,
+        *match.fields.items(),
+    )
+    match = _matches.setdefault(key, match)
+    origin = event.origin
+    path = _strings.setdefault(origin.path, origin.path)
+    return Event(
+        event.timestamp,
+        _shared(event.job_id),
+        _shared(event.task),
+        match,
+        event.text,
+        origin if origin.path is path else Origin(path, origin.line, origin.entry),
+        _shared(event.vm),
+        event.insert_id,
+        _shared(event.trial),
+    )
+
+
+def new_sink() -> list[Event] | JobEvents:
+    """Where a scan puts its events: thinned per job when :data:`thinning` is on."""
+    return JobEvents() if thinning.get() else []
+
+
+# Spill files -----------------------------------------------------------------------------
+
+
+class _SpillFile:
+    """One process's spill file: msgpack batches of dropped events, appended.
+
+    The reading process's own file is unlinked as soon as it is made, and a worker's once
+    the reading process has opened it (:func:`adopt`): no file outlives the process, however
+    it ends (the CLI leaves with ``os._exit``, skipping atexit).
+    """
+
+    def __init__(self) -> None:
+        handle, self.path = tempfile.mkstemp(prefix=f"jobdoctor-spill-{os.getpid()}-")
+        self._file = os.fdopen(handle, "wb")
+        self._offset = 0
+        if os.getpid() == _owner[0]:
+            _opened[self.path] = handle
+            os.unlink(self.path)
+
+    def write(self, events: Sequence[Event]) -> SpillRef:
+        data = _encoder().encode(list(events))
+        self._file.write(data)
+        self._file.flush()
+        ref = SpillRef(self.path, self._offset, len(data))
+        self._offset += len(data)
+        return ref
+
+
+# The process that reads (and forks the workers), its spill files by path (open, unlinked),
+# and each process's own file.
+_owner = [0]
+_opened: dict[str, int] = {}
+_files: dict[int, _SpillFile] = {}
+
+
+def prepare() -> bool:
+    """Make this process's spill file, before workers fork (they make their own): False when
+    none can be made (no writable temporary directory), then nothing may be thinned."""
+    pid = os.getpid()
+    if pid not in _files:
+        _owner[0] = pid
+        try:
+            _files[pid] = _SpillFile()
+        except OSError:
+            return False
+    return True
+
+
+def _spill_file() -> _SpillFile:
+    pid = os.getpid()
+    found = _files.get(pid)
+    if found is None:
+        if not _owner[0]:  # thinning outside a collector's read (a test's own thinner)
+            _owner[0] = pid
+        found = _files[pid] = _SpillFile()
+    return found
+
+
+def adopt(spills: Iterable[SpillRef]) -> None:
+    """Open the workers' spill files ``spills`` point at and unlink them: they are this
+    process's to read, and gone with it."""
+    for ref in spills:
+        if ref.path not in _opened:
+            _opened[ref.path] = os.open(ref.path, os.O_RDONLY)
+            os.unlink(ref.path)
+
+
+_codec: list[Any] = []
+
+
+def _encoder() -> Any:
+    if not _codec:
+        import msgspec
+
+        _codec.extend([msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(list[Event])])
+    return _codec[0]
+
+
+def restore(spills: Iterable[SpillRef]) -> list[Event]:
+    """The dropped events ``spills`` point at, their lines renumbered."""
+    _encoder()
+    decoder = _codec[1]
+    events: list[Event] = []
+    for ref in spills:
+        adopt([ref])
+        found: list[Event] = decoder.decode(os.pread(_opened[ref.path], ref.length, ref.offset))
+        if ref.line_base:
+            for event in found:
+                origin = event.origin
+                object.__setattr__(
+                    event, "origin", Origin(origin.path, origin.line + ref.line_base, origin.entry)
+                )
+        events.extend(found)
+    return events
+
+
+# Checking ---------------------------------------------------------------------------------
+
+
+def _shift(when: datetime, by: timedelta) -> datetime:
+    """``when`` moved by ``by``, held at the calendar's ends (a log may say year 9999)."""
+    try:
+        return when + by
+    except OverflowError:
+        return (datetime.max if by > timedelta(0) else datetime.min).replace(tzinfo=when.tzinfo)
+
+
+def _second(when: datetime) -> datetime:
+    return when.replace(microsecond=0)
+
+
+def _any_within(times: Sequence[datetime], low: datetime, high: datetime) -> bool:
+    """Whether sorted ``times`` holds one in ``[low, high]``."""
+    at = bisect.bisect_left(times, low)
+    return at < len(times) and times[at] <= high
+
+
+def exact(
+    events: Sequence[Event],
+    dropped: Thinned,
+    span_times: Iterable[datetime],
+) -> bool:
+    """Whether the later stages read ``events`` (one job's, kept) as they would read them with
+    ``dropped``'s events back: see the module docstring for what is checked and why."""
+    return inexact(events, dropped, span_times) is None
+
+
+def inexact(
+    events: Sequence[Event],
+    dropped: Thinned,
+    span_times: Iterable[datetime],
+) -> str | None:
+    """Why :func:`exact` is False (the first gap that fails and the check), or None."""
+    if not dropped.gaps:
+        return None
+    anchors: list[datetime] = list(span_times)
+    deaths: dict[str, list[datetime]] = {}
+    kept_by_key: dict[Key, list[datetime]] = {}
+    headers: dict[object, list[datetime]] = {}
+    paths: dict[tuple[object, object], list[tuple[datetime, str]]] = {}
+    for event in events:
+        when = event.timestamp
+        if when is None:
+            continue
+        key = thin_key(event)
+        if key is None:
+            anchors.append(when)
+            dead = _death_task(event)
+            if dead is not None:
+                deaths.setdefault(dead, []).append(when)
+        else:
+            kept_by_key.setdefault(key, []).append(when)
+            if event.match.kind is EventKind.TRACEBACK:
+                headers.setdefault(event.task, []).append(when)
+        paths.setdefault((event.match.rule, event.task), []).append((when, event.origin.path))
+    anchors.sort()
+    for times in deaths.values():
+        times.sort()
+    for times in (*kept_by_key.values(), *headers.values()):
+        times.sort()
+    header_gaps: dict[object, list[Gap]] = {}
+    for gap in dropped.gaps:
+        if gap.kind is EventKind.TRACEBACK:
+            header_gaps.setdefault(gap.key[0], []).append(gap)
+    for gap in dropped.gaps:
+        if not (gap.before <= gap.first and gap.last <= gap.after):
+            return f"{gap}: read out of order, the dropped ones are not between kept ones"
+        if gap.after - gap.before > CAP:
+            return f"{gap}: longer than {CAP}"
+        if _any_within(anchors, min(gap.before, _shift(gap.first, -AFTER_ANCHOR)), gap.after):
+            return f"{gap}: an anchor inside"
+        if gap.kind is EventKind.DETAIL and _any_within(
+            deaths.get(str(gap.key[0]), []),
+            _shift(gap.first, -AFTER_ANCHOR),
+            _shift(gap.last, BEFORE_ANCHOR),
+        ):
+            return f"{gap}: a death within {BEFORE_ANCHOR} after"
+        if _any_within(kept_by_key.get(gap.key, []), gap.first, gap.last):
+            return f"{gap}: a kept repeat among the dropped, maybe a duplicate of one"
+        rule, task = gap.key[3], gap.key[0]
+        earliest, latest = _second(gap.first), _shift(_second(gap.last), timedelta(seconds=1))
+        if any(
+            path != gap.path and earliest <= when <= latest
+            for when, path in paths.get((rule, task), ())
+        ):
+            return f"{gap}: another input's event a dropped one could duplicate"
+        if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, anchors):
+            return f"{gap}: a traceback header before the dropped details"
+    return None
+
+
+def _header_inside(
+    gap: Gap,
+    headers: Mapping[object, Sequence[datetime]],
+    header_gaps: Mapping[object, Sequence[Gap]],
+    anchors: Sequence[datetime],
+) -> bool:
+    """Whether a traceback header of the task may be the last one before a death with a
+    dropped detail after it: rootcause cites the first detail after that header."""
+    task = gap.key[0]
+    kept = headers.get(task, ())
+    maybe = _any_within(kept, gap.before, gap.last) or any(
+        other.first <= gap.last and gap.before <= other.last for other in header_gaps.get(task, ())
+    )
+    if not maybe:
+        return False
+    # A kept header after the dropped details and before the next anchor's window ends
+    # is a later "last header": the dropped ones come before it.
+    at = bisect.bisect_right(anchors, gap.after)
+    until = (
+        _shift(anchors[at], AFTER_ANCHOR)
+        if at < len(anchors)
+        else datetime.max.replace(tzinfo=gap.after.tzinfo)
+    )
+    later = bisect.bisect_right(kept, gap.last)
+    return not (later < len(kept) and kept[later] <= until)
+
+
+def settled(
+    events: list[Event], dropped: Thinned | None, span_times: Iterable[datetime]
+) -> tuple[list[Event], bool]:
+    """``events`` as the later stages may read them: as they are when :func:`exact`, else
+    with the dropped events read back. Also whether they were read back."""
+    if dropped is None or not dropped.gaps:
+        return events, False
+    if exact(events, dropped, span_times):
+        return events, False
+    return events + [compact(event) for event in restore(dropped.spills)], True

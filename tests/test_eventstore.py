@@ -1,0 +1,327 @@
+"""Thinning repeated events (analyzer.eventstore) changes no diagnosis: whole analyses and
+every diagnosis field but the timeline's own event lists are the unthinned ones, on
+event-dense inputs, fast and plain, in one process and several, in time order or not; and
+what is kept stays bounded as repeats grow. Rule answers shared by texts of one digit mask
+are each text's own."""
+
+from __future__ import annotations
+
+import io
+import random
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import analyzer._fastscan.parallel as parallel
+from analyzer import eventstore
+from analyzer.api import Analysis
+from analyzer.classify import Collector
+from analyzer.diagnosis import Diagnosis
+from analyzer.events import EventKind
+from analyzer.ingest import open_sources
+from analyzer.policy import load_policy
+from analyzer.predict import diagnose_timeline
+from analyzer.rulebook import RuleBook
+from analyzer.simulate import SCENARIOS, dense_fleet, write
+from analyzer.simulate.plan import merge_jobs
+from analyzer.timeline import build_timeline
+
+
+@pytest.fixture(scope="module")
+def book() -> RuleBook:
+    return RuleBook.load()
+
+
+def _read(
+    paths: list[str], book: RuleBook, *, thin: bool, fast: bool = True, processes: int = 1
+) -> tuple[dict[str, Any], tuple[Diagnosis, ...], Collector, int]:
+    policy = load_policy()
+    collector = Collector(book, fast=fast, processes=processes, thin=thin)
+    collector.read_all(open_sources(paths))
+    logs = collector.logs()
+    diagnoses = tuple(diagnose_timeline(build_timeline(log), policy) for log in logs)
+    kept = sum(len(log.events) for log in logs)
+    return Analysis(tuple(collector.stats), diagnoses).to_dict(), diagnoses, collector, kept
+
+
+def _fields(diagnosis: Diagnosis) -> dict[str, object]:
+    """Every field of a diagnosis but the timeline, whose attempts hold the events."""
+    return {f.name: getattr(diagnosis, f.name) for f in fields(diagnosis) if f.name != "timeline"}
+
+
+def _same(paths: list[str], book: RuleBook, **how: Any) -> tuple[Collector, int, int]:
+    """Thinned (as ``how`` says) equals unthinned plain; the kept and the full event counts."""
+    want, want_diagnoses, _, full = _read(paths, book, thin=False, fast=False)
+    got, got_diagnoses, collector, kept = _read(paths, book, thin=True, **how)
+    assert got == want
+    assert [_fields(d) for d in got_diagnoses] == [_fields(d) for d in want_diagnoses]
+    # The timelines' shape too: attempts, bounds, workers.
+    for mine, theirs in zip(got_diagnoses, want_diagnoses, strict=True):
+        assert [(a.number, a.start, a.end, a.workers) for a in mine.timeline.attempts] == [
+            (a.number, a.start, a.end, a.workers) for a in theirs.timeline.attempts
+        ]
+    return collector, kept, full
+
+
+def _dense_file(tmp_path: Path, size: int, seed: int) -> str:
+    path = tmp_path / f"dense-{seed}.jsonl"
+    with path.open("wb") as stream:
+        stream.writelines(dense_fleet(size, seed=seed))
+    return str(path)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_dense_fleet_thinned_is_unthinned(
+    processes: int, book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Small ranges: many cuts, each range thinned alone and merged in order.
+    monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 256 << 10)
+    path = _dense_file(tmp_path, 4_000_000, seed=processes)
+    # A job whose lines came far out of order may be read back (restored): still exact.
+    collector, kept, full = _same([path], book, processes=processes)
+    assert len(collector.restored) <= 2
+    # And thinning did thin (each range's last stretch is kept whole: more with more cuts).
+    assert kept < full / (2 if processes == 1 else 1.2), (kept, full, collector.restored)
+
+
+def test_dense_plain_path_thinned_is_unthinned(book: RuleBook, tmp_path: Path) -> None:
+    path = _dense_file(tmp_path, 2_000_000, seed=7)
+    collector, kept, full = _same([path], book, fast=False)
+    assert not collector.restored and kept < full / 3
+
+
+def _dense_scenario(name: str, seed: int, share: float, fmt: str = "jsonl") -> str:
+    scenario = SCENARIOS[name]
+    plans = [
+        replace(plan, event_share=share, chatter_per_minute=plan.chatter_per_minute * 20)
+        for plan in scenario.plans(seed)
+    ]
+    out = io.StringIO()
+    write(merge_jobs(plans), fmt, out, seed=seed)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_every_scenario_event_dense(scenario: str, book: RuleBook, tmp_path: Path) -> None:
+    # Every outcome (OOM beside an exit 137, CUDA OOM details, a missing module, cascades,
+    # restarts, VM moves, truncated logs) with a third of its chatter events.
+    seed = random.Random(scenario).randrange(1_000_000)
+    path = tmp_path / f"{scenario}.jsonl"
+    path.write_text(_dense_scenario(scenario, seed, 0.34), encoding="utf-8")
+    _same([str(path)], book)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    scenario=st.sampled_from(sorted(SCENARIOS)),
+    seed=st.integers(0, 10_000),
+    share=st.sampled_from([0.05, 0.3, 0.8]),
+    shuffle=st.sampled_from([0, 3, 40]),
+)
+def test_thinning_is_exact_in_any_order(
+    scenario: str, seed: int, share: float, shuffle: int, book: RuleBook, tmp_path_factory: Any
+) -> None:
+    # Lines moved up to ``shuffle`` places (a sink's disorder, and far more): thinning holds,
+    # or the job's dropped events are read back; the analysis is the unthinned one.
+    lines = _dense_scenario(scenario, seed, share).splitlines(keepends=True)
+    rng = random.Random(seed)
+    for index in range(len(lines) - 1, 0, -1):
+        other = max(0, index - rng.randint(0, shuffle))
+        lines[index], lines[other] = lines[other], lines[index]
+    path = tmp_path_factory.mktemp("shuffled") / "job.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    _same([str(path)], book)
+
+
+def test_reversed_input_keeps_its_order_of_reading(book: RuleBook, tmp_path: Path) -> None:
+    # Newest first: no repeat is ever older than the latest by the margin, none is dropped.
+    text = _dense_scenario("user-code-exit1", 3, 0.5)
+    path = tmp_path / "reversed.jsonl"
+    path.write_text("".join(reversed(text.splitlines(keepends=True))), encoding="utf-8")
+    _same([str(path)], book)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_late_anchor_is_read_back(
+    processes: int, book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A service line written in the middle of the run, read in another range (two exports
+    # concatenated): it falls among repeats already dropped, maybe by a worker. The checks
+    # see it and read them back from the spill files.
+    monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 64 << 10)
+    lines = _dense_scenario("user-code-exit1", 3, 0.5).splitlines(keepends=True)
+    running = next(orjson.loads(x) for x in lines if "Job is running." in x)
+    middle = orjson.loads(lines[len(lines) // 2])
+    late = orjson.dumps({**running, "timestamp": middle["timestamp"], "insertId": "late"})
+    third = len(lines) // 3
+    path = tmp_path / "late.jsonl"
+    path.write_text("".join([*lines[:third], late.decode() + "\n", *lines[third:]]), "utf-8")
+    collector, kept, full = _same([str(path)], book, processes=processes)
+    assert collector.restored and kept == full
+
+
+def test_two_exports_of_one_job(book: RuleBook, tmp_path: Path) -> None:
+    # The sink file and a stream-logs text of the same job: duplicates across exports are
+    # found and counted as without thinning.
+    for fmt in ("jsonl", "stream-logs"):
+        (tmp_path / f"job.{fmt}").write_text(_dense_scenario("oom", 11, 0.3, fmt), encoding="utf-8")
+    _same([str(tmp_path / "job.jsonl"), str(tmp_path / "job.stream-logs")], book)
+
+
+def test_hourly_files_of_one_job(book: RuleBook, tmp_path: Path) -> None:
+    # A sink tree cuts a job's log at each hour: each file thinned alone, merged per job.
+    lines = _dense_scenario("worker-restarts-exhausted", 5, 0.3).splitlines(keepends=True)
+    hours: dict[str, list[str]] = {}
+    for line in lines:
+        hours.setdefault(orjson.loads(line)["timestamp"][:13], []).append(line)
+    assert len(hours) > 1
+    paths = []
+    for hour, chunk in sorted(hours.items()):
+        path = tmp_path / f"{hour}.jsonl"
+        path.write_text("".join(chunk), encoding="utf-8")
+        paths.append(str(path))
+    collector, _, _ = _same(paths, book)
+    assert not collector.restored
+
+
+def _one_long_job(repeats: int) -> str:
+    """One job whose worker writes ``repeats`` of each dense line between its start and exit."""
+    scenario = SCENARIOS["user-code-exit1"]
+    plan = scenario.plans(1)[0]
+    out = io.StringIO()
+    dense = replace(plan, event_share=0.9, chatter_per_minute=repeats / 30)
+    write(merge_jobs([dense]), "jsonl", out, seed=1)
+    return out.getvalue()
+
+
+def test_kept_events_stay_bounded_as_repeats_grow(book: RuleBook, tmp_path: Path) -> None:
+    # Not a timing test: the events kept as the same run holds 10x the repeats. Checkpoints
+    # and traceback lines: a few per stretch between anchors, whatever their number. Details
+    # are kept whole for the two minutes before each anchor (rootcause reads them there), so
+    # they grow with the density in those minutes only.
+    counts = []
+    for repeats in (2_000, 20_000):
+        path = tmp_path / f"long-{repeats}.jsonl"
+        path.write_text(_one_long_job(repeats), encoding="utf-8")
+        _, diagnoses, _, _ = _read([str(path)], book, thin=True)
+        _, full_diagnoses, _, _ = _read([str(path)], book, thin=False)
+        _same([str(path)], book)
+        kept = [e for d in diagnoses for a in d.timeline.attempts for e in a.events]
+        full = [e for d in full_diagnoses for a in d.timeline.attempts for e in a.events]
+        counts.append(
+            (
+                sum(e.kind is not EventKind.DETAIL for e in kept),
+                sum(e.kind is EventKind.DETAIL for e in kept),
+                sum(e.kind is EventKind.DETAIL for e in full),
+                len(full),
+            )
+        )
+    (small, _, _, small_full), (large, details, all_details, large_full) = counts
+    assert large_full > 8 * small_full
+    assert large < 1.5 * small + 50
+    assert details < all_details / 3
+
+
+def test_a_thinner_keeps_first_last_and_anchors(book: RuleBook) -> None:
+    # Direct: what one thinner keeps of a long run of repeats between two anchors.
+    from datetime import UTC, datetime, timedelta
+
+    from analyzer.events import Event
+    from analyzer.records import Origin
+
+    start = datetime(2024, 3, 11, 8, tzinfo=UTC)
+
+    def event(text: str, seconds: float, line: int) -> Event:
+        (match,) = book.match(text)
+        return Event(
+            start + timedelta(seconds=seconds),
+            "1",
+            "workerpool0-0",
+            match,
+            text,
+            Origin("x", line),
+            "vm",
+        )
+
+    thinner = eventstore.Thinner()
+    thinner.add(event("Task completed. Exit code (0). Exit reason (SUCCEEDED)", 0, 1))
+    for step in range(1, 1001):
+        thinner.add(event(f"Saving checkpoint to gs://b/ckpt-{step}", step, step + 1))
+    thinner.add(
+        event("Task completed. Exit code (1). Exit reason (SUBPROCESS_EXCEPTION)", 1001, 1002)
+    )
+    thinner.finish()
+    lines = sorted(e.origin.line for e in thinner.kept)
+    assert lines[:2] == [1, 2] and lines[-1] == 1002  # the anchors, the first repeat
+    assert 1001 in lines and 1000 in lines  # the last ones before the anchor
+    assert len(lines) < 40
+    # One gap per length of the step number (the mask keeps lengths: see rulebook.book).
+    assert sum(gap.count for gap in thinner.dropped.gaps) == 1002 - len(lines)
+    restored = eventstore.restore(thinner.dropped.spills)
+    assert sorted(lines + [e.origin.line for e in restored]) == list(range(1, 1003))
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "exit code ",
+        "137",
+        "1",
+        "0",
+        "9",
+        " ",
+        "Saving checkpoint to gs://b/ckpt-",
+        "step ",
+        "The replica workerpool0-",
+        " exited with a non-zero status of ",
+        ". ",
+        "Termination reason: Error.",
+        "403 ",
+        "Forbidden: ",
+        "Task completed. Exit code (",
+        "). Exit reason (SUBPROCESS_EXCEPTION)",
+        "ModuleNotFoundError: No module named 'x",
+        "'",
+        "loss=0.",
+        "Job ",
+        " is queued.",
+        "customJobs/",
+        "HTTP 429",
+        "ｅｘｉｔ",
+        "１３７",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_FRAGMENTS, min_size=1, max_size=8).map("".join), min_size=1, max_size=12))
+def test_shared_rule_answers_are_each_texts_own(texts: list[str]) -> None:
+    # A fresh book per example: answers shared between texts of one mask within it.
+    book = RuleBook.load()
+    book.new_run()
+    for text in texts:
+        assert book.match(text) == book._match(text)[0], text
+
+
+@pytest.mark.parametrize(
+    ("pattern", "blind"),
+    [
+        (r"\d+", True),
+        (r"[0-9]+", True),
+        (r"[A-Za-z0-9_-]{2,5}", True),
+        (r"(?P<EXIT_CODE_0>[0-9]+)", True),
+        (r"exit code 137", False),
+        (r"[1-9]", False),
+        (r"(\d)\1", False),
+        (r"(?P<a>\d)(?P=a)", False),
+        (r"\x30", False),
+    ],
+)
+def test_digit_blind_patterns(pattern: str, blind: bool) -> None:
+    from analyzer.rulebook.book import digit_blind
+
+    assert digit_blind(pattern) is blind
