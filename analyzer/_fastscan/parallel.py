@@ -242,7 +242,7 @@ def _scan_split(
             yield parts
 
     results: dict[int, RangeScan] = {}
-    work = partial(_scan_chunk, book, stats.path)
+    work = partial(_thinned, eventstore.thinning.get(), partial(_scan_chunk, book, stats.path))
     for index, found in run_streamed(items(), work, processes):
         results[index] = _unpacked(found)
         if on_bytes is not None:
@@ -315,6 +315,16 @@ def _consumed(raw: BinaryIO) -> Callable[[int], None]:
 def _scan_chunk(book: BookLike, path: str, index: int, data: bytes) -> RangeScan:
     """A worker's scan of chunk ``index`` of a stream (:func:`_scan_split`), packed."""
     return _packed(scan_stream(io.BytesIO(data), InputStats(path=path), book, at_start=index == 0))
+
+
+def _thinned(thin: bool, work: Callable[..., RangeScan], *args: object) -> RangeScan:
+    """``work(*args)`` with :data:`~analyzer.eventstore.thinning` as the caller has it: a
+    forked worker inherits the caller's context, a spawned one (other threads ran) does not."""
+    token = eventstore.thinning.set(thin)
+    try:
+        return work(*args)
+    finally:
+        eventstore.thinning.reset(token)
 
 
 def warm(book: BookLike) -> None:
@@ -421,7 +431,7 @@ def run_here(
     ``weights`` (the bytes each task reads) are not needed here. ``on_progress(position,
     bytes)`` is told the bytes of its input each task has read so far."""
     warm(book)
-    scan = partial(scan_task, book)
+    scan = partial(_thinned, eventstore.thinning.get(), partial(scan_task, book))
     return run_forked(tasks, scan, processes, while_waiting, on_progress=on_progress)
 
 
