@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from analyzer._fastscan import blockdecode
 from analyzer._fastscan import jsonl as fastjsonl
-from analyzer._fastscan.blockdecode import Entry, decode_block
+from analyzer._fastscan.blockdecode import decode_block
 from analyzer.analysis import Analysis
 from analyzer.classify import collect
 from analyzer.ingest import open_sources
@@ -196,10 +196,12 @@ def _deep(depth: int) -> bytes:
 
 
 _REFUSED: dict[str, Callable[[], bytes]] = {
-    "blank line": lambda: _with(3, b"\n"),
-    "whitespace-only line": lambda: _with(3, b"   \t \n"),
-    "blank last line": lambda: _BLOCK + b"\n",
-    "a lone carriage return ending a line": lambda: _with(3, _LINES[3].rstrip(b"\n") + b"\r\r\n"),
+    "a form feed line": lambda: _with(3, b"\x0c\n"),
+    "a form feed after an object": lambda: _with(3, _LINES[3].rstrip(b"\n") + b" \x0c\n"),
+    "a form feed before an object": lambda: _with(3, b"\x0c" + _LINES[3]),
+    "a lone carriage return before an object on the first line": lambda: b"\r\x0c" + _BLOCK,
+    "only blank lines": lambda: b"\n \n\t\r\n",
+    "blank lines then a number": lambda: b"\n \n5\n" + _BLOCK,
     "two objects, space": lambda: _with(3, b'{"a":1} {"b":2}\n'),
     "two objects, adjacent": lambda: _with(3, b'{"a":1}{"b":2}\n'),
     "two entries on one line": lambda: _with(3, _LINES[3].rstrip(b"\n") + _LINES[4]),
@@ -271,21 +273,21 @@ def test_decode_block_declines(case: str) -> None:
     assert decode_block(block) is None
 
 
-def _view_entry(entry: Entry) -> dict[str, Any]:
+def _view_entry(entry: Any) -> dict[str, Any]:
     """The fields of an entry the fast path reads, by their JSON path."""
     rlabels = entry.resource.labels if entry.resource is not None else None
     labels = entry.labels
     return {
-        "timestamp": entry.timestamp,
-        "textPayload": entry.textPayload,
-        "jsonPayload.message": entry.jsonPayload.message if entry.jsonPayload else None,
+        "timestamp": entry.time,
+        "textPayload": entry.text_1,
+        "jsonPayload.message": entry.jsonPayload.text if entry.jsonPayload else None,
         "resource.labels.job_id": rlabels.job_id if rlabels is not None else None,
-        "resource.labels.task_name": rlabels.task_name if rlabels is not None else None,
+        "resource.labels.task_name": rlabels.task if rlabels is not None else None,
         "labels.vm": labels.vm if labels is not None else None,
-        "labels.trial_id": labels.trial_id if labels is not None else None,
-        "labels.ml_trial_id": labels.ml_trial_id if labels is not None else None,
+        "labels.trial_id": labels.trial if labels is not None else None,
+        "labels.ml_trial_id": labels.trial_1 if labels is not None else None,
         "severity": entry.severity,
-        "insertId": entry.insertId,
+        "insertId": entry.insert_id,
     }
 
 
@@ -327,6 +329,9 @@ def _assert_read_as_plain(block: bytes) -> None:
     lines = _lines_of(block)
     assert len(entries) == len(lines)
     for number, (entry, line) in enumerate(zip(entries, lines, strict=True), 1):
+        if not line.strip():
+            assert entry is blockdecode.BLANK, f"line {number}"
+            continue
         assert _view_entry(entry) == _view_json(load_json(line)), f"line {number}"
 
 
@@ -376,6 +381,21 @@ _ACCEPTED: dict[str, Callable[[], bytes]] = {
         b'"resource":{"labels":null}}\n',
     ),
     "empty object": lambda: _with(3, b"{}\n"),
+    # JSON's spaces around objects, and blank lines (counted as the plain reader counts them)
+    "blank line": lambda: _with(3, b"\n"),
+    "whitespace-only line": lambda: _with(3, b"   \t \n"),
+    "blank last line": lambda: _BLOCK + b"\n",
+    "blank last line without its line end": lambda: _BLOCK + b" \t",
+    "blank first lines": lambda: b"\n \r\n" + _BLOCK,
+    "blank lines in a row": lambda: _with(3, b"\n\n\r\n \n"),
+    "one blank line in 50": lambda: b"".join(
+        line + (b"\n" if number % 50 == 49 else b"") for number, line in enumerate(_LINES)
+    ),
+    "a lone carriage return ending a line": lambda: _with(3, _LINES[3].rstrip(b"\n") + b"\r\r\n"),
+    "a space after each object": lambda: _BLOCK.replace(b"}\n", b"} \n"),
+    "spaces and tabs after each object, crlf": lambda: _BLOCK.replace(b"}\n", b"} \t \r\n"),
+    "spaces before each object": lambda: b" " + _BLOCK.replace(b"\n{", b"\n  \t{"),
+    "a carriage return before an object": lambda: _with(3, b"\r" + _LINES[3]),
     "whitespace inside": lambda: _with(3, b'{ "textPayload" :\t"t" ,\r"severity": "ERROR" }\n'),
     "600-deep in logName": lambda: _edit(3, b'"logName":', b'"logName":' + _deep(600) + b',"n":'),
 }
@@ -420,8 +440,12 @@ _VALUES = st.sampled_from(
     ]
 )
 _SPACES = st.sampled_from([b"", b" ", b"\t", b"\r", b" \r\t", b"\x0c"])
-_LINE = st.lists(st.tuples(_SPACES, _VALUES), min_size=1, max_size=3).map(
-    lambda pairs: b"".join(space + value for space, value in pairs)
+_LINE = st.one_of(
+    st.lists(st.tuples(_SPACES, _VALUES), min_size=1, max_size=3).map(
+        lambda pairs: b"".join(space + value for space, value in pairs)
+    ),
+    _SPACES,  # a blank line (but for the form feed)
+    st.tuples(_SPACES, _VALUES, _SPACES).map(b"".join),
 )
 
 
@@ -435,9 +459,13 @@ def test_a_decoded_block_holds_one_value_per_line(
     entries = decode_block(block)
     if entries is None:
         return
+    lines = _lines_of(block)  # as the plain reader cuts them (a last empty line is none)
     assert len(entries) == len(lines)
-    for line in lines:
-        load_json(line)  # one value: orjson refuses anything after it
+    for line, entry in zip(lines, entries, strict=True):
+        if entry is blockdecode.BLANK:
+            assert not line.strip()  # what the plain reader counts as a blank line
+        else:
+            load_json(line)  # one value: orjson refuses anything after it
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,12 +597,14 @@ def _fleet_with_1e999(tmp_path: Path) -> tuple[Path, int]:
 
 
 @pytest.fixture
-def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[Entry] | None]]:
+def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[Any] | None]]:
     """What every decode_block call of the fast path returned."""
-    results: list[list[Entry] | None] = []
+    results: list[list[Any] | None] = []
 
-    def spy(block: bytes, end: int | None = None) -> list[Entry] | None:
-        entries = decode_block(block, end)
+    def spy(
+        block: bytes, end: int | None = None, *, hints: blockdecode.Hints | None = None
+    ) -> list[Any] | None:
+        entries = decode_block(block, end, hints=hints)
         results.append(entries)
         return entries
 
@@ -584,7 +614,7 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[Entry] | None
 
 @needs_hyperscan
 def test_1e999_in_a_skipped_field_same_analysis(
-    book: RuleBook, tmp_path: Path, decoded: list[list[Entry] | None]
+    book: RuleBook, tmp_path: Path, decoded: list[list[Any] | None]
 ) -> None:
     path, _number = _fleet_with_1e999(tmp_path)
     fast, fast_stats = _analysis(path, book, fast=True)
@@ -600,7 +630,7 @@ def test_1e999_in_a_skipped_field_same_analysis(
 
 @needs_hyperscan
 def test_1e999_and_a_big_integer_in_a_skipped_field_same_analysis(
-    book: RuleBook, tmp_path: Path, decoded: list[list[Entry] | None]
+    book: RuleBook, tmp_path: Path, decoded: list[list[Any] | None]
 ) -> None:
     path, number = _fleet_with_1e999(tmp_path)
     lines = path.read_bytes().split(b"\n")
@@ -618,7 +648,7 @@ def test_without_the_guard_same_analysis(
     book: RuleBook,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    decoded: list[list[Entry] | None],
+    decoded: list[list[Any] | None],
 ) -> None:
     path, _number = _fleet_with_1e999(tmp_path)
     # Damage too, so that line-by-line reading has skip reasons to agree on.

@@ -8,17 +8,23 @@ import io
 import itertools
 import random
 import re
+import tempfile
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analyzer._fastscan import blockdecode
+from analyzer._fastscan import jsonl as fastjsonl
 from analyzer._fastscan.parallel import line_ranges
 from analyzer.analysis import Analysis
-from analyzer.classify import classify_records, classify_sources, collect
+from analyzer.api import diagnose_collected
+from analyzer.classify import Collector, classify_records, classify_sources, collect
 from analyzer.ingest import open_sources
 from analyzer.ingest.sources import StreamSource
 from analyzer.policy import load_policy
@@ -28,6 +34,7 @@ from analyzer.rulebook.normalize import INVISIBLE, fold
 from analyzer.rulebook.prefilter import _unchanged_by_fold
 from analyzer.simulate import SCENARIOS, fleet, simulate, write
 from analyzer.timeline import build_timeline
+from tests import reshape
 
 SAMPLES = sorted(Path(__file__).resolve().parent.parent.joinpath("sample_logs").iterdir())
 
@@ -144,6 +151,28 @@ def test_select_agrees_with_candidates(book: RuleBook) -> None:
     assert book.may_match_texts(texts) == [
         i for i, t in enumerate(texts) if prefilter.candidates(t)
     ]
+
+
+@pytest.mark.parametrize("long", [0, 1, 3])
+def test_select_with_long_texts_agrees_with_candidates(book: RuleBook, long: int) -> None:
+    # Long texts full of rule words make a block's search stop; they are decided alone, the
+    # others still together, and the match of each finds the same as before.
+    rng = random.Random(long)
+    texts = [line.decode() for line in _TEXT_SAMPLE]
+    for _ in range(long):
+        texts.insert(rng.randrange(len(texts)), reshape.long_traceback(rng, 30_000))
+    texts.append("Ｔｒａｃｅｂａｃｋ " * 400)  # wide and long: decided the exact way
+    prefilter = book._prefilter
+    want = [i for i, t in enumerate(texts) if prefilter.candidates(t)]
+    assert book.may_match_texts(texts) == want
+    for text in texts[-2:]:
+        probe = prefilter.probe(text)
+        candidates, present = prefilter.literals_in(probe)
+        assert candidates == prefilter.candidates_in(probe)
+        assert sorted(present) == sorted(w for w in prefilter.literals if w in probe)
+
+
+_TEXT_SAMPLE = [b"step 5 loss 0.3", b"Job failed.", b"RuntimeError: CUDA error", b"x" * 3000]
 
 
 def test_normalised_text_needs_no_fold() -> None:
@@ -451,3 +480,181 @@ def test_select_with_ascii_and_wide_texts(book: RuleBook) -> None:
     assert expected and book.may_match_texts(texts) == expected
     assert book.may_match_texts(["plain", "Job failed."]) == [1]
     assert book.may_match_texts(["█", "ｆａｉｌｅｄ"]) == [1]
+
+
+# Every legal serialisation of sink lines takes the lean path (issue 19 point 2): the same
+# entries re-serialised (tests/reshape.py) give the plain path's analysis, and no line of them
+# is parsed a second time, line by line.
+
+_FLEET = list(fleet(400_000, seed=19))
+
+
+@pytest.fixture
+def reread(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The lines the fast scan read again one by one with the plain functions (the real
+    function runs: this only notes its lines)."""
+    lines: list[bytes] = []
+    read_line = fastjsonl.JsonlScanner._read_line
+
+    def noted(scanner: fastjsonl.JsonlScanner, raw: bytes, *rest: Any) -> None:
+        lines.append(raw)
+        read_line(scanner, raw, *rest)
+
+    monkeypatch.setattr(fastjsonl.JsonlScanner, "_read_line", noted)
+    return lines
+
+
+def _lean(lines: list[bytes], book: RuleBook, tmp_path: Path, reread: list[bytes]) -> None:
+    path = tmp_path / "shape.jsonl"
+    path.write_bytes(b"".join(lines))
+    _same([str(path)], book)
+    if blockdecode.available():
+        assert reread == [], f"{len(reread)} lines read again, the first: {reread[0]!r}"
+
+
+@pytest.mark.parametrize("shape", sorted(reshape.SHAPES))
+def test_every_serialisation_takes_the_lean_path(
+    shape: str, book: RuleBook, tmp_path: Path, reread: list[bytes]
+) -> None:
+    if shape == "long-texts":  # denser than the bench's (one in 600 lines): a small fleet
+        lines = list(reshape.long_texts(_FLEET, count=8, size=20_000, every=40))
+    else:
+        lines = list(reshape.SHAPES[shape](_FLEET))
+    assert lines != _FLEET
+    _lean(lines, book, tmp_path, reread)
+
+
+def test_a_project_wide_sink_has_no_false_notice(book: RuleBook, tmp_path: Path) -> None:
+    # Foreign entries, some without a resource at all (some exports drop it): the input gave
+    # jobs, so it gets no "no Vertex AI job message in it".
+    lines = list(reshape.foreign(_FLEET, share=0.2))
+    lines.insert(5, b'{"textPayload":"kernel: eth0 up","timestamp":"2024-03-11T08:00:00Z"}\n')
+    path = tmp_path / "project.jsonl"
+    path.write_bytes(b"".join(lines))
+    alone = tmp_path / "no-job.jsonl"
+    alone.write_bytes(lines[5])
+    for fast in (True, False):
+        analysis = _notices([path], book, fast=fast)
+        assert analysis.diagnoses
+        assert not [n for n in analysis.notices if "no Vertex AI job message" in n]
+        notices = _notices([alone], book, fast=fast).notices
+        assert f"{alone}: no Vertex AI job message in it" in notices
+
+
+def _notices(paths: list[Path], book: RuleBook, *, fast: bool) -> Analysis:
+    collector = Collector(book, fast=fast)
+    collector.read_all(open_sources([str(p) for p in paths]))
+    return diagnose_collected(collector, book)
+
+
+_OFFSETS = st.integers(-14 * 60, 14 * 60)
+
+
+@st.composite
+def _time_form(draw: st.DrawFn) -> Callable[[str], str]:
+    """One RFC 3339 form of a sink timestamp: digits, zone, offset."""
+    digits = draw(st.integers(0, 9))
+    minutes = draw(st.one_of(st.just(0), _OFFSETS))
+    zulu = draw(st.sampled_from(["Z", "z", "+00:00"]))
+    forms: list[Callable[[str], str]] = [
+        lambda s: s,
+        reshape.isoformat,
+        reshape.six_digits,
+        reshape.go_trimmed,
+        lambda s: reshape.with_offset(s, minutes, digits, zulu),
+    ]
+    return draw(st.sampled_from(forms))
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.data(),
+    st.sampled_from([b"", b" ", b"\t "]),
+    st.sampled_from([b"", b" ", b" \t"]),
+    st.sampled_from([b"\n", b"\r\n"]),
+    st.integers(0, 3),
+    st.floats(0, 0.3),
+)
+def test_random_serialisations_read_as_the_plain_path(
+    data: st.DataObject,
+    before: bytes,
+    after: bytes,
+    ending: bytes,
+    blanks: int,
+    share: float,
+) -> None:
+    book = RuleBook.load()
+    start = data.draw(st.integers(0, len(_FLEET) - 300))
+    lines = _FLEET[start : start + 300]
+    lines = list(reshape.foreign(lines, share=share, seed=start))
+    lines = list(reshape.long_texts(lines, count=2, size=5_000, every=120, seed=start))
+    out: list[bytes] = []
+    for line in lines:
+        entry = orjson.loads(line)
+        if isinstance(entry.get("timestamp"), str) and "." in entry["timestamp"]:
+            entry["timestamp"] = data.draw(_time_form())(entry["timestamp"])
+        out.append(before + orjson.dumps(entry) + after + ending)
+        if blanks and data.draw(st.integers(0, 60)) == 0:
+            out.append(data.draw(st.sampled_from([b"", b" ", b"\t\r"])) + ending)
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
+        path = Path(folder, "sink.jsonl")
+        path.write_bytes(b"".join(out))
+        _lean_only(patch)
+        _same([str(path)], book)
+
+
+def _lean_only(patch: pytest.MonkeyPatch) -> None:
+    """Fail where the fast scan reads a line again with the plain functions."""
+
+    def refused(_scanner: fastjsonl.JsonlScanner, raw: bytes, *_rest: Any) -> None:
+        raise AssertionError(f"read again line by line: {raw!r}")
+
+    if blockdecode.available():
+        patch.setattr(fastjsonl.JsonlScanner, "_read_line", refused)
+
+
+_TIME_PARTS = st.tuples(
+    st.sampled_from(
+        [
+            "0000",
+            "0001",
+            "0004",
+            "0100",
+            "0400",
+            "1900",
+            "2000",
+            "2023",
+            "2024",
+            "9999",
+            "2O24",
+            "٢٠٢٤",
+        ]
+    ),
+    st.sampled_from(["00", "01", "02", "04", "09", "12", "13"]),
+    st.sampled_from(["00", "01", "28", "29", "30", "31", "32"]),
+    st.sampled_from(["T", "t", " "]),
+    st.sampled_from(["00", "09", "23", "24"]),
+    st.sampled_from(["00", "59", "60"]),
+    st.sampled_from(["00", "59", "60", "6a", "٥٩"]),
+    st.sampled_from([".123456789", ".12345678", ".1234567890", ".12345678\n", ""]),
+    st.sampled_from(["Z", "z", "+00:00"]),
+)
+
+
+@settings(max_examples=500)
+@given(st.lists(_TIME_PARTS.map("".join), min_size=1, max_size=4), st.integers(0, 3))
+def test_a_blocks_times_checked_at_once_as_each_alone(times: list[str], canonical: int) -> None:
+    # The lean path takes a block's timestamps for canonical and checks them all at once
+    # after: the same answer as checking each (canonical_time keeps a canonical one as it is).
+    times = ["2024-03-11T08:00:05.123456789Z"] * canonical + times
+    each = all(fastjsonl.canonical_time(when) == when for when in times)
+    assert fastjsonl.canonical_times(times) == each
+    # Microseconds at UTC, whose key the lean path makes by appending "000Z" to 26 of them.
+    for form, zone in zip(fastjsonl.FORMS[1:], ["Z", "+00:00"], strict=True):
+        micro = [when[:26] + zone if len(when) >= 26 else when for when in times]
+        micro += [w.replace("+00:00", z) for z in ["+05:30", "-00:01"] for w in micro[:1]]
+        for some in (micro, micro[: len(times)]):
+            each = all(
+                len(w) == len(form) and fastjsonl.canonical_time(w) == w[:26] + "000Z" for w in some
+            )
+            assert fastjsonl.canonical_times(some, form) == each, some

@@ -8,8 +8,10 @@ the rest without building it: about half the cost. But a block decoded at once i
 question as each line decoded alone, and msgspec checks skipped fields less than it checks the
 fields it builds. Two Hyperscan passes over the raw block settle the difference:
 
-- every line must hold exactly one object: each line starts with ``{`` and ends with ``}``
-  (before its ``\\n`` or ``\\r\\n``; so
+- every line must hold exactly one object, or be blank: each line starts with ``{`` and ends
+  with ``}`` (but for JSON's spaces around it, and its ``\\n`` or ``\\r\\n``: the sink's
+  own shape is checked first, the looser one only where it fails, with each blank line's
+  place; msgspec skips blank lines, and they come out as :data:`BLANK`; so
   no value can continue onto the next line: strings hold no raw newline, and after a ``}`` a
   value can only go on with ``,``, ``]`` or ``}``), and there are as many values as lines.
   The decoder takes nothing but objects (a line holding another value fails the block), so a
@@ -28,12 +30,26 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from typing import Any, Literal, cast
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import msgspec
 
 from analyzer import cache
-from analyzer.records import JOB_RESOURCE_TYPES, TRIAL_LABELS, VM_LABEL
+from analyzer.ingest.jsonl import BLANK_LINE
+from analyzer.records import (
+    AUDIT_ENTRY,
+    AUDIT_PATH,
+    INSERT_ID_PATH,
+    JOB_RESOURCE_TYPES,
+    LABEL_PATHS,
+    OTHER_RESOURCE,
+    RESOURCE_TYPE_PATH,
+    SEVERITY_PATH,
+    TEXT_PATHS,
+    TIME_PATHS,
+    EntryPath,
+)
 
 # The first byte, after a valid prefix, at which no UTF-8 character can start or be completed.
 # Anchored at the start of the block: a DFA with a few states, as fast as a literal scan.
@@ -56,7 +72,7 @@ _BAD_CHAR = (
 )
 INVALID_UTF8 = rb"^(?:" + _VALID_CHAR + rb")*(?:" + _BAD_CHAR + rb")"
 # A line that does not end with "}" (before "\n" or "\r\n") or, after a line end, does not
-# start with "{".
+# start with "{": the sink's own shape, checked first.
 _NOT_ONE_OBJECT = (rb"[^}\r]\n", rb"[^}]\r\n", rb"\n[^{]")
 # Where a line may hold two objects: "}", JSON's spaces but "\n" (msgspec takes no other
 # character between values), then "{". Written as "}{", "}" one space "{", or "}" and two
@@ -65,6 +81,16 @@ _NOT_ONE_OBJECT = (rb"[^}\r]\n", rb"[^}]\r\n", rb"\n[^{]")
 # on a line always show so.
 _TWO_OBJECTS = rb"\}[\t\r ]?\{|\}[\t\r ]{2}"
 _TWO_OBJECTS_ID = len(_NOT_ONE_OBJECT)  # its id in the structure database
+# The same questions where JSON's spaces surround the objects and blank lines (only spaces,
+# tabs, carriage returns: what msgspec skips between values and the plain reader counts as
+# blank) come between them: asked when the sink's shape does not hold. A line whose last
+# character but spaces is not "}", one whose first is not "{"; two objects; and the end of
+# each blank line (every one, not the first only).
+_LOOSE_NOT_ONE_OBJECT = (rb"[^}\t\r \n][\t\r ]*\n", rb"\n[\t\r ]*[^{\t\r \n]")
+_LOOSE_TWO_ID = len(_LOOSE_NOT_ONE_OBJECT)
+_BLANK_END = rb"\n[\t\r ]*\n"
+_BLANK_ID = _LOOSE_TWO_ID + 1
+_SPACES = b" \t\r"
 
 
 class Shape(enum.Enum):
@@ -75,88 +101,112 @@ class Shape(enum.Enum):
     MAYBE_TWO = "each line starts with { and ends with }, and one may hold two objects"
 
 
-class ResourceLabels(msgspec.Struct, gc=False):
-    """``resource.labels`` of an entry: the fields worker identity is read from."""
+class Skipped:
+    """What a block's line that gives no record decodes to: a blank line, an entry of another
+    resource, an audit entry; ``reason`` is its skip reason, as the plain reader gives it.
+    The scan reads it as any line that lacks the common fields (it has no ``resource``)."""
 
-    job_id: str | None = None
-    task_name: str | None = None
+    __slots__ = ("reason",)
 
-
-class Resource(msgspec.Struct, gc=False):
-    """``resource`` of an entry: its labels, and its type, one of a job's
-    (:data:`~analyzer.records.JOB_RESOURCE_TYPES`) or none: checked in C, any other type
-    fails the block, which is decoded again as :class:`MixedEntry` (a project-wide sink)."""
-
-    labels: ResourceLabels | None = None
-    type: Literal["ml_job", "cloudml_job"] | None = None
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
-class Labels(msgspec.Struct, gc=False):
-    """The entry's ``labels`` that bookkeeping reads (every other label is skipped)."""
-
-    vm: str | None = msgspec.field(default=None, name=VM_LABEL)
-    ml_trial_id: str | None = msgspec.field(default=None, name=TRIAL_LABELS[1])
-    trial_id: str | None = msgspec.field(default=None, name=TRIAL_LABELS[0])
+BLANK = Skipped(BLANK_LINE)
+AUDIT = Skipped(AUDIT_ENTRY)
+_FOREIGN: dict[str, Skipped] = {}  # one per resource type
 
 
-class Payload(msgspec.Struct, gc=False):
-    """``jsonPayload``: only its message."""
-
-    message: Any = None
-
-
-class Entry(msgspec.Struct, gc=False):
-    """The fields of a ``LogEntry`` a record of the common shape is made of.
-
-    A LogEntry's labels (job, task, VM, trial), timestamp and textPayload are strings: typed
-    so, msgspec checks them in C, and a block holding another type for one of them (a
-    hand-made file) fails as a whole and is read line by line, where the plain reader's checks
-    decide. What varies in the wild (severity, insertId, a jsonPayload's message) is ``Any``
-    and checked by the bookkeeping. ``gc=False``: decoded JSON holds no reference cycles.
-
-    The fields (here and in the structs inside) are in the order the sink writes its keys,
-    alphabetical: msgspec looks a key up from the field after the last one found, so in that
-    order each lookup is one comparison.
-    """
-
-    insertId: Any = None  # the LogEntry fields keep their JSON names
-    jsonPayload: Payload | None = None
-    labels: Labels | None = None
-    # An audit entry (whose lines the one mapping skips) fails the block, as another resource
-    # type does.
-    protoPayload: None = None
-    resource: Resource | None = None
-    severity: Any = None
-    textPayload: str | None = None
-    timestamp: str | None = None
+def _foreign(kind: str) -> Skipped:
+    found = _FOREIGN.get(kind)
+    if found is None:
+        found = Skipped(OTHER_RESOURCE + kind)
+        if len(_FOREIGN) < 1024:
+            _FOREIGN[kind] = found
+    return found
 
 
-class MixedResource(msgspec.Struct, gc=False):
-    """:class:`Resource` of any type."""
-
-    labels: ResourceLabels | None = None
-    type: str | None = None
-
-
-class MixedEntry(msgspec.Struct, gc=False):
-    """:class:`Entry` of a block holding entries of other resources or audit entries (a
-    project-wide sink): the same fields, read the same way, but for these two."""
-
-    insertId: Any = None
-    jsonPayload: Payload | None = None
-    labels: Labels | None = None
-    # Only whether there is one (not null, as the mapping asks): its bytes, not its value.
-    protoPayload: msgspec.Raw = msgspec.Raw()
-    resource: MixedResource | None = None
-    severity: Any = None
-    textPayload: str | None = None
-    timestamp: str | None = None
+# The decoders' structs are built from the one LogEntry mapping (analyzer.records): each field
+# of a record the scan reads is declared at its path there, as an attribute named after the
+# record's field. The scan reads the fields of the common shape by the first of their paths
+# (a line whose first path gives nothing is left to the mapping, which reads the others), and
+# the optional fields (trial, VM) by all of them, in the mapping's order: field "trial" at its
+# second path is attribute "trial_1".
+READ_WHOLE = ("trial", "vm")
 
 
-# What the scan makes of a line that belongs to no job: an entry without resource, which it
-# reads line by line, so that the one mapping gives the skip reason.
-_LINE_BY_LINE = Entry()
-_JOB_RESOURCE_TYPES = frozenset({*JOB_RESOURCE_TYPES, None})
+def _leaf_name(field: str, rank: int) -> str:
+    return field if rank == 0 else f"{field}_{rank}"
+
+
+def _declared() -> dict[EntryPath, tuple[str, Any]]:
+    """Every path the decoders read: (attribute, type), from the mapping's table.
+
+    LogEntry labels, timestamps and textPayload are strings: typed so, msgspec checks them in
+    C, and a block holding another type for one of them (a hand-made file) fails as a whole
+    and is read line by line, where the plain reader's checks decide. What varies in the wild
+    (severity, insertId, a jsonPayload's message) is ``Any`` and checked by the scan."""
+    declared: dict[EntryPath, tuple[str, Any]] = {}
+    for field, paths in LABEL_PATHS.items():
+        for rank, path in enumerate(paths if field in READ_WHOLE else paths[:1]):
+            declared[path] = (_leaf_name(field, rank), str | None)
+    declared[TEXT_PATHS[0]] = ("text", Any)  # jsonPayload's: any type, the scan checks
+    for rank, path in enumerate(TEXT_PATHS[1:], 1):
+        declared[path] = (_leaf_name("text", rank), str | None)
+    declared[TIME_PATHS[0]] = ("time", str | None)
+    declared[SEVERITY_PATH] = ("severity", Any)
+    declared[INSERT_ID_PATH] = ("insert_id", Any)
+    return declared
+
+
+def _struct(name: str, fields: dict[EntryPath, tuple[str, Any]]) -> Any:
+    """A msgspec struct decoding ``fields`` (relative paths: attribute and type), nested
+    objects as structs of their own (attribute: the JSON key), every field None when absent.
+
+    The fields are in the order the sink writes its keys, alphabetical: msgspec looks a key up
+    from the field after the last one found, so in that order each lookup is one comparison.
+    ``gc=False``: decoded JSON holds no reference cycles."""
+    leaves: dict[str, tuple[str, Any]] = {}
+    inner: dict[str, dict[EntryPath, tuple[str, Any]]] = {}
+    for path, declared in fields.items():
+        if len(path) == 1:
+            leaves[path[0]] = declared
+        else:
+            inner.setdefault(path[0], {})[path[1:]] = declared
+    members: list[tuple[str, str, Any]] = [(key, *leaves[key]) for key in leaves]
+    for key, below in inner.items():
+        assert key.isidentifier(), key  # an object's attribute is its key
+        members.append((key, key, _struct(f"{name}_{key}", below) | None))
+    members.sort()
+    return msgspec.defstruct(
+        name,
+        [
+            (attribute, kind, msgspec.field(default=None, name=key))
+            for key, attribute, kind in members
+        ],
+        gc=False,
+    )
+
+
+def _entry_struct(name: str, *, mixed: bool) -> Any:
+    """The struct of a block's entries. Strict (``mixed`` False): ``resource.type`` is one of
+    a job's (:data:`~analyzer.records.JOB_RESOURCE_TYPES`) or none, and there is no audit
+    payload, checked in C; any other entry fails the block, which is decoded again with the
+    ``mixed`` struct (a project-wide sink), where the scan tells them apart."""
+    fields = _declared()
+    if mixed:
+        # Only whether there is one (not null, as the mapping asks): its bytes, not its value.
+        fields[AUDIT_PATH] = ("audit", msgspec.Raw)
+        fields[RESOURCE_TYPE_PATH] = ("type", str | None)
+    else:
+        fields[AUDIT_PATH] = ("audit", None)
+        fields[RESOURCE_TYPE_PATH] = ("type", Literal[tuple(sorted(JOB_RESOURCE_TYPES))] | None)
+    return _struct(name, fields)
+
+
+Entry: Any = _entry_struct("Entry", mixed=False)
+MixedEntry: Any = _entry_struct("MixedEntry", mixed=True)
+_JOB_RESOURCE_TYPES = frozenset({*JOB_RESOURCE_TYPES, "", None})  # "": no type either
 _NO_PAYLOAD = (b"", b"null")
 
 _DECODER = msgspec.json.Decoder(Entry)
@@ -170,23 +220,22 @@ class _Guard:
     Kept apart: one database per question scans faster here than one holding them all.
     """
 
-    def __init__(self, hyperscan: Any, databases: tuple[Any, Any] | None = None) -> None:
+    def __init__(self, hyperscan: Any, databases: tuple[Any, Any, Any] | None = None) -> None:
         self._hyperscan = hyperscan
         if databases is None:
             single = hyperscan.HS_FLAG_SINGLEMATCH
+            loose = (*_LOOSE_NOT_ONE_OBJECT, _TWO_OBJECTS, _BLANK_END)
             databases = (
-                self._compile((*_NOT_ONE_OBJECT, _TWO_OBJECTS), single),
-                self._compile((INVALID_UTF8,), single),
+                self._compile((*_NOT_ONE_OBJECT, _TWO_OBJECTS), [single] * 4),
+                self._compile((INVALID_UTF8,), [single]),
+                # Every blank line's end is reported: the others once.
+                self._compile(loose, [single] * 3 + [0]),
             )
-        self._structure, self._utf8 = databases
+        self._structure, self._utf8, self._loose = databases
 
-    def _compile(self, patterns: tuple[bytes, ...], flags: int) -> Any:
+    def _compile(self, patterns: tuple[bytes, ...], flags: list[int]) -> Any:
         database = self._hyperscan.Database(mode=self._hyperscan.HS_MODE_BLOCK)
-        database.compile(
-            expressions=list(patterns),
-            ids=list(range(len(patterns))),
-            flags=[flags] * len(patterns),
-        )
+        database.compile(expressions=list(patterns), ids=list(range(len(patterns))), flags=flags)
         return database
 
     def _any(self, database: Any, block: bytes | memoryview) -> bool:
@@ -222,6 +271,52 @@ class _Guard:
             return Shape.ONE_OBJECT_EACH
         return Shape.MAYBE_TWO if found[-1] == _TWO_OBJECTS_ID else Shape.NOT_OBJECTS
 
+    def loose_shape(
+        self, data: bytes, end: int, view: bytes | memoryview
+    ) -> tuple[Shape, list[int]]:
+        """:meth:`shape` where spaces may surround the objects and lines may be blank; also
+        the indexes of the blank lines, in order."""
+        blanks: list[int] = []
+        if data[:1] != b"{":
+            # The first line: blank, or "{" after spaces.
+            first = data[:256].lstrip(_SPACES)[:1]
+            if first == b"\n":
+                blanks.append(0)
+            elif first != b"{":
+                return Shape.NOT_OBJECTS, blanks
+        if not data[max(0, end - 256) : end].rstrip(b" \t\r\n").endswith(b"}"):
+            return Shape.NOT_OBJECTS, blanks
+        ends: list[int] = []
+        two = False
+
+        def note(pattern: int, _start: int, at: int, _flags: int, _context: object) -> bool:
+            nonlocal two
+            if pattern == _BLANK_ID:
+                ends.append(at)
+                return False
+            if pattern == _LOOSE_TWO_ID:
+                two = True
+                return False
+            ends.clear()
+            ends.append(-1)
+            return True  # not one object a line: stop
+
+        with contextlib.suppress(self._hyperscan.ScanTerminated):
+            self._loose.scan(view, match_event_handler=note)
+        if ends[-1:] == [-1]:
+            return Shape.NOT_OBJECTS, blanks
+        # A blank line's index: the line ends before its own.
+        lines = 0
+        counted = 0
+        count = data.count
+        for at in ends:
+            lines += count(b"\n", counted, at - 1)
+            counted = at - 1
+            blanks.append(lines)
+        if data[end - 1] != 0x0A and not data[data.rfind(b"\n", 0, end) + 1 : end].strip(_SPACES):
+            blanks.append(lines + count(b"\n", counted, end))  # a blank last line, no "\n"
+        return (Shape.MAYBE_TWO if two else Shape.ONE_OBJECT_EACH), blanks
+
     def valid_utf8(self, data: bytes, view: bytes | memoryview | None = None) -> bool:
         """Whether ``data`` is valid UTF-8, or, given ``view`` (a start of ``data``), that."""
         return data.isascii() or not self._any(self._utf8, data if view is None else view)
@@ -233,18 +328,22 @@ def _load_guard() -> _Guard | None:
     except ImportError:
         return None
     # Compiled once and kept (analyzer.cache): 5 ms of every run otherwise.
-    name = cache.key(*_NOT_ONE_OBJECT, _TWO_OBJECTS, INVALID_UTF8)
+    name = cache.key(
+        *_NOT_ONE_OBJECT, _TWO_OBJECTS, INVALID_UTF8, *_LOOSE_NOT_ONE_OBJECT, _BLANK_END
+    )
     found = cache.load("guard", name)
-    if isinstance(found, tuple) and len(found) == 2:
+    if isinstance(found, tuple) and len(found) == 3:
         try:
-            structure, utf8 = map(cache.load_hyperscan, found)
-            return _Guard(hyperscan, (structure, utf8))
+            structure, utf8, loose = map(cache.load_hyperscan, found)
+            return _Guard(hyperscan, (structure, utf8, loose))
         except Exception:  # built by another Hyperscan: compile again
             pass
     guard = _Guard(hyperscan)
     if cache.cache_dir() is not None:
         cache.store(
-            "guard", name, tuple(map(cache.dump_hyperscan, (guard._structure, guard._utf8)))
+            "guard",
+            name,
+            tuple(map(cache.dump_hyperscan, (guard._structure, guard._utf8, guard._loose))),
         )
     return guard
 
@@ -277,33 +376,64 @@ def count_lines(data: bytes, end: int | None = None) -> int:
     return lines + (end > 0 and data[end - 1] != 0x0A)
 
 
-def _mixed(view: bytes | memoryview) -> list[Entry] | None:
+def _mixed(view: bytes | memoryview) -> list[Any] | None:
     """The entries of a block that :class:`Entry` refused, as :class:`MixedEntry`; the lines
-    of other resources and the audit entries become :data:`_LINE_BY_LINE`. None when the block
-    fails again (a label that is not a string, say)."""
+    of other resources and the audit entries become their :class:`Skipped`, decided from the
+    decoded struct as :func:`~analyzer.records.entry_fields` decides (the audit payload
+    first, then the resource type). None when the block fails again (a label that is not a
+    string, say)."""
     try:
         mixed = _MIXED_DECODER.decode_lines(view)
     except _DECODE_ERRORS:
         return None
     job_types = _JOB_RESOURCE_TYPES
+    no_payload = _NO_PAYLOAD
     # A MixedEntry is read by the scan exactly as an Entry (the same attributes).
-    return cast(
-        "list[Entry]",
-        [
+    return [
+        (
             entry
-            if bytes(entry.protoPayload) in _NO_PAYLOAD
-            and (entry.resource is None or entry.resource.type in job_types)
-            else _LINE_BY_LINE
-            for entry in mixed
-        ],
-    )
+            if (resource := entry.resource) is None or resource.type in job_types
+            else _foreign(resource.type)
+        )
+        if not entry.audit or bytes(entry.audit) in no_payload
+        else AUDIT
+        for entry in mixed
+    ]
 
 
-def decode_block(data: bytes, end: int | None = None) -> list[Entry] | None:
+def _with_blanks(entries: list[Any], blanks: list[int]) -> list[Any]:
+    """``entries``, the objects of a block's lines, with :data:`BLANK` at the indexes of its
+    blank lines: one item per line."""
+    merged: list[Any] = []
+    taken = 0
+    for index in blanks:
+        need = index - len(merged)
+        merged += entries[taken : taken + need]
+        taken += need
+        merged.append(BLANK)
+    merged += entries[taken:]
+    return merged
+
+
+@dataclass(slots=True)
+class Hints:
+    """What the blocks before showed, for the next one: whether one needed the decoder of
+    mixed blocks (entries of other resources), and the looser check of lines (spaces around
+    the objects, blank lines). Set by :func:`decode_block`."""
+
+    mixed: bool = False
+    loose: bool = False
+
+
+def decode_block(
+    data: bytes, end: int | None = None, *, mixed: bool = False, hints: Hints | None = None
+) -> list[Any] | None:
     """The entries of the block ``data[:end]`` (whole lines, the last ``\\n`` optional), one
-    per line; None when only reading line by line gives the right answer (or Hyperscan is
-    missing). ``data`` may go on after ``end`` (a read cut at its last line end): it is not
-    copied."""
+    per line: an :class:`Entry` (or :class:`MixedEntry`), or a :class:`Skipped` for a blank
+    line, an entry of another resource or an audit entry. None when only reading line by line
+    gives the right answer (or Hyperscan is missing). ``data`` may go on after ``end`` (a read
+    cut at its last line end): it is not copied. ``mixed``: start with the decoder of mixed
+    blocks; ``hints``: start with what they say (and keep what this block shows there)."""
     if not available():
         return None
     guard = _GUARD
@@ -313,18 +443,35 @@ def decode_block(data: bytes, end: int | None = None) -> list[Entry] | None:
     if not end:
         return None
     view = data if end == len(data) else memoryview(data)[:end]
-    shape = guard.shape(data, end, view)
+    if hints is not None:
+        mixed = hints.mixed
+    blanks: list[int] = []
+    # After a block with blank lines, the looser check straight away (the sink's shape would
+    # fail at the next blank line, half a block in); spaces around the objects fail it at once.
+    shape = Shape.NOT_OBJECTS
+    if hints is None or not hints.loose:
+        shape = guard.shape(data, end, view)
+    if shape is Shape.NOT_OBJECTS:
+        shape, blanks = guard.loose_shape(data, end, view)
+    if hints is not None:
+        hints.loose = bool(blanks)
     if shape is Shape.NOT_OBJECTS or not guard.valid_utf8(data, view):
         return None
-    entries: list[Entry] | None
+    entries: list[Any] | None
     try:
-        entries = _DECODER.decode_lines(view)
+        entries = _mixed(view) if mixed else _DECODER.decode_lines(view)
+        if hints is not None:
+            hints.mixed = mixed and any(type(entry) is Skipped for entry in entries or ())
     except msgspec.ValidationError:
         entries = _mixed(view)
+        if hints is not None:
+            hints.mixed = True
     except _DECODE_ERRORS:
         return None
     if entries is None:
         return None
+    if blanks:
+        entries = _with_blanks(entries, blanks)
     if shape is Shape.MAYBE_TWO and len(entries) != count_lines(data, end):
         return None
     return entries

@@ -9,30 +9,37 @@ lines whose message a rule matches (the prefilter decides for a whole block of m
 then the rule book, which remembers its answers).
 
 A block is read one of two ways. Normally :func:`~analyzer._fastscan.blockdecode.decode_block`
-decodes it in one msgspec call into small structs of just those fields, once two Hyperscan
-passes have proven that this reads every line as the line-by-line reader would. A block it
-declines (a blank line, invalid UTF-8, a label that is not a string, no Hyperscan...) is read
-line by line with :func:`~analyzer.ingest.entries.load_json`. Blocks come from
-:func:`read_blocks`, which cuts each read at its last line end without copying it.
+decodes it in one msgspec call into small structs of just those fields (built from the one
+LogEntry mapping, :data:`analyzer.records.LABEL_PATHS` and its neighbours), once Hyperscan
+passes have proven that this reads every line as the line-by-line reader would; blank lines,
+entries of other resources and audit entries come out decided (``Skipped``). A block it
+declines (invalid UTF-8, a label that is not a string, no Hyperscan...) is read line by line
+with :func:`~analyzer.ingest.entries.load_json`. Blocks come from :func:`read_blocks`, which
+cuts each read at its last line end without copying it.
+
+Timestamps are kept in one form, the sink's (UTC, nine digits, ``Z``), which compares like the
+times: any RFC 3339 form with 0 to 9 digits and ``Z``, ``z`` or an offset is rewritten into it
+(:func:`canonical_time`, offsets converted to UTC).
 
 Equality with the plain reader is the contract (``tests/test_fastpath.py``): the same lines
 counted the same way, the same records, the same first and last times. So a line takes the light
-path only when its shape is the common one; anything unusual (no text, a timestamp in another
-format, not an object) goes through the plain functions and comes out as a full record or the
-plain skip reason.
+path only when the first path of each field in the mapping decides it; anything else (no text
+there, a timestamp that is no RFC 3339 form above, not an object) goes through the plain
+functions and comes out as a full record or the plain skip reason.
 """
 
 from __future__ import annotations
 
 import io
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import BinaryIO, NamedTuple
+from datetime import datetime, timedelta
+from typing import Any, BinaryIO, NamedTuple
 
-from analyzer._fastscan.blockdecode import Entry, decode_block
+from analyzer._fastscan.blockdecode import READ_WHOLE, Hints, Skipped, decode_block
 from analyzer.events import RuleMatch
 from analyzer.ingest.entries import (
     INVALID_JSON,
@@ -43,12 +50,14 @@ from analyzer.ingest.entries import (
 from analyzer.ingest.jsonl import BLANK_LINE
 from analyzer.ingest.sniff import BOM
 from analyzer.records import (
+    LABEL_PATHS,
+    EntryFields,
     InputStats,
     LogRecord,
     Origin,
     entry_fields,
     job_group,
-    parse_timestamp,
+    record_from_fields,
 )
 
 # Which texts of a block may match a rule: the indexes, in any order.
@@ -63,23 +72,137 @@ Candidate = tuple[LogRecord, tuple[RuleMatch, ...] | None]
 BLOCK_BYTES = 1 << 19
 
 # The sink's own timestamp form: nanoseconds, UTC. Equal-format strings compare like the times
-# they name, so they are kept as strings; the date part is checked once per distinct date.
-# ASCII digits only: parse_timestamp rejects other Nd digits in the seconds and the first six
-# digits of the fraction, so a line carrying them must take the plain functions.
-_CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{9}Z", re.ASCII)
-# Every character of that pattern has a fixed width, so a string matches exactly when its first
-# 17 characters (through the minute's colon) are a proven minute and the rest matches the tail:
-# seconds, nine ASCII digits and Z, to the end.
+# they name, so timestamps are kept as strings in this form (the key of a span); a timestamp in
+# another RFC 3339 form is rewritten into it (_TimeKeys). ASCII digits only: parse_timestamp
+# rejects other Nd digits in the seconds and the first six digits of the fraction, so a line
+# carrying them must take the plain functions.
+# Every character of the canonical form has a fixed width, so a string is canonical exactly
+# when its first 17 characters (through the minute's colon) are a proven minute and the rest
+# matches the tail: seconds, nine ASCII digits and Z, to the end.
 _SECONDS_TO_Z = re.compile(r"[0-5]\d\.\d{9}Z", re.ASCII).fullmatch
+# The tail of the next most common forms, microseconds at UTC: what Python's isoformat() and
+# google-cloud-logging's to_api_repr() write.
+_SIX_DIGITS_UTC = re.compile(r"[0-5]\d\.\d{6}(?:Z|\+00:00)", re.ASCII).fullmatch
+# The tail of any RFC 3339 timestamp the scan reads itself, after its minute: seconds, 0 to 9
+# fraction digits, and Z, z or a whole-minute offset. What parse_timestamp reads besides (more
+# digits, "+0530", no seconds, other separators...) takes the plain functions.
+_ANY_TAIL = re.compile(
+    r"([0-5]\d)(?:\.(\d{1,9}))?(Z|z|[+-](?:[01]\d|2[0-3]):[0-5]\d)", re.ASCII
+).fullmatch
+# The minute of any such timestamp: date, "T" (or "t", or a space: RFC 3339 allows them and
+# so does parse_timestamp), hour and minute.
+_MINUTE = re.compile(r"\d{4}-\d\d-\d\d[Tt ](?:[01]\d|2[0-3]):[0-5]\d:", re.ASCII).fullmatch
+# Zeros that make a fraction of n digits nine long.
+_PAD = tuple("0" * (9 - digits) for digits in range(10))
 # Where no minute is proven yet: lone surrogates, which no decoded string holds (msgspec refuses
 # them), so no timestamp starts with it.
 _NO_MINUTE = "\ud800" * 17
-# Bounds the memory of proven minutes (a year has 525,600) and of dates: beyond it, the full
-# check runs.
+# Blocks read with each timestamp checked after one held a timestamp in another form, before
+# taking them for canonical again.
+_CAREFUL_BLOCKS = 16
+# Bounds the memory of proven minutes (a year has 525,600): beyond it, the full check runs.
 _MAX_MINUTES = 1 << 16
 
-_VALID_DATES: dict[str, bool] = {}
+# The canonical minute ("2024-03-11T08:00:") of a timestamp's minute and zone as written
+# ("2024-03-11T13:30:" "+05:30"), or None when it names no valid time; and the canonical
+# minutes proven valid. Facts about strings, shared by every scanner of the process (a worker
+# reads several ranges of one export, which mostly share their minutes).
+_UTC_MINUTES: dict[str, str | None] = {}
 _GOOD_MINUTES: set[str] = set()
+
+
+# A block's timestamps checked at once (canonical_times): the canonical form with every digit
+# made "0", and the seconds' first digit of each (at 17, every 31 characters of them joined).
+_DIGITS_TO_ZERO = str.maketrans("0123456789", "0" * 10)
+# The forms a block's timestamps are taken in at once, their digits made "0": the canonical
+# one, and microseconds at UTC (Python's isoformat(), google-cloud-logging's to_api_repr()),
+# whose key is their first 26 characters and "000Z".
+FORMS = (
+    "0000-00-00T00:00:00.000000000Z",
+    "0000-00-00T00:00:00.000000Z",
+    "0000-00-00T00:00:00.000000+00:00",
+)
+# Where a form's digits must be zeros: its offset's.
+_ZONE_DIGITS = {FORMS[2]: (27, 28, 30, 31)}
+_MINUTE_OF = operator.itemgetter(slice(0, 17))
+
+
+def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
+    """Whether every string of ``times`` is a valid timestamp in ``form`` (one of
+    :data:`FORMS`; the sink's canonical one by default): what checking each of them does
+    (``_SECONDS_TO_Z`` after a proven minute, for the canonical form), in a few passes over
+    all of them joined, each in C, and the minutes not proven yet checked each once."""
+    if not times:
+        return True
+    joined = "\n".join(times)
+    count = len(times)
+    size = len(form) + 1
+    if (
+        # Each in the form's layout, of ASCII digits (a newline inside one: another layout).
+        len(joined) != size * count - 1
+        or not joined.isascii()
+        or joined.translate(_DIGITS_TO_ZERO) != "\n".join([form] * count)
+        # Seconds below 60.
+        or joined[17::size].strip("012345")
+        # The offset's digits zeros, as written (the layout check took any digit).
+        or any(joined[at::size].strip("0") for at in _ZONE_DIGITS.get(form, ()))
+    ):
+        return False
+    good = _GOOD_MINUTES
+    for minute in set(map(_MINUTE_OF, times)) - good:
+        if utc_minute(minute, "Z") != minute:
+            return False
+        if len(good) < _MAX_MINUTES:
+            good.add(minute)
+    return True
+
+
+def utc_minute(minute: str, zone: str) -> str | None:
+    """The canonical UTC minute (``2024-03-11T08:00:``) of the minute ``minute``
+    (``2024-03-11T13:30:``, any separator :data:`_MINUTE` takes) written at ``zone`` (``Z``,
+    ``z`` or ``+HH:MM``/``-HH:MM``); None when it is no valid time or leaves the years
+    datetime holds (parse_timestamp refuses those too)."""
+    if _MINUTE(minute) is None:
+        return None
+    try:
+        local = datetime.fromisoformat(f"{minute[:10]}T{minute[11:16]}")
+        if zone not in ("Z", "z"):
+            # RFC 3339 offsets are whole minutes: the seconds and fraction stay as written.
+            offset = timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+            local = local - offset if zone[0] == "+" else local + offset
+    except (ValueError, OverflowError):
+        return None
+    return (
+        f"{local.year:04d}-{local.month:02d}-{local.day:02d}T{local.hour:02d}:{local.minute:02d}:"
+    )
+
+
+def canonical_time(when: str) -> str | None:
+    """``when``, an RFC 3339 timestamp with 0 to 9 fraction digits and ``Z``, ``z`` or an
+    offset, in the sink's canonical form (UTC, nine digits, ``Z``): a string that compares
+    like the time, and that :func:`~analyzer.records.parse_timestamp` reads as the same
+    moment as ``when``. None for any other string (the plain functions decide about it)."""
+    found = _ANY_TAIL(when, 17)
+    if found is None:
+        return None
+    seconds, fraction, zone = found.groups()
+    written = when[:17]
+    key = written + zone
+    minute = _UTC_MINUTES.get(key, _NO_MINUTE)
+    if minute is _NO_MINUTE:
+        minute = utc_minute(written, zone)
+        if len(_UTC_MINUTES) < _MAX_MINUTES:
+            _UTC_MINUTES[key] = minute
+    if minute is None:
+        return None
+    if len(_GOOD_MINUTES) < _MAX_MINUTES:
+        # The lean check takes the canonical form of this minute from now on.
+        _GOOD_MINUTES.add(minute)
+    if fraction is None:
+        return f"{minute}{seconds}.000000000Z"
+    if minute == written and len(fraction) == 9 and zone == "Z":
+        return when
+    return f"{minute}{seconds}.{fraction}{_PAD[len(fraction)]}Z"
 
 
 def time_key(moment: datetime) -> str:
@@ -154,57 +277,23 @@ class JsonlScanner:
         self._at_start = at_start
         self.tally = ScanTally()
         self._select = select
-        # Which dates are real, and the minutes ("2024-03-11T08:00:") of timestamps that passed
-        # the full check: facts about strings, shared by every scanner of the process (a
-        # worker reads several ranges of one export, which mostly share their minutes).
-        self._valid_dates = _VALID_DATES
+        # The canonical minutes ("2024-03-11T08:00:") proven valid (see canonical_time).
         self._good_minutes = _GOOD_MINUTES
-
-    def _valid_date(self, date: str) -> bool:
-        known = self._valid_dates.get(date)
-        if known is None:
-            try:
-                datetime.fromisoformat(date)
-                known = True
-            except ValueError:
-                known = False
-            if len(self._valid_dates) < _MAX_MINUTES:
-                self._valid_dates[date] = known
-        return known
-
-    def _canonical_time(self, when: str) -> bool:
-        """Whether ``when`` is a valid timestamp in the sink's canonical form.
-
-        Also remembers its minute (the first 17 characters) as proven, for the lean path.
-        """
-        if _CANONICAL_TIME.fullmatch(when) is None or not self._valid_date(when[:10]):
-            return False
-        if len(self._good_minutes) < _MAX_MINUTES:
-            self._good_minutes.add(when[:17])
-        return True
-
-    def _canonical_key(self, when: str) -> str | None:
-        """``when`` in the sink's canonical form, if it is a valid timestamp in that form or
-        in one of the shorter forms protobuf's JSON writes when the last digits of the
-        fraction are zeros (none, 3 or 6 digits: ``...:05Z``, ``...:05.120Z``); else None.
-
-        The key is the time :func:`time_key` gives the parsed timestamp, so lines read either
-        way compare right.
-        """
-        size = len(when)
-        if size != 30:
-            if size == 20 and when[19] == "Z":
-                when = when[:19] + ".000000000Z"
-            elif (size == 24 or size == 27) and when[19] == "." and when[-1] == "Z":
-                when = when[:-1] + "0" * (30 - size) + "Z"
-            else:
-                return None
-        return when if self._canonical_time(when) else None
+        # What the last block showed (entries of other resources, blank lines): the next
+        # is read so straight away.
+        self._hints = Hints()
+        # How many blocks more to read with each timestamp checked on its own (a block held
+        # one in another form), and the form (of FORMS) the others are taken in.
+        self._careful = 0
+        self._form = 0
+        # Whether only the timestamps of the form's length are taken in it (a block held
+        # others: Go's trimmed fractions, a whole second in isoformat()).
+        self._lengths = False
 
     def feed_block(self, data: bytes, first_number: int, end: int | None = None) -> int:
         """Scan the block ``data[:end]`` (whole lines, the last ``\\n`` optional), whose first
         line is ``first_number``; return how many lines it held."""
-        entries = decode_block(data, end)
+        entries = decode_block(data, end, hints=self._hints)
         if entries is not None:
             self._feed_decoded(data, entries, first_number)
             return len(entries)
@@ -216,14 +305,81 @@ class JsonlScanner:
         self.feed(lines, first_number)
         return len(lines)
 
-    def _feed_decoded(self, data: bytes, entries: list[Entry], first_number: int) -> None:
+    def _feed_decoded(self, data: bytes, entries: list[Any], first_number: int) -> None:
         """Scan a block decoded at once: the lean path, line by line only for odd lines.
 
-        The block is the first ``len(entries)`` lines of ``data``."""
+        The block is the first ``len(entries)`` lines of ``data``. Its timestamps are first
+        taken for canonical and checked all at once after (one Hyperscan search of them
+        joined: a tenth of checking each); where one is not, the block is read again, each
+        timestamp checked on its own, and so are the next blocks for a while."""
+        careful = self._careful > 0
+        if careful:
+            self._careful -= 1
+        else:
+            form = self._form
+            size = len(FORMS[form]) if self._lengths else 0
+            local: dict[SpanKey, SpanTally] = {}
+            texts, odd, times = self._lean(entries, local, careful=False, form=form, size=size)
+            if not canonical_times(times, FORMS[form]):
+                # The form most of the block's timestamps have (the next block's too,
+                # likely), the others each checked on its own; else all of them so.
+                common = Counter(map(len, times)).most_common(1)
+                forms = [f for f, text in enumerate(FORMS) if common and len(text) == common[0][0]]
+                careful = True
+                if forms:
+                    form, size = forms[0], common[0][0]
+                    local = {}
+                    texts, odd, times = self._lean(
+                        entries, local, careful=False, form=form, size=size
+                    )
+                    if canonical_times(times, FORMS[form]):
+                        careful = False
+                        self._form, self._lengths = form, True
+                if careful:
+                    self._careful = _CAREFUL_BLOCKS
+            if not careful:
+                self._merge(local)
+        if careful:
+            texts, odd, _ = self._lean(entries, self.tally.spans, careful=True)
+        self._after_lean(data, entries, first_number, texts, odd)
+
+    def _merge(self, local: dict[SpanKey, SpanTally]) -> None:
+        """Add a block's spans to the tally (in the block's order of first appearance)."""
         spans = self.tally.spans
+        for key, tally in local.items():
+            mine = spans.get(key)
+            if mine is None:
+                spans[key] = tally
+            else:
+                mine.records += tally.records
+                if tally.first < mine.first:
+                    mine.first = tally.first
+                if tally.last > mine.last:
+                    mine.last = tally.last
+
+    def _lean(
+        self,
+        entries: list[Any],
+        spans: dict[SpanKey, SpanTally],
+        *,
+        careful: bool,
+        form: int = 0,
+        size: int = 0,
+    ) -> tuple[list[str], list[int], list[str]]:
+        """The lean reading of a block's entries into ``spans``: the light lines' texts, the
+        indexes of the odd lines and, unless ``careful`` (each timestamp checked and made
+        canonical on its own), the light lines' timestamps, taken unchecked in ``form`` (of
+        :data:`FORMS`: canonical, or microseconds at UTC, whose key is their first 26
+        characters and "000Z"). With ``size``, only those of its length: the others are
+        checked on their own."""
+        widen = form != 0
+        # Every timestamp taken in the form, unchecked (checked after, all at once).
+        taken = not careful and not size
+        times: list[str] = []
         good_minutes = self._good_minutes
         minute = _NO_MINUTE
         seconds_to_z = _SECONDS_TO_Z
+        six_utc = _SIX_DIGITS_UTC
         # The previous line's worker and span (none yet: no job id is None).
         last_job: str | None = None
         last_task: str | None = None
@@ -233,50 +389,62 @@ class JsonlScanner:
         texts: list[str] = []
         odd: list[int] = []
         for entry in entries:
-            # The sink's common shape, read by attribute: a part that is missing (None) raises
-            # AttributeError, and the line goes to the plain functions like any unusual one.
+            # The sink's common shape, read by attribute (named after the record's fields, at
+            # the first of their paths in the mapping: see blockdecode): a part that is missing
+            # (None) raises AttributeError, as does a Skipped line, and the line goes to the
+            # plain functions like any unusual one.
             try:
-                rlabels = entry.resource.labels  # type: ignore[union-attr]
-                task = rlabels.task_name  # type: ignore[union-attr]
-                job = rlabels.job_id  # type: ignore[union-attr]
+                rlabels = entry.resource.labels
+                task = rlabels.task
+                job = rlabels.job_id
                 payload = entry.jsonPayload
-                text = payload.message if payload is not None else entry.textPayload
+                text = payload.text if payload is not None else entry.text_1
                 labels = entry.labels
-                vm = labels.vm  # type: ignore[union-attr]
-                trial = labels.trial_id or labels.ml_trial_id  # type: ignore[union-attr]
+                vm = labels.vm
+                trial = labels.trial or labels.trial_1
             except AttributeError:
                 odd.append(len(texts) + len(odd))  # this line's index
                 continue
-            when = entry.timestamp
-            # Non-empty resource labels win over every other label in record_from_entry, so
-            # task and job are final; a truthy timestamp hides receiveTimestamp. The decoder has
-            # checked that these labels and the timestamp are strings (or missing).
-            # decode_block leaves a line of another resource type and an audit entry to the
-            # one mapping (analyzer.records.entry_fields); for the others, with task and job
-            # set and a string text, its answer is the one read here.
+            when = entry.time
+            # A non-empty string at the first path of a label wins in the mapping
+            # (analyzer.records.entry_fields), so task and job are final; a truthy timestamp
+            # hides receiveTimestamp; a string message is the text. The decoder has checked
+            # that these labels and the timestamp are strings (or missing), and has left a line
+            # of another resource type and an audit entry Skipped.
             if not (
                 task
                 and job
                 and when
                 and type(text) is str
-                # _CANONICAL_TIME plus the date check, in two cheap pieces: a minute already
-                # proven valid, then the tail. Anything else (and each new minute) takes the
-                # full check.
+                # The canonical form, in two cheap pieces: a minute already proven valid, then
+                # the tail. Any other form (and each new minute) is rewritten into it by
+                # canonical_time, or is left to the plain functions.
                 and (
-                    (
+                    taken
+                    or (not careful and len(when) == size)
+                    or (
                         # The last proven minute (most lines share their neighbour's) is
                         # checked without slicing; the set of proven ones otherwise.
                         (
                             when.startswith(minute)
                             or (when[:17] in good_minutes and (minute := when[:17]) != "")
                         )
-                        and seconds_to_z(when, 17) is not None
+                        and (
+                            seconds_to_z(when, 17) is not None
+                            # Microseconds at UTC (isoformat(), to_api_repr()): their key
+                            # without the full rewriting.
+                            or (six_utc(when, 17) is not None and (when := when[:26] + "000Z"))
+                        )
                     )
-                    or (when := self._canonical_key(when)) is not None
+                    or (when := canonical_time(when)) is not None
                 )
             ):
                 odd.append(len(texts) + len(odd))  # this line's index
                 continue
+            if taken or (not careful and len(when) == size):
+                times.append(when)
+                if widen:
+                    when = when[:26] + "000Z"
             if trial:
                 job = job_group(job, trial)
             if not vm:
@@ -295,6 +463,12 @@ class JsonlScanner:
             elif when > span.last:
                 span.last = when
             texts.append(text)
+        return texts, odd, times
+
+    def _after_lean(
+        self, data: bytes, entries: list[Any], first_number: int, texts: list[str], odd: list[int]
+    ) -> None:
+        """Count a block read by :meth:`_lean`, and hand out its candidates."""
         stats = self.stats
         stats.lines += len(entries)
         stats.used += len(texts)
@@ -313,10 +487,16 @@ class JsonlScanner:
                 origin = Origin(path, first_number + light[index])
                 chosen.append((_record(entries[light[index]], texts[index], origin), found))
         if odd:
-            lines = data.split(b"\n", len(entries))
+            lines: list[bytes] | None = None
             pending = _Pending()
             full: list[LogRecord] = []
             for index in odd:
+                entry = entries[index]
+                if type(entry) is Skipped:  # decided from the struct: no second reading
+                    stats.skip(entry.reason)
+                    continue
+                if lines is None:
+                    lines = data.split(b"\n", len(entries))
                 self._read_line(lines[index], first_number + index, pending, full)
             self._finish(pending, full)
             chosen += [(record, None) for record in full]
@@ -353,7 +533,7 @@ class JsonlScanner:
                 stats.skip(fields)
                 return
             when = fields.time
-            if when is not None and (key := self._canonical_key(when)):
+            if when is not None and (key := canonical_time(when)):
                 stats.used += 1
                 stats.records += 1
                 job = job_group(fields.job_id, fields.trial)
@@ -413,25 +593,34 @@ class _Pending:
     texts: list[str] = field(default_factory=list)
 
 
-def _record(entry: Entry, text: str, origin: Origin) -> LogRecord:
-    """The record :func:`~analyzer.records.record_from_entry` makes of a light line's entry."""
+# The decoder's attributes the scan reads of the fields it reads by every path (blockdecode's
+# names for the mapping's paths: "trial" and "trial_1", "vm"): a path added to the table
+# must be read here too, or the scan would read a line otherwise than the mapping.
+_READ_WHOLE = {"trial": 2, "vm": 1}
+if {field: len(LABEL_PATHS[field]) for field in READ_WHOLE} != _READ_WHOLE:
+    raise ImportError("the fast scan does not read every path of the LogEntry mapping")
+
+
+def _record(entry: Any, text: str, origin: Origin) -> LogRecord:
+    """The record of a light line's decoded entry, made by the one mapping's
+    :func:`~analyzer.records.record_from_fields`: the decoder's attributes are the record's
+    fields at their paths in the mapping (see blockdecode), and for a light line the first
+    path of the job and task decides (a non-empty string), as the text does (a string)."""
     labels = entry.labels
-    rlabels = entry.resource.labels  # type: ignore[union-attr]
-    assert labels is not None and rlabels is not None and entry.timestamp is not None
+    rlabels = entry.resource.labels
     severity = entry.severity
-    insert_id = entry.insertId
-    vm = labels.vm
-    return LogRecord(
-        timestamp=parse_timestamp(entry.timestamp),
+    insert_id = entry.insert_id
+    fields = EntryFields(
         job_id=rlabels.job_id,
-        task=rlabels.task_name,
-        severity=severity if type(severity) is str else "DEFAULT",
+        task=rlabels.task,
+        trial=labels.trial or labels.trial_1 or None,
+        vm=labels.vm or None,
         text=text,
-        origin=origin,
-        vm=vm if type(vm) is str and vm else None,
-        trial=labels.trial_id or labels.ml_trial_id or None,
+        time=entry.time,
+        severity=severity if type(severity) is str else "DEFAULT",
         insert_id=insert_id if type(insert_id) is str else None,
     )
+    return record_from_fields(fields, origin)
 
 
 def _line_of(candidate: Candidate) -> int:

@@ -527,4 +527,3 @@ def safe_ranges(path: str, size: int, smallest: int, processes: int) -> list[tup
             cuts.append(cut)
     cuts.append(size)
     return list(itertools.pairwise(cuts))
-

@@ -18,7 +18,6 @@ from analyzer.records import InputStats, LogRecord, Origin
 BLANK_LINE = "blank line"
 
 
-
 def read_jsonl(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Yield one record per LogEntry line of ``stream``, counting every line in ``stats``."""
     path = stats.path

@@ -224,9 +224,7 @@ class RuleBook:
             if len(masked) >= _CACHE_ENTRIES:
                 masked.clear()
             masked[mask] = tuple(
-                index
-                for index in candidates
-                if not blind[index] or self.rules[index].id in matched
+                index for index in candidates if not blind[index] or self.rules[index].id in matched
             )
         return found, complete
 
@@ -236,8 +234,10 @@ class RuleBook:
         """:meth:`match`, and whether no rule ran out of time; ``candidates``: the rules to
         try (default: the prefilter's)."""
         probe = self._prefilter.probe(text)
+        # The literal words the text holds decide which templates may match, too.
+        chosen, present = self._prefilter.literals_in(probe)
         if candidates is None:
-            candidates = self._prefilter.candidates_in(probe)
+            candidates = chosen
         if not candidates:
             return (), True
         normalized, offsets = normalize_with_offsets(text)
@@ -249,7 +249,7 @@ class RuleBook:
             if timeouts and timeouts.get(rule.id, 0) >= limit:
                 continue  # out of budget: disabled for the rest of the run
             try:
-                matches = find(rule, normalized, offsets, text, self.timeout, probe)
+                matches = find(rule, normalized, offsets, text, self.timeout, present)
             except MatchTimeout:
                 self.timeouts[rule.id] += 1
                 complete = False

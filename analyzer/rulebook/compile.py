@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from analyzer.events import RuleMatch
@@ -182,12 +182,13 @@ def find(
     offsets: Sequence[int],
     original: str,
     timeout: float,
-    probe: str | None = None,
+    probe: Container[str] | None = None,
 ) -> list[tuple[int, RuleMatch]]:
     """Every match of ``rule`` in ``normalized`` as (start, match), in text order.
 
-    All templates are tried, except, given the prefilter's ``probe`` of the text, those none of
-    whose literal words it holds (they cannot match: the prefilter's own premise). Where matches
+    All templates are tried, except, given the prefilter's ``probe`` of the text (or the set
+    of the literal words it holds), those none of whose literal words it holds (they cannot
+    match: the prefilter's own premise). Where matches
     of several templates overlap, the one starting first wins, then the longest (the full
     sentence over its shorter form). Raises :class:`MatchTimeout` when a regex runs too long.
     """

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Sequence
+from typing import overload
 
 # Invisible formatting characters that real copies of the messages carry:
 # LRM/RLM, the bidi embeddings/overrides and isolates, ALM, ZWSP, word joiner, BOM.
@@ -89,20 +91,63 @@ def normalize_with_offsets(text: str) -> tuple[str, Sequence[int]]:
 
 
 def _ascii_with_offsets(text: str) -> tuple[str, Sequence[int]]:
-    """The ASCII case, a word at a time (most log lines: no per-character Python loop)."""
+    """The ASCII case: the words joined by single spaces, and offsets computed from the words
+    only when asked (most texts a rule matches need a few; a long traceback would otherwise
+    cost a list of every character's offset)."""
     normalized = " ".join(text.split())
     if normalized == text:
         return text, range(len(text) + 1)
-    offsets: list[int] = []
-    previous_end = -1
-    for word in _WORD.finditer(text):
-        start, end = word.span()
-        if previous_end >= 0:
-            offsets.append(previous_end)
-        offsets.extend(range(start, end))
-        previous_end = end
-    offsets.append(len(text))
-    return normalized, offsets
+    return normalized, _WordOffsets(text, len(normalized))
+
+
+class _WordOffsets(Sequence[int]):
+    """The offsets of :func:`normalize_with_offsets` for an ASCII text whose whitespace runs
+    changed: each word's characters point at themselves, the space after a word at the first
+    character of the run that followed it, the end at ``len(text)``."""
+
+    __slots__ = ("_length", "_original", "_starts", "_text")
+
+    def __init__(self, text: str, length: int) -> None:
+        self._text = text
+        self._length = length + 1
+        # Per word: its start in the normalised text and in the original (on first use).
+        self._starts: tuple[list[int], list[int]] | None = None
+
+    def __len__(self) -> int:
+        return self._length
+
+    def _words(self) -> tuple[list[int], list[int]]:
+        if self._starts is None:
+            normalized: list[int] = []
+            original: list[int] = []
+            at = 0
+            for word in _WORD.finditer(self._text):
+                start, end = word.span()
+                normalized.append(at)
+                original.append(start)
+                at += end - start + 1
+            self._starts = (normalized, original)
+        return self._starts
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | Sequence[int]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        if index == self._length - 1:
+            return len(self._text)
+        normalized, original = self._words()
+        word = bisect_right(normalized, index) - 1
+        # Inside the word, or the space after it: the first character of the run after it.
+        return original[word] + index - normalized[word]
 
 
 def original_span(offsets: Sequence[int], text: str, start: int, end: int) -> str:

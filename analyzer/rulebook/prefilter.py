@@ -14,13 +14,27 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress
-from typing import Any
+from typing import Any, cast
 
 from analyzer import cache
 from analyzer.rulebook.model import Rule
 from analyzer.rulebook.normalize import INVISIBLE, fold
 
 _INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE)) + "]")
+
+# Characters beyond which a text is searched on its own, once for all the literal words
+# (Hyperscan, each word reported once), rather than once per word, or among the texts of its
+# block (where every occurrence of every word would be reported).
+LONG_TEXT = 2048
+# Words found in a block's texts beyond which it probably holds a long text (the fleet's blocks
+# of about 700 texts hold about 30).
+_MANY_WORDS = 256
+
+
+def _scan_terminated() -> type[Exception]:
+    import hyperscan
+
+    return cast("type[Exception]", hyperscan.ScanTerminated)
 
 
 def _unchanged_by_fold(text: str) -> bool:
@@ -69,8 +83,9 @@ def _byte_pattern(word: str, encoding: str) -> bytes:
     return "".join(f"\\x{byte:02x}" for byte in word.encode(encoding)).encode()
 
 
-def _hyperscan_database(literals: Sequence[str], encoding: str) -> Any:
-    """A Hyperscan block database of ``literals`` in ``encoding``, or None without the wheel."""
+def _hyperscan_database(literals: Sequence[str], encoding: str, *, single: bool = False) -> Any:
+    """A Hyperscan block database of ``literals`` in ``encoding``, or None without the wheel;
+    ``single``: each literal reported at its first occurrence only."""
     try:
         import hyperscan
     except ImportError:
@@ -79,7 +94,7 @@ def _hyperscan_database(literals: Sequence[str], encoding: str) -> Any:
     database.compile(
         expressions=[_byte_pattern(word, encoding) for word in literals],
         ids=list(range(len(literals))),
-        flags=[0] * len(literals),
+        flags=[hyperscan.HS_FLAG_SINGLEMATCH if single else 0] * len(literals),
     )
     return database
 
@@ -115,7 +130,7 @@ class Prefilter:
     for every text.
     """
 
-    __slots__ = ("_always", "_any", "_by_literal", "_caseless", "_engines", "_literals")
+    __slots__ = ("_always", "_any", "_by_literal", "_caseless", "_engines", "_literals", "_present")
 
     def __init__(self, literals_by_rule: Sequence[Iterable[str | None]]) -> None:
         by_literal: dict[str, list[int]] = {}
@@ -136,12 +151,17 @@ class Prefilter:
         # Built on first use: only large inputs read through select() need them.
         self._caseless: Any = False  # False: not built yet; None: no Hyperscan
         self._engines: tuple[Any, Any] | None = None
+        # Each literal reported once (HS_FLAG_SINGLEMATCH): which literals a long text holds,
+        # in one pass. Built by warm(), or on the first long text.
+        self._present: Any = False
 
     def warm(self) -> None:
         """Build the Hyperscan databases :meth:`select` uses now rather than on first use."""
         if self._caseless is False:
             # No literal, nothing to search for (and Hyperscan refuses an empty database).
             self._caseless = _caseless_databases(self._literals) if self._literals else None
+        if self._present is False and self._literals:
+            self._present = _hyperscan_database(self._literals, "utf-8", single=True)
 
     def __getstate__(self) -> dict[str, Any]:
         # Hyperscan databases do not pickle: they travel as their serialized bytes. The
@@ -150,6 +170,8 @@ class Prefilter:
         state["_engines"] = None
         if self._caseless:
             state["_caseless"] = tuple(map(cache.dump_hyperscan, self._caseless))
+        if self._present:
+            state["_present"] = cache.dump_hyperscan(self._present)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -160,6 +182,11 @@ class Prefilter:
                 self._caseless = tuple(map(cache.load_hyperscan, self._caseless))
             except Exception:  # another Hyperscan build: compile them again when needed
                 self._caseless = False
+        if self._present:
+            try:
+                self._present = cache.load_hyperscan(self._present)
+            except Exception:
+                self._present = False
 
     @property
     def literals(self) -> tuple[str, ...]:
@@ -176,13 +203,45 @@ class Prefilter:
 
     def candidates_in(self, probe: str) -> tuple[int, ...]:
         """:meth:`candidates` of the text whose :meth:`probe` is ``probe``."""
-        if self._any is None or self._any.search(probe) is None:
-            return self._always
+        return self.literals_in(probe)[0]
+
+    def literals_in(self, probe: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """:meth:`candidates_in` ``probe``, and the literal words ``probe`` holds.
+
+        A long probe (a traceback of many kilobytes) is searched once for all the words (with
+        Hyperscan), not once per word."""
+        if self._any is None:
+            return self._always, ()
+        if len(probe) > LONG_TEXT and self._present_database() is not None:
+            present = tuple(self._present_words(probe))
+        elif self._any.search(probe) is None:
+            return self._always, ()
+        else:
+            present = tuple([literal for literal in self._literals if literal in probe])
+        if not present:
+            return self._always, present
         found = set(self._always)
-        for literal in self._literals:
-            if literal in probe:
-                found.update(self._by_literal[literal])
-        return tuple(sorted(found))
+        for literal in present:
+            found.update(self._by_literal[literal])
+        return tuple(sorted(found)), present
+
+    def _present_database(self) -> Any:
+        if self._present is False:
+            self._present = _hyperscan_database(self._literals, "utf-8", single=True)
+        return self._present
+
+    def _present_words(self, text: str) -> list[str]:
+        """The literal words ``text`` holds (exact bytes: a probe is lower case already)."""
+        found: list[str] = []
+        literals = self._literals
+
+        def on_word(word: int, _start: int, _end: int, _flags: int, _context: object) -> None:
+            found.append(literals[word])
+
+        # UTF-8 is self-synchronising: a word's bytes occur exactly where the word does. A
+        # lone surrogate (never part of a word) is passed through.
+        self._present.scan(text.encode("utf-8", "surrogatepass"), match_event_handler=on_word)
+        return found
 
     def select(self, texts: Sequence[str]) -> list[int]:
         """Indexes of the ``texts`` for which :meth:`candidates` is not empty, in order.
@@ -202,7 +261,27 @@ class Prefilter:
             except UnicodeEncodeError:  # a lone surrogate: not for Hyperscan's UTF-8 mode
                 pass
             else:
-                return self._select_utf8(texts, encoded)
+                found = self._select_utf8(texts, encoded, _MANY_WORDS)
+                if found is not None:
+                    return found
+                # Words found everywhere: a long text (a traceback) holds many of them, and is
+                # decided alone, in one pass; the others in one search still.
+                short = [i for i, data in enumerate(encoded) if len(data) <= LONG_TEXT]
+                if len(short) == len(encoded):
+                    return self._select_utf8(texts, encoded) or []
+                hits = [
+                    short[i]
+                    for i in self._select_utf8(
+                        [texts[i] for i in short], [encoded[i] for i in short]
+                    )
+                    or []
+                ]
+                hits += [
+                    i
+                    for i, data in enumerate(encoded)
+                    if len(data) > LONG_TEXT and self.candidates(texts[i])
+                ]
+                return sorted(hits)
         ascii_flags = list(map(str.isascii, texts))
         if all(ascii_flags):
             return self._select_ascii(texts)
@@ -215,26 +294,37 @@ class Prefilter:
         hits += [wide[i] for i in self._select_wide([texts[index] for index in wide])]
         return sorted(hits)
 
-    def _select_utf8(self, texts: Sequence[str], encoded: Sequence[bytes]) -> list[int]:
+    def _select_utf8(
+        self, texts: Sequence[str], encoded: Sequence[bytes], most: int | None = None
+    ) -> list[int] | None:
         """:meth:`select` by one caseless search of the texts' UTF-8 (``encoded``).
 
         For a text of ASCII and inert characters the probe differs from the text only in the
         case of ASCII letters, and literals are lower case: a caseless search of the text finds
         what a search of the probe finds. A text holding any other character (the search
-        reports where) is decided the exact way, by :meth:`candidates`.
+        reports where) is decided the exact way, by :meth:`candidates`. None when the words
+        found are more than ``most``: the search stopped there.
         """
         literal_ends: list[int] = []
         other_ends: list[int] = []
 
-        def on_literal(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+        limit = most if most is not None else -1
+
+        def on_literal(_id: int, _start: int, end: int, _flags: int, _context: object) -> bool:
             literal_ends.append(end)
+            return len(literal_ends) == limit  # True: stop the search
 
         def on_other(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
             other_ends.append(end)
 
+        if not texts:
+            return []
         words, others = self._caseless
         data = b"\n".join(encoded)
-        words.scan(data, match_event_handler=on_literal)
+        try:
+            words.scan(data, match_event_handler=on_literal)
+        except _scan_terminated():
+            return None
         if not data.isascii():
             others.scan(data, match_event_handler=on_other)
         if not literal_ends and not other_ends:
