@@ -242,7 +242,7 @@ def _scan_split(
             yield parts
 
     results: dict[int, RangeScan] = {}
-    work = partial(_thinned, eventstore.thinning.get(), partial(_scan_chunk, book, stats.path))
+    work = partial(_thinned, _thinning(), partial(_scan_chunk, book, stats.path))
     for index, found in run_streamed(items(), work, processes):
         results[index] = _unpacked(found)
         if on_bytes is not None:
@@ -317,9 +317,20 @@ def _scan_chunk(book: BookLike, path: str, index: int, data: bytes) -> RangeScan
     return _packed(scan_stream(io.BytesIO(data), InputStats(path=path), book, at_start=index == 0))
 
 
-def _thinned(thin: bool, work: Callable[..., RangeScan], *args: object) -> RangeScan:
-    """``work(*args)`` with :data:`~analyzer.eventstore.thinning` as the caller has it: a
-    forked worker inherits the caller's context, a spawned one (other threads ran) does not."""
+def _thinning() -> tuple[bool, int]:
+    """What a worker needs to thin as this process would: whether it thins, and the reading
+    process (whose spill files are its own to unlink; a worker's are adopted by it)."""
+    return eventstore.thinning.get(), eventstore._owner[0]
+
+
+def _thinned(
+    thinning: tuple[bool, int], work: Callable[..., RangeScan], *args: object
+) -> RangeScan:
+    """``work(*args)`` thinning as the caller does (:func:`_thinning`): a forked worker
+    inherits the caller's context and state, a spawned one (other threads ran) does not."""
+    thin, owner = thinning
+    if not eventstore._owner[0]:  # spawned: the reading process is the caller
+        eventstore._owner[0] = owner
     token = eventstore.thinning.set(thin)
     try:
         return work(*args)
@@ -431,7 +442,7 @@ def run_here(
     ``weights`` (the bytes each task reads) are not needed here. ``on_progress(position,
     bytes)`` is told the bytes of its input each task has read so far."""
     warm(book)
-    scan = partial(_thinned, eventstore.thinning.get(), partial(scan_task, book))
+    scan = partial(_thinned, _thinning(), partial(scan_task, book))
     return run_forked(tasks, scan, processes, while_waiting, on_progress=on_progress)
 
 
