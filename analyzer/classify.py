@@ -31,7 +31,7 @@ from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED, StreamSource
 from analyzer.joblog import JobLog, SpanSummary, VmSpan
-from analyzer.progress import meter_for, source_size
+from analyzer.progress import meter_for, records_counted, source_size
 from analyzer.records import (
     SERVICE_TASK,
     InputStats,
@@ -159,11 +159,12 @@ def _linked_job_id(events: Iterable[Event]) -> str | None:
 
 
 def _read_source(
-    source: Source, book: Matcher, *, prefilter: bool = False, thin: bool = False
+    records: Iterable[LogRecord], book: Matcher, *, prefilter: bool = False, thin: bool = False
 ) -> dict[str | None, _JobAccumulator]:
+    """The per-job accumulators of one input's ``records``."""
     local: dict[str | None, _JobAccumulator] = {}
     thinners: dict[str | None, eventstore.Thinner] = {}
-    for record, matches in _matched(source.records(), book, prefilter):
+    for record, matches in _matched(records, book, prefilter):
         group = job_group(record.job_id, record.trial)
         acc = local.get(group)
         if acc is None:
@@ -378,8 +379,11 @@ def classify_sources(
         if found is not None:
             yield from found.events
         else:
-            yield from _events(source.records(), book, prefilter=fast)
-            if meter is not None:
+            records, share = records_counted(source, meter)
+            yield from _events(records, book, prefilter=fast)
+            if share is not None:
+                share.finish()
+            elif meter is not None:
                 meter(source_size(source) or 0)
 
 
@@ -458,8 +462,10 @@ class Collector:
             if found is not None:
                 local = _from_scan(found)
             else:
+                share = None
                 try:
-                    local = _read_source(source, book, prefilter=self._fast, thin=self._thin)
+                    records, share = records_counted(source, meter)
+                    local = _read_source(records, book, prefilter=self._fast, thin=self._thin)
                 except (InputError, OSError) as error:
                     # A file gone since it was opened, an I/O error under it: a batch goes on.
                     # What another source (a frame, a live read) raises is its caller's.
@@ -467,7 +473,10 @@ class Collector:
                         raise
                     self.unread.append(_unread_line(source.stats.path, error))
                     continue
-                if meter is not None:
+                finally:
+                    if share is not None:
+                        share.finish()
+                if meter is not None and share is None:
                     meter(source_size(source) or 0)
             _settle(local, source.stats.path, self._jobs)
             if local:  # what is left once settled: the named jobs it gave

@@ -17,7 +17,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, BinaryIO, cast
 
 import typer
 
@@ -193,26 +193,6 @@ def _full_message(exc: OSError) -> str:
 PROGRESS_DELAY_S = 0.5
 
 
-class _CountingReader(io.RawIOBase):
-    """A binary stream that reports how many bytes were read from it (stdin's progress)."""
-
-    def __init__(self, raw: io.BufferedIOBase, on_bytes: Callable[[int], None]) -> None:
-        self._raw = raw
-        self._on_bytes = on_bytes
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        # read1: what is there now, without waiting for a whole buffer (a pipe's writer may
-        # be slow).
-        data = self._raw.read1(len(buffer))
-        buffer[: len(data)] = data
-        if data:
-            self._on_bytes(len(data))
-        return len(data)
-
-
 class _Progress:
     """What the caller of :func:`_reading_progress` tells it: the sources once opened (a
     ``gs://`` tree's objects are then counted as they are read)."""
@@ -315,7 +295,9 @@ def _reading_progress(paths: Sequence[str], *, writing: bool = False) -> Iterato
     saved = sys.stdin
     raw = getattr(sys.stdin, "buffer", None)
     if stdin and isinstance(raw, io.BufferedIOBase):
-        counted = _CountingReader(raw, lambda n: advance(None, n))
+        from analyzer.ingest.streams import CountingReader
+
+        counted = CountingReader(cast(BinaryIO, raw), lambda n: advance(None, n))
         sys.stdin = io.TextIOWrapper(io.BufferedReader(counted), encoding="utf-8")
     try:
         yield _Progress(opened)
@@ -1115,8 +1097,6 @@ def explain(
 
     Exits 1 when no rule knows the message.
     """
-    import json
-
     from analyzer.explain import explain as explain_message
     from analyzer.policy import load_policy
     from analyzer.rulebook import RuleBook
@@ -1131,33 +1111,38 @@ def explain(
         book = RuleBook.load(_rules_dirs(rules))
         result = explain_message(text, book, load_policy(policy), lang.value)
         if output is ExplainFormat.json:
+            import json
+
             sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
-        else:
-            _print_explanation(result, _console(color))
+        elif _styled(color):
+            _print_lines(_explanation_lines(result), _console(color))
+        else:  # what rich writes off a terminal: the pieces, unstyled, never wrapped
+            lines = _explanation_lines(result)
+            sys.stdout.write("".join("".join(p for p, _ in line) + "\n" for line in lines))
     if not result.matched:
         raise typer.Exit(1)
 
 
-def _print_explanation(result: object, console: Console) -> None:
-    from rich.text import Text
+# One line of an explanation: its pieces and their rich styles ("" for none).
+Line = list[tuple[str, str]]
 
+
+def _explanation_lines(result: object) -> list[Line]:
+    """What ``jobdoctor explain`` prints, line by line, with the styles a terminal shows."""
     from analyzer.controls import visible
     from analyzer.explain import Explanation
 
     assert isinstance(result, Explanation)
+    if result.match is None:
+        return [[("No rule knows this message.", "")]]
+    match = result.match
+    kind = match.category.value if match.category else match.kind.value
+    lines: list[Line] = [[(kind, "bold"), (f"  (rule {match.rule}, language {match.lang})", "dim")]]
 
     def say(line: str, style: str = "") -> None:
         # Fields and messages come from the pasted text: shown, never obeyed.
-        console.print(Text(visible(line), style=style), soft_wrap=True)
+        lines.append([(visible(line), style)])
 
-    if result.match is None:
-        console.print("No rule knows this message.", markup=False)
-        return
-    match = result.match
-    kind = match.category.value if match.category else match.kind.value
-    head = Text(kind, style="bold")
-    head.append(f"  (rule {match.rule}, language {match.lang})", style="dim")
-    console.print(head, soft_wrap=True)
     for name, value in [*match.fields.items()] + [
         (f"also {k}", v) for m in result.also for k, v in m.fields.items()
     ]:
@@ -1181,6 +1166,36 @@ def _print_explanation(result: object, console: Console) -> None:
         say(f"  next: {result.next_step}")
     for advice in result.advice:
         say(f"  → {advice}", "green")
+    return lines
+
+
+def _print_lines(lines: Sequence[Line], console: Console) -> None:
+    """``lines`` through rich: styled on a terminal, never wrapped (soft wrap)."""
+    from rich.text import Text
+
+    for line in lines:
+        text = Text()
+        for piece, style in line:
+            text.append(piece, style=style)
+        console.print(text, soft_wrap=True)
+
+
+def _styled(color: ColorMode) -> bool:
+    """Whether text output may carry styles, as rich decides it (``--color``, ``FORCE_COLOR``,
+    ``TTY_COMPATIBLE``, a terminal): else it is written as plain text, without loading rich
+    (a tenth of ``jobdoctor explain``'s start-up)."""
+    if color is ColorMode.always:
+        return True
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "1"
+    forced = os.environ.get("FORCE_COLOR")
+    if forced is not None:
+        return forced != ""
+    try:
+        return sys.stdout.isatty()
+    except ValueError:  # closed
+        return False
 
 
 @app.command()

@@ -112,9 +112,11 @@ class DaskCluster:
         book: BookLike,
         processes: int,
         while_waiting: Callable[[], None] | None,
+        on_progress: Callable[[int, int], None] | None = None,
     ) -> Iterator[tuple[int, RangeScan]]:
         """``(position, packed scan)`` for every task, as the workers finish batches of them
-        (``analyzer._fastscan.parallel.Runner``)."""
+        (``analyzer._fastscan.parallel.Runner``). A Dask worker does not tell how far a task
+        has got: ``on_progress`` is never called, the caller counts each task once done."""
         distributed = _distributed()
         client = self._connected()
         blob = pickle.dumps(book, protocol=pickle.HIGHEST_PROTOCOL)

@@ -1,4 +1,4 @@
-"""Running tasks in forked worker processes, with nothing more than pipes.
+"""Running tasks in worker processes (forked, or spawned where a fork is unsafe), with pipes only.
 
 ``multiprocessing.Pool`` costs about 30 ms before its first task runs (its import, handler
 threads, a queue per direction), a tenth of a large scan here. The scan needs only this: forked
@@ -14,10 +14,18 @@ are free, and send each result back when it is done.
   workers sent. With as many processes as cores, nothing waits for a core.
 - Each worker sends its results on a pipe of its own (made large, so that it rarely waits for
   the caller to read), each a length-prefixed pickle, as soon as it has one, so the caller can
-  show progress.
+  show progress; a task that takes long can also tell how far it has got
+  (:func:`tell_progress`) on the same pipe.
 - A worker that fails sends the exception, which the caller raises. A worker that dies without
   a word (killed) is reported as such. Workers leave with ``os._exit``: never through the
   caller's stack.
+- Forking copies only the thread that forks: a lock another thread held at that moment stays
+  held in the child forever, and a child that needs it hangs (Python 3.12 warns about such a
+  fork). So workers are forked only while this process runs no other thread
+  (:func:`fork_is_safe`: a Jupyter kernel, a Dask client, a BLAS pool all run threads). Else
+  they are spawned: a new interpreter started by ``posix_spawn`` (no Python code runs between
+  the fork and the exec), given the same pipes and, through one more pipe, the pickled work;
+  from there on it is the same worker. Work that does not pickle is done in this process.
 """
 
 from __future__ import annotations
@@ -28,14 +36,19 @@ import pickle
 import select
 import signal
 import struct
+import sys
+import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
+from contextvars import ContextVar
 from functools import partial
-from typing import TypeVar, cast
+from typing import BinaryIO, Literal, TypeVar, cast
 
 from analyzer.errors import JobDoctorError
 
 T = TypeVar("T")
 R = TypeVar("R")
+# How workers start: None decides by :func:`fork_is_safe`; the tests choose.
+Start = Literal["fork", "spawn"] | None
 
 # A token is a 4-byte task group number; the token pipe is written once, atomically.
 _TOKEN = struct.Struct("<I")
@@ -46,8 +59,129 @@ _READ_BYTES = 1 << 20
 _PIPE_BYTES = 1 << 20
 
 
+# What a spawned worker runs: the caller's import path first (a notebook's folder, a source
+# tree), then the work, read from the boot pipe (its descriptor numbers are the arguments).
+# Ctrl-C is the caller's to handle: it stops the workers.
+_BOOT = """\
+import os, pickle, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+boot = os.fdopen(int(sys.argv[1]), "rb")
+sys.path[:] = pickle.load(boot)
+from analyzer.processes import _spawned
+_spawned(boot, int(sys.argv[2]), int(sys.argv[3]))
+"""
+
+
+# Where tell_progress sends what a task tells while it runs: to the caller's pipe in a worker,
+# to the caller's on_progress when this process runs the task itself.
+_told: ContextVar[Callable[[int], None] | None] = ContextVar("told", default=None)
+
+
+def tell_progress(amount: int) -> None:
+    """From inside a task's work: tell the caller of :func:`run_forked` ``amount`` more of the
+    task is done (its ``on_progress``, with the task's index), now rather than when the task
+    ends. Nothing when nobody listens."""
+    told = _told.get()
+    if told is not None:
+        told(amount)
+
+
 class WorkerDied(JobDoctorError):
     """A worker process ended without sending its results (killed by a signal, say)."""
+
+
+def fork_is_safe() -> bool:
+    """Whether this process may fork now: it runs no thread but this one.
+
+    Python knows the threads it started; a library's own (libzmq's in a Jupyter kernel, a
+    BLAS pool) it does not, so on Linux the kernel's count of them decides.
+    """
+    if threading.active_count() > 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) <= 1
+    except OSError:  # no /proc (macOS, say): Python's count is all there is
+        return True
+
+
+def _spawning(start: Start) -> bool:
+    return start == "spawn" if start is not None else not fork_is_safe()
+
+
+def _spawnable(serve: Callable[[int, int], None]) -> bytes | None:
+    """``serve`` pickled for spawned workers; None when it does not pickle, names what only
+    this process has (``__main__``), or when no interpreter can be started (an embedded
+    Python): then the work is done here."""
+    if not sys.executable or not hasattr(os, "posix_spawn"):
+        return None
+    try:
+        blob = pickle.dumps(serve, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+    # A function of __main__ (a notebook cell, a script) is pickled by name, and a new
+    # interpreter's __main__ has none. (The bytes may also be data that says __main__: then
+    # this process works alone, for nothing worse than time.)
+    return None if b"__main__" in blob else blob
+
+
+def _start(serve: Callable[[int, int], None], source: int, out: int, spawned: bytes | None) -> int:
+    """Start a worker that runs ``serve(source, out)`` and exits, and return its pid: forked,
+    or, given the pickled ``serve`` (``spawned``), a new interpreter. Every other pipe of
+    this process is closed in a spawned worker (they are not inheritable); a forked one
+    closes what it must itself."""
+    if spawned is None:
+        pid = os.fork()
+        if pid == 0:  # the worker
+            _live(out, partial(serve, source, out))
+        return pid
+    boot_read, boot_write = os.pipe()
+    try:
+        _enlarge(boot_write)
+        # dup2 onto numbers above every one moved, so that no move overwrites another's
+        # source; the copies are inheritable, the originals stay closed on exec.
+        base = max(boot_read, source, out) + 1
+        moves = [
+            (os.POSIX_SPAWN_DUP2, fd, base + n) for n, fd in enumerate((boot_read, source, out))
+        ]
+        # stdin is the caller's (it may be reading it): the worker gets nothing there.
+        quiet = (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)
+        argv = [
+            sys.executable,
+            *_interpreter_flags(),
+            "-c",
+            _BOOT,
+            *map(str, range(base, base + 3)),
+        ]
+        pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=[*moves, quiet])
+        os.close(boot_read)
+        boot_read = -1
+        with contextlib.suppress(BrokenPipeError):  # it died first: its exit status tells
+            _write_all(boot_write, pickle.dumps(sys.path) + spawned)
+    finally:
+        if boot_read != -1:
+            os.close(boot_read)
+        os.close(boot_write)
+    return pid
+
+
+def _interpreter_flags() -> list[str]:
+    """This interpreter's command-line flags (``-X``, ``-W``, ``-I``...), for a worker."""
+    import subprocess
+
+    # What multiprocessing's spawn passes too; private, so absent where it is not.
+    flags = getattr(subprocess, "_args_from_interpreter_flags", None)
+    return [str(flag) for flag in flags()] if callable(flags) else []
+
+
+def _spawned(boot: BinaryIO, source: int, out: int) -> None:
+    """A spawned worker's life (:data:`_BOOT`): read the work, then as a forked worker."""
+
+    def serve() -> None:
+        with boot:
+            work = cast(Callable[[int, int], None], pickle.load(boot))
+        work(source, out)
+
+    _live(out, serve)
 
 
 def run_forked(
@@ -55,19 +189,32 @@ def run_forked(
     work: Callable[[T], R],
     processes: int,
     while_waiting: Callable[[], None] | None = None,
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+    start: Start = None,
 ) -> Generator[tuple[int, R], None, None]:
     """``(index, work(tasks[index]))`` for every task, in the order they finish, computed by
     ``processes`` processes: this one and ``processes - 1`` forked workers.
 
     ``while_waiting`` runs here once the workers have started, before this process takes its
     first task: with one process per core, that work then shares no core with the workers'.
-    Results travel by pickle. An exception raised by ``work`` is raised here.
+    Results travel by pickle. An exception raised by ``work`` is raised here. What a task
+    tells of its progress (:func:`tell_progress`) is given to ``on_progress(index, amount)``,
+    from a worker when this process next reads the workers' pipes. While another
+    thread runs here, the workers are spawned (:func:`fork_is_safe`): ``tasks`` and ``work``
+    then travel by pickle too, or, where they do not pickle, this process does every task.
     """
     if not tasks:
         if while_waiting is not None:
             while_waiting()
         return
     group = -(-len(tasks) // _MAX_TOKENS)
+    serve = partial(_serve, tasks, work, group, on_progress is not None)
+    spawned = None
+    if processes > 1 and _spawning(start):
+        spawned = _spawnable(serve)
+        if spawned is None:
+            processes = 1
     groups = -(-len(tasks) // group)
     token_read, token_write = os.pipe()
     os.write(token_write, b"".join(_TOKEN.pack(number) for number in range(groups)))
@@ -77,10 +224,9 @@ def run_forked(
         for _ in range(min(processes, groups) - 1):
             result_read, result_write = os.pipe()
             _enlarge(result_write)
-            pid = os.fork()
-            if pid == 0:  # the worker
-                os.close(result_read)
-                _live(result_write, partial(_serve, tasks, work, group, token_read, result_write))
+            pid = _start(
+                partial(_closing, (result_read,), serve), token_read, result_write, spawned
+            )
             os.close(result_write)
             workers[result_read] = pid
         if while_waiting is not None:
@@ -90,10 +236,10 @@ def run_forked(
         while token := os.read(token_read, _TOKEN.size):
             (number,) = _TOKEN.unpack(token)
             for index in range(number * group, min(len(tasks), (number + 1) * group)):
-                yield index, work(tasks[index])
-                for done, result in _results(workers, received, wait=False):
+                yield index, _run(work, tasks[index], index, on_progress)
+                for done, result in _results(workers, received, on_progress, wait=False):
                     yield done, cast(R, result)
-        for done, result in _results(workers, received, wait=True):
+        for done, result in _results(workers, received, on_progress, wait=True):
             yield done, cast(R, result)
     finally:
         os.close(token_read)
@@ -106,6 +252,7 @@ def run_streamed(
     processes: int,
     *,
     in_flight: int = 2,
+    start: Start = None,
 ) -> Generator[tuple[int, R], None, None]:
     """``(index, work(index, item))`` for every item, in the order they finish, computed by
     ``processes`` forked workers while this process produces the items (reading a stream).
@@ -114,8 +261,18 @@ def run_streamed(
     Unlike :func:`run_forked`, the work is not known before forking: each item is sent to a
     worker through a pipe of its own, the least busy first, with at most ``in_flight`` items
     waiting per worker (so at most that many items are held here). A worker ends when its pipe
-    is closed. Results travel by pickle; an exception raised by ``work`` is raised here.
+    is closed. Results travel by pickle; an exception raised by ``work`` is raised here. While
+    another thread runs here, the workers are spawned (:func:`fork_is_safe`) and ``work``
+    travels by pickle too; where it does not pickle, this process does the work as it reads.
     """
+    serve = partial(_serve_items, work)
+    spawned = None
+    if _spawning(start):
+        spawned = _spawnable(serve)
+        if spawned is None:
+            for index, item in enumerate(items):
+                yield index, work(index, b"".join(item))
+            return
     inboxes: dict[int, int] = {}  # worker's input pipe (written here) -> its result pipe
     workers: dict[int, int] = {}  # result pipe -> pid
     try:
@@ -124,11 +281,10 @@ def run_streamed(
             result_read, result_write = os.pipe()
             _enlarge(item_write)
             _enlarge(result_write)
-            pid = os.fork()
-            if pid == 0:  # the worker: none of the other workers' pipes stay open in it
-                for fd in (item_write, result_read, *inboxes, *workers):
-                    os.close(fd)
-                _live(result_write, partial(_serve_items, work, item_read, result_write))
+            # A forked worker closes the other workers' pipes: its own input must end when
+            # this process closes it.
+            unused = (item_write, result_read, *inboxes, *workers)
+            pid = _start(partial(_closing, unused, serve), item_read, result_write, spawned)
             os.close(item_read)
             os.close(result_write)
             os.set_blocking(item_write, False)
@@ -214,6 +370,15 @@ def _write_some(fd: int, queue: list[memoryview]) -> bool:
     return True
 
 
+def _closing(fds: Sequence[int], serve: Callable[[int, int], None], source: int, out: int) -> None:
+    """``serve(source, out)`` in a forked worker, once it has closed ``fds``: pipes of this
+    process it inherited. A spawned worker never had them (they are not inheritable)."""
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    serve(source, out)
+
+
 def _serve_items(work: Callable[[int, bytes], R], items: int, out: int) -> None:
     """A streamed worker's work: take items from ``items`` until it ends, send each result."""
     with os.fdopen(items, "rb", buffering=_READ_BYTES) as source:
@@ -233,12 +398,39 @@ def _enlarge(pipe: int) -> None:
         pass
 
 
-def _serve(tasks: Sequence[T], work: Callable[[T], R], group: int, tokens: int, out: int) -> None:
-    """A worker's work: take task groups until none are left, send each result."""
+def _run(
+    work: Callable[[T], R], task: T, index: int, on_progress: Callable[[int, int], None] | None
+) -> R:
+    """``work(task)`` in this process, what it tells of its progress given to ``on_progress``."""
+    if on_progress is None:
+        return work(task)
+    token = _told.set(partial(on_progress, index))
+    try:
+        return work(task)
+    finally:
+        _told.reset(token)
+
+
+def _serve(
+    tasks: Sequence[T],
+    work: Callable[[T], R],
+    group: int,
+    telling: bool,
+    tokens: int,
+    out: int,
+) -> None:
+    """A worker's work: take task groups until none are left, send each result (and, when the
+    caller listens, what each task tells of its progress)."""
     while token := os.read(tokens, _TOKEN.size):
         (number,) = _TOKEN.unpack(token)
         for index in range(number * group, min(len(tasks), (number + 1) * group)):
+            if telling:
+                _told.set(partial(_tell, out, index))
             _send(out, ("done", index, work(tasks[index])))
+
+
+def _tell(out: int, index: int, amount: int) -> None:
+    _send(out, ("told", index, amount))
 
 
 def _live(out: int, serve: Callable[[], None]) -> None:
@@ -258,26 +450,40 @@ def _live(out: int, serve: Callable[[], None]) -> None:
 
 def _send(out: int, message: object) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(_LENGTH.pack(len(data)) + data)
+    _write_all(out, _LENGTH.pack(len(data)) + data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
     while view:
-        view = view[os.write(out, view) :]
+        view = view[os.write(fd, view) :]
 
 
 def _results(
-    workers: dict[int, int], received: dict[int, bytearray], *, wait: bool
+    workers: dict[int, int],
+    received: dict[int, bytearray],
+    on_progress: Callable[[int, int], None] | None,
+    *,
+    wait: bool,
 ) -> Iterator[tuple[int, object]]:
-    """The workers' messages: those that have arrived, or (``wait``) all of them, until every
-    worker has closed its pipe. A worker that closed its pipe is reaped."""
+    """The workers' results: those that have arrived, or (``wait``) all of them, until every
+    worker has closed its pipe (what tasks told of their progress goes to ``on_progress``).
+    A worker that closed its pipe is reaped."""
     while received:
         ready, _, _ = select.select(list(received), [], [], None if wait else 0)
         for fd in ready:
-            yield from _receive(fd, received, workers)
+            yield from _receive(fd, received, workers, on_progress=on_progress)
         if not wait:
             return
 
 
 def _receive(
-    fd: int, received: dict[int, bytearray], workers: dict[int, int], *, ended_early: bool = False
+    fd: int,
+    received: dict[int, bytearray],
+    workers: dict[int, int],
+    *,
+    ended_early: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> list[tuple[int, object]]:
     """The whole messages one read of the worker pipe ``fd`` completes. At its end the worker is
     reaped, and WorkerDied raised if it died, left half a message, or ``ended_early``."""
@@ -285,7 +491,7 @@ def _receive(
     buffer = received[fd]
     if chunk:
         buffer += chunk
-        return list(_messages(buffer))
+        return list(_messages(buffer, on_progress))
     del received[fd]
     os.close(fd)
     _, status = os.waitpid(workers.pop(fd), 0)
@@ -294,8 +500,11 @@ def _receive(
     return []
 
 
-def _messages(buffer: bytearray) -> Iterator[tuple[int, object]]:
-    """The whole messages at the start of ``buffer``, removed from it."""
+def _messages(
+    buffer: bytearray, on_progress: Callable[[int, int], None] | None = None
+) -> Iterator[tuple[int, object]]:
+    """The results in the whole messages at the start of ``buffer``, removed from it; a
+    task's progress goes to ``on_progress``."""
     at = 0
     while len(buffer) - at >= _LENGTH.size:
         (size,) = _LENGTH.unpack_from(buffer, at)
@@ -308,6 +517,10 @@ def _messages(buffer: bytearray) -> Iterator[tuple[int, object]]:
         if kind == "failed":
             del buffer[:at]
             raise payload
+        if kind == "told":
+            if on_progress is not None:
+                on_progress(index, payload)
+            continue
         yield index, payload
     del buffer[:at]
 

@@ -6,22 +6,24 @@ the total to read (None when a stream is among the inputs: its length is not kno
 amount read, first with 0; :data:`input_progress` is told each input (file, Cloud Storage
 object) once all of it is read.
 
-Units are bytes as read: a plain file's size; a gzip file read in this process, its uncompressed
-size (from the gzip trailer), since its decompressed bytes are what is counted; a gzip file read
-by a worker process, its compressed size, counted when the worker is done. Inputs of the other
-formats count their size once read. Streams are not counted here (their reader can wrap the
-stream itself).
+Units are the inputs' bytes on disk (or in Cloud Storage), told as they are read: a plain
+file's by the fast scan's blocks; a gzip file's read in this process in proportion to what it
+has decompressed (its trailer gives the size it expands to), one read by a worker process by the
+compressed bytes the worker has consumed; inputs of the other formats by the bytes taken from
+under their reader (:func:`records_counted`). Streams are not counted here (their reader can
+wrap the stream itself).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from analyzer.ingest.gcs import GcsSource
 from analyzer.ingest.sources import FileSource
-from analyzer.records import Source
+from analyzer.records import LogRecord, Source
 
 reading_progress: ContextVar[Callable[[int | None, int], None] | None] = ContextVar(
     "reading_progress", default=None
@@ -112,3 +114,35 @@ def meter_for(pending: Sequence[Source]) -> Meter | None:
     meter = Meter(report, total)
     meter(0)
     return meter
+
+
+class Share:
+    """One input's share of a meter: told the bytes read from it (never more than its
+    ``size``), and, by :meth:`finish`, what is left of its size, so the meter adds up to the
+    total it said whatever the reader took (a damaged gzip file ends early)."""
+
+    def __init__(self, meter: Callable[[int], None], size: int) -> None:
+        self._meter = meter
+        self._left = size
+
+    def __call__(self, count: int) -> None:
+        count = min(count, self._left)
+        if count > 0:
+            self._left -= count
+            self._meter(count)
+
+    def finish(self) -> None:
+        """Count the rest of the input as read."""
+        self(self._left)
+
+
+def records_counted(
+    source: Source, meter: Callable[[int], None] | None
+) -> tuple[Iterator[LogRecord], Share | None]:
+    """``source``'s records, read record by record, and the :class:`Share` of ``meter`` its
+    bytes are told to as its reader takes them (a file or Cloud Storage object; None for
+    other sources, whose size the caller tells once read)."""
+    if meter is None or not isinstance(source, FileSource | GcsSource):
+        return source.records(), None
+    share = Share(meter, source_size(source) or 0)
+    return source.records(share), share

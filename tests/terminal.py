@@ -37,10 +37,12 @@ def run_in_terminal(
     stdin: Path | None = None,
     feed: Sequence[tuple[bytes, float]] = (),
     stderr_on_terminal: bool = False,
+    stdout_file: Path | None = None,
 ) -> TerminalRun:
     """``python -m analyzer.cli ARGS`` with stdout (and, if asked, stderr) on a pty ``width``
     columns wide; ``stdin`` a file to read from, or ``feed``: chunks written to a pipe, each
-    followed by a pause in seconds (a slow writer); else nothing."""
+    followed by a pause in seconds (a slow writer); else nothing. ``stdout_file``: stdout goes
+    there instead (a redirection), stderr staying on the terminal."""
     import fcntl
     import pty
     import struct
@@ -55,10 +57,13 @@ def run_in_terminal(
     source: Any = stdin.open("rb") if stdin is not None else subprocess.DEVNULL
     if feed:
         source = subprocess.PIPE
-    err_to = follower if stderr_on_terminal else subprocess.PIPE
+    err_to = follower if stderr_on_terminal or stdout_file is not None else subprocess.PIPE
+    out_to: Any = stdout_file.open("wb") if stdout_file is not None else follower
     with subprocess.Popen(
-        command, stdin=source, stdout=follower, stderr=err_to, env=environ, cwd=cwd
+        command, stdin=source, stdout=out_to, stderr=err_to, env=environ, cwd=cwd
     ) as proc:
+        if stdout_file is not None:
+            out_to.close()
         os.close(follower)
         if stdin is not None:
             source.close()

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 
-from analyzer.processes import WorkerDied, run_forked, run_streamed
+from analyzer.processes import Start, WorkerDied, run_forked, run_streamed
+
+# Forked workers, and spawned ones (what a process running other threads starts).
+START: list[Start] = ["fork", "spawn"]
 
 
 def _square(value: int) -> int:
@@ -19,15 +23,18 @@ def _pid(_: int) -> int:
 
 
 @pytest.mark.parametrize("count", [1, 2, 7, 1024, 1025, 5000])
-@pytest.mark.parametrize("processes", [1, 2, 3])
-def test_every_task_runs_once(count: int, processes: int) -> None:
+@pytest.mark.parametrize(
+    ("processes", "start"), [(1, None), (2, "fork"), (3, "fork"), (3, "spawn")]
+)
+def test_every_task_runs_once(count: int, processes: int, start: Start) -> None:
     # Over 1,024 tasks, tokens stand for groups of tasks: every task still runs exactly once.
-    results = dict(run_forked(list(range(count)), _square, processes))
+    results = dict(run_forked(list(range(count)), _square, processes, start=start))
     assert results == {index: index * index for index in range(count)}
 
 
-def test_tasks_are_shared_between_this_process_and_the_workers() -> None:
-    pids = {pid for _, pid in run_forked(list(range(400)), _slow_pid, 3)}
+@pytest.mark.parametrize("start", START)
+def test_tasks_are_shared_between_this_process_and_the_workers(start: Start) -> None:
+    pids = {pid for _, pid in run_forked(list(range(200)), _slow_pid, 3, start=start)}
     assert len(pids) == 3
     assert os.getpid() in pids
 
@@ -37,9 +44,9 @@ def test_one_process_is_this_one() -> None:
 
 
 def _slow_pid(_: int) -> int:
-    # Long enough that one worker cannot empty the token pipe before the other starts.
-    os.sched_yield()
-    sum(range(20_000))
+    # Long enough that one process cannot empty the token pipe before the others start (a
+    # spawned worker starts an interpreter first).
+    time.sleep(0.01)
     return os.getpid()
 
 
@@ -67,29 +74,30 @@ def _fail_on_three(value: int) -> int:
     return value
 
 
-def test_an_exception_in_a_worker_is_raised_here() -> None:
+@pytest.mark.parametrize("start", START)
+def test_an_exception_in_a_worker_is_raised_here(start: Start) -> None:
     with pytest.raises(Boom, match="task 3 failed"):
-        list(run_forked(list(range(6)), _fail_on_three, 2))
+        list(run_forked(list(range(6)), _fail_on_three, 2, start=start))
 
 
-_CALLER = os.getpid()
-
-
-def _kill_worker(value: int) -> int:
-    if os.getpid() != _CALLER:
+def _kill_worker(task: tuple[int, int]) -> int:
+    caller, value = task  # the caller's pid travels with the task: a spawned worker has its own
+    if os.getpid() != caller:
         os.kill(os.getpid(), signal.SIGKILL)
-    sum(range(200_000))  # the caller is slow: the worker gets a task
+    time.sleep(0.05)  # the caller is slow: the worker gets a task, even one slow to start
     return value
 
 
-def test_a_killed_worker_is_reported() -> None:
+@pytest.mark.parametrize("start", START)
+def test_a_killed_worker_is_reported(start: Start) -> None:
     with pytest.raises(WorkerDied, match="killed by signal SIGKILL"):
-        list(run_forked(list(range(8)), _kill_worker, 2))
+        list(run_forked([(os.getpid(), n) for n in range(100)], _kill_worker, 2, start=start))
 
 
-def test_large_results_cross_the_pipe_whole() -> None:
+@pytest.mark.parametrize("start", START)
+def test_large_results_cross_the_pipe_whole(start: Start) -> None:
     # Several megabytes per result: more than a pipe holds, read while the workers write.
-    results = dict(run_forked([3, 5, 7, 11], _blob, 2))
+    results = dict(run_forked([3, 5, 7, 11], _blob, 2, start=start))
     assert results == {index: _blob(value) for index, value in enumerate([3, 5, 7, 11])}
 
 
@@ -97,8 +105,9 @@ def _blob(value: int) -> bytes:
     return bytes([value]) * (3 << 20)
 
 
-def test_stopping_early_reaps_the_workers() -> None:
-    results = run_forked(list(range(50)), _slow_pid, 2)
+@pytest.mark.parametrize("start", START)
+def test_stopping_early_reaps_the_workers(start: Start) -> None:
+    results = run_forked(list(range(50)), _slow_pid, 2, start=start)
     next(results)
     results.close()
     # No child is left behind: waiting for any child finds none.
@@ -125,11 +134,13 @@ def _size_and_head(index: int, item: bytes) -> tuple[int, int, bytes]:
     return index, len(item), item[:3]
 
 
-@pytest.mark.parametrize("processes", [1, 2, 3])
-def test_streamed_items_each_reach_one_worker_whole(processes: int) -> None:
+@pytest.mark.parametrize(
+    ("processes", "start"), [(1, "fork"), (2, "fork"), (3, "fork"), (2, "spawn")]
+)
+def test_streamed_items_each_reach_one_worker_whole(processes: int, start: Start) -> None:
     # Items in two parts arrive joined; large ones (more than a pipe holds) arrive whole.
     items = [(b"ab", bytes([index % 256]) * (index * 7_919 % 300_000)) for index in range(60)]
-    results = dict(run_streamed(iter(items), _size_and_head, processes))
+    results = dict(run_streamed(iter(items), _size_and_head, processes, start=start))
     assert sorted(results) == list(range(60))
     for index, (first, second) in enumerate(items):
         assert results[index] == (index, len(first) + len(second), (first + second)[:3])
@@ -145,9 +156,10 @@ def _fail_on_five(index: int, item: bytes) -> int:
     return len(item)
 
 
-def test_a_streamed_worker_failure_is_raised_here() -> None:
+@pytest.mark.parametrize("start", START)
+def test_a_streamed_worker_failure_is_raised_here(start: Start) -> None:
     with pytest.raises(Boom, match="item 5 failed"):
-        list(run_streamed(iter([(b"x",)] * 20), _fail_on_five, 2))
+        list(run_streamed(iter([(b"x",)] * 20), _fail_on_five, 2, start=start))
 
 
 def _die_on_three(index: int, item: bytes) -> int:
@@ -156,13 +168,15 @@ def _die_on_three(index: int, item: bytes) -> int:
     return len(item)
 
 
-def test_a_killed_streamed_worker_is_reported() -> None:
+@pytest.mark.parametrize("start", START)
+def test_a_killed_streamed_worker_is_reported(start: Start) -> None:
     with pytest.raises(WorkerDied, match="killed by signal SIGKILL"):
-        list(run_streamed(iter([(b"x" * 1000,)] * 30), _die_on_three, 2))
+        list(run_streamed(iter([(b"x" * 1000,)] * 30), _die_on_three, 2, start=start))
 
 
-def test_stopping_a_stream_early_reaps_the_workers() -> None:
-    results = run_streamed(iter([(b"y" * 10,)] * 100), _size_and_head, 2)
+@pytest.mark.parametrize("start", START)
+def test_stopping_a_stream_early_reaps_the_workers(start: Start) -> None:
+    results = run_streamed(iter([(b"y" * 10,)] * 100), _size_and_head, 2, start=start)
     next(results)
     results.close()
     with pytest.raises(ChildProcessError):

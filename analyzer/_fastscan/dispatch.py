@@ -51,6 +51,7 @@ class Cluster(Protocol):
         book: BookLike,
         processes: int,
         while_waiting: Callable[[], None] | None,
+        on_progress: Callable[[int, int], None] | None = None,
     ) -> Iterator[tuple[int, RangeScan]]:
         """The tasks' packed scans (``analyzer._fastscan.parallel.Runner``)."""
         ...

@@ -28,7 +28,7 @@ from analyzer._fastscan.jsonl import JsonlScanner, ScanTally, read_blocks
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED, open_file
 from analyzer.ingest.streams import decompressed
-from analyzer.processes import run_forked, run_streamed
+from analyzer.processes import run_forked, run_streamed, tell_progress
 from analyzer.records import InputStats, Origin
 
 # Logs compress about sixfold: what a gzip file's bytes weigh when sharing out the work.
@@ -172,17 +172,6 @@ _KEPT_ENCODER = _EVENTS_ENCODER
 _KEPT_DECODER = msgspec.msgpack.Decoder(list[tuple[str | None, list[Event]]])
 
 
-def scan_file(
-    path: str,
-    stats: InputStats,
-    book: BookLike,
-    on_bytes: Callable[[int], None] | None = None,
-) -> RangeScan:
-    """Scan the whole file at ``path`` (or ``gs://`` object), gzip-compressed or not."""
-    with _open_input(path) as raw:
-        return scan_binary(raw, stats, book, on_bytes)
-
-
 def _open_input(path: str) -> BinaryIO:
     if path.startswith("gs://"):
         from analyzer.ingest.gcs import open_object
@@ -253,7 +242,7 @@ def _scan_split(
             yield parts
 
     results: dict[int, RangeScan] = {}
-    work = partial(_scan_chunk, book, stats.path)
+    work = partial(_thinned, _thinning(), partial(_scan_chunk, book, stats.path))
     for index, found in run_streamed(items(), work, processes):
         results[index] = _unpacked(found)
         if on_bytes is not None:
@@ -289,17 +278,64 @@ def scan_task(book: BookLike, task: Task) -> RangeScan:
     """A worker's scan of a task of :func:`scan_files`, its events packed to travel."""
     _, path, start, end = task
     if end == -1:
-        return _packed(scan_file(path, InputStats(path=path), book))
+        with _open_input(path) as raw:
+            found = scan_binary(raw, InputStats(path=path), book, _consumed(raw))
+        return _packed(found)
     with _open_at(path, start) as stream:
         found = scan_stream(
-            stream, InputStats(path=path), book, at_start=start == 0, limit=end - start
+            stream,
+            InputStats(path=path),
+            book,
+            at_start=start == 0,
+            limit=end - start,
+            on_bytes=tell_progress,  # the caller's progress bar moves block by block
         )
     return _packed(found)
+
+
+def _consumed(raw: BinaryIO) -> Callable[[int], None]:
+    """What to tell after each scanned block of a whole file: the bytes of ``raw`` read since
+    (a gzip file's compressed bytes, the unit of the progress total), to the caller
+    (:func:`~analyzer.processes.tell_progress`)."""
+    told = 0
+
+    def consumed(_: int) -> None:
+        nonlocal told
+        try:
+            now = raw.tell()
+        except (OSError, ValueError):  # a stream that cannot tell: its end tells
+            return
+        if now > told:
+            tell_progress(now - told)
+            told = now
+
+    return consumed
 
 
 def _scan_chunk(book: BookLike, path: str, index: int, data: bytes) -> RangeScan:
     """A worker's scan of chunk ``index`` of a stream (:func:`_scan_split`), packed."""
     return _packed(scan_stream(io.BytesIO(data), InputStats(path=path), book, at_start=index == 0))
+
+
+def _thinning() -> tuple[bool, int]:
+    """What a worker needs to thin as this process would: whether it thins, and the reading
+    process (whose spill files are its own to unlink; a worker's are adopted by it)."""
+    return eventstore.thinning.get(), eventstore._owner[0]
+
+
+def _thinned(
+    thinning: tuple[bool, int], work: Callable[..., RangeScan], *args: object
+) -> RangeScan:
+    """``work(*args)`` thinning as the caller does (:func:`_thinning`): a forked worker
+    inherits the caller's context and state, a spawned one (other threads ran) does not."""
+    thin, owner = thinning
+    if not eventstore._owner[0]:  # spawned: the reading process is the caller
+        eventstore._owner[0] = owner
+    token = eventstore.thinning.set(thin)
+    try:
+        return work(*args)
+    finally:
+        eventstore.thinning.reset(token)
 
 
 def warm(book: BookLike) -> None:
@@ -390,6 +426,7 @@ class Runner(Protocol):
         book: BookLike,
         processes: int,
         while_waiting: Callable[[], None] | None,
+        on_progress: Callable[[int, int], None] | None = None,
     ) -> Iterator[tuple[int, RangeScan]]: ...
 
 
@@ -399,11 +436,14 @@ def run_here(
     book: BookLike,
     processes: int,
     while_waiting: Callable[[], None] | None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Iterator[tuple[int, RangeScan]]:
     """The tasks run by this process and ``processes - 1`` forked ones (:func:`run_forked`);
-    ``weights`` (the bytes each task reads) are not needed here."""
+    ``weights`` (the bytes each task reads) are not needed here. ``on_progress(position,
+    bytes)`` is told the bytes of its input each task has read so far."""
     warm(book)
-    return run_forked(tasks, partial(scan_task, book), processes, while_waiting)
+    scan = partial(_thinned, _thinning(), partial(scan_task, book))
+    return run_forked(tasks, scan, processes, while_waiting, on_progress=on_progress)
 
 
 def scan_files(
@@ -445,12 +485,23 @@ def scan_files(
     # finish together, whatever the mix of files.
     order = sorted(tasks, key=lambda task: -_weight(task, sizes[owner[task[0]]]))
     weights = [_weight(task, sizes[owner[task[0]]]) for task in order]
-    for position, found in run(order, weights, book, processes, while_waiting):
+    told = [0] * len(tasks)  # bytes of each task already told to on_bytes
+
+    def tell(index: int, amount: int) -> None:
+        # Never more than the task's share of the total, whatever it reads.
+        amount = min(amount, _share(tasks[index], sizes[owner[index]]) - told[index])
+        if on_bytes is not None and amount > 0:
+            told[index] += amount
+            on_bytes(amount)
+
+    def progress(position: int, amount: int) -> None:
+        tell(order[position][0], amount)
+
+    listen = progress if on_bytes is not None else None
+    for position, found in run(order, weights, book, processes, while_waiting, listen):
         index = order[position][0]
         results[index] = _unpacked(found)
-        if on_bytes is not None:
-            _, _, start, end = tasks[index]
-            on_bytes((sizes[owner[index]] if end == -1 else end) - start)
+        tell(index, _share(tasks[index], sizes[owner[index]]))
         left[owner[index]] -= 1
         if on_input is not None and not left[owner[index]]:
             on_input(paths[owner[index]])
@@ -458,6 +509,12 @@ def scan_files(
     assert len(done) == len(tasks)
     for _, indexes in itertools.groupby(range(len(tasks)), key=owner.__getitem__):
         yield _merged([done[index] for index in indexes], book)
+
+
+def _share(task: Task, size: int) -> int:
+    """The bytes of the progress total ``task`` stands for (its file's ``size`` when whole)."""
+    _, _, start, end = task
+    return (size if end == -1 else end) - start
 
 
 def _weight(task: Task, size: int) -> int:

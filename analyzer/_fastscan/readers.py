@@ -26,8 +26,9 @@ from analyzer._fastscan.streamlogs import Matches, safe_ranges, scan_stream_logs
 from analyzer.events import Event
 from analyzer.ingest import FileSource, Format
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED, StreamSource
-from analyzer.ingest.streams import decompressed, transcoded
-from analyzer.processes import run_forked
+from analyzer.ingest.streams import decompressed, open_counted, transcoded
+from analyzer.processes import run_forked, tell_progress
+from analyzer.progress import Share
 from analyzer.records import InputStats, Source
 
 STREAM_LOGS = Format.STREAM_LOGS.value
@@ -70,18 +71,23 @@ def scan_texts(
     on_input: Callable[[str], None] | None,
 ) -> dict[int, RangeScan]:
     """The scans of ``sources`` (each :func:`takes`), by ``id`` of source; none for a gcloud
-    JSON file that is unusual. ``on_bytes`` is told each file's size once it is read."""
+    JSON file that is unusual. ``on_bytes`` is told each file's bytes as they are read (a
+    gcloud JSON file read in ranges: once it is all read)."""
     scans: dict[int, RangeScan] = {}
     for source in sources:
-        found = _scan_source(source, book, processes, while_waiting)
+        share = None
+        if on_bytes is not None and isinstance(source, FileSource):
+            share = Share(on_bytes, os.path.getsize(source.stats.path))
+        found = _scan_source(source, book, processes, while_waiting, share)
         if found is not None:
             source.stats.add(found.stats)
             found.stats = source.stats
             scans[id(source)] = found
         if found is not None and isinstance(source, FileSource):
-            # (An unusual file is counted by the plain reading that reads it instead.)
-            if on_bytes is not None:
-                on_bytes(os.path.getsize(source.stats.path))
+            # (An unusual file is counted by the plain reading that reads it instead: nothing
+            # of it was told, see _scan_source.)
+            if share is not None:
+                share.finish()
             if on_input is not None:
                 on_input(source.stats.path)
     return scans
@@ -92,7 +98,11 @@ def _scan_source(
     book: BookLike,
     processes: int | None,
     while_waiting: Callable[[], None] | None,
+    share: Share | None,
 ) -> RangeScan | None:
+    """The scan of one input; ``share`` (a file's, of the progress meter) told its bytes as
+    they are read, except a gcloud JSON file's read in ranges: one of them may turn out
+    unusual, and the file then be read again record by record."""
     form = source.stats.format
     path = source.stats.path
     if isinstance(source, FileSource) and not source.compressed and source.encoding is None:
@@ -101,9 +111,11 @@ def _scan_source(
         if count > 1:
             ranges = _RANGES[form](path, size, parallel.MIN_RANGE_BYTES, count)
             if len(ranges) > 1:
-                return _scan_ranges(form, path, ranges, book, count, while_waiting)
+                told = share if form == STREAM_LOGS else None
+                return _scan_ranges(form, path, ranges, book, count, while_waiting, told)
     assert isinstance(source, FileSource | StreamSource)
-    with source.open_binary() as raw:
+    opened = open_counted(path, share) if share is not None else source.open_binary()
+    with opened as raw:
         return _scan_whole(form, raw, path, book)
 
 
@@ -148,7 +160,8 @@ _Task = tuple[int, str, str, int, int]
 def _range_task(book: BookLike, task: _Task) -> RangeScan | None:
     """A worker's scan of one range, its events packed to travel; None when it is unusual."""
     _, form, path, start, end = task
-    with open(path, "rb") as stream:
+    # Its bytes told as they are read, when the caller listens (analyzer.processes).
+    with open_counted(path, tell_progress) as stream:
         stream.seek(start)
         found = _scan(
             form, stream, InputStats(path=path), book, at_start=start == 0, limit=end - start
@@ -163,16 +176,20 @@ def _scan_ranges(
     book: BookLike,
     processes: int,
     while_waiting: Callable[[], None] | None,
+    share: Share | None = None,
 ) -> RangeScan | None:
     """The ranges' scans by ``processes`` processes, merged in order; None when one of them
-    is unusual (the whole file is then read record by record)."""
+    is unusual (the whole file is then read record by record). ``share`` is told the bytes
+    the ranges' scans read, as they read them."""
     tasks = [(index, form, path, start, end) for index, (start, end) in enumerate(ranges)]
     # The largest first, so that the processes finish together.
     order = sorted(tasks, key=lambda task: task[3] - task[4])
     warm(book)
     results: list[RangeScan | None] = [None] * len(tasks)
     unusual = False
-    for position, found in run_forked(order, partial(_range_task, book), processes, while_waiting):
+    told = None if share is None else lambda _, amount: share(amount)
+    scan = partial(_range_task, book)
+    for position, found in run_forked(order, scan, processes, while_waiting, on_progress=told):
         if found is None:
             unusual = True
         else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -355,9 +355,10 @@ class GcsSource:
         """The object's bytes (still compressed if it is), streamed."""
         return open_object(self.object.uri)
 
-    def records(self) -> Iterator[LogRecord]:
-        """The object's records, in object order."""
-        return _records(self.open_binary(), self._stats)
+    def records(self, on_bytes: Callable[[int], None] | None = None) -> Iterator[LogRecord]:
+        """The object's records, in object order; ``on_bytes`` is told the object's bytes as
+        its reader takes them."""
+        return _records(self.open_binary(), self._stats, on_bytes)
 
 
 def open_gcs(

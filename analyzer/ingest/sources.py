@@ -15,6 +15,7 @@ from analyzer.ingest.paths import STDIN, TimeWindow, expand_paths, special_file
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format, mentions_platform, sniff
 from analyzer.ingest.streams import (
     BUFFER_SIZE,
+    CountingReader,
     ReplayReader,
     buffered,
     decompressed,
@@ -78,8 +79,14 @@ def reader_for(form: Format) -> Reader:
     return _read_empty
 
 
-def _records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
-    """Decompress if needed, then read ``stream`` with the reader of ``stats.format``."""
+def _records(
+    stream: BinaryIO, stats: InputStats, on_bytes: Callable[[int], None] | None = None
+) -> Iterator[LogRecord]:
+    """Decompress if needed, then read ``stream`` with the reader of ``stats.format``;
+    ``on_bytes`` is told the bytes taken from ``stream`` as they are (progress, counted here
+    under every reader rather than by each)."""
+    if on_bytes is not None:
+        stream = buffered(CountingReader(stream, on_bytes))
     with stream:
         readable, guard = decompressed(stream)
         readable, _ = transcoded(readable)
@@ -154,9 +161,10 @@ class FileSource:
         """The file's raw bytes (still compressed if it is), for readers of their own."""
         return open_file(self._stats.path)
 
-    def records(self) -> Iterator[LogRecord]:
-        """The file's records, in file order."""
-        return _records(self.open_binary(), self._stats)
+    def records(self, on_bytes: Callable[[int], None] | None = None) -> Iterator[LogRecord]:
+        """The file's records, in file order; ``on_bytes`` is told the file's bytes (still
+        compressed, if it is) as its reader takes them."""
+        return _records(self.open_binary(), self._stats, on_bytes)
 
 
 class StreamSource:

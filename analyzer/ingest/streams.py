@@ -11,6 +11,7 @@ import codecs
 import gzip
 import io
 import zlib
+from collections.abc import Callable
 from typing import BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -38,6 +39,68 @@ class ReplayReader(io.RawIOBase):
         data = self._rest.read(len(target))
         target[: len(data)] = data
         return len(data)
+
+
+class CountingReader(io.RawIOBase):
+    """``raw``'s bytes, each read's count told to ``on_bytes``: how far a reader has got, in
+    the input's own bytes (compressed ones for a gzip file), whatever its format."""
+
+    def __init__(self, raw: BinaryIO, on_bytes: Callable[[int], None]) -> None:
+        super().__init__()
+        self._raw = raw
+        self._on_bytes = on_bytes
+        # read1: what is there now, without waiting for a whole buffer (a pipe's writer may
+        # be slow); a plain read where there is none.
+        self._read = getattr(raw, "read1", raw.read)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        target = memoryview(buffer).cast("B")
+        data = self._read(len(target))
+        target[: len(data)] = data
+        if data:
+            self._on_bytes(len(data))
+        return len(data)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class CountingFile(io.FileIO):
+    """A file opened for reading whose every read's count is told to ``on_bytes``: a reader
+    that seeks (a light scanner reading on where it stopped, a block cut at a line end) sees
+    a file, and its progress is still counted where the bytes come from."""
+
+    def __init__(self, path: str, on_bytes: Callable[[int], None]) -> None:
+        super().__init__(path, "rb")
+        self._on_bytes = on_bytes
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        count = super().readinto(buffer)
+        if count:
+            self._on_bytes(count)
+        return count or 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        if data:
+            self._on_bytes(len(data))
+        return data or b""
+
+    def readall(self) -> bytes:
+        data = super().readall()
+        if data:
+            self._on_bytes(len(data))
+        return data
+
+
+def open_counted(path: str, on_bytes: Callable[[int], None]) -> BinaryIO:
+    """The file at ``path``, buffered as ``open(path, "rb")`` is, its reads told to
+    ``on_bytes`` (:class:`CountingFile`)."""
+    return io.BufferedReader(CountingFile(path, on_bytes), buffer_size=BUFFER_SIZE)
 
 
 class GzipGuard(io.RawIOBase):
