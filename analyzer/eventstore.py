@@ -508,6 +508,18 @@ _opened: dict[str, int] = {}
 _files: dict[int, _SpillFile] = {}
 
 
+def reading_process() -> int:
+    """The pid of the process that reads (0 before any): a worker hands its spill files to it."""
+    return _owner[0]
+
+
+def adopt_reading_process(pid: int) -> None:
+    """Take ``pid`` as the reading process, in a spawned worker (a forked one inherits it):
+    its spill files are then left for that process to read."""
+    if not _owner[0]:
+        _owner[0] = pid
+
+
 def prepare() -> bool:
     """Make this process's spill file, before workers fork (they make their own): False when
     none can be made (no writable temporary directory), then nothing may be thinned."""

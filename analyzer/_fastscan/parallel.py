@@ -320,7 +320,7 @@ def _scan_chunk(book: BookLike, path: str, index: int, data: bytes) -> RangeScan
 def _thinning() -> tuple[bool, int]:
     """What a worker needs to thin as this process would: whether it thins, and the reading
     process (whose spill files are its own to unlink; a worker's are adopted by it)."""
-    return eventstore.thinning.get(), eventstore._owner[0]
+    return eventstore.thinning.get(), eventstore.reading_process()
 
 
 def _thinned(
@@ -329,8 +329,7 @@ def _thinned(
     """``work(*args)`` thinning as the caller does (:func:`_thinning`): a forked worker
     inherits the caller's context and state, a spawned one (other threads ran) does not."""
     thin, owner = thinning
-    if not eventstore._owner[0]:  # spawned: the reading process is the caller
-        eventstore._owner[0] = owner
+    eventstore.adopt_reading_process(owner)  # spawned: the reading process is the caller
     token = eventstore.thinning.set(thin)
     try:
         return work(*args)
