@@ -49,6 +49,31 @@ def _slice(source: Path, megabytes: int, out: Path) -> None:
     out.write_bytes(data[: data.rfind(b"\n") + 1])
 
 
+def between_markers(script: Path) -> tuple[int, int]:
+    """Run ``script`` under callgrind: what it printed last (a count) and the instructions
+    between its two ``time.sleep(0)`` markers (dump 2), so start-up is left out."""
+    out = script.with_name("callgrind.out")
+    result = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--dump-before=time_sleep",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    count = int(result.stdout.split()[-1])
+    # Dump 1 ends at the first marker, dump 2 at the second: the measured part.
+    summary = Path(f"{out}.2").read_text(errors="replace")
+    found = re.search(r"^summary: (\d+)", summary, re.M)
+    assert found, "callgrind wrote no summary"
+    return count, int(found.group(1))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", nargs="?", type=Path, default=DEFAULT_FILE)
@@ -65,26 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         _slice(args.file, args.mb, sample)
         script = Path(scratch) / "scan.py"
         script.write_text(_SCAN.format(root=str(HERE.parent), path=str(sample)))
-        out = Path(scratch) / "callgrind.out"
-        result = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--dump-before=time_sleep",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                str(script),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        lines = int(result.stdout.split()[-1])
-        # Dump 1 ends at the first marker, dump 2 at the second: the scan.
-        summary = (Path(f"{out}.2")).read_text(errors="replace")
-        found = re.search(r"^summary: (\d+)", summary, re.M)
-        assert found, "callgrind wrote no summary"
-        instructions = int(found.group(1))
+        lines, instructions = between_markers(script)
     print(f"{lines} lines, {args.mb} MB of {args.file.name}")
     print(f"{instructions:,} instructions in the scan, {instructions / lines:,.0f} per line")
     return 0

@@ -20,12 +20,13 @@ entry, divided by the entries of FILE (its records). Needs valgrind.
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+# Run as a script from bench/ (its folder first on sys.path): the callgrind run is shared.
+from instructions import between_markers
 
 HERE = Path(__file__).resolve().parent
 
@@ -94,26 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         script = Path(scratch) / "read.py"
         script.write_text(script_text)
-        out = Path(scratch) / "callgrind.out"
-        result = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--dump-before=time_sleep",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                str(script),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        entries = int(result.stdout.split()[-1])
-        # Dump 1 ends at the first marker, dump 2 at the second: the reading.
-        summary = Path(f"{out}.2").read_text(errors="replace")
-        found = re.search(r"^summary: (\d+)", summary, re.M)
-        assert found, "callgrind wrote no summary"
-        instructions = int(found.group(1))
+        entries, instructions = between_markers(script)
     print(f"{args.way} {args.file.name}: {entries} entries")
     print(f"{instructions:,} instructions, {instructions / entries:,.0f} per entry")
     return 0
