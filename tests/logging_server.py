@@ -36,10 +36,11 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 from typing import Any
+
+from tests.loopback import LoopbackServer
 
 LIST_PATH = "/v2/entries:list"
 TOKEN_PATH = "/token"
@@ -166,7 +167,7 @@ class ReceivedRequest:
 
 
 @dataclass
-class LoggingServer:
+class LoggingServer(LoopbackServer):
     """The fake Cloud Logging API; a context manager that runs it in a thread."""
 
     entries: list[dict[str, Any]] = field(default_factory=list)
@@ -180,15 +181,6 @@ class LoggingServer:
     _next_failures: list[Failure] = field(default_factory=list)
     _failures_on: dict[int, Failure] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _httpd: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        """The endpoint to give the client: ``http://127.0.0.1:<port>``."""
-        assert self._httpd is not None, "server not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     @property
     def token_uri(self) -> str:
@@ -216,26 +208,8 @@ class LoggingServer:
         with self._lock:
             self._failures_on[request_number] = failure
 
-    def __enter__(self) -> LoggingServer:
-        handler = type("_BoundHandler", (_Handler,), {"server_state": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        # A short poll interval keeps shutdown (each test's teardown) fast.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._httpd is not None and self._thread is not None
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return type("_BoundHandler", (_Handler,), {"server_state": self})
 
     # -- request handling (called from the server thread) --
 

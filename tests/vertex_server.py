@@ -13,9 +13,10 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.loopback import LoopbackServer
 
 _GET = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/customJobs/([^/?]+)$")
 
@@ -103,21 +104,13 @@ class Received:
 
 
 @dataclass
-class VertexServer:
+class VertexServer(LoopbackServer):
     """The fake Vertex AI API; a context manager that runs it in a thread."""
 
     jobs: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     requests: list[Received] = field(default_factory=list)
     _next: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _httpd: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     def add(self, job: dict[str, Any]) -> None:
         """Serve ``job`` at the path its ``name`` gives."""
@@ -141,25 +134,8 @@ class VertexServer:
             return 404, _error(404, "NOT_FOUND", f"The CustomJob does not exist: {path}")
         return 200, job
 
-    def __enter__(self) -> VertexServer:
-        handler = type("_Bound", (_Handler,), {"state": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._httpd is not None and self._thread is not None
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return type("_Bound", (_Handler,), {"state": self})
 
 
 class _Handler(BaseHTTPRequestHandler):
