@@ -509,6 +509,10 @@ def diagnose_timeline(
     state, final, attempts = fate.state, fate.final, fate.attempts
     notes = list(fate.notes)
     notes += _evidence_notes(timeline, verdicts, cause, state)
+    if attempts == 0:
+        # No attempt ran (the API refused the job, or nothing shows one began): the log of
+        # attempts says so rather than listing a placeholder "#1" beside "0 attempts".
+        attempt_log = ()
     retries = max(0, attempts - 1)
     notes += _work_notes(timeline, [work for work, _ in works])
     timed = [w.lost for w, _ in works if w.lost is not None]

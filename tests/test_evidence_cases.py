@@ -50,3 +50,19 @@ def test_the_text_report_says_a_refused_job_was_never_created() -> None:
     console = Console(record=True, width=200, color_system=None)
     render_text(analyze([CASES_DIR / "refused-at-creation.txt"]), console)
     assert "UNSPECIFIED (never created: the API refused it)" in console.export_text()
+
+
+@pytest.mark.parametrize(
+    "excerpt",
+    [
+        "gh-xmanager-29-V.txt",  # the API refused the job: never created
+        "gh-sinaungoding-tf-od-cloud-S.txt",  # nothing shows an attempt began
+    ],
+)
+def test_no_attempt_is_listed_when_none_ran(excerpt: str) -> None:
+    """A job with 0 attempts has no attempt log: a placeholder "#1" contradicted the count."""
+    real = Path(__file__).parent / "real" / excerpt
+    (diagnosis,) = analyze([real]).diagnoses
+    assert diagnosis.attempts == 0
+    assert diagnosis.attempt_log == ()
+    assert diagnosis.to_dict()["attempt_log"] == []
