@@ -21,7 +21,6 @@ import contextlib
 import io
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -39,6 +38,8 @@ from analyzer.ingest.streams import GZIP_MAGIC
 from analyzer.records import InputStats, LogRecord
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from google.cloud.storage import Client
 
 SCHEME = "gs://"
@@ -246,7 +247,13 @@ class _ObjectReader(io.RawIOBase):
         self._held = memoryview(b"")
         self._ended = False
         self._next: Future[bytes] | None = None
-        self._fetcher = ThreadPoolExecutor(1, "jobdoctor-gcs") if ahead else None
+        self._fetcher: ThreadPoolExecutor | None = None
+        if ahead:
+            # Loaded here: concurrent.futures (and logging, threading) is a start-up cost
+            # of every run that reads no Cloud Storage object.
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._fetcher = ThreadPoolExecutor(1, "jobdoctor-gcs")
         with _explaining(uri):
             self._blob: Any = _client().bucket(bucket).blob(name)
 
