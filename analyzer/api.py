@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.analysis import Analysis, DiagnosisList
 from analyzer.classify import Cluster, Collector
 from analyzer.errors import InputError
 from analyzer.ingest import Format, open_sources
@@ -21,6 +20,7 @@ from analyzer.rulebook import RULE_BUDGET_SECONDS, RuleBook
 # What turns the scanned logs into diagnoses is imported while the scan runs (see
 # _load_diagnosing), not here: a third of start-up, out of the way of the scan.
 if TYPE_CHECKING:
+    from analyzer.analysis import Analysis, DiagnosisList
     from analyzer.diagnosis import Diagnosis
     from analyzer.jobspec import JobSpec
     from analyzer.live.window import Window
@@ -120,6 +120,8 @@ def diagnose_collected(
     kept: tuple[str, ...] = ()
     if window is not None:
         diagnoses, kept = within(diagnoses, window)
+    from analyzer.analysis import Analysis
+
     return Analysis(
         tuple(stats),
         diagnoses,
@@ -204,6 +206,7 @@ def _unrecognised(stats: InputStats) -> bool:
 
 def _load_diagnosing() -> None:
     """Import and read what diagnosing needs; called while worker processes scan the inputs."""
+    import analyzer.analysis
     import analyzer.changes
     import analyzer.predict
     import analyzer.report  # noqa: F401
@@ -325,6 +328,8 @@ def diagnose(
         end=end,
         dask=dask,
     )
+    from analyzer.analysis import DiagnosisList
+
     return DiagnosisList(analysis.diagnoses)
 
 

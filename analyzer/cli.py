@@ -27,6 +27,7 @@ from analyzer.errors import InputError, JobDoctorError, PolicyError, RuleError, 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from analyzer.analysis import Analysis
     from analyzer.bigquery import BigQuerySource
     from analyzer.gcloud import JobName
     from analyzer.jobspec import JobSpec
@@ -701,8 +702,8 @@ def diagnose(
     and price, then bounded by --max-bytes). --since/--start/--end keep the jobs active in
     that window, for files too.
     """
-    # Only what reading needs: the rest loads while worker processes scan (analyzer.api).
-    from analyzer.analysis import Analysis
+    # Only what reading needs: the rest (the stages after it, analyzer.analysis too) loads
+    # while worker processes scan (analyzer.api).
     from analyzer.api import analyze_sources
     from analyzer.rulebook import RuleBook
 
