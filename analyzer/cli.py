@@ -856,7 +856,7 @@ def _console(color: ColorMode) -> Console:
 
 def _write_diagnosis(analysis: object, output: ReportFormat, quiet: bool, color: ColorMode) -> None:
     from analyzer.analysis import Analysis
-    from analyzer.report import render_json, render_markdown
+    from analyzer.report.json import render_json
 
     assert isinstance(analysis, Analysis)
     # Folded to the terminal's width only on a terminal: a file or a pipe keeps one fact a
@@ -877,6 +877,8 @@ def _write_diagnosis(analysis: object, output: ReportFormat, quiet: bool, color:
 
         sys.stdout.write(render_yaml(analysis))
     elif output is ReportFormat.markdown:
+        from analyzer.report.markdown import render_markdown
+
         sys.stdout.write(render_markdown(analysis))
     elif output is ReportFormat.table:
         from analyzer.report.text import render_table
