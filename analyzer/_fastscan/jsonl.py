@@ -113,7 +113,9 @@ _GOOD_MINUTES: set[str] = set()
 
 # A block's timestamps checked at once (canonical_times): the canonical form with every digit
 # made "0", and the seconds' first digit of each (at 17, every 31 characters of them joined).
-_DIGITS_TO_ZERO = str.maketrans("0123456789", "0" * 10)
+# On the bytes (ASCII, checked first): a 256-byte table, a tenth of str.translate's cost per
+# character, which goes through a dict (1.5% of the fleet scan's instructions).
+_DIGITS_TO_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
 # The forms a block's timestamps are taken in at once, their digits made "0": the canonical
 # one, and microseconds at UTC (Python's isoformat(), google-cloud-logging's to_api_repr()),
 # whose key is their first 26 characters and "000Z".
@@ -125,6 +127,11 @@ FORMS = (
 # Where a form's digits must be zeros: its offset's.
 _ZONE_DIGITS = {FORMS[2]: (27, 28, 30, 31)}
 _MINUTE_OF = operator.itemgetter(slice(0, 17))
+
+
+def _layouts(form: str, count: int) -> bytes:
+    """``count`` times ``form`` joined by newlines, as bytes."""
+    return ((form + "\n") * count)[:-1].encode()
 
 
 def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
@@ -141,7 +148,7 @@ def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
         # Each in the form's layout, of ASCII digits (a newline inside one: another layout).
         len(joined) != size * count - 1
         or not joined.isascii()
-        or joined.translate(_DIGITS_TO_ZERO) != "\n".join([form] * count)
+        or joined.encode().translate(_DIGITS_TO_ZERO) != _layouts(form, count)
         # Seconds below 60.
         or joined[17::size].strip("012345")
         # The offset's digits zeros, as written (the layout check took any digit).
