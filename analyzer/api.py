@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analyzer.classify import Cluster, Collector
 from analyzer.errors import InputError
@@ -202,6 +202,16 @@ def _unrecognised(stats: InputStats) -> bool:
         and stats.skip_reasons.get("blank line", 0) < stats.skipped
         and set(stats.skip_reasons) <= _NOT_ENTRIES
     )
+
+
+def __getattr__(name: str) -> Any:
+    # The stage types, importable from here as before, loaded on first use: not before the
+    # workers fork (see _load_diagnosing).
+    if name in ("Analysis", "DiagnosisList"):
+        import analyzer.analysis
+
+        return getattr(analyzer.analysis, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _load_diagnosing() -> None:
