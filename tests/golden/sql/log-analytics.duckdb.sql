@@ -124,16 +124,16 @@ FROM (
     END AS other_resource
   FROM (
     SELECT
-      json_payload AS c_json_payload,
-      labels AS c_labels,
-      resource.labels AS c_resource_labels,
-      resource.type AS c_resource_type,
-      text_payload AS c_text_payload,
-      proto_payload AS c_proto_payload,
+      insert_id AS c_insert_id,
       timestamp AS c_timestamp,
       receive_timestamp AS c_receive_timestamp,
       severity AS c_severity,
-      insert_id AS c_insert_id
+      resource.labels AS c_resource_labels,
+      labels AS c_labels,
+      json_payload AS c_json_payload,
+      text_payload AS c_text_payload,
+      proto_payload AS c_proto_payload,
+      resource.type AS c_resource_type
     FROM "test-project"."logs"."_AllLogs"
     WHERE
       timestamp >= $start AND timestamp < $end
@@ -278,16 +278,16 @@ FROM (
       END AS other_resource
     FROM (
       SELECT
-        json_payload AS c_json_payload,
-        labels AS c_labels,
-        resource.labels AS c_resource_labels,
-        resource.type AS c_resource_type,
-        text_payload AS c_text_payload,
-        proto_payload AS c_proto_payload,
+        insert_id AS c_insert_id,
         timestamp AS c_timestamp,
         receive_timestamp AS c_receive_timestamp,
         severity AS c_severity,
-        insert_id AS c_insert_id
+        resource.labels AS c_resource_labels,
+        labels AS c_labels,
+        json_payload AS c_json_payload,
+        text_payload AS c_text_payload,
+        proto_payload AS c_proto_payload,
+        resource.type AS c_resource_type
       FROM "test-project"."logs"."_AllLogs"
       WHERE
         timestamp >= $start AND timestamp < $end

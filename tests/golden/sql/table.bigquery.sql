@@ -21,13 +21,10 @@ FROM (
     CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
   FROM (
     SELECT
-      jsonPayload.msg AS c_jsonPayload_msg,
-      jsonPayload.log AS c_jsonPayload_log,
-      jsonPayload.text AS c_jsonPayload_text,
-      jsonPayload.event AS c_jsonPayload_event,
-      jsonPayload.message AS c_jsonPayload_message,
-      textPayload AS c_textPayload,
-      resource.type AS c_resource_type,
+      insertId AS c_insertId,
+      timestamp AS c_timestamp,
+      receiveTimestamp AS c_receiveTimestamp,
+      severity AS c_severity,
       resource.labels.job_id AS c_resource_labels_job_id,
       labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
       labels.trial_id AS c_labels_trial_id,
@@ -37,10 +34,13 @@ FROM (
       labels.ml_googleapis_com_task_name AS c_labels_ml_googleapis_com_task_name,
       jsonPayload.attrs.tag AS c_jsonPayload_attrs_tag,
       labels.compute_googleapis_com_resource_id AS c_labels_compute_googleapis_com_resource_id,
-      timestamp AS c_timestamp,
-      receiveTimestamp AS c_receiveTimestamp,
-      severity AS c_severity,
-      insertId AS c_insertId
+      jsonPayload.message AS c_jsonPayload_message,
+      textPayload AS c_textPayload,
+      jsonPayload.msg AS c_jsonPayload_msg,
+      jsonPayload.log AS c_jsonPayload_log,
+      jsonPayload.text AS c_jsonPayload_text,
+      jsonPayload.event AS c_jsonPayload_event,
+      resource.type AS c_resource_type
     FROM `jd-test.sink.ml_googleapis_com_JOB_20240101`
     WHERE
       timestamp >= @start
@@ -71,13 +71,10 @@ FROM (
       CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
     FROM (
       SELECT
-        jsonPayload.msg AS c_jsonPayload_msg,
-        jsonPayload.log AS c_jsonPayload_log,
-        jsonPayload.text AS c_jsonPayload_text,
-        jsonPayload.event AS c_jsonPayload_event,
-        jsonPayload.message AS c_jsonPayload_message,
-        textPayload AS c_textPayload,
-        resource.type AS c_resource_type,
+        insertId AS c_insertId,
+        timestamp AS c_timestamp,
+        receiveTimestamp AS c_receiveTimestamp,
+        severity AS c_severity,
         resource.labels.job_id AS c_resource_labels_job_id,
         labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
         labels.trial_id AS c_labels_trial_id,
@@ -87,10 +84,13 @@ FROM (
         labels.ml_googleapis_com_task_name AS c_labels_ml_googleapis_com_task_name,
         jsonPayload.attrs.tag AS c_jsonPayload_attrs_tag,
         labels.compute_googleapis_com_resource_id AS c_labels_compute_googleapis_com_resource_id,
-        timestamp AS c_timestamp,
-        receiveTimestamp AS c_receiveTimestamp,
-        severity AS c_severity,
-        insertId AS c_insertId
+        jsonPayload.message AS c_jsonPayload_message,
+        textPayload AS c_textPayload,
+        jsonPayload.msg AS c_jsonPayload_msg,
+        jsonPayload.log AS c_jsonPayload_log,
+        jsonPayload.text AS c_jsonPayload_text,
+        jsonPayload.event AS c_jsonPayload_event,
+        resource.type AS c_resource_type
       FROM `jd-test.sink.ml_googleapis_com_JOB_20240101`
       WHERE
         timestamp >= @start
