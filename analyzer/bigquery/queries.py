@@ -121,6 +121,14 @@ def _entries(ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[st
     return text
 
 
+def entries_query(
+    ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[str] = ()
+) -> str:
+    """The logical columns of every entry of the window: the rows both queries read from,
+    one per entry (the tests compare them with the file reader's records, field by field)."""
+    return f"SELECT *\nFROM (\n{_entries(ref, adapter, info, jobs)}\n)"
+
+
 def _plain_string(text: str) -> str:
     # Literal words hold no quote, backslash or space (they are cut at punctuation).
     if any(c in text for c in "'\\\n\r"):
