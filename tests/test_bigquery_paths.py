@@ -138,7 +138,8 @@ def test_table_rows_are_the_file_readers_records() -> None:
         adapter = adapter_for(ref, info)
         rows = engine.rows(entries_query(ref, adapter, info), parameters(*WINDOW, ()), None)
         found = Counter(_table_record(dict(row)) for row in rows)
-        assert differences(found, covered(shape, CORPUS)) == [], shape
+        wrong = differences(found, covered(shape, CORPUS))
+        assert not wrong, f"{shape} reads these cases unlike a file: " + "; ".join(wrong)
 
 
 def test_diagnoses_equal_the_file(tmp_path: Path) -> None:
