@@ -1,4 +1,4 @@
--- jobdoctor: bigquery-sink jd-test.sink.ml_googleapis_com_*, window: 2024-01-01T00:00:00Z .. 2025-01-01T00:00:00Z (366d) over jd-test.sink.ml_googleapis_com_*
+-- jobdoctor: bigquery-sink jd-test.paths.ml_googleapis_com_*, window: 2024-01-01T00:00:00Z .. 2025-01-01T00:00:00Z (366d) over jd-test.paths.ml_googleapis_com_*
 -- parameters:
 --   @start TIMESTAMP = 2024-01-01T00:00:00Z
 --   @end TIMESTAMP = 2025-01-01T00:00:00Z
@@ -19,7 +19,7 @@ FROM (
     COALESCE(NULLIF(c_resource_labels_task_name, ''), NULLIF(c_labels_task_name, ''), NULLIF(c_labels_ml_googleapis_com_task_name, ''), NULLIF(c_jsonPayload_attrs_tag, '')) AS task,
     NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
     COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) AS text,
-    CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) IS NULL THEN 'no message text' END AS skip,
+    CASE WHEN c_protoPayload IS NOT NULL THEN 'audit log entry (protoPayload)' WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) IS NULL THEN 'no message text' END AS skip,
     CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
   FROM (
     SELECT
@@ -43,8 +43,9 @@ FROM (
       jsonPayload.log AS c_jsonPayload_log,
       jsonPayload.text AS c_jsonPayload_text,
       jsonPayload.event AS c_jsonPayload_event,
+      protoPayload AS c_protoPayload,
       resource.type AS c_resource_type
-    FROM `jd-test.sink.ml_googleapis_com_*`
+    FROM `jd-test.paths.ml_googleapis_com_*`
     WHERE
       timestamp >= @start
       AND timestamp < @end
@@ -71,7 +72,7 @@ FROM (
       COALESCE(NULLIF(c_resource_labels_task_name, ''), NULLIF(c_labels_task_name, ''), NULLIF(c_labels_ml_googleapis_com_task_name, ''), NULLIF(c_jsonPayload_attrs_tag, '')) AS task,
       NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
       COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) AS text,
-      CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) IS NULL THEN 'no message text' END AS skip,
+      CASE WHEN c_protoPayload IS NOT NULL THEN 'audit log entry (protoPayload)' WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) IS NULL THEN 'no message text' END AS skip,
       CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
     FROM (
       SELECT
@@ -95,8 +96,9 @@ FROM (
         jsonPayload.log AS c_jsonPayload_log,
         jsonPayload.text AS c_jsonPayload_text,
         jsonPayload.event AS c_jsonPayload_event,
+        protoPayload AS c_protoPayload,
         resource.type AS c_resource_type
-      FROM `jd-test.sink.ml_googleapis_com_*`
+      FROM `jd-test.paths.ml_googleapis_com_*`
       WHERE
         timestamp >= @start
         AND timestamp < @end

@@ -1,4 +1,4 @@
--- jobdoctor: bigquery-sink jd-test.sink.ml_googleapis_com_*, window: 2024-01-01T00:00:00Z .. 2025-01-01T00:00:00Z (366d) over jd-test.sink.ml_googleapis_com_*
+-- jobdoctor: bigquery-sink jd-test.paths.ml_googleapis_com_*, window: 2024-01-01T00:00:00Z .. 2025-01-01T00:00:00Z (366d) over jd-test.paths.ml_googleapis_com_*
 -- parameters:
 --   @start TIMESTAMP = 2024-01-01T00:00:00Z
 --   @end TIMESTAMP = 2025-01-01T00:00:00Z
@@ -43,6 +43,8 @@ FROM (
       c_jsonPayload_event
     ) AS text,
     CASE
+      WHEN NOT c_protoPayload IS NULL
+      THEN 'audit log entry (protoPayload)'
       WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
       THEN 'other resource type: '
       WHEN COALESCE(
@@ -81,8 +83,9 @@ FROM (
       jsonPayload.log AS c_jsonPayload_log,
       jsonPayload.text AS c_jsonPayload_text,
       jsonPayload.event AS c_jsonPayload_event,
+      protoPayload AS c_protoPayload,
       resource.type AS c_resource_type
-    FROM "jd-test"."sink"."ml_googleapis_com_*"
+    FROM "jd-test"."paths"."ml_googleapis_com_*"
     WHERE
       timestamp >= $start
       AND timestamp < $end
@@ -141,6 +144,8 @@ FROM (
         c_jsonPayload_event
       ) AS text,
       CASE
+        WHEN NOT c_protoPayload IS NULL
+        THEN 'audit log entry (protoPayload)'
         WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
         THEN 'other resource type: '
         WHEN COALESCE(
@@ -179,8 +184,9 @@ FROM (
         jsonPayload.log AS c_jsonPayload_log,
         jsonPayload.text AS c_jsonPayload_text,
         jsonPayload.event AS c_jsonPayload_event,
+        protoPayload AS c_protoPayload,
         resource.type AS c_resource_type
-      FROM "jd-test"."sink"."ml_googleapis_com_*"
+      FROM "jd-test"."paths"."ml_googleapis_com_*"
       WHERE
         timestamp >= $start
         AND timestamp < $end
