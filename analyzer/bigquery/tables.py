@@ -164,9 +164,10 @@ class Adapter:
     ``reads`` are (alias, column path) of the table's own columns, selected first; the
     logical expressions use the aliases. ``kind`` is ``bigquery-sink`` or
     ``bigquery-log-analytics`` (the ``format`` of the input in the JSON report). The ``tbl``
-    column is a table name once ``table_prefix`` is put before it. ``skip`` is NULL for an
-    entry that is a record, else the reason a file reader gives for skipping it (an audit
-    entry, another resource type, then named by ``other_resource``, no message text).
+    column is a table name once ``table_prefix`` is put before it; ``window`` is the column
+    the window bounds. ``skip`` is NULL for an entry that is a record, else the reason a file
+    reader gives for skipping it (an audit entry, another resource type, then named by
+    ``other_resource``, no message text).
     """
 
     kind: str
@@ -180,6 +181,7 @@ class Adapter:
     severity: str
     insert_id: str
     table: str
+    window: str
     skip: str = "CAST(NULL AS STRING)"
     other_resource: str = "CAST(NULL AS STRING)"
     table_prefix: str = ""
@@ -228,6 +230,9 @@ class _Columns(Protocol):
     def value(self, path: EntryPath) -> str | None:
         """The column at ``path`` whatever its type (a time, the audit payload)."""
 
+    def name(self, path: EntryPath) -> str:
+        """The column path of ``path`` in the table (for a filter on the table's own rows)."""
+
     def payload(self) -> str | None:
         """The whole payload as compact JSON when it is a non-empty object, or None when the
         shape cannot render it."""
@@ -247,6 +252,9 @@ class _SinkColumns:
 
     def value(self, path: EntryPath) -> str | None:
         return self.reads.column(sink_column(path))
+
+    def name(self, path: EntryPath) -> str:
+        return sink_column(path)
 
     def payload(self) -> str | None:
         # A file reader gives a payload with none of the text keys whole as its text; a sink
@@ -275,10 +283,13 @@ class _LogAnalyticsColumns:
         return _json_string(json_member(alias, inside))
 
     def value(self, path: EntryPath) -> str | None:
+        return self.reads.column(self.name(path))
+
+    def name(self, path: EntryPath) -> str:
         column, inside = log_analytics_place(path)
         if inside:
             raise ValueError(f"{'.'.join(path)} is read inside a JSON column, not whole")
-        return self.reads.column(column)
+        return column
 
     def payload(self) -> str | None:
         # The column is read whole anyway: the rendering costs no byte more.
@@ -302,7 +313,11 @@ def _adapter(kind: str, reads: _Reads, columns: _Columns, table: str, prefix: st
     a label is the first non-empty string, the text the first string (then the payload's
     rendering, where the shape has one), the time the first set."""
     insert_id = columns.string(INSERT_ID_PATH) or "CAST(NULL AS STRING)"
-    time = _first([columns.value(path) for path in TIME_PATHS])
+    # The window bounds the first time path's column (queries._filters): a row where it is
+    # NULL is never read, so the later time paths never give the time and are not read (a
+    # receiveTimestamp is 8 bytes billed a row; Cloud Logging sets every entry's timestamp).
+    window = columns.name(TIME_PATHS[0])
+    time = _first([columns.value(TIME_PATHS[0])])
     severity = columns.string(SEVERITY_PATH) or "CAST(NULL AS STRING)"
     labels = {
         name: _first([_nonempty(columns.string(path)) for path in LABEL_PATHS[field]])
@@ -319,6 +334,7 @@ def _adapter(kind: str, reads: _Reads, columns: _Columns, table: str, prefix: st
         severity=severity,
         insert_id=insert_id,
         table=table,
+        window=window,
         table_prefix=prefix,
         reads=tuple(reads.selected.items()),
         **labels,
@@ -354,7 +370,7 @@ def log_analytics_adapter(ref: TableRef, paths: frozenset[str], strings: frozens
 def adapter_for(ref: TableRef, info: TableInfo) -> Adapter:
     """The adapter the schema calls for; InputError when it is neither shape."""
     top = {path.split(".", 1)[0] for path in info.paths}
-    if "timestamp" not in top:
+    if sink_column(TIME_PATHS[0]) not in top:  # the window's column, named so in both shapes
         raise InputError(
             f"{ref}: no 'timestamp' column; give a Cloud Logging sink table, a wildcard over "
             "them (ml_googleapis_com_*) or a Log Analytics view (_AllLogs)"

@@ -11,7 +11,7 @@ FROM (
   SELECT
     '_AllLogs' AS tbl,
     c_insert_id AS insert_id,
-    COALESCE(c_timestamp, c_receive_timestamp) AS time,
+    c_timestamp AS time,
     c_severity AS severity,
     COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."job_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"'), '')) AS job,
     COALESCE(NULLIF(JSON_VALUE(c_labels, '$."trial_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/trial_id"'), '')) AS trial,
@@ -24,7 +24,6 @@ FROM (
     SELECT
       insert_id AS c_insert_id,
       timestamp AS c_timestamp,
-      receive_timestamp AS c_receive_timestamp,
       severity AS c_severity,
       resource.labels AS c_resource_labels,
       labels AS c_labels,
@@ -53,7 +52,7 @@ FROM (
     SELECT
       '_AllLogs' AS tbl,
       c_insert_id AS insert_id,
-      COALESCE(c_timestamp, c_receive_timestamp) AS time,
+      c_timestamp AS time,
       c_severity AS severity,
       COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."job_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"'), '')) AS job,
       COALESCE(NULLIF(JSON_VALUE(c_labels, '$."trial_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/trial_id"'), '')) AS trial,
@@ -66,7 +65,6 @@ FROM (
       SELECT
         insert_id AS c_insert_id,
         timestamp AS c_timestamp,
-        receive_timestamp AS c_receive_timestamp,
         severity AS c_severity,
         resource.labels AS c_resource_labels,
         labels AS c_labels,

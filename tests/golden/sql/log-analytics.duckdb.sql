@@ -19,7 +19,7 @@ FROM (
   SELECT
     '_AllLogs' AS tbl,
     c_insert_id AS insert_id,
-    COALESCE(c_timestamp, c_receive_timestamp) AS time,
+    c_timestamp AS time,
     c_severity AS severity,
     COALESCE(
       NULLIF(JSON_VALUE(c_resource_labels, '$.job_id') ->> '$', ''),
@@ -126,7 +126,6 @@ FROM (
     SELECT
       insert_id AS c_insert_id,
       timestamp AS c_timestamp,
-      receive_timestamp AS c_receive_timestamp,
       severity AS c_severity,
       resource.labels AS c_resource_labels,
       labels AS c_labels,
@@ -173,7 +172,7 @@ FROM (
     SELECT
       '_AllLogs' AS tbl,
       c_insert_id AS insert_id,
-      COALESCE(c_timestamp, c_receive_timestamp) AS time,
+      c_timestamp AS time,
       c_severity AS severity,
       COALESCE(
         NULLIF(JSON_VALUE(c_resource_labels, '$.job_id') ->> '$', ''),
@@ -280,7 +279,6 @@ FROM (
       SELECT
         insert_id AS c_insert_id,
         timestamp AS c_timestamp,
-        receive_timestamp AS c_receive_timestamp,
         severity AS c_severity,
         resource.labels AS c_resource_labels,
         labels AS c_labels,

@@ -10,7 +10,7 @@ FROM (
   SELECT
     'ml_googleapis_com_JOB_20240101' AS tbl,
     c_insertId AS insert_id,
-    COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+    c_timestamp AS time,
     c_severity AS severity,
     COALESCE(NULLIF(c_resource_labels_job_id, ''), NULLIF(c_labels_ml_googleapis_com_job_id, '')) AS job,
     COALESCE(NULLIF(c_labels_trial_id, ''), NULLIF(c_labels_ml_googleapis_com_trial_id, '')) AS trial,
@@ -23,7 +23,6 @@ FROM (
     SELECT
       insertId AS c_insertId,
       timestamp AS c_timestamp,
-      receiveTimestamp AS c_receiveTimestamp,
       severity AS c_severity,
       resource.labels.job_id AS c_resource_labels_job_id,
       labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
@@ -61,7 +60,7 @@ FROM (
     SELECT
       'ml_googleapis_com_JOB_20240101' AS tbl,
       c_insertId AS insert_id,
-      COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+      c_timestamp AS time,
       c_severity AS severity,
       COALESCE(NULLIF(c_resource_labels_job_id, ''), NULLIF(c_labels_ml_googleapis_com_job_id, '')) AS job,
       COALESCE(NULLIF(c_labels_trial_id, ''), NULLIF(c_labels_ml_googleapis_com_trial_id, '')) AS trial,
@@ -74,7 +73,6 @@ FROM (
       SELECT
         insertId AS c_insertId,
         timestamp AS c_timestamp,
-        receiveTimestamp AS c_receiveTimestamp,
         severity AS c_severity,
         resource.labels.job_id AS c_resource_labels_job_id,
         labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,

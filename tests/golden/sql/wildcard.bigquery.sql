@@ -12,7 +12,7 @@ FROM (
   SELECT
     c_table_suffix AS tbl,
     c_insertId AS insert_id,
-    COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+    c_timestamp AS time,
     c_severity AS severity,
     COALESCE(NULLIF(c_resource_labels_job_id, ''), NULLIF(c_labels_ml_googleapis_com_job_id, '')) AS job,
     COALESCE(NULLIF(c_labels_trial_id, ''), NULLIF(c_labels_ml_googleapis_com_trial_id, '')) AS trial,
@@ -26,7 +26,6 @@ FROM (
       _TABLE_SUFFIX AS c_table_suffix,
       insertId AS c_insertId,
       timestamp AS c_timestamp,
-      receiveTimestamp AS c_receiveTimestamp,
       severity AS c_severity,
       resource.labels.job_id AS c_resource_labels_job_id,
       labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
@@ -65,7 +64,7 @@ FROM (
     SELECT
       c_table_suffix AS tbl,
       c_insertId AS insert_id,
-      COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+      c_timestamp AS time,
       c_severity AS severity,
       COALESCE(NULLIF(c_resource_labels_job_id, ''), NULLIF(c_labels_ml_googleapis_com_job_id, '')) AS job,
       COALESCE(NULLIF(c_labels_trial_id, ''), NULLIF(c_labels_ml_googleapis_com_trial_id, '')) AS trial,
@@ -79,7 +78,6 @@ FROM (
         _TABLE_SUFFIX AS c_table_suffix,
         insertId AS c_insertId,
         timestamp AS c_timestamp,
-        receiveTimestamp AS c_receiveTimestamp,
         severity AS c_severity,
         resource.labels.job_id AS c_resource_labels_job_id,
         labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,

@@ -20,7 +20,7 @@ FROM (
   SELECT
     c_table_suffix AS tbl,
     c_insertId AS insert_id,
-    COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+    c_timestamp AS time,
     c_severity AS severity,
     COALESCE(
       NULLIF(c_resource_labels_job_id, ''),
@@ -66,7 +66,6 @@ FROM (
       _TABLE_SUFFIX AS c_table_suffix,
       insertId AS c_insertId,
       timestamp AS c_timestamp,
-      receiveTimestamp AS c_receiveTimestamp,
       severity AS c_severity,
       resource.labels.job_id AS c_resource_labels_job_id,
       labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
@@ -121,7 +120,7 @@ FROM (
     SELECT
       c_table_suffix AS tbl,
       c_insertId AS insert_id,
-      COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+      c_timestamp AS time,
       c_severity AS severity,
       COALESCE(
         NULLIF(c_resource_labels_job_id, ''),
@@ -167,7 +166,6 @@ FROM (
         _TABLE_SUFFIX AS c_table_suffix,
         insertId AS c_insertId,
         timestamp AS c_timestamp,
-        receiveTimestamp AS c_receiveTimestamp,
         severity AS c_severity,
         resource.labels.job_id AS c_resource_labels_job_id,
         labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
