@@ -21,11 +21,13 @@ import pytest
 duckdb = pytest.importorskip("duckdb", reason="the bigquery extra is not installed")
 
 from analyzer.bigquery import DuckDBEngine  # noqa: E402
+from analyzer.bigquery.columns import log_analytics_place, sink_column  # noqa: E402
 from analyzer.bigquery.queries import entries_query, parameters  # noqa: E402
 from analyzer.bigquery.tables import TableRef, adapter_for  # noqa: E402
-from analyzer.records import entry_fields, parse_timestamp  # noqa: E402
+from analyzer.records import TIME_PATHS, entry_fields, parse_timestamp  # noqa: E402
 from analyzer.simulate import simulate  # noqa: E402
 from tests.bq_tables import (  # noqa: E402
+    TABLE_PATHS,
     PathCase,
     apply_case,
     case_of,
@@ -144,3 +146,19 @@ def test_table_rows_are_the_file_readers_records() -> None:
 
 def test_diagnoses_equal_the_file(tmp_path: Path) -> None:
     assert_same(list(CORPUS), tmp_path)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_queries_read_the_tables_paths_and_no_other_column(shape: str) -> None:
+    """What is billed: the columns of the table's paths (the time at its first path only,
+    the one the window bounds), never another of the table's columns."""
+    engine = DuckDBEngine(_loaded(CORPUS))
+    ref = TableRef.parse(f"{PROJECT}.{DATASET}.{shape}")
+    info = engine.describe(ref)
+    read = {path for _, path in adapter_for(ref, info).reads}
+    paths = [path for path in TABLE_PATHS if path not in TIME_PATHS[1:]]
+    if ref.wildcard:
+        assert read == {sink_column(path) for path in paths} | {"_TABLE_SUFFIX"}
+    else:
+        assert read == {log_analytics_place(path)[0] for path in paths}
+    assert len(info.paths) > len(read)  # other columns were there to be read

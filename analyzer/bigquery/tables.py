@@ -42,6 +42,7 @@ from analyzer.records import (
     RESOURCE_TYPE_PATH,
     SEVERITY_PATH,
     TEXT_KEY_PATHS,
+    TEXT_PATHS,
     TIME_PATHS,
     EntryPath,
 )
@@ -54,8 +55,11 @@ _REFERENCE = re.compile(
 )
 SINK_PREFIX = "ml_googleapis_com_"
 _SHARD = re.compile(r"_(\d{8})$")
-LOG_ANALYTICS_COLUMNS = frozenset({"log_name", "json_payload", "text_payload", "insert_id"})
-SINK_COLUMNS = frozenset({"textPayload", "jsonPayload", "insertId", "logName"})
+# The LogEntry's fields whose names tell the two shapes apart: as the LogEntry's JSON names
+# them in a sink table, as its proto does (snake_case) in the view.
+_TELLING: tuple[EntryPath, ...] = (*TEXT_PATHS, INSERT_ID_PATH, ("logName",))
+SINK_COLUMNS = frozenset(sink_column(path).split(".")[0] for path in _TELLING)
+LOG_ANALYTICS_COLUMNS = frozenset(log_analytics_place(path)[0] for path in _TELLING)
 # The queries' label columns, each the field of records.LABEL_PATHS it reads (a field added
 # there needs its column here, in the queries and in the record: refused until it has one).
 LABEL_COLUMNS = {"job": "job_id", "trial": "trial", "task": "task", "vm": "vm"}
