@@ -34,13 +34,13 @@ from tests.bq_tables import load_emulator, load_emulator_log_analytics, stored_e
 from tests.bqemulator_server import running_emulator
 from tests.test_bigquery_duckdb import _file_document, _without_places
 from tests.test_bigquery_paths import (
-    CORPUS,
-    _table_record,
-    covered,
-    differences,
+    WINDOW as PATHS_WINDOW,
 )
 from tests.test_bigquery_paths import (
-    WINDOW as PATHS_WINDOW,
+    _table_record,
+    corpus,
+    covered,
+    differences,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,8 +76,8 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         path.write_bytes(b"".join(orjson.dumps(entry) + b"\n" for entry in entries))
         # Every path of the mapping table (tests/test_bigquery_paths.py): its tables have a
         # column for each, so the golden SQL shows every path read.
-        path_tables = load_emulator(client, PROJECT, PATHS, CORPUS)
-        load_emulator_log_analytics(client, PROJECT, PATHS_VIEW, CORPUS)
+        path_tables = load_emulator(client, PROJECT, PATHS, corpus()[0])
+        load_emulator_log_analytics(client, PROJECT, PATHS_VIEW, corpus()[0])
         yield {
             "url": url,
             "entries": entries,
@@ -313,7 +313,7 @@ def test_every_path_reads_as_a_file_reads_it(emulator: dict[str, Any], shape: st
     adapter = adapter_for(ref, info)
     rows = engine.rows(entries_query(ref, adapter, info), parameters(*PATHS_WINDOW, ()), None)
     found = Counter(_table_record(dict(row)) for row in rows)
-    wrong = differences(found, covered(ref.table, CORPUS))
+    wrong = differences(found, covered(ref.table, corpus()[0]))
     assert not wrong, f"{shape} reads these cases unlike a file: " + "; ".join(wrong)
 
 
@@ -325,4 +325,4 @@ def test_every_path_diagnoses_as_the_file(
     code, out, err = run(emulator, "diagnose", "--bigquery", table, *WINDOW, "--format", "json")
     assert code == 0, err
     found = _without_places(json.loads(out), lambda i: (i["insert_id"], i["timestamp"]))
-    assert found == _file_document(covered(shape.split(".")[1], CORPUS), tmp_path)
+    assert found == _file_document(covered(shape.split(".")[1], corpus()[0]), tmp_path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +59,23 @@ def _base() -> list[dict[str, Any]]:
     return stored_entries(entries)
 
 
-BASE = _base()
 PATHS = {case.name: case for case in path_cases()}
-CASES: dict[str, list[dict[str, Any]]] = {
-    **{name: apply_case(case, BASE) for name, case in PATHS.items()},
-    **resource_cases(BASE),
-}
+
+
+@cache
+def cases() -> dict[str, list[dict[str, Any]]]:
+    """The entries of every case, by name (made once, when a test first asks)."""
+    base = _base()
+    return {
+        **{name: apply_case(case, base) for name, case in PATHS.items()},
+        **resource_cases(base),
+    }
+
+
+@cache
+def corpus() -> tuple[list[dict[str, Any]], list[str]]:
+    """:func:`tests.bq_tables.one_corpus` of every case."""
+    return one_corpus(cases())
 
 
 def _file_record(entry: dict[str, Any]) -> tuple[object, ...]:
@@ -119,40 +131,40 @@ def test_a_case_per_path_and_per_neighbour_pair() -> None:
     # Every case carries its value where it says: the stored entries (what a sink keeps)
     # keep every path of the table.
     for name, case in PATHS.items():
-        assert _carried(case, CASES[name]) > len(BASE) // 2, name
-
-
-CORPUS, NAMES = one_corpus(CASES)
+        assert _carried(case, cases()[name]) > len(_base()) // 2, name
 
 
 def differences(found: Counter[tuple[object, ...]], entries: list[dict[str, Any]]) -> list[str]:
     """The cases whose rows are not the file reader's records (the table's, the file's)."""
     expected = Counter(map(_file_record, entries))
-    wrong = {case_of(row[0], NAMES) for row in (found - expected) + (expected - found)}
+    names = corpus()[1]
+    wrong = {case_of(row[0], names) for row in (found - expected) + (expected - found)}
     return sorted(wrong)
 
 
 def test_table_rows_are_the_file_readers_records() -> None:
-    engine = DuckDBEngine(_loaded(CORPUS))
+    entries = corpus()[0]
+    engine = DuckDBEngine(_loaded(entries))
     for shape in SHAPES:
         ref = TableRef.parse(f"{PROJECT}.{DATASET}.{shape}")
         info = engine.describe(ref)
         adapter = adapter_for(ref, info)
         rows = engine.rows(entries_query(ref, adapter, info), parameters(*WINDOW, ()), None)
         found = Counter(_table_record(dict(row)) for row in rows)
-        wrong = differences(found, covered(shape, CORPUS))
+        wrong = differences(found, covered(shape, entries))
         assert not wrong, f"{shape} reads these cases unlike a file: " + "; ".join(wrong)
 
 
 def test_diagnoses_equal_the_file(tmp_path: Path) -> None:
-    assert_same(list(CORPUS), tmp_path)
+    assert_same(list(corpus()[0]), tmp_path)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_queries_read_the_tables_paths_and_no_other_column(shape: str) -> None:
     """What is billed: the columns of the table's paths (the time at its first path only,
     the one the window bounds), never another of the table's columns."""
-    engine = DuckDBEngine(_loaded(CORPUS))
+    entries = corpus()[0]
+    engine = DuckDBEngine(_loaded(entries))
     ref = TableRef.parse(f"{PROJECT}.{DATASET}.{shape}")
     info = engine.describe(ref)
     read = {path for _, path in adapter_for(ref, info).reads}

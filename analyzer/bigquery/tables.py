@@ -255,7 +255,7 @@ class _SinkColumns:
         return self.reads.column(column) if column in self.strings else None
 
     def value(self, path: EntryPath) -> str | None:
-        return self.reads.column(sink_column(path))
+        return self.reads.column(self.name(path))
 
     def name(self, path: EntryPath) -> str:
         return sink_column(path)
