@@ -1,0 +1,170 @@
+"""Long texts (multi-kilobyte tracebacks) are matched near their rule words only: the same
+matches as searching them whole (Hypothesis), with rule sentences near the edges of the text
+and of its search windows, CRLF line ends and multi-byte characters."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyzer.events import RuleMatch
+from analyzer.rulebook import RuleBook
+from analyzer.rulebook.compile import MatchTimeout, find
+from analyzer.rulebook.normalize import normalize_with_offsets
+from analyzer.rulebook.windows import WINDOWED_TEXT, finditer, space_bound
+from tests import reshape
+
+BOOK = RuleBook.load()
+EXAMPLES = [example.text for rule in BOOK.rules for example in rule.match_examples]
+FILLERS = [
+    '  File "/opt/trainer/trainer/model.py", line 101, in forward',
+    "    return self.block(x) + self.residual(x)",
+    "step 1200 loss=0.1234 — 学習中 ✓ █▌",
+    "Ｔｒａｃｅｂａｃｋ ｍｏｄｅｌ",  # wide forms that fold into rule words
+    "quota exceeded? no: creating the job later",  # rule words without their sentences
+    "İstanbul status",  # lower() lengthens it: the text is searched whole
+]
+
+
+def everything(book: RuleBook, text: str) -> tuple[RuleMatch, ...]:
+    """What every rule's every template finds searching the whole text, no prefilter."""
+    normalized, offsets = normalize_with_offsets(text)
+    found: list[tuple[int, int, RuleMatch]] = []
+    for index, rule in enumerate(book.rules):
+        try:
+            matches = find(rule, normalized, offsets, text, 10.0)
+        except MatchTimeout:  # pragma: no cover - the built-in rules are fast
+            raise
+        found.extend((start, index, match) for start, match in matches)
+    found.sort(key=lambda item: item[:2])
+    return tuple(match for _, _, match in found)
+
+
+@st.composite
+def long_texts(draw: st.DrawFn) -> str:
+    """A long text of filler lines with rule sentences at drawn places (the edges too)."""
+    size = draw(st.integers(WINDOWED_TEXT + 1, 3 * WINDOWED_TEXT))
+    rng = random.Random(draw(st.integers(0, 1 << 20)))
+    lines: list[str] = []
+    while sum(map(len, lines)) < size:
+        lines.append(rng.choice(FILLERS))
+    for _ in range(draw(st.integers(1, 4))):
+        where = draw(st.sampled_from(["start", "end", "middle", "edge"]))
+        example = draw(st.sampled_from(EXAMPLES))
+        at = {
+            "start": 0,
+            "end": len(lines),
+            "middle": rng.randrange(len(lines)),
+            "edge": min(len(lines), 1 + WINDOWED_TEXT // 50),
+        }[where]
+        lines.insert(at, example)
+    line_end = draw(st.sampled_from(["\n", "\r\n", " ", "\n\n"]))
+    text = line_end.join(lines)
+    if draw(st.booleans()):  # glued to its neighbours, no space between
+        example = draw(st.sampled_from(EXAMPLES))
+        cut = draw(st.integers(0, len(text)))
+        text = text[:cut] + example + text[cut:]
+    return text
+
+
+@settings(max_examples=150, deadline=None)
+@given(long_texts())
+def test_a_long_text_matches_as_searched_whole(text: str) -> None:
+    assert len(text) > WINDOWED_TEXT
+    BOOK.new_run()
+    assert BOOK.match(text) == everything(BOOK, text)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_long_traceback_with_a_service_error_inside(seed: int) -> None:
+    rng = random.Random(seed)
+    traceback = reshape.long_traceback(rng, 30_000)
+    for example in EXAMPLES:
+        cut = rng.randrange(len(traceback))
+        text = traceback[:cut] + "\n" + example + "\n" + traceback[cut:]
+        assert BOOK.match(text) == everything(BOOK, text)
+
+
+# --- the window search itself, on patterns built from pieces ---------------------------------
+
+PIECES = [
+    r"\s*",
+    r"\s+",
+    " ",
+    r"\w+",
+    r"\w*?",
+    r"[a-z]{0,3}",
+    r"(?:x|y z)",
+    r"(?:q ){2}",
+    r"\b",
+    r"\B",
+    "^",
+    "$",
+    r"\Z",
+    r"(?<=q)",
+    r"(?<!z )",
+    r"[^ ]+",
+    r"\d",
+    r"(?:[xy]|\s)",
+    r"(?i:Y)",
+    "(?P<g>z)",
+    r"(?(g)x|y)",
+    r"\S{1,4}",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(PIECES), max_size=4),
+    st.lists(st.sampled_from(PIECES), max_size=4),
+    st.text(alphabet="litxyzq 0\n", min_size=WINDOWED_TEXT, max_size=3 * WINDOWED_TEXT),
+)
+def test_windows_find_what_a_whole_search_finds(
+    before: list[str], after: list[str], raw: str
+) -> None:
+    pattern = "".join(before) + "lit" + "".join(after)
+    try:
+        compiled = regex.compile(pattern, regex.VERSION0)
+    except regex.error:
+        return
+    bound = space_bound(pattern)
+    if bound is None:
+        return
+    text = " ".join(raw.split())
+    lowered = text.lower()
+    starts = []
+    at = lowered.find("lit")
+    while at >= 0:
+        starts.append(at)
+        at = lowered.find("lit", at + 1)
+    whole = [m.span() for m in compiled.finditer(text)]
+    assert [m.span() for m in finditer(compiled, text, starts, bound, 1.0)] == whole
+
+
+@pytest.mark.parametrize(
+    ("pattern", "bound"),
+    [
+        ("Traceback \\(most recent call last\\)", 4),
+        (r"a\s*b\s+c", 2),
+        (r"(?:a b){3}", 3),
+        (r"(?:a b)+", None),  # unbounded
+        (r"a.+b", None),
+        (r"a[^x]*b", None),
+        (r"a\w+b", 0),
+        (r"a*", None),  # may match empty: needs no literal
+        (r"a(?=b c)", None),  # looks ahead past the window
+        (r"(?<=x y)a", 0),
+        (r"(a)\1", None),  # back-reference
+        (r"a{e<=1}", None),  # the regex package's fuzzy matching
+        (r"\p{L}a", None),  # regex-only syntax
+        (r"[[a-z]--[b]]", None),  # a set the regex package may read otherwise
+        (r"(?:\s)*a", 1),  # one whitespace class repeated: one space, normalised
+        (r"(?:\s|x)*a", None),  # not only whitespace
+    ],
+)
+def test_space_bound(pattern: str, bound: int | None) -> None:
+    assert space_bound(pattern) == bound
