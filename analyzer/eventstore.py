@@ -428,6 +428,10 @@ class JobEvents:
 # What kept events share: equal strings (job, task, VM, path) and equal rule matches, as
 # read each event has its own (half of an event's memory). Bounded: cleared when full.
 _SHARED_LIMIT = 1 << 16
+# Texts longer than this are shared too: a long traceback is logged again by every worker of a
+# job and every attempt (each copy 50 KB where the texts of other events are 100 bytes), and
+# hashing it once costs a tenth of matching it.
+_LONG_TEXT = 2048
 _strings: dict[str, str] = {}
 _matches: dict[Key, RuleMatch] = {}
 
@@ -460,7 +464,7 @@ def compact(event: Event) -> Event:
         _shared(event.job_id),
         _shared(event.task),
         match,
-        event.text,
+        _strings.setdefault(text, text) if len(text := event.text) > _LONG_TEXT else text,
         origin if origin.path is path else Origin(path, origin.line, origin.entry),
         _shared(event.vm),
         event.insert_id,

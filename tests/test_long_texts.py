@@ -168,3 +168,19 @@ def test_windows_find_what_a_whole_search_finds(
 )
 def test_space_bound(pattern: str, bound: int | None) -> None:
     assert space_bound(pattern) == bound
+
+
+def test_kept_events_share_one_copy_of_a_long_text() -> None:
+    # Every worker and attempt logs the same traceback again: one copy of it is kept.
+    from analyzer.eventstore import compact
+    from analyzer.events import Event
+    from analyzer.records import Origin
+
+    text = reshape.long_traceback(random.Random(0), 30_000)
+    match = BOOK.match(text)[0]
+    events = [
+        compact(Event(None, "1", "workerpool0-0", match, "".join(list(text)), Origin("f", line)))
+        for line in (1, 2)
+    ]
+    assert events[0].text == text
+    assert events[0].text is events[1].text
