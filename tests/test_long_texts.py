@@ -172,8 +172,8 @@ def test_space_bound(pattern: str, bound: int | None) -> None:
 
 def test_kept_events_share_one_copy_of_a_long_text() -> None:
     # Every worker and attempt logs the same traceback again: one copy of it is kept.
-    from analyzer.eventstore import compact
     from analyzer.events import Event
+    from analyzer.eventstore import compact
     from analyzer.records import Origin
 
     text = reshape.long_traceback(random.Random(0), 30_000)
