@@ -11,6 +11,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analyzer import tracebacks
 from analyzer.events import RuleMatch
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.compile import MatchTimeout, find
@@ -184,3 +185,81 @@ def test_kept_events_share_one_copy_of_a_long_text() -> None:
     ]
     assert events[0].text == text
     assert events[0].text is events[1].text
+
+
+# --- tracebacks read in two passes: what reading line by line gives ----------------------------
+
+
+def lines_one_by_one(text: str) -> tracebacks.ExceptionInfo | None:
+    """The traceback after the last header line, read a line at a time (the reference)."""
+    lines = text.splitlines()
+    start = max((i for i, line in enumerate(lines) if tracebacks._HEADER in line), default=None)
+    if start is None:
+        return None
+    frames: list[tracebacks.Frame] = []
+    for line in lines[start + 1 :]:
+        frame = tracebacks._FRAME.match(line)
+        if frame:
+            frames.append(tracebacks.Frame(frame.group(1), int(frame.group(2)), frame.group(3)))
+            continue
+        found = tracebacks._EXCEPTION.match(line)
+        if found and not line.startswith("    "):
+            message = tracebacks._TAIL_END.sub("", found.group(2) or "").strip()
+            return tracebacks.ExceptionInfo(
+                found.group(1), message, tracebacks.user_frame(frames), tuple(frames)
+            )
+    return None
+
+
+TRACEBACK_LINES = [
+    "Traceback (most recent call last):",
+    "ERROR:root:boom Traceback (most recent call last): ValueError: x",
+    'File "/opt/trainer/trainer/model.py", line 12, in forward',
+    '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main  ',
+    '[rank3]:   File "/opt/conda/lib/python3.10/site-packages/torch/nn/x.py", line 7, in f',
+    '  File "a b", line 1, in <module>',
+    '  File "x", line 2, in two words',
+    "    return self.block(x)",
+    "    raise ValueError('inside a source line')",
+    "ValueError: bad value",
+    "[rank0]: RuntimeError: CUDA error: an illegal memory access",
+    "torch.cuda.OutOfMemoryError:",
+    "KeyboardInterrupt",
+    "requests.exceptions.ConnectionError: refused",
+    "During handling of the above exception, another exception occurred:",
+    "  Error: indented",
+    "\tSystemExit: 2 \t",
+    "",
+    "RecursionError: maximum recursion depth exceeded To find out more about why your job exited",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(TRACEBACK_LINES), max_size=40),
+    st.lists(st.sampled_from(["\n", "\r\n", "\r", "\x0b", "\x1c", "\u2028", "\x85"]), min_size=1),
+    st.sampled_from(["", "é", "日本", "\x1f", " "]),
+)
+def test_a_traceback_reads_as_line_by_line(lines: list[str], ends: list[str], extra: str) -> None:
+    text = "".join(line + extra + ends[i % len(ends)] for i, line in enumerate(lines))
+    assert tracebacks._parse_lines(text, None) == lines_one_by_one(text)
+
+
+def test_a_long_traceback_reads_as_line_by_line() -> None:
+    text = reshape.long_traceback(random.Random(1), 50_000).replace("\n", "\r\n")
+    found = tracebacks.parse_text(text)
+    assert found is not None
+    assert found == lines_one_by_one(text)
+    assert found.type == "RecursionError"
+
+
+def test_a_remembered_traceback_keeps_each_origin() -> None:
+    from analyzer.records import Origin
+
+    text = reshape.long_traceback(random.Random(2), 10_000)
+    first = tracebacks.parse_text(text, Origin("a", 1))
+    again = tracebacks.parse_text("".join(list(text)), Origin("b", 2))
+    assert first is not None and again is not None
+    assert (first.origin, again.origin) == (Origin("a", 1), Origin("b", 2))
+    assert (first.type, first.frames) == (again.type, again.frames)
+    assert tracebacks.parse_text(text) == lines_one_by_one(text)
