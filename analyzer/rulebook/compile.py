@@ -209,7 +209,9 @@ def find(
             if lowered is not None and literals:
                 bound = window_bound(template.regex.pattern, literals)
                 if bound is not None:
-                    starts = occurrences(lowered, literals)
+                    # Only the words the text holds can start a match.
+                    held = literals if probe is None else [w for w in literals if w in probe]
+                    starts = occurrences(lowered, held)
             matches: Iterable[Match]
             if starts is not None and bound is not None:
                 matches = windowed(template.regex, normalized, starts, bound, timeout)

@@ -243,13 +243,13 @@ def _right(text: str, at: int, spaces: int) -> int:
 def occurrences(lowered: str, words: Sequence[str]) -> list[int] | None:
     """Every start of any of ``words`` in ``lowered`` (overlapping ones too), in order; None
     when they are too many for windows to pay (:data:`CHARS_PER_WINDOW`)."""
-    # count() takes no overlapping ones: the words' lengths bound how many more there are.
-    if sum(lowered.count(word) * len(word) for word in words) > len(lowered) // CHARS_PER_WINDOW:
-        return None
+    most = len(lowered) // CHARS_PER_WINDOW
     found: list[int] = []
     for word in words:
         at = lowered.find(word)
         while at >= 0:
+            if len(found) == most:
+                return None
             found.append(at)
             at = lowered.find(word, at + 1)
     found.sort()
