@@ -440,6 +440,14 @@ def _shared(text: str | None) -> str | None:
     return None if text is None else _strings.setdefault(text, text)
 
 
+def _long_text(text: str) -> str:
+    # Only in the reading process, which keeps the events to the end: a worker would hold
+    # every long text of its ranges after sending them.
+    if len(text) > _LONG_TEXT and os.getpid() == _owner[0]:
+        return _strings.setdefault(text, text)
+    return text
+
+
 def compact(event: Event) -> Event:
     """``event`` with the strings and the match other kept events hold equal (the same
     values: shared objects)."""
@@ -464,7 +472,7 @@ def compact(event: Event) -> Event:
         _shared(event.job_id),
         _shared(event.task),
         match,
-        _strings.setdefault(text, text) if len(text := event.text) > _LONG_TEXT else text,
+        _long_text(event.text),
         origin if origin.path is path else Origin(path, origin.line, origin.entry),
         _shared(event.vm),
         event.insert_id,

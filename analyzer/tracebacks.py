@@ -112,9 +112,10 @@ _TAIL_END = re.compile(
 
 
 # A long text's traceback is asked for again and again (by rootcause and predict, for each
-# worker and attempt that logged the same one): the last answers are remembered, by text.
+# worker and attempt that logged the same one): the last few answers are remembered, by text
+# (few: each holds its frames, 100 KB for a deep recursion).
 _REMEMBERED_TEXT = 2048
-_REMEMBERED = 64
+_REMEMBERED = 8
 _answers: dict[str, ExceptionInfo | None] = {}
 
 
