@@ -172,10 +172,13 @@ def test_space_bound(pattern: str, bound: int | None) -> None:
 
 
 def test_kept_events_share_one_copy_of_a_long_text() -> None:
-    # Every worker and attempt logs the same traceback again: one copy of it is kept.
+    # Every worker and attempt logs the same traceback again: the reading process keeps one.
+    from analyzer import eventstore
     from analyzer.events import Event
     from analyzer.eventstore import compact
     from analyzer.records import Origin
+
+    assert eventstore.prepare()  # this process reads, as a collector's does
 
     text = reshape.long_traceback(random.Random(0), 30_000)
     match = BOOK.match(text)[0]
