@@ -16,7 +16,13 @@ from analyzer.events import RuleMatch
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.compile import MatchTimeout, find
 from analyzer.rulebook.normalize import normalize_with_offsets
-from analyzer.rulebook.windows import WINDOWED_TEXT, finditer, space_bound
+from analyzer.rulebook.windows import (
+    WINDOWED_TEXT,
+    finditer,
+    occurrences,
+    space_bound,
+    window_plan,
+)
 from tests import reshape
 
 BOOK = RuleBook.load()
@@ -122,7 +128,7 @@ PIECES = [
 @given(
     st.lists(st.sampled_from(PIECES), max_size=4),
     st.lists(st.sampled_from(PIECES), max_size=4),
-    st.text(alphabet="litxyzq 0\n", min_size=WINDOWED_TEXT, max_size=3 * WINDOWED_TEXT),
+    st.text(alphabet="litxyzqLIT 0\n", min_size=WINDOWED_TEXT, max_size=3 * WINDOWED_TEXT),
 )
 def test_windows_find_what_a_whole_search_finds(
     before: list[str], after: list[str], raw: str
@@ -144,6 +150,13 @@ def test_windows_find_what_a_whole_search_finds(
         at = lowered.find("lit", at + 1)
     whole = [m.span() for m in compiled.finditer(text)]
     assert [m.span() for m in finditer(compiled, text, starts, bound, 1.0)] == whole
+    # From the pattern's own words (a run of "lit" at least), as book.match searches.
+    plan = window_plan(pattern, ("lit",))
+    assert plan is not None
+    assert plan.literals
+    own = occurrences(lowered, plan.words)
+    if own is not None:
+        assert [m.span() for m in finditer(compiled, text, own, bound, 1.0)] == whole
 
 
 @pytest.mark.parametrize(
@@ -266,3 +279,22 @@ def test_a_remembered_traceback_keeps_each_origin() -> None:
     assert (first.origin, again.origin) == (Origin("a", 1), Origin("b", 2))
     assert (first.type, first.frames) == (again.type, again.frames)
     assert tracebacks.parse_text(text) == lines_one_by_one(text)
+
+
+@pytest.mark.parametrize(
+    ("rule", "words", "literals"),
+    [
+        # Its literals leave out the sentence "Watchdog caught ..." : the pattern's own words.
+        ("distributed.detail.nccl-error", "watchdog caught collective operation timeout", False),
+        # Caseless: no run through an "i" (which also matches the dotless "ı").
+        ("progress.checkpoint", "checkpo", False),
+        ("api.creation-refused", "429 quota exceeded", True),
+        ("python.traceback", "traceback (most recent call last)", True),
+    ],
+)
+def test_window_plans_take_the_patterns_own_words(rule: str, words: str, literals: bool) -> None:
+    template = BOOK.rule(rule).templates[0]
+    plan = window_plan(template.regex.pattern, template.literals)
+    assert plan is not None
+    assert words in plan.words
+    assert plan.literals is literals

@@ -27,7 +27,7 @@ from analyzer.rulebook._regex import Match
 from analyzer.rulebook.model import Capture, FieldType, Placeholder, Rule
 from analyzer.rulebook.normalize import fold, normalize, original_span
 from analyzer.rulebook.windows import finditer as windowed
-from analyzer.rulebook.windows import occurrences, window_bound
+from analyzer.rulebook.windows import occurrences, window_plan
 
 # Placeholders are capitalised words, the way the documentation writes them
 # (REPLICA_NAME, REASON); ASCII-only look-arounds so that a placeholder glued
@@ -196,8 +196,9 @@ def find(
     sentence over its shorter form). Raises :class:`MatchTimeout` when a regex runs too long.
 
     ``lowered``, ``normalized.lower()`` of the same length, lets a long text be searched only
-    near the literal words of a template whose matches span a bounded number of words
-    (:func:`analyzer.rulebook.windows.finditer`: the same matches).
+    near the words of a template whose matches span a bounded number of words
+    (:func:`analyzer.rulebook.windows.window_plan`, :func:`~analyzer.rulebook.windows.finditer`:
+    the same matches).
     """
     spans: list[tuple[int, int, int, Match]] = []
     for index, template in enumerate(rule.templates):
@@ -205,16 +206,16 @@ def find(
         if probe is not None and literals and not any(word in probe for word in literals):
             continue
         try:
+            plan = window_plan(template.regex.pattern, literals) if lowered else None
             starts = None
-            if lowered is not None and literals:
-                bound = window_bound(template.regex.pattern, literals)
-                if bound is not None:
-                    # Only the words the text holds can start a match.
-                    held = literals if probe is None else [w for w in literals if w in probe]
-                    starts = occurrences(lowered, held)
+            if plan is not None and lowered is not None:
+                words = plan.words
+                if plan.literals and probe is not None:
+                    words = tuple(word for word in literals if word in probe)
+                starts = occurrences(lowered, words)
             matches: Iterable[Match]
-            if starts is not None and bound is not None:
-                matches = windowed(template.regex, normalized, starts, bound, timeout)
+            if plan is not None and starts is not None:
+                matches = windowed(template.regex, normalized, starts, plan.bound, timeout)
             else:
                 matches = template.regex.finditer(normalized, timeout=timeout)
             for found in matches:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from analyzer.rulebook._regex import Match, Pattern
 
@@ -41,22 +41,86 @@ _UNBOUNDED = -1
 _SPACE = 32
 
 
-def window_bound(pattern: str, literals: tuple[str, ...]) -> int | None:
-    """:func:`space_bound` of ``pattern`` when each of its matches provably holds one of
-    ``literals`` (lower case) in its lower case, else None: a rule's ``literals:`` are what
-    its writer declares (``distributed.detail.nccl-error`` lists ``nccl`` beside a sentence
-    without it), so the windows take only what the pattern itself shows."""
-    return _window_bound(pattern, literals)
+class Plan(NamedTuple):
+    """How a long text may be searched for a template near its words (:func:`window_plan`).
+
+    ``bound``: :func:`space_bound`. ``words``: words one of which every match holds (lower
+    case, as the text's lower case shows them), read off the pattern itself. ``literals``:
+    whether the template's literal words are such words too: the rule's ``literals:`` are
+    what its writer declares (``distributed.detail.nccl-error`` lists ``nccl`` beside a
+    sentence without it), so they count only when the pattern shows them. Those the
+    prefilter found in the text are then the only places to search from (one word, mostly,
+    where the pattern's own words are many: ``api.creation-refused``'s seven sentences).
+    """
+
+    bound: int
+    words: tuple[str, ...]
+    literals: bool
+
+
+def window_plan(pattern: str, literals: tuple[str, ...]) -> Plan | None:
+    """The :class:`Plan` of a template of ``pattern`` and ``literals``; None when its
+    matches have no bound or no word every one of them holds."""
+    return _window_plan(pattern, literals)
 
 
 @cache
-def _window_bound(pattern: str, literals: tuple[str, ...]) -> int | None:
+def _window_plan(pattern: str, literals: tuple[str, ...]) -> Plan | None:
     bound = _space_bound(pattern)
-    if bound is None or not literals:
+    if bound is None:
         return None
     tree = _sre_parse.parse(pattern)  # it parsed in _space_bound
-    ignorecase = bool(tree.state.flags & _sre.SRE_FLAG_IGNORECASE)
-    return bound if _holds_word(tree, literals, ignorecase) else None
+    caseless = bool(tree.state.flags & _sre.SRE_FLAG_IGNORECASE)
+    words = _anchors(tree, caseless)
+    if words is None:
+        return None
+    return Plan(bound, words, bool(literals) and _holds_word(tree, literals, caseless))
+
+
+def _anchors(items: Any, ignorecase: bool) -> tuple[str, ...] | None:
+    """Words one of which every match of the parsed ``items`` holds in its lower case (runs
+    of literal characters, or those of a part every match passes through), the longest
+    found; None when there are none."""
+    c = _sre
+    options: list[tuple[str, ...]] = []
+    run: list[str] = []
+
+    def end_run() -> None:
+        if run:
+            options.append(("".join(run),))
+            run.clear()
+
+    for op, arg in items:
+        if op is c.LITERAL:
+            char = chr(arg)
+            # Caseless, a non-ASCII letter may match one whose lower case differs (σ, ς), and
+            # "I" the dotless "ı"; the other ASCII letters' partners (ſ, the Kelvin sign) are
+            # folded away by normalisation, and "İ" makes the text searched whole. "Σ" has
+            # two lower cases, by what follows it.
+            if char != "Σ" and (not ignorecase or (char.isascii() and char not in "iI")):
+                run.append(char.lower())
+                continue
+        end_run()
+        part: tuple[str, ...] | None = None
+        if op is c.SUBPATTERN:
+            _group, add, remove, body = arg
+            caseless = (ignorecase or bool(add & c.SRE_FLAG_IGNORECASE)) and not (
+                remove & c.SRE_FLAG_IGNORECASE
+            )
+            part = _anchors(body, caseless)
+        elif op is c.BRANCH:
+            branches = [_anchors(branch, ignorecase) for branch in arg[1]]
+            if all(branches):
+                part = tuple(dict.fromkeys(w for words in branches if words for w in words))
+        elif op is c.ATOMIC_GROUP:
+            part = _anchors(arg, ignorecase)
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT) and arg[0] >= 1:
+            part = _anchors(arg[2], ignorecase)
+        if part:
+            options.append(part)
+    end_run()
+    # The fewest places to search from: the longest shortest word, then the fewest words.
+    return max(options, key=lambda words: (min(map(len, words)), -len(words)), default=None)
 
 
 def _holds_word(items: Any, words: tuple[str, ...], ignorecase: bool) -> bool:
