@@ -5,6 +5,8 @@ and of its search windows, CRLF line ends and multi-byte characters."""
 from __future__ import annotations
 
 import random
+import time
+from pathlib import Path
 
 import pytest
 import regex
@@ -298,3 +300,28 @@ def test_window_plans_take_the_patterns_own_words(rule: str, words: str, literal
     assert plan is not None
     assert words in plan.words
     assert plan.literals is literals
+
+
+def test_a_runaway_pattern_times_out_once_in_a_long_text(tmp_path: Path) -> None:
+    # The windows of a long text share one time limit: a catastrophic pattern costs a long
+    # text one timeout, as a search of the whole text does, not one per window.
+    (tmp_path / "slow.yaml").write_text(
+        "- id: acme.slow\n"
+        "  category: internal_error\n"
+        "  pattern: 'zzz(a|aa)+$'\n"
+        "  literals: [zzz]\n"
+        "  examples:\n"
+        "    match:\n"
+        '      - "zzzaaaa"\n'
+    )
+    book = RuleBook.load([tmp_path], builtin=False)
+    book.new_run()
+    plan = window_plan(book.rules[0].templates[0].regex.pattern, ("zzz",))
+    assert plan is not None and plan.words == ("zzz",)
+    runaway = "zzz" + "a" * 40 + "!"
+    text = " ".join(["filler words"] * 150 + [runaway] * 5 + ["more filler"] * 150)
+    assert len(text) > WINDOWED_TEXT
+    started = time.monotonic()
+    assert book.match(text) == ()
+    assert book.timeouts["acme.slow"] == 1
+    assert time.monotonic() - started < 10 * book.timeout

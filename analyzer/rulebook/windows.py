@@ -18,6 +18,7 @@ pattern has none (a ``.+?`` placeholder, a look-ahead, a back-reference, syntax 
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from functools import cache
@@ -346,13 +347,19 @@ def finditer(
         else:
             stretches.append([first, start])
     position = 0
+    # One time limit for all the searches, as for one search of the whole text: a runaway
+    # pattern must not spend it once per stretch.
+    deadline = time.monotonic() + timeout
     for first, last in stretches:
         if last < position:
             continue
         end = min(size, _right(normalized, last, bound + 1) + 1)
         position = max(position, first)
         while position <= last:
-            found = regex.search(normalized, position, end, timeout=timeout)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("regex timed out")
+            found = regex.search(normalized, position, end, timeout=left)
             if found is None or found.start() > last:
                 break
             yield found
