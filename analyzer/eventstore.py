@@ -43,6 +43,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from analyzer.events import Event, EventKind, RuleMatch
+from analyzer.longtext import LONG_TEXT, stored
 from analyzer.records import SERVICE_TASK, Origin
 
 # The program's own output: what a diagnosis reads as evidence around a failure, never as a
@@ -428,24 +429,12 @@ class JobEvents:
 # What kept events share: equal strings (job, task, VM, path) and equal rule matches, as
 # read each event has its own (half of an event's memory). Bounded: cleared when full.
 _SHARED_LIMIT = 1 << 16
-# Texts longer than this are shared too: a long traceback is logged again by every worker of a
-# job and every attempt (each copy 50 KB where the texts of other events are 100 bytes), and
-# hashing it once costs a tenth of matching it.
-_LONG_TEXT = 2048
 _strings: dict[str, str] = {}
 _matches: dict[Key, RuleMatch] = {}
 
 
 def _shared(text: str | None) -> str | None:
     return None if text is None else _strings.setdefault(text, text)
-
-
-def _long_text(text: str) -> str:
-    # Only in the reading process, which keeps the events to the end: a worker would hold
-    # every long text of its ranges after sending them.
-    if len(text) > _LONG_TEXT and os.getpid() == _owner[0]:
-        return _strings.setdefault(text, text)
-    return text
 
 
 def compact(event: Event) -> Event:
@@ -467,17 +456,22 @@ def compact(event: Event) -> Event:
     match = _matches.setdefault(key, match)
     origin = event.origin
     path = _strings.setdefault(origin.path, origin.path)
-    return Event(
+    kept = Event(
         event.timestamp,
         _shared(event.job_id),
         _shared(event.task),
         match,
-        _long_text(event.text),
+        event.text,
         origin if origin.path is path else Origin(path, origin.line, origin.entry),
         _shared(event.vm),
         event.insert_id,
         _shared(event.trial),
     )
+    # A long text waits on disk, in the reading process, which keeps the events to the end (a
+    # worker sends them on); analyzer.longtext.
+    if len(kept.text) > LONG_TEXT and os.getpid() == _owner[0]:
+        return stored(kept)
+    return kept
 
 
 def new_sink() -> list[Event] | JobEvents:

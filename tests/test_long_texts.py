@@ -4,17 +4,21 @@ and of its search windows, CRLF line ends and multi-byte characters."""
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 import random
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer import tracebacks
-from analyzer.events import RuleMatch
+from analyzer import eventstore, longtext, tracebacks
+from analyzer.events import Event, RuleMatch
+from analyzer.records import Origin
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.compile import MatchTimeout, find
 from analyzer.rulebook.normalize import normalize_with_offsets
@@ -186,23 +190,34 @@ def test_space_bound(pattern: str, bound: int | None) -> None:
     assert space_bound(pattern) == bound
 
 
-def test_kept_events_share_one_copy_of_a_long_text() -> None:
-    # Every worker and attempt logs the same traceback again: the reading process keeps one.
-    from analyzer import eventstore
-    from analyzer.events import Event
-    from analyzer.eventstore import compact
-    from analyzer.records import Origin
+def _long_event(text: str, line: int = 1) -> Event:
+    return Event(None, "1", "workerpool0-0", BOOK.match(text)[0], text, Origin("f", line))
 
+
+def test_a_kept_long_text_waits_on_disk() -> None:
+    # The reading process keeps its events to the end: their long texts are not in memory.
     assert eventstore.prepare()  # this process reads, as a collector's does
-
     text = reshape.long_traceback(random.Random(0), 30_000)
-    match = BOOK.match(text)[0]
-    events = [
-        compact(Event(None, "1", "workerpool0-0", match, "".join(list(text)), Origin("f", line)))
-        for line in (1, 2)
-    ]
-    assert events[0].text == text
-    assert events[0].text is events[1].text
+    kept = [eventstore.compact(_long_event("".join(list(text)), line)) for line in (1, 2)]
+    assert all(type(event) is longtext.StoredTextEvent for event in kept)
+    assert all(longtext._TEXT_SLOT.__get__(event, Event) == "" for event in kept)
+    assert kept[0].text == kept[1].text == text
+    # Every worker and attempt logs the same traceback again: it is written once.
+    assert kept[0]._where == kept[1]._where  # type: ignore[attr-defined]
+    # In every other way an Event: equal, hashed, copied, pickled, packed as one.
+    plain = _long_event(text)
+    assert kept[0] == plain and plain == kept[0] and kept[0] != kept[1]
+    assert pickle.loads(pickle.dumps(kept[0])) == plain
+    assert dataclasses.replace(kept[0], task="service").text == text
+    packed = msgspec.msgpack.encode([kept[0]])
+    assert msgspec.msgpack.decode(packed, type=list[Event]) == [plain]
+    assert repr(kept[0]) == repr(plain).replace("Event(", "StoredTextEvent(", 1)
+
+
+def test_a_short_text_stays_in_memory() -> None:
+    assert eventstore.prepare()
+    short = eventstore.compact(_long_event("Traceback (most recent call last):\n  x"))
+    assert type(short) is Event
 
 
 # --- tracebacks read in two passes: what reading line by line gives ----------------------------
