@@ -1,19 +1,20 @@
-"""Where in a long text a template's matches can lie: near its literal words.
+"""Where in a long text a template's matches can lie: near its words.
 
-A 50 KB traceback holds a rule's literal word once or twice, yet a regex search tries every one
-of its 50,000 positions (an alternation without a common prefix, such as
-``api.creation-refused``'s, costs 1.8 ms there). Every match of a template holds one of its
-literal words (the prefilter's premise, and what ``literals:`` declares), and most templates
-can only span a few words: such a match lies within that many spaces of an occurrence of its
-word. Searching only those stretches finds exactly the matches a search of the whole text
-finds (:func:`finditer`).
+A 50 KB traceback holds a rule's word once or twice, yet a regex search tries every one of its
+50,000 positions (an alternation without a common prefix, such as ``api.creation-refused``'s,
+costs 1.8 ms there). Every match of a pattern holds one of the words its syntax tree shows
+(runs of literal characters every match passes through: :func:`window_plan`), and most
+templates can only span a few words: such a match lies within that many spaces of an
+occurrence of its word. Searching only those stretches finds exactly the matches a search of
+the whole text finds (:func:`finditer`).
 
 The bound is counted in spaces of the *normalised* text, where every whitespace run is one
 ``" "`` between two other characters (:func:`~analyzer.rulebook.normalize.normalize`): a
 pattern piece such as ``\\s*`` then consumes at most one space, and a placeholder of word
 characters none; :func:`space_bound` reads it off the pattern's syntax tree, or says the
 pattern has none (a ``.+?`` placeholder, a look-ahead, a back-reference, syntax only the
-``regex`` package knows).
+``regex`` package knows). Those patterns, and words found too densely
+(:data:`CHARS_PER_WINDOW`), are searched whole, as before.
 """
 
 from __future__ import annotations
