@@ -454,3 +454,67 @@ def test_the_careful_baselines_agree_on_the_same_entries(tmp_path: Path) -> None
     rows = careful_stream_logs.scan(str(paths["stream-logs"]))
     families = set(rows["jobs"].values())  # type: ignore[union-attr]
     assert families <= set(want["jobs"].values()) and families  # type: ignore[union-attr]
+
+
+# --- a folder of small files -----------------------------------------------------------------
+
+
+def _folder(tmp_path: Path) -> list[str]:
+    """A folder of small inputs of every kind the light scanners take, one an unusual gcloud
+    JSON file (read record by record), and a sink file among them."""
+    paths = []
+    for number, scenario in enumerate(sorted(SCENARIOS)[:8]):
+        for fmt, suffix in [("gcloud-json", "json"), ("stream-logs", "txt")]:
+            if fmt == "stream-logs" and len(expected(scenario)) != 1:
+                continue
+            data = _written(scenario, fmt).encode()
+            path = tmp_path / f"{number:02d}-{scenario}.{suffix}"
+            if number % 3 == 1:
+                path = path.with_name(path.name + ".gz")
+                data = gzip.compress(data)
+            path.write_bytes(data)
+            paths.append(str(path))
+    unusual = tmp_path / "unusual.json"
+    unusual.write_bytes(_foreign_mixed(_written("oom", "gcloud-json")))
+    utf16 = tmp_path / "redirect.txt"
+    out = io.StringIO()
+    write(simulate("vm-maintenance-restart", seed=1), "utf16", out, seed=1)
+    utf16.write_bytes(out.getvalue().encode(encoding("utf16")))
+    sink = tmp_path / "sink.jsonl"
+    sink.write_text(_written("oom", "jsonl"), encoding="utf-8")
+    return [*paths, str(unusual), str(utf16), str(sink)]
+
+
+@pytest.mark.usefixtures("small_ranges")
+def test_a_folder_of_small_files_over_processes(book: RuleBook, tmp_path: Path) -> None:
+    # Read together by a pool (a file each, a range each of the larger ones), the same as
+    # one by one in one process and as the plain readers.
+    paths = _folder(tmp_path)
+    policy = load_policy()
+
+    def analysis(fast: bool, processes: int) -> object:
+        logs, stats = collect(open_sources(paths), book, fast=fast, processes=processes)
+        diagnoses = tuple(diagnose_timeline(build_timeline(log), policy) for log in logs)
+        return Analysis(tuple(stats), diagnoses).to_dict()
+
+    plain = analysis(False, 1)
+    assert analysis(True, 1) == plain
+    assert analysis(True, 3) == plain
+    scans = _fastscan.scan(open_sources(paths), book, processes=3)
+    assert sum(found is None for found in scans) == 1  # the unusual one
+
+
+def test_the_work_of_a_file_decides_the_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stream-logs byte costs the scan several sink bytes: a file too small to be worth a
+    # second process as sink JSONL is worth one as stream-logs; a folder of small files
+    # counts as their sum.
+    monkeypatch.delenv("JOBDOCTOR_JOBS", raising=False)
+    size = parallel.PARALLEL_MIN_WORK // 2
+    cores = parallel.processes_for(parallel.PARALLEL_MIN_WORK, None)
+    assert parallel.processes_for(parallel.work_of(size, "cloud-logging-jsonl"), None) == 1
+    assert parallel.processes_for(parallel.work_of(size, "stream-logs"), None) == cores
+    small = [parallel.work_of(size // 10, "cloud-logging-jsonl")] * 30
+    assert parallel.processes_for(sum(small), None) == cores
+    assert parallel.work_of(size, "gcloud-json", compressed=True) > parallel.work_of(
+        size, "gcloud-json"
+    )

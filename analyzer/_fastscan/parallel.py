@@ -35,8 +35,16 @@ from analyzer.records import InputStats, Origin
 GZIP_EXPANSION = 6
 # A stream (stdin, a gzip file) is handed to workers in chunks of about this many bytes.
 CHUNK_BYTES = 4 << 20
-# Below this many bytes in all, forking costs more than it saves.
-PARALLEL_MIN_BYTES = 48 << 20
+# Below this much work in all (in sink JSONL bytes' worth, see BYTE_COST), forking costs more
+# than it saves.
+PARALLEL_MIN_WORK = 48 << 20
+# What a byte of each format costs the fast scan, relative to a sink JSONL byte: the work a
+# file stands for when deciding how many processes read it (:func:`work_of`). Measured as scan
+# CPU seconds per MB in one process (``analyzer._fastscan.scan(..., processes=1)``, median of
+# 3) on the bench's 200 MB fleet as each format writes it (bench/out/*-200000000-seed0.*):
+# sink JSONL 2.28 ms/MB (200 MB), gcloud JSON 4.1 ms/MB (1.8x: its indented entries, then the
+# sink scan of each), stream-logs 12.0 ms/MB (5.3x: the same entries in a sixth of the bytes).
+BYTE_COST = {"cloud-logging-jsonl": 1.0, "gcloud-json": 1.8, "stream-logs": 5.3}
 # The smallest range a file is cut into: below it, a range's own costs (a scanner, its caches,
 # sending its result) begin to show.
 MIN_RANGE_BYTES = 4 << 20
@@ -395,8 +403,15 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_process)
 
 
-def processes_for(total_bytes: int, requested: int | None) -> int:
-    """How many processes to read ``total_bytes`` with (``requested`` None: by size and cores).
+def work_of(size: int, form: str, *, compressed: bool = False) -> int:
+    """The work of scanning ``size`` bytes of format ``form`` (an ``InputStats.format``), in
+    sink JSONL bytes' worth (:data:`BYTE_COST`); a gzip file's bytes at what they expand to."""
+    return int(size * BYTE_COST.get(form, 1.0) * (GZIP_EXPANSION if compressed else 1))
+
+
+def processes_for(work: int, requested: int | None) -> int:
+    """How many processes to do ``work`` with (:func:`work_of`, summed over the inputs read
+    together; ``requested`` None: by the work and the cores).
 
     One where processes cannot be forked (Windows)."""
     if not hasattr(os, "fork"):
@@ -406,7 +421,7 @@ def processes_for(total_bytes: int, requested: int | None) -> int:
     env = os.environ.get("JOBDOCTOR_JOBS")
     if env and env.isdigit():
         return max(1, int(env))
-    if total_bytes < PARALLEL_MIN_BYTES:
+    if work < PARALLEL_MIN_WORK:
         return 1
     # The cores this process may run on (Linux), else all of them (macOS).
     if hasattr(os, "sched_getaffinity"):
