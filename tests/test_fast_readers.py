@@ -518,3 +518,60 @@ def test_the_work_of_a_file_decides_the_processes(monkeypatch: pytest.MonkeyPatc
     assert parallel.work_of(size, "gcloud-json", compressed=True) > parallel.work_of(
         size, "gcloud-json"
     )
+
+
+def _rows(seed: int, clean: bool) -> str:
+    """Random stream-logs rows: workers of several tasks (one without a name) and service
+    messages of one or more lines among them, times repeating within a second; ``clean``
+    False adds what gcloud's plain output has not: a tab inside a message, a trial column,
+    another zone, a day that is none, a line of no row at all."""
+    rng = random.Random(seed)
+    tasks = ["workerpool0-0", "workerpool1-0", "workerpool1-1", ""]
+    service = [
+        "Waiting for job to be provisioned.",
+        "The replica workerpool0-0 exited with a non-zero status of 1.",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 3, in main',
+        "Job failed.",
+        "",
+    ]
+    worker = [
+        "step 12 loss 0.5",
+        "Saving checkpoint to gs://b/ckpt-12",
+        "RuntimeError: CUDA out of memory.",
+    ]
+    moment = datetime(2024, 3, 11, 8, 0, 0)
+    rows = []
+    for _ in range(rng.randrange(50, 400)):
+        moment += timedelta(seconds=rng.choice([0, 0, 1, 59]))
+        when = f"{moment:%Y-%m-%d %H:%M:%S} +0000"
+        severity = rng.choice(["INFO", "ERROR", "WARNING", "DEFAULT"])
+        if rng.random() < 0.3:
+            task = rng.choice(["service", "service", "unknown_task"])
+            message = rng.choice(service)
+        else:
+            task, message = rng.choice(tasks), rng.choice(worker)
+        row = f"{severity}\t{when}\t{task}\t{message}"
+        if not clean and rng.random() < 0.05:
+            row = rng.choice(
+                [
+                    f"{severity}\t{when}\t{task}\tcolumns\tin a message",
+                    f"{severity}\t{when}\t{task}\t3\t{message}",
+                    row.replace("+0000", "-0700"),
+                    row.replace(f"{moment:%Y-%m-%d}", "2024-02-30"),
+                    "not a row",
+                ]
+            )
+        rows.append(row + "\n")
+    return "".join(rows)
+
+
+@pytest.mark.parametrize("clean", [True, False])
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.usefixtures("small_ranges")
+def test_random_rows_fast_is_plain(seed: int, clean: bool, book: RuleBook, tmp_path: Path) -> None:
+    # Blocks of gcloud's plain rows are read by columns, others line by line: both the plain
+    # reader's records, spans and counts, in one process and in ranges of a few hundred bytes.
+    path = tmp_path / "rows.txt"
+    path.write_text(_rows(seed, clean), encoding="utf-8")
+    _same(path, book)
