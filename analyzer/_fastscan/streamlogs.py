@@ -145,9 +145,9 @@ class StreamLogsScanner:
         if text is None:
             self._feed_lines(view)
             return
-        lines = text.count("\n") + (text[-1] != "\n")
-        if not self._feed_columns(text, view, lines):
+        if not self._feed_columns(text, view):
             found = _LINES.findall(text)
+            lines = text.count("\n") + (text[-1] != "\n")
             if len(found) == lines:
                 self._feed_found(found)
             else:
@@ -155,7 +155,7 @@ class StreamLogsScanner:
         self._prefilter()
         self._columns = None
 
-    def _feed_columns(self, text: str, view: memoryview, lines: int) -> bool:
+    def _feed_columns(self, text: str, view: memoryview) -> bool:
         """Count a block of gcloud's shape without its trial column (every line four fields
         and three tabs, every time a valid one in UTC: gcloud's own output) by columns, a
         pass over the block for each rather than a loop over its lines; False, and nothing
@@ -163,15 +163,16 @@ class StreamLogsScanner:
         # Three tabs on every line, and no message holding a tab (which would make the columns
         # slide): the separators alone, in order, are "\t\t\t\n" repeated.
         separators = view.tobytes().translate(None, _NOT_SEPARATORS)
-        shape = _ROW_SEPARATORS * (lines - 1) + (
-            _ROW_SEPARATORS if text[-1] == "\n" else _ROW_SEPARATORS[:-1]
-        )
-        if separators != shape:
+        ended = text[-1] == "\n"
+        if not ended:  # the last line, without its line end
+            separators += b"\n"
+        lines = len(separators) // len(_ROW_SEPARATORS)
+        if separators != _ROW_SEPARATORS * lines:
             return False
         fields = text.replace("\n", "\t").split("\t")
         severities, whens = fields[0::4], fields[1::4]
         tasks, messages = fields[2::4], fields[3::4]
-        if text[-1] == "\n":  # the empty field after the last line end
+        if ended:  # the empty field after the last line end
             del severities[-1]
         if not SEVERITIES.issuperset(severities):
             return False
@@ -213,20 +214,28 @@ class StreamLogsScanner:
         times = whens[start:end]
         names = set(run)
         spans = self.tally.spans
-        # In order of first appearance, as line by line (the spans' order is the output's).
+        # Times in UTC: the order of the strings is the order of the times. In time order (as
+        # gcloud prints them), a task's earliest and latest are at its first and last line.
+        ordered = len(names) == 1 or all(map(operator.le, times, itertools.islice(times, 1, None)))
+        backwards = run[::-1] if len(names) > 1 and ordered else run
+        # In order of first appearance, as line by line.
         for name in sorted(names, key=run.index) if len(names) > 1 else names:
-            if len(names) > 1:
-                mine = list(itertools.compress(times, map(name.__eq__, run)))
+            if len(names) == 1:
+                count, earliest, latest = len(run), min(times), max(times)
+            elif ordered:
+                count = run.count(name)
+                earliest = times[run.index(name)]
+                latest = times[len(run) - 1 - backwards.index(name)]
             else:
-                mine = times
-            # Times in UTC: the order of the strings is the order of the times.
-            first, last = _utc_key(min(mine)), _utc_key(max(mine))
+                mine = list(itertools.compress(times, map(name.__eq__, run)))
+                count, earliest, latest = len(mine), min(mine), max(mine)
+            first, last = _utc_key(earliest), _utc_key(latest)
             span_key = (None, name or None, None)
             span = spans.get(span_key)
             if span is None:
-                spans[span_key] = SpanTally(first, last, len(mine))
+                spans[span_key] = SpanTally(first, last, count)
             else:
-                span.records += len(mine)
+                span.records += count
                 span.first = min(span.first, first)
                 span.last = max(span.last, last)
         self._span_key = (None, "\x00")  # looked up again by the next line read one by one
