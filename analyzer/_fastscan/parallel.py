@@ -39,12 +39,12 @@ CHUNK_BYTES = 4 << 20
 # than it saves.
 PARALLEL_MIN_WORK = 48 << 20
 # What a byte of each format costs the fast scan, relative to a sink JSONL byte: the work a
-# file stands for when deciding how many processes read it (:func:`work_of`). Measured as scan
-# CPU seconds per MB in one process (``analyzer._fastscan.scan(..., processes=1)``, median of
-# 3) on the bench's 200 MB fleet as each format writes it (bench/out/*-200000000-seed0.*):
-# sink JSONL 2.28 ms/MB (200 MB), gcloud JSON 4.1 ms/MB (1.8x: its indented entries, then the
-# sink scan of each), stream-logs 12.0 ms/MB (5.3x: the same entries in a sixth of the bytes).
-BYTE_COST = {"cloud-logging-jsonl": 1.0, "gcloud-json": 1.8, "stream-logs": 5.3}
+# file stands for when deciding how many processes read it (:func:`work_of`). Measured by
+# callgrind (bench/reader_instructions.py fast, 4 MB of the bench's 200 MB fleet as each format
+# writes it): sink JSONL 33.3 instructions a byte, gcloud JSON 55.7 (1.7x: the indented entry,
+# then the sink scan of it), stream-logs 124.5 (3.7x: the same entries in a sixth of the
+# bytes). Scan CPU seconds per MB in one process agree (2.1, 4.1 and 7.3-8.3 ms).
+BYTE_COST = {"cloud-logging-jsonl": 1.0, "gcloud-json": 1.7, "stream-logs": 3.7}
 # The smallest range a file is cut into: below it, a range's own costs (a scanner, its caches,
 # sending its result) begin to show.
 MIN_RANGE_BYTES = 4 << 20
