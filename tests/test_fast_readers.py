@@ -23,7 +23,7 @@ import pytest
 from analyzer import _fastscan
 from analyzer._fastscan import parallel
 from analyzer._fastscan.gcloudjson import GcloudJsonScanner, entry_ranges
-from analyzer._fastscan.streamlogs import safe_ranges, starts_record
+from analyzer._fastscan.streamlogs import StreamLogsScanner, safe_ranges, starts_record
 from analyzer.analysis import Analysis
 from analyzer.api import analyze
 from analyzer.classify import classify_records, classify_sources, collect
@@ -575,3 +575,38 @@ def test_random_rows_fast_is_plain(seed: int, clean: bool, book: RuleBook, tmp_p
     path = tmp_path / "rows.txt"
     path.write_text(_rows(seed, clean), encoding="utf-8")
     _same(path, book)
+
+
+def _scanned_in_blocks(data: bytes, cuts: list[int], book: RuleBook) -> object:
+    """What the stream-logs scanner makes of ``data`` fed in blocks ending at ``cuts``."""
+    stats = InputStats(path="rows.txt")
+    scanner = StreamLogsScanner(stats, book.may_match_texts, book.match)
+    for start, end in itertools.pairwise([0, *cuts, len(data)]):
+        scanner.feed_block(data[start:end], end - start)
+    scanner.finish()
+    spans = {key: (s.first, s.last, s.records) for key, s in scanner.tally.spans.items()}
+    return stats, spans, scanner.tally.untimed, scanner.events
+
+
+@pytest.mark.parametrize("clean", [True, False])
+@pytest.mark.parametrize("seed", range(6))
+def test_block_cuts_anywhere_in_one_process(seed: int, clean: bool, book: RuleBook) -> None:
+    # One process cuts its blocks at any line end (inside a service message of many lines,
+    # between a task's lines): the same as one block, which is the plain reader's (above).
+    data = (_rows(seed, clean) + _multi_line_rows(seed)).encode()
+    ends = [at + 1 for at, byte in enumerate(data) if byte == 0x0A][:-1]
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(ends, min(len(ends), 40)))
+    assert _scanned_in_blocks(data, cuts, book) == _scanned_in_blocks(data, [], book)
+
+
+def _multi_line_rows(seed: int) -> str:
+    stamp = f"ERROR\t2024-03-12 08:{seed:02d}:07 +0000\tservice\t"
+    lines = [
+        "The replica workerpool0-0 exited with a non-zero status of 1.",
+        "Traceback (most recent call last):",
+        *[f'  File "train.py", line {n}, in main' for n in range(6)],
+        "ValueError: bad value",
+    ]
+    worker = f"INFO\t2024-03-12 08:{seed:02d}:08 +0000\tworkerpool0-0\tstep 3\n"
+    return "".join(stamp + line + "\n" for line in lines) + worker
