@@ -32,7 +32,10 @@ class _Store:
 
     def __init__(self) -> None:
         self.pid = os.getpid()
-        self.file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process
+        # A bare descriptor of an unlinked file, as long as the process: no file object to
+        # warn "unclosed" when the interpreter ends, and nothing left on disk however it ends.
+        self.fd, path = tempfile.mkstemp(prefix=f"jobdoctor-texts-{self.pid}-")
+        os.unlink(path)
         self.size = 0
         # By length and hash, where an equal text may already be.
         self.known: dict[tuple[int, int], tuple[int, int]] = {}
@@ -50,7 +53,7 @@ class _Store:
         if where is not None and self._read(where) == text:
             return where
         data = text.encode("utf-8", "surrogatepass")
-        os.pwrite(self.file.fileno(), data, self.size)
+        os.pwrite(self.fd, data, self.size)
         where = (self.size, len(data))
         self.size += len(data)
         self.known[key] = where
@@ -64,7 +67,7 @@ class _Store:
         text = self.recent.get(where)
         if text is None:
             start, length = where
-            text = os.pread(self.file.fileno(), length, start).decode("utf-8", "surrogatepass")
+            text = os.pread(self.fd, length, start).decode("utf-8", "surrogatepass")
             if len(self.recent) >= _RECENT:
                 del self.recent[next(iter(self.recent))]
             self.recent[where] = text

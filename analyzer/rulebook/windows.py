@@ -125,9 +125,11 @@ def _anchors(items: Any, ignorecase: bool) -> tuple[str, ...] | None:
     return max(options, key=lambda words: (min(map(len, words)), -len(words)), default=None)
 
 
-def _holds_word(items: Any, words: tuple[str, ...], ignorecase: bool) -> bool:
+def _holds_word(items: Any, words: tuple[str, ...], ignorecase: bool, exact_i: bool = True) -> bool:
     """Whether every match of the parsed ``items`` holds one of ``words`` in its lower case:
-    as a run of literal characters, or inside a part every match passes through."""
+    as a run of literal characters, or inside a part every match passes through.
+    ``exact_i=False`` takes a caseless ``i`` for itself (not the dotted ``İ`` it also
+    matches): what a rule's writer means by a word, for :func:`uncovered`'s warnings."""
     c = _sre
     run: list[str] = []
 
@@ -136,15 +138,27 @@ def _holds_word(items: Any, words: tuple[str, ...], ignorecase: bool) -> bool:
         run.clear()
         return any(word in joined for word in words)
 
+    def plain(char: str, caseless: bool) -> bool:
+        # Caseless, a non-ASCII letter may match one whose lower case differs (σ, ς), and
+        # "I" matches the dotless "ı"; the other ASCII letters' partners (ſ, the Kelvin
+        # sign) are folded away by normalisation, and "İ" makes the text searched whole.
+        return not caseless or (char.isascii() and (not exact_i or char not in "iI"))
+
     for op, arg in items:
         if op is c.LITERAL:
             char = chr(arg)
-            # Caseless, a non-ASCII letter may match one whose lower case differs (σ, ς), and
-            # "I" matches the dotless "ı"; the other ASCII letters' partners (ſ, the Kelvin
-            # sign) are folded away by normalisation, and "İ" makes the text searched whole.
-            if not ignorecase or (char.isascii() and char not in "iI"):
+            if plain(char, ignorecase):
                 run.append(char.lower())
                 continue
+        elif op is c.IN and arg and all(member is c.LITERAL for member, _ in arg):
+            # A set of one letter's cases ([Pp]): that letter, in lower case.
+            chars = {chr(value) for _, value in arg}
+            lowered = {char.lower() for char in chars}
+            if len(lowered) == 1 and all(char.isascii() for char in chars):
+                char = lowered.pop()
+                if plain(char, ignorecase) and (not exact_i or char != "i"):
+                    run.append(char)
+                    continue
         if in_run():
             return True
         if op is c.SUBPATTERN:
@@ -152,21 +166,82 @@ def _holds_word(items: Any, words: tuple[str, ...], ignorecase: bool) -> bool:
             caseless = (ignorecase or bool(add & c.SRE_FLAG_IGNORECASE)) and not (
                 remove & c.SRE_FLAG_IGNORECASE
             )
-            if _holds_word(body, words, caseless):
+            if _holds_word(body, words, caseless, exact_i):
                 return True
         elif op is c.BRANCH:
-            if all(_holds_word(branch, words, ignorecase) for branch in arg[1]):
+            if all(_holds_word(branch, words, ignorecase, exact_i) for branch in arg[1]):
                 return True
         elif op is c.ATOMIC_GROUP:
-            if _holds_word(arg, words, ignorecase):
+            if _holds_word(arg, words, ignorecase, exact_i):
                 return True
         elif (
             op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT)
             and arg[0] >= 1
-            and _holds_word(arg[2], words, ignorecase)
+            and _holds_word(arg[2], words, ignorecase, exact_i)
         ):
             return True
     return in_run()
+
+
+def uncovered(pattern: str, literals: Sequence[str], ignorecase: bool = False) -> list[str] | None:
+    """The top-level alternatives of ``pattern`` whose matches need not hold any of
+    ``literals`` (the prefilter's words: a text lacking them all is never tried), as written;
+    ``[pattern]`` when the pattern has no top-level alternation and is not covered; ``[]``
+    when every match provably holds one; None when the pattern cannot be read here
+    (regex-only syntax). A proof by the syntax tree, as :func:`window_plan`'s: an
+    alternative reported may still hold a literal by chance, never by construction."""
+    if _sre_parse is None:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            tree = _sre_parse.parse(pattern)
+    except Exception:  # regex-only syntax: nothing proven either way
+        return None
+    words = tuple(word.lower() for word in literals)
+    caseless = ignorecase or bool(tree.state.flags & _sre.SRE_FLAG_IGNORECASE)
+    if _holds_word(tree, words, caseless, exact_i=False):
+        return []
+    sources = _top_level_branches(pattern)
+    items = list(tree)
+    if len(items) == 1 and items[0][0] is _sre.BRANCH and len(items[0][1][1]) == len(sources):
+        return [
+            source
+            for source, branch in zip(sources, items[0][1][1], strict=True)
+            if not _holds_word(branch, words, caseless, exact_i=False)
+        ]
+    return [pattern]
+
+
+def _top_level_branches(pattern: str) -> list[str]:
+    """``pattern`` split at its ``|`` outside groups and sets (escapes skipped)."""
+    parts: list[str] = []
+    depth = start = at = 0
+    in_set = False
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\":
+            at += 2
+            continue
+        if in_set:
+            in_set = char != "]"
+        elif char == "[":
+            in_set = True
+            # A "]" right after "[" or "[^" is a member, not the end.
+            if pattern[at + 1 : at + 2] == "^":
+                at += 1
+            if pattern[at + 1 : at + 2] == "]":
+                at += 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(pattern[start:at])
+            start = at + 1
+        at += 1
+    parts.append(pattern[start:])
+    return parts
 
 
 def space_bound(pattern: str) -> int | None:
