@@ -15,9 +15,10 @@ and one event every :data:`CAP` are kept too. Kept events share their equal stri
 matches (:func:`compact`).
 
 What is kept grows with the anchors and the density near them, not with the length of a
-stretch of repeats. Not thinned: events without a time, job id or task, multi-line texts,
-``jobdoctor classify`` (every match is its output), Dask workers' scans (their spill files
-would be elsewhere), a query engine's summary.
+stretch of repeats. Not thinned: events without a time, job id or task, a multi-line
+traceback that holds no complete one (:func:`thin_key`), ``jobdoctor classify`` (every match
+is its output), Dask workers' scans (their spill files would be elsewhere), a query engine's
+summary.
 
 Dropping is exact only where the later stages cannot see it. :func:`settled` checks that for
 every gap once the job is read whole (all inputs, every range of the fork pool), against
@@ -34,8 +35,10 @@ back from the spill: the result is then the unthinned one, at the unthinned memo
 from __future__ import annotations
 
 import bisect
+import hashlib
 import os
 import tempfile
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -86,11 +89,14 @@ CAP = timedelta(hours=4)
 # Of each repeat before an anchor, at least this many are kept (a traceback cut short
 # after a complete one keeps the complete one).
 KEEP_LAST = 2
+# Where an origin's entry goes in an IdBatch place (below its line).
+_ENTRY_BITS = 20
+# How many insertIds are remembered (_recent_ids) before starting afresh: copies of one
+# entry delivered twice come close together in a sink file.
+_IDS_LIMIT = 4096
 # Dropped events wait in memory until this many (of all jobs, in this process) are written to
 # the spill file at once.
 _SPILL_BATCH = 2048
-# Line boundaries as str.splitlines() knows them: a multi-line text is parsed whole by
-# tracebacks.parse_text, never thinned.
 _DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
 
 # Whether reading thins (set by the collector around its reads; forked workers inherit it).
@@ -110,20 +116,53 @@ def masked(text: str) -> bytes:
 def thin_key(event: Event) -> Key | None:
     """What makes two events repeats of one another, or None for an event never thinned
     (an anchor): other kinds, untimed, without a job id or a task (a paste's lines are read in
-    line order by rootcause), multi-line texts."""
+    line order by rootcause), a multi-line traceback that holds no complete one."""
     match = event.match
-    text = event.text
     if (
         match.kind not in THIN_KINDS
         or event.timestamp is None
         or event.job_id is None
         or event.task is None
-        or "\n" in text
-        or "\r" in text
     ):
         return None
+    text = event.text
+    mask = masked(text)
+    if match.kind is EventKind.TRACEBACK and not _thinnable_traceback(text, mask):
+        return None
     # A rule's fields come in the order of its pattern's groups: no need to sort them.
-    return (event.task, event.vm, event.trial, match.rule, *match.fields.items(), masked(text))
+    return (event.task, event.vm, event.trial, match.rule, *match.fields.items(), mask)
+
+
+# Whether a multi-line traceback text holds a complete traceback, by its digit mask (a
+# logger's "Exception ignored in ..." written at every step, with other line numbers and
+# addresses). Bounded: cleared when full.
+_COMPLETE_LIMIT = 1 << 12
+_complete: dict[bytes, bool] = {}
+
+
+def _thinnable_traceback(text: str, mask: bytes) -> bool:
+    r"""Whether a traceback event of ``text`` may be thinned: a header on one line (as the
+    other kinds), or a multi-line text that holds a complete traceback.
+
+    tracebacks.exception_from_events reads a multi-line header event whole: a complete
+    traceback in it sets the exception found and forgets any frames read so far, so what
+    lies between two kept repeats (same task, same mask) changes nothing after the later
+    one, and the checks (:func:`inexact`) keep every window's end out of a gap. One without a
+    complete traceback starts a header (frames from none) and keeps the exception found
+    before it: frames of another traceback read between two of them would then count
+    otherwise without the dropped ones, so it is never thinned. Whether it is complete is the
+    same for every text of one digit mask: tracebacks' patterns take any digit alike (``\d``,
+    ``\w``, classes with all of 0-9) and name none."""
+    if "\n" not in text.strip():
+        return True
+    known = _complete.get(mask)
+    if known is None:
+        from analyzer.tracebacks import parse_text
+
+        if len(_complete) >= _COMPLETE_LIMIT:
+            _complete.clear()
+        known = _complete[mask] = parse_text(text) is not None
+    return known
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,25 +190,55 @@ class SpillRef:
     line_base: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class IdBatch:
+    """The dropped events of one thinner (one input or range) that have an insertId: the
+    digest of each line's insertId and time (:func:`entry_digest`, 8 bytes each, one per
+    line) and its place (``line << 20 | entry``, lines counted from ``line_base``) in
+    ``path``. ``conflict``: two lines of it have one digest."""
+
+    path: str
+    line_base: int
+    digests: bytes
+    places: array[int]
+    conflict: bool
+
+
 @dataclass(slots=True)
 class Thinned:
-    """What thinning dropped from a job's events: the gaps, and where the events are."""
+    """What thinning dropped from a job's events: the gaps, where the events are, and the
+    insertIds of those that have one (to tell copies of one entry delivered twice)."""
 
     gaps: list[Gap] = field(default_factory=list)
     spills: list[SpillRef] = field(default_factory=list)
+    ids: list[IdBatch] = field(default_factory=list)
 
     def merge(self, other: Thinned | None) -> None:
-        """Add ``other``'s gaps and spills."""
+        """Add ``other``'s gaps, spills and digests."""
         if other is not None:
             self.gaps.extend(other.gaps)
             self.spills.extend(other.spills)
+            self.ids.extend(other.ids)
 
     def rebased(self, base: int) -> Thinned:
         """The same, the lines of its events counted after ``base`` lines (a later range)."""
         return Thinned(
             list(self.gaps),
             [SpillRef(s.path, s.offset, s.length, s.line_base + base) for s in self.spills],
+            [
+                IdBatch(b.path, b.line_base + base, b.digests, b.places, b.conflict)
+                for b in self.ids
+            ],
         )
+
+
+def entry_digest(insert_id: str, when: datetime) -> bytes:
+    """8 bytes that tell the entry ``insert_id`` at ``when`` from others: what classify._dedupe
+    takes for one entry delivered twice. The same in every process (a spawned worker hashes
+    str otherwise)."""
+    return hashlib.blake2b(
+        f"{when.timestamp()!r}\x00{insert_id}".encode("utf-8", "surrogatepass"), digest_size=8
+    ).digest()
 
 
 class _Segment:
@@ -215,7 +284,16 @@ class Thinner:
     """Thins one job group's events as they come (:meth:`add`), in reading order; :meth:`finish`
     when the input (or range) is read: :attr:`kept` and :attr:`dropped` are then final."""
 
-    __slots__ = ("_anchor", "_path", "_segments", "_spilling", "dropped", "kept")
+    __slots__ = (
+        "_anchor",
+        "_digests",
+        "_path",
+        "_places",
+        "_segments",
+        "_spilling",
+        "dropped",
+        "kept",
+    )
 
     def __init__(self) -> None:
         self.kept: list[Event] = []
@@ -224,6 +302,9 @@ class Thinner:
         self._anchor: datetime | None = None
         self._spilling: list[Event] = []
         self._path: str | None = None
+        # The dropped events' insertId digests and places (IdBatch), as they come.
+        self._digests = bytearray()
+        self._places: array[int] = array("q")
 
     def add(self, event: Event) -> None:
         """Take the next event read."""
@@ -232,6 +313,7 @@ class Thinner:
             self.kept.append(compact(event))
             when = event.timestamp
             if when is not None:
+                self._seen(event, [when, None, True])
                 self._close_all(when)
                 self._anchor = when if self._anchor is None else max(self._anchor, when)
             return
@@ -239,8 +321,30 @@ class Thinner:
         if segment is None:
             self._segments[key] = _Segment(event, self._anchor)
             self.kept.append(compact(event))
+            self._seen(event, [event.timestamp, None, True])
             return
         self._push(key, segment, event)
+
+    def _seen(self, event: Event, entry: list[Any]) -> None:
+        """Remember ``event``'s tail ``entry`` by its insertId; both it and an earlier copy
+        of the same entry (same insertId, same time, another line) become sticky."""
+        insert_id = event.insert_id
+        if insert_id is None:
+            return
+        ids = _recent_ids
+        earlier = ids.get(insert_id)
+        origin = event.origin
+        # Two matches of one line are one entry's (dedupe tells copies by their origin).
+        if (
+            earlier is not None
+            and earlier[0] is self
+            and earlier[1] == entry[0]
+            and earlier[2] != origin
+        ):
+            earlier[3][2] = entry[2] = True
+        elif len(ids) >= _IDS_LIMIT:
+            ids.clear()
+        ids[insert_id] = (self, entry[0], origin, entry)
 
     def _push(self, key: Key, segment: _Segment, event: Event) -> None:
         when = event.timestamp
@@ -254,23 +358,30 @@ class Thinner:
         else:
             at = bisect.bisect_right(tail, when, key=_entry_time)
             tail.insert(at, entry)
-        insert_id = event.insert_id
-        if insert_id is not None:
-            # The same entry delivered twice (same time, same insertId) is deduplicated later
-            # (classify._dedupe), which must see both: keep both. Equal times are neighbours.
-            before = at - 1
-            while before >= 0 and tail[before][0] == when:
-                if tail[before][1].insert_id == insert_id:
-                    tail[before][2] = entry[2] = True
-                before -= 1
+        # The same entry delivered twice (same time, same insertId) is deduplicated later
+        # (classify._dedupe), which must see both: keep both.
+        self._seen(event, entry)
         if when > segment.latest:
             segment.latest = when
             segment.horizon = _shift(when, -segment.lag)
         horizon = segment.horizon
-        while len(tail) > KEEP_LAST and tail[0][0] < horizon:
-            old_when, old, sticky = tail.pop(0)
+        anchor = self._anchor
+        # The oldest is decided once the next one is older than the margin too: an anchor
+        # read later (at most the margin out of order) then comes after that next one, and
+        # the oldest is never the last repeat before it.
+        while len(tail) > KEEP_LAST and tail[1][0] < horizon:
+            popped = tail.pop(0)
+            old_when, old, sticky = popped
+            popped[1] = None  # decided: _recent_ids may hold the entry, not its event
             last_kept = segment.last_kept
-            if sticky or old_when < last_kept or tail[0][0] - last_kept > CAP:
+            if (
+                sticky
+                or old_when < last_kept
+                or tail[0][0] - last_kept > CAP
+                # The first repeat after the latest anchor, when the segment began before it
+                # (read out of order): a start's first checkpoint, say.
+                or (anchor is not None and last_kept < anchor <= old_when)
+            ):
                 self._keep(key, segment, old)
             else:
                 self._drop(segment, old)
@@ -295,6 +406,13 @@ class Thinner:
             segment.gap = [segment.last_kept, when, when, 1]
         else:
             gap[1], gap[2], gap[3] = min(gap[1], when), max(gap[2], when), gap[3] + 1
+        insert_id = event.insert_id
+        if insert_id is not None:
+            assert when is not None
+            origin = event.origin
+            self._path = origin.path
+            self._digests += entry_digest(insert_id, when)
+            self._places.append(origin.line << _ENTRY_BITS | origin.entry)
         if not self._spilling:
             _waiting[id(self)] = self
         self._spilling.append(event)
@@ -310,19 +428,23 @@ class Thinner:
         segments = self._segments
         if not segments:
             return
+        anchor = self._anchor
         for key, segment in segments.items():
             tail = segment.tail
             last = len(tail) - KEEP_LAST
             # Details within two minutes before an anchor: it, or one a little out of order
             # after it, may be a death whose first such detail rootcause cites.
             since = _shift(at, -segment.lag) if at is not None else None
-            for index, (when, event, sticky) in enumerate(tail):
+            for index, entry in enumerate(tail):
+                when, event, sticky = entry
+                entry[1] = None  # decided: _recent_ids may hold the entry, not its event
                 if (
                     since is None
                     or index >= last
                     or sticky
                     or when >= since
                     or when < segment.last_kept
+                    or (anchor is not None and segment.last_kept < anchor <= when)
                     or tail[index + 1][0] - segment.last_kept > CAP
                 ):
                     self._keep(key, segment, event)
@@ -343,8 +465,29 @@ class Thinner:
         """The input is read: keep every undecided tail, spill what was dropped."""
         self._close_all()
         self._spill()
+        if self._places:
+            self.dropped.ids.append(self._id_batch())
+            self._digests, self._places = bytearray(), array("q")
+
+    def _id_batch(self) -> IdBatch:
+        """The insertIds of the dropped events, one per line (two matches of one line are
+        one entry's)."""
+        raw = bytes(self._digests)
+        by_digest: dict[bytes, int] = {}
+        conflict = False
+        for at, place in zip(range(0, len(raw), 8), self._places, strict=True):
+            if by_digest.setdefault(raw[at : at + 8], place) != place:
+                conflict = True
+        assert self._path is not None
+        return IdBatch(self._path, 0, b"".join(by_digest), array("q", by_digest.values()), conflict)
 
 
+# The latest events read with an insertId, of every thinner: (thinner, time, origin, tail
+# entry [time, event or None once decided, sticky]). One entry delivered twice (same
+# insertId, same time) is kept twice, for classify._dedupe to count, whatever the keys of its
+# copies. Bounded (cleared when full): the digests of the dropped ones (Thinned.ids) let the
+# checks find the copies this misses.
+_recent_ids: dict[str, tuple[Thinner, datetime, Origin, list[Any]]] = {}
 # The thinners with dropped events not yet written, and how many events they hold.
 _waiting: dict[int, Thinner] = {}
 _count = [0]
@@ -645,6 +788,10 @@ def inexact(
         times.sort()
     for times in (*kept_by_key.values(), *headers.values()):
         times.sort()
+    if dropped.ids:
+        reason = _duplicate_dropped(events, dropped.ids)
+        if reason is not None:
+            return reason
     header_gaps: dict[object, list[Gap]] = {}
     for gap in dropped.gaps:
         if gap.kind is EventKind.TRACEBACK:
@@ -673,6 +820,30 @@ def inexact(
             return f"{gap}: another input's event a dropped one could duplicate"
         if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, anchors):
             return f"{gap}: a traceback header before the dropped details"
+    return None
+
+
+def _duplicate_dropped(events: Iterable[Event], batches: Sequence[IdBatch]) -> str | None:
+    """Why a dropped event may be one copy of an entry delivered twice (its insertId and time
+    those of another line's event, kept or dropped: classify._dedupe counts such a copy), or
+    None."""
+    owner: dict[bytes, tuple[str, int]] = {}
+    for batch in batches:
+        if batch.conflict:
+            return "two dropped lines of one insertId and time"
+        raw, path, base = batch.digests, batch.path, batch.line_base << _ENTRY_BITS
+        for at, place in zip(range(0, len(raw), 8), batch.places, strict=True):
+            place_in = (path, place + base)
+            if owner.setdefault(raw[at : at + 8], place_in) != place_in:
+                return "two dropped lines of one insertId and time"
+    for event in events:
+        insert_id, when = event.insert_id, event.timestamp
+        if insert_id is None or when is None:
+            continue
+        known = owner.get(entry_digest(insert_id, when))
+        origin = event.origin
+        if known is not None and known != (origin.path, origin.line << _ENTRY_BITS | origin.entry):
+            return f"a dropped copy of the entry {insert_id!r} at {when}"
     return None
 
 

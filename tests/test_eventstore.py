@@ -158,11 +158,26 @@ def test_a_late_anchor_is_read_back(
     running = next(orjson.loads(x) for x in lines if "Job is running." in x)
     middle = orjson.loads(lines[len(lines) // 2])
     late = orjson.dumps({**running, "timestamp": middle["timestamp"], "insertId": "late"})
-    third = len(lines) // 3
+    at = 2 * len(lines) // 3  # read after the repeats of its time
     path = tmp_path / "late.jsonl"
-    path.write_text("".join([*lines[:third], late.decode() + "\n", *lines[third:]]), "utf-8")
+    path.write_text("".join([*lines[:at], late.decode() + "\n", *lines[at:]]), "utf-8")
     collector, kept, full = _same([str(path)], book, processes=processes)
     assert collector.restored and kept == full
+
+
+def test_an_early_anchor_keeps_what_follows_it(book: RuleBook, tmp_path: Path) -> None:
+    # The same service line read long before the lines of its time: the repeats read after
+    # it are decided around it (kept up to a second after it, and the first one after it),
+    # without reading anything back.
+    lines = _dense_scenario("user-code-exit1", 3, 0.5).splitlines(keepends=True)
+    running = next(orjson.loads(x) for x in lines if "Job is running." in x)
+    middle = orjson.loads(lines[len(lines) // 2])
+    early = orjson.dumps({**running, "timestamp": middle["timestamp"], "insertId": "early"})
+    third = len(lines) // 3
+    path = tmp_path / "early.jsonl"
+    path.write_text("".join([*lines[:third], early.decode() + "\n", *lines[third:]]), "utf-8")
+    collector, kept, full = _same([str(path)], book)
+    assert not collector.restored and kept < full
 
 
 def test_two_exports_of_one_job(book: RuleBook, tmp_path: Path) -> None:
