@@ -35,15 +35,15 @@ back from the spill: the result is then the unthinned one, at the unthinned memo
 from __future__ import annotations
 
 import bisect
-import hashlib
 import os
 import tempfile
+import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Protocol
 
 from analyzer.events import Event, EventKind, RuleMatch
 from analyzer.records import SERVICE_TASK, Origin
@@ -113,24 +113,83 @@ def masked(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass").translate(_DIGITS)
 
 
+# An event as the thinner holds it until it keeps it: a tuple of the Event's fields, its
+# origin's three in place of it (building an Event and its Origin costs more than the rest of
+# thinning it, and most are dropped). The positions:
+WHEN: Final = 0
+JOB: Final = 1
+TASK: Final = 2
+MATCH: Final = 3
+TEXT: Final = 4
+PATH: Final = 5
+LINE: Final = 6
+ENTRY: Final = 7
+VM: Final = 8
+INSERT_ID: Final = 9
+TRIAL: Final = 10
+Light = tuple[
+    datetime | None,  # timestamp
+    str | None,  # job id
+    str | None,  # task
+    RuleMatch,
+    str,  # text
+    str,  # origin's path
+    int,  # origin's line
+    int,  # origin's entry
+    str | None,  # vm
+    str | None,  # insertId
+    str | None,  # trial
+]
+
+
+def light(event: Event) -> Light:
+    """``event`` as the thinner holds it."""
+    origin = event.origin
+    return (
+        event.timestamp,
+        event.job_id,
+        event.task,
+        event.match,
+        event.text,
+        origin.path,
+        origin.line,
+        origin.entry,
+        event.vm,
+        event.insert_id,
+        event.trial,
+    )
+
+
 def thin_key(event: Event) -> Key | None:
     """What makes two events repeats of one another, or None for an event never thinned
     (an anchor): other kinds, untimed, without a job id or a task (a paste's lines are read in
     line order by rootcause), a multi-line traceback that holds no complete one."""
-    match = event.match
-    if (
-        match.kind not in THIN_KINDS
-        or event.timestamp is None
-        or event.job_id is None
-        or event.task is None
-    ):
+    return _light_key(light(event))
+
+
+# The last text masked (two matches of one line are thinned one after the other).
+_last_mask: list[Any] = [None, b""]
+
+
+def _light_key(item: Light) -> Key | None:
+    """:func:`thin_key` of an event held as :data:`Light`."""
+    match = item[MATCH]
+    if match.kind not in THIN_KINDS or item[WHEN] is None or item[JOB] is None:
         return None
-    text = event.text
-    mask = masked(text)
+    task = item[TASK]
+    if task is None:
+        return None
+    text = item[TEXT]
+    last = _last_mask
+    if last[0] is text:
+        mask: bytes = last[1]
+    else:
+        mask = masked(text)
+        last[0], last[1] = text, mask
     if match.kind is EventKind.TRACEBACK and not _thinnable_traceback(text, mask):
         return None
     # A rule's fields come in the order of its pattern's groups: no need to sort them.
-    return (event.task, event.vm, event.trial, match.rule, *match.fields.items(), mask)
+    return (task, item[VM], item[TRIAL], match.rule, *match.fields.items(), mask)
 
 
 # Whether a multi-line traceback text holds a complete traceback, by its digit mask (a
@@ -193,13 +252,13 @@ class SpillRef:
 @dataclass(frozen=True, slots=True)
 class IdBatch:
     """The dropped events of one thinner (one input or range) that have an insertId: the
-    digest of each line's insertId and time (:func:`entry_digest`, 8 bytes each, one per
-    line) and its place (``line << 20 | entry``, lines counted from ``line_base``) in
-    ``path``. ``conflict``: two lines of it have one digest."""
+    digest of each line's insertId and time (:func:`entry_digest`, one per line) and its
+    place (``line << 20 | entry``, lines counted from ``line_base``) in ``path``.
+    ``conflict``: two lines of it have one digest."""
 
     path: str
     line_base: int
-    digests: bytes
+    digests: array[int]
     places: array[int]
     conflict: bool
 
@@ -232,13 +291,17 @@ class Thinned:
         )
 
 
-def entry_digest(insert_id: str, when: datetime) -> bytes:
-    """8 bytes that tell the entry ``insert_id`` at ``when`` from others: what classify._dedupe
-    takes for one entry delivered twice. The same in every process (a spawned worker hashes
-    str otherwise)."""
-    return hashlib.blake2b(
-        f"{when.timestamp()!r}\x00{insert_id}".encode("utf-8", "surrogatepass"), digest_size=8
-    ).digest()
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def entry_digest(insert_id: str, when: datetime) -> int:
+    """64 bits that tell the entry ``insert_id`` at ``when`` from others (what classify._dedupe
+    takes for one entry delivered twice): equal for equal ones, the same in every process (a
+    spawned worker hashes str otherwise). Two others rarely share it, and then the checks
+    only read a job back."""
+    moment = (when - _EPOCH) // _MICROSECOND if when.tzinfo is not None else hash(when)
+    return zlib.crc32(insert_id.encode("utf-8", "surrogatepass")) << 32 | moment & 0xFFFFFFFF
 
 
 class _Segment:
@@ -246,10 +309,10 @@ class _Segment:
 
     __slots__ = ("gap", "horizon", "lag", "last_kept", "latest", "protect_until", "tail")
 
-    def __init__(self, first: Event, anchor: datetime | None) -> None:
-        when = first.timestamp
+    def __init__(self, first: Light, anchor: datetime | None) -> None:
+        when = first[WHEN]
         assert when is not None
-        self.lag = LAG if first.match.kind is EventKind.DETAIL else DISORDER
+        self.lag = LAG if first[MATCH].kind is EventKind.DETAIL else DISORDER
         # Entries [time, event, sticky] in time order (a sink file is a little out of order):
         # sticky ones are kept whatever their place.
         self.tail: list[list[Any]] = []
@@ -300,122 +363,129 @@ class Thinner:
         self.dropped = Thinned()
         self._segments: dict[Key, _Segment] = {}
         self._anchor: datetime | None = None
-        self._spilling: list[Event] = []
+        self._spilling: list[Light] = []
         self._path: str | None = None
         # The dropped events' insertId digests and places (IdBatch), as they come.
-        self._digests = bytearray()
+        self._digests: array[int] = array("Q")
         self._places: array[int] = array("q")
 
     def add(self, event: Event) -> None:
         """Take the next event read."""
-        key = thin_key(event)
+        self.add_light(light(event))
+
+    def add_light(self, item: Light) -> None:
+        """Take the next event read, as :data:`Light`."""
+        key = _light_key(item)
+        when = item[WHEN]
         if key is None:
-            self.kept.append(compact(event))
-            when = event.timestamp
+            self.kept.append(_event(item))
             if when is not None:
-                self._seen(event, [when, None, True])
+                self._seen(item, [when, None, True])
                 self._close_all(when)
                 self._anchor = when if self._anchor is None else max(self._anchor, when)
             return
         segment = self._segments.get(key)
         if segment is None:
-            self._segments[key] = _Segment(event, self._anchor)
-            self.kept.append(compact(event))
-            self._seen(event, [event.timestamp, None, True])
+            self._segments[key] = _Segment(item, self._anchor)
+            self.kept.append(_event(item))
+            self._seen(item, [when, None, True])
             return
-        self._push(key, segment, event)
+        self._push(key, segment, item)
 
-    def _seen(self, event: Event, entry: list[Any]) -> None:
-        """Remember ``event``'s tail ``entry`` by its insertId; both it and an earlier copy
+    def _seen(self, item: Light, entry: list[Any]) -> None:
+        """Remember ``item``'s tail ``entry`` by its insertId; both it and an earlier copy
         of the same entry (same insertId, same time, another line) become sticky."""
-        insert_id = event.insert_id
+        insert_id = item[INSERT_ID]
         if insert_id is None:
             return
         ids = _recent_ids
         earlier = ids.get(insert_id)
-        origin = event.origin
+        place = (item[PATH], item[LINE], item[ENTRY])
         # Two matches of one line are one entry's (dedupe tells copies by their origin).
         if (
             earlier is not None
             and earlier[0] is self
             and earlier[1] == entry[0]
-            and earlier[2] != origin
+            and earlier[2] != place
         ):
             earlier[3][2] = entry[2] = True
         elif len(ids) >= _IDS_LIMIT:
             ids.clear()
-        ids[insert_id] = (self, entry[0], origin, entry)
+        ids[insert_id] = (self, entry[0], place, entry)
 
-    def _push(self, key: Key, segment: _Segment, event: Event) -> None:
-        when = event.timestamp
+    def _push(self, key: Key, segment: _Segment, item: Light) -> None:
+        when = item[WHEN]
         assert when is not None
         protect = segment.protect_until
-        entry = [when, event, protect is not None and when <= protect]
+        entry = [when, item, protect is not None and when <= protect]
         tail = segment.tail
         if not tail or tail[-1][0] <= when:
-            at = len(tail)
             tail.append(entry)
         else:
-            at = bisect.bisect_right(tail, when, key=_entry_time)
-            tail.insert(at, entry)
+            tail.insert(bisect.bisect_right(tail, when, key=_entry_time), entry)
         # The same entry delivered twice (same time, same insertId) is deduplicated later
         # (classify._dedupe), which must see both: keep both.
-        self._seen(event, entry)
+        if item[INSERT_ID] is not None:
+            self._seen(item, entry)
         if when > segment.latest:
             segment.latest = when
             segment.horizon = _shift(when, -segment.lag)
         horizon = segment.horizon
-        anchor = self._anchor
         # The oldest is decided once the next one is older than the margin too: an anchor
         # read later (at most the margin out of order) then comes after that next one, and
         # the oldest is never the last repeat before it.
-        while len(tail) > KEEP_LAST and tail[1][0] < horizon:
-            popped = tail.pop(0)
-            old_when, old, sticky = popped
-            popped[1] = None  # decided: _recent_ids may hold the entry, not its event
-            last_kept = segment.last_kept
-            if (
-                sticky
-                or old_when < last_kept
-                or tail[0][0] - last_kept > CAP
-                # The first repeat after the latest anchor, when the segment began before it
-                # (read out of order): a start's first checkpoint, say.
-                or (anchor is not None and last_kept < anchor <= old_when)
-            ):
-                self._keep(key, segment, old)
-            else:
-                self._drop(segment, old)
+        if len(tail) > KEEP_LAST and tail[1][0] < horizon:
+            anchor = self._anchor
+            while len(tail) > KEEP_LAST and tail[1][0] < horizon:
+                popped = tail.pop(0)
+                old_when, old, sticky = popped
+                popped[1] = None  # decided: _recent_ids may hold the entry, not its event
+                last_kept = segment.last_kept
+                if (
+                    sticky
+                    or old_when < last_kept
+                    or tail[0][0] - last_kept > CAP
+                    # The first repeat after the latest anchor, when the segment began
+                    # before it (read out of order): a start's first checkpoint, say.
+                    or (anchor is not None and last_kept < anchor <= old_when)
+                ):
+                    self._keep(key, segment, old)
+                else:
+                    self._drop(segment, old)
 
-    def _keep(self, key: Key, segment: _Segment, event: Event) -> None:
-        self.kept.append(compact(event))
-        when = event.timestamp
+    def _keep(self, key: Key, segment: _Segment, item: Light) -> None:
+        self.kept.append(_event(item))
+        when = item[WHEN]
         assert when is not None
         gap = segment.gap
         if gap is not None:
             self.dropped.gaps.append(
-                Gap(key, event.match.kind, event.origin.path, gap[0], gap[1], gap[2], when, gap[3])
+                Gap(key, item[MATCH].kind, item[PATH], gap[0], gap[1], gap[2], when, gap[3])
             )
             segment.gap = None
         if when > segment.last_kept:
             segment.last_kept = when
 
-    def _drop(self, segment: _Segment, event: Event) -> None:
-        when = event.timestamp
+    def _drop(self, segment: _Segment, item: Light) -> None:
+        when = item[WHEN]
+        assert when is not None
         gap = segment.gap
         if gap is None:
             segment.gap = [segment.last_kept, when, when, 1]
         else:
-            gap[1], gap[2], gap[3] = min(gap[1], when), max(gap[2], when), gap[3] + 1
-        insert_id = event.insert_id
+            if when < gap[1]:
+                gap[1] = when
+            if when > gap[2]:
+                gap[2] = when
+            gap[3] += 1
+        insert_id = item[INSERT_ID]
         if insert_id is not None:
-            assert when is not None
-            origin = event.origin
-            self._path = origin.path
-            self._digests += entry_digest(insert_id, when)
-            self._places.append(origin.line << _ENTRY_BITS | origin.entry)
+            self._path = item[PATH]
+            self._digests.append(entry_digest(insert_id, when))
+            self._places.append(item[LINE] << _ENTRY_BITS | item[ENTRY])
         if not self._spilling:
             _waiting[id(self)] = self
-        self._spilling.append(event)
+        self._spilling.append(item)
         _count[0] += 1
         if _count[0] >= _SPILL_BATCH:
             for thinner in list(_waiting.values()):
@@ -436,7 +506,7 @@ class Thinner:
             # after it, may be a death whose first such detail rootcause cites.
             since = _shift(at, -segment.lag) if at is not None else None
             for index, entry in enumerate(tail):
-                when, event, sticky = entry
+                when, item, sticky = entry
                 entry[1] = None  # decided: _recent_ids may hold the entry, not its event
                 if (
                     since is None
@@ -447,9 +517,9 @@ class Thinner:
                     or (anchor is not None and segment.last_kept < anchor <= when)
                     or tail[index + 1][0] - segment.last_kept > CAP
                 ):
-                    self._keep(key, segment, event)
+                    self._keep(key, segment, item)
                 else:
-                    self._drop(segment, event)
+                    self._drop(segment, item)
             if segment.gap is not None:  # never: a dropped event has a kept one after it
                 raise AssertionError("a gap without a kept event after it")
         segments.clear()
@@ -467,19 +537,20 @@ class Thinner:
         self._spill()
         if self._places:
             self.dropped.ids.append(self._id_batch())
-            self._digests, self._places = bytearray(), array("q")
+            self._digests, self._places = array("Q"), array("q")
 
     def _id_batch(self) -> IdBatch:
         """The insertIds of the dropped events, one per line (two matches of one line are
         one entry's)."""
-        raw = bytes(self._digests)
-        by_digest: dict[bytes, int] = {}
+        by_digest: dict[int, int] = {}
         conflict = False
-        for at, place in zip(range(0, len(raw), 8), self._places, strict=True):
-            if by_digest.setdefault(raw[at : at + 8], place) != place:
+        for digest, place in zip(self._digests, self._places, strict=True):
+            if by_digest.setdefault(digest, place) != place:
                 conflict = True
         assert self._path is not None
-        return IdBatch(self._path, 0, b"".join(by_digest), array("q", by_digest.values()), conflict)
+        return IdBatch(
+            self._path, 0, array("Q", by_digest), array("q", by_digest.values()), conflict
+        )
 
 
 # The latest events read with an insertId, of every thinner: (thinner, time, origin, tail
@@ -487,7 +558,7 @@ class Thinner:
 # insertId, same time) is kept twice, for classify._dedupe to count, whatever the keys of its
 # copies. Bounded (cleared when full): the digests of the dropped ones (Thinned.ids) let the
 # checks find the copies this misses.
-_recent_ids: dict[str, tuple[Thinner, datetime, Origin, list[Any]]] = {}
+_recent_ids: dict[str, tuple[Thinner, datetime, tuple[str, int, int], list[Any]]] = {}
 # The thinners with dropped events not yet written, and how many events they hold.
 _waiting: dict[int, Thinner] = {}
 _count = [0]
@@ -514,16 +585,21 @@ class JobEvents:
 
     def append(self, event: Event) -> None:
         """Take the next event the scan found."""
-        thinner = self._by_job.get((event.job_id, event.trial))
+        self.add_light(light(event))
+
+    def add_light(self, item: Light) -> None:
+        """Take the next event the scan found, as :data:`Light` (built for it alone: no
+        Event is made of what thinning drops)."""
+        thinner = self._by_job.get((item[JOB], item[TRIAL]))
         if thinner is None:
             from analyzer.records import job_group
 
-            group = job_group(event.job_id, event.trial)
+            group = job_group(item[JOB], item[TRIAL])
             thinner = self._groups.get(group)
             if thinner is None:
                 thinner = self._groups[group] = Thinner()
-            self._by_job[(event.job_id, event.trial)] = thinner
-        thinner.add(event)
+            self._by_job[(item[JOB], item[TRIAL])] = thinner
+        thinner.add_light(item)
 
     def finish(self) -> None:
         """The scan is done: each group's kept events and gaps are final."""
@@ -577,6 +653,36 @@ _matches: dict[Key, RuleMatch] = {}
 
 def _shared(text: str | None) -> str | None:
     return None if text is None else _strings.setdefault(text, text)
+
+
+def _event(item: Light) -> Event:
+    """The Event of ``item``, sharing what :func:`compact` shares."""
+    if len(_strings) > _SHARED_LIMIT or len(_matches) > _SHARED_LIMIT:
+        _strings.clear()
+        _matches.clear()
+    match = item[MATCH]
+    key = (
+        match.rule,
+        match.lang,
+        match.kind,
+        match.category,
+        match.detail,
+        match.writer,
+        *match.fields.items(),
+    )
+    strings = _strings
+    path = item[PATH]
+    return Event(
+        item[WHEN],
+        _shared(item[JOB]),
+        _shared(item[TASK]),
+        _matches.setdefault(key, match),
+        item[TEXT],
+        Origin(strings.setdefault(path, path), item[LINE], item[ENTRY]),
+        _shared(item[VM]),
+        item[INSERT_ID],
+        _shared(item[TRIAL]),
+    )
 
 
 def compact(event: Event) -> Event:
@@ -635,7 +741,7 @@ class _SpillFile:
             _opened[self.path] = handle
             os.unlink(self.path)
 
-    def write(self, events: Sequence[Event]) -> SpillRef:
+    def write(self, events: Sequence[Light]) -> SpillRef:
         data = _encoder().encode(list(events))
         self._file.write(data)
         self._file.flush()
@@ -702,7 +808,7 @@ def _encoder() -> Any:
     if not _codec:
         import msgspec
 
-        _codec.extend([msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(list[Event])])
+        _codec.extend([msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(list[Light])])
     return _codec[0]
 
 
@@ -713,14 +819,22 @@ def restore(spills: Iterable[SpillRef]) -> list[Event]:
     events: list[Event] = []
     for ref in spills:
         adopt([ref])
-        found: list[Event] = decoder.decode(os.pread(_opened[ref.path], ref.length, ref.offset))
-        if ref.line_base:
-            for event in found:
-                origin = event.origin
-                object.__setattr__(
-                    event, "origin", Origin(origin.path, origin.line + ref.line_base, origin.entry)
-                )
-        events.extend(found)
+        found: list[Light] = decoder.decode(os.pread(_opened[ref.path], ref.length, ref.offset))
+        base = ref.line_base
+        events.extend(
+            Event(
+                item[WHEN],
+                item[JOB],
+                item[TASK],
+                item[MATCH],
+                item[TEXT],
+                Origin(item[PATH], item[LINE] + base, item[ENTRY]),
+                item[VM],
+                item[INSERT_ID],
+                item[TRIAL],
+            )
+            for item in found
+        )
     return events
 
 
@@ -827,14 +941,14 @@ def _duplicate_dropped(events: Iterable[Event], batches: Sequence[IdBatch]) -> s
     """Why a dropped event may be one copy of an entry delivered twice (its insertId and time
     those of another line's event, kept or dropped: classify._dedupe counts such a copy), or
     None."""
-    owner: dict[bytes, tuple[str, int]] = {}
+    owner: dict[int, tuple[str, int]] = {}
     for batch in batches:
         if batch.conflict:
             return "two dropped lines of one insertId and time"
-        raw, path, base = batch.digests, batch.path, batch.line_base << _ENTRY_BITS
-        for at, place in zip(range(0, len(raw), 8), batch.places, strict=True):
+        path, base = batch.path, batch.line_base << _ENTRY_BITS
+        for digest, place in zip(batch.digests, batch.places, strict=True):
             place_in = (path, place + base)
-            if owner.setdefault(raw[at : at + 8], place_in) != place_in:
+            if owner.setdefault(digest, place_in) != place_in:
                 return "two dropped lines of one insertId and time"
     for event in events:
         insert_id, when = event.insert_id, event.timestamp
