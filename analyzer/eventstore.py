@@ -400,18 +400,12 @@ class Thinner:
             return
         ids = _recent_ids
         earlier = ids.get(insert_id)
-        place = (item[PATH], item[LINE], item[ENTRY])
         # Two matches of one line are one entry's (dedupe tells copies by their origin).
-        if (
-            earlier is not None
-            and earlier[0] is self
-            and earlier[1] == entry[0]
-            and earlier[2] != place
-        ):
-            earlier[3][2] = entry[2] = True
+        if earlier is not None and earlier[0] is self and _copies(earlier[1], item):
+            earlier[2][2] = entry[2] = True
         elif len(ids) >= _IDS_LIMIT:
             ids.clear()
-        ids[insert_id] = (self, entry[0], place, entry)
+        ids[insert_id] = (self, item, entry)
 
     def _push(self, key: Key, segment: _Segment, item: Light) -> None:
         when = item[WHEN]
@@ -424,12 +418,23 @@ class Thinner:
         else:
             tail.insert(bisect.bisect_right(tail, when, key=_entry_time), entry)
         # The same entry delivered twice (same time, same insertId) is deduplicated later
-        # (classify._dedupe), which must see both: keep both.
-        if item[INSERT_ID] is not None:
-            self._seen(item, entry)
+        # (classify._dedupe), which must see both: keep both (_seen, inline: it is the cost
+        # of every event).
+        insert_id = item[INSERT_ID]
+        if insert_id is not None:
+            ids = _recent_ids
+            earlier = ids.get(insert_id)
+            if earlier is not None and earlier[0] is self and _copies(earlier[1], item):
+                earlier[2][2] = entry[2] = True
+            elif len(ids) >= _IDS_LIMIT:
+                ids.clear()
+            ids[insert_id] = (self, item, entry)
         if when > segment.latest:
             segment.latest = when
-            segment.horizon = _shift(when, -segment.lag)
+            try:
+                segment.horizon = when - segment.lag
+            except OverflowError:
+                segment.horizon = _shift(when, -segment.lag)
         horizon = segment.horizon
         # The oldest is decided once the next one is older than the margin too: an anchor
         # read later (at most the margin out of order) then comes after that next one, and
@@ -437,9 +442,7 @@ class Thinner:
         if len(tail) > KEEP_LAST and tail[1][0] < horizon:
             anchor = self._anchor
             while len(tail) > KEEP_LAST and tail[1][0] < horizon:
-                popped = tail.pop(0)
-                old_when, old, sticky = popped
-                popped[1] = None  # decided: _recent_ids may hold the entry, not its event
+                old_when, old, sticky = tail.pop(0)
                 last_kept = segment.last_kept
                 if (
                     sticky
@@ -505,9 +508,7 @@ class Thinner:
             # Details within two minutes before an anchor: it, or one a little out of order
             # after it, may be a death whose first such detail rootcause cites.
             since = _shift(at, -segment.lag) if at is not None else None
-            for index, entry in enumerate(tail):
-                when, item, sticky = entry
-                entry[1] = None  # decided: _recent_ids may hold the entry, not its event
+            for index, (when, item, sticky) in enumerate(tail):
                 if (
                     since is None
                     or index >= last
@@ -553,12 +554,22 @@ class Thinner:
         )
 
 
-# The latest events read with an insertId, of every thinner: (thinner, time, origin, tail
-# entry [time, event or None once decided, sticky]). One entry delivered twice (same
-# insertId, same time) is kept twice, for classify._dedupe to count, whatever the keys of its
-# copies. Bounded (cleared when full): the digests of the dropped ones (Thinned.ids) let the
-# checks find the copies this misses.
-_recent_ids: dict[str, tuple[Thinner, datetime, tuple[str, int, int], list[Any]]] = {}
+# The latest events read with an insertId, of every thinner: (thinner, event, tail entry
+# [time, event or None once decided, sticky]). One entry delivered twice (same insertId,
+# same time) is kept twice, for classify._dedupe to count, whatever the keys of its copies.
+# Bounded (cleared when full): the digests of the dropped ones (Thinned.ids) let the checks
+# find the copies this misses.
+_recent_ids: dict[str, tuple[Thinner, Light, list[Any]]] = {}
+
+
+def _copies(earlier: Light, item: Light) -> bool:
+    """Whether ``earlier`` and ``item`` (of one insertId) may be two copies of one entry for
+    classify._dedupe: the same time, other lines (two matches of one line are one entry's)."""
+    return earlier[WHEN] == item[WHEN] and (
+        earlier[LINE] != item[LINE] or earlier[PATH] != item[PATH] or earlier[ENTRY] != item[ENTRY]
+    )
+
+
 # The thinners with dropped events not yet written, and how many events they hold.
 _waiting: dict[int, Thinner] = {}
 _count = [0]
@@ -586,6 +597,16 @@ class JobEvents:
     def append(self, event: Event) -> None:
         """Take the next event the scan found."""
         self.add_light(light(event))
+
+    def add_all(self, items: Iterable[Light]) -> None:
+        """:meth:`add_light` each of ``items``, in order."""
+        by_job = self._by_job
+        for item in items:
+            thinner = by_job.get((item[JOB], item[TRIAL]))
+            if thinner is None:
+                self.add_light(item)
+            else:
+                thinner.add_light(item)
 
     def add_light(self, item: Light) -> None:
         """Take the next event the scan found, as :data:`Light` (built for it alone: no
@@ -655,6 +676,20 @@ def _shared(text: str | None) -> str | None:
     return None if text is None else _strings.setdefault(text, text)
 
 
+# Kept texts that repeat exactly (the harmless ModuleNotFoundError, a logger's "Exception
+# ignored in ..." traceback at every step) share one string: at 1 GB of dense export, a
+# tenth of the memory of what is kept. Apart from _strings, since most texts are new (a
+# step's number) and would clear it often; bounded the same way.
+_texts: dict[str, str] = {}
+
+
+def _shared_text(text: str) -> str:
+    texts = _texts
+    if len(texts) > _SHARED_LIMIT:
+        texts.clear()
+    return texts.setdefault(text, text)
+
+
 def _event(item: Light) -> Event:
     """The Event of ``item``, sharing what :func:`compact` shares."""
     if len(_strings) > _SHARED_LIMIT or len(_matches) > _SHARED_LIMIT:
@@ -677,7 +712,7 @@ def _event(item: Light) -> Event:
         _shared(item[JOB]),
         _shared(item[TASK]),
         _matches.setdefault(key, match),
-        item[TEXT],
+        _shared_text(item[TEXT]),
         Origin(strings.setdefault(path, path), item[LINE], item[ENTRY]),
         _shared(item[VM]),
         item[INSERT_ID],
@@ -709,7 +744,7 @@ def compact(event: Event) -> Event:
         _shared(event.job_id),
         _shared(event.task),
         match,
-        event.text,
+        _shared_text(event.text),
         origin if origin.path is path else Origin(path, origin.line, origin.entry),
         _shared(event.vm),
         event.insert_id,

@@ -41,7 +41,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from analyzer._fastscan.blockdecode import READ_WHOLE, Hints, Skipped, decode_block
 from analyzer.events import RuleMatch
-from analyzer.eventstore import JobEvents
+from analyzer.eventstore import JobEvents, Light
 from analyzer.ingest.entries import (
     INVALID_JSON,
     InvalidJson,
@@ -489,7 +489,8 @@ class JsonlScanner:
         sink = self._sink
         if sink is not None and not odd and matches is not None:
             # Every line light: the events in line order, straight to the thinner.
-            add = sink.add_light
+            items: list[Light] = []
+            add = items.append
             for index in self._select(texts):
                 matched = matches(texts[index])
                 if matched:
@@ -506,6 +507,7 @@ class JsonlScanner:
                     line = first_number + index
                     for match in matched:
                         add((when, job, task, match, text, path, line, 0, vm, insert, trial))
+            sink.add_all(items)
             return
         chosen: list[Candidate] = []
         for index in self._select(texts):
