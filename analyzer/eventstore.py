@@ -292,6 +292,7 @@ class Thinned:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -300,7 +301,8 @@ def entry_digest(insert_id: str, when: datetime) -> int:
     takes for one entry delivered twice): equal for equal ones, the same in every process (a
     spawned worker hashes str otherwise). Two others rarely share it, and then the checks
     only read a job back."""
-    moment = (when - _EPOCH) // _MICROSECOND if when.tzinfo is not None else hash(when)
+    epoch = _EPOCH if when.tzinfo is not None else _NAIVE_EPOCH
+    moment = (when - epoch) // _MICROSECOND
     return zlib.crc32(insert_id.encode("utf-8", "surrogatepass")) << 32 | moment & 0xFFFFFFFF
 
 

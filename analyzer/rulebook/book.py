@@ -106,11 +106,13 @@ class RuleBook:
     _answers: dict[str, tuple[RuleMatch, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    # By masked text: the rules to run on a text of that mask, and the matches it shares
-    # (start, rule index, match) of the rules that need not run again (:meth:`_match_masked`).
-    _masked: dict[bytes, tuple[tuple[int, ...], tuple[tuple[int, int, RuleMatch], ...]]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
+    # By masked text: the rules to run on a text of that mask, the matches it shares
+    # (start, rule index, match) of the rules that need not run again (:meth:`_match_masked`),
+    # and those matches alone (the answer when no rule runs again).
+    _masked: dict[
+        bytes,
+        tuple[tuple[int, ...], tuple[tuple[int, int, RuleMatch], ...], tuple[RuleMatch, ...]],
+    ] = field(default_factory=dict, init=False, repr=False, compare=False)
     _blind: tuple[bool, ...] = field(init=False, repr=False, compare=False)
     # Blind rules that capture no field: on texts of one mask, the same matches at the same
     # places (nothing in them comes from the digits).
@@ -225,9 +227,9 @@ class RuleBook:
             return self._match(text)
         known = self._masked.get(mask)
         if known is not None:
-            rerun, kept = known
+            rerun, kept, answer = known
             if not rerun:
-                return tuple(match for _, _, match in kept), True
+                return answer, True
             placed, complete = self._placed(text, rerun)
             if kept:
                 placed.extend(kept)
@@ -241,13 +243,15 @@ class RuleBook:
             masked = self._masked
             if len(masked) >= _CACHE_ENTRIES:
                 masked.clear()
+            kept = tuple(item for item in placed if shared[item[1]])
             masked[mask] = (
                 tuple(
                     index
                     for index in candidates
                     if not blind[index] or (rules[index].id in matched and not shared[index])
                 ),
-                tuple(item for item in placed if shared[item[1]]),
+                kept,
+                tuple(match for _, _, match in kept),
             )
         return tuple(match for _, _, match in placed), complete
 
