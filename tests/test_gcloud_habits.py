@@ -35,8 +35,11 @@ def test_version() -> None:
 def test_shell_completion_is_offered() -> None:
     code, out, _ = cli("--help")
     assert code == 0 and "--install-completion" in out and "--show-completion" in out
+    # Typer names the shell from the process's ancestors (shellingham), not from an argument:
+    # run it under bash, as a user does, so that a test runner without a shell above it (a
+    # detached CI job) gives the same answer. bash -c with two commands forks, not execs.
     done = subprocess.run(
-        [sys.executable, "-m", "analyzer.cli", "--show-completion", "bash"],
+        ["bash", "-c", '"$0" -m analyzer.cli --show-completion; exit $?', sys.executable],
         capture_output=True,
         text=True,
         check=False,
