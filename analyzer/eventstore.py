@@ -10,9 +10,15 @@ while they are read: per kind of repeat and per stretch between two other events
 file is a little out of order) and, for details, within :data:`LAG` before it (rootcause
 cites the first detail in the two minutes before a death). What lies between is dropped,
 written to a spill file on disk (never kept in memory), and summed up as a :class:`Gap`.
-Events that come within a second after an anchor, the two copies of an entry delivered twice,
-and one event every :data:`CAP` are kept too. Kept events share their equal strings and
-matches (:func:`compact`).
+Events that come within a second after an anchor, the first repeat after an anchor read out
+of order, the copies of an entry delivered twice (same insertId and time, whatever their keys)
+and one event every :data:`CAP` are kept too. Kept events share their equal strings, texts
+and matches (:func:`compact`).
+
+Until it is kept, an event is a tuple (:data:`Light`): the sink scan hands its candidates
+over so, without a record or an Event (:meth:`JobEvents.add_all`); only what is kept becomes
+an Event. A complete traceback logged whole at every step (``Exception ignored in ...``) is
+a repeat like any other: it used to be an anchor, and everything around each one was kept.
 
 What is kept grows with the anchors and the density near them, not with the length of a
 stretch of repeats. Not thinned: events without a time, job id or task, a multi-line
@@ -26,7 +32,8 @@ everything the stages measure from: no anchor and no VM-span boundary near or in
 (attempt and worker bounds, the last checkpoint before a death, details within two minutes
 of a death or after the last traceback header, the window a second past a death), no gap
 longer than the checkpoint interval (the longest stretch without a checkpoint), and nothing
-kept, nor any other input's event, where a dropped one could be its duplicate. When a check
+kept, nor any other input's event, where a dropped one could be its duplicate, and no dropped
+event another copy of an entry (by the digests of their insertIds and times). When a check
 fails (input far out of time order, two exports of one job) the job's dropped events are read
 back from the spill: the result is then the unthinned one, at the unthinned memory cost.
 ``tests/test_eventstore.py`` compares whole diagnoses thinned and unthinned.
@@ -916,7 +923,6 @@ def inexact(
         return None
     anchors: list[datetime] = list(span_times)
     deaths: dict[str, list[datetime]] = {}
-    kept_by_key: dict[Key, list[datetime]] = {}
     headers: dict[object, list[datetime]] = {}
     paths: dict[tuple[object, object], list[tuple[datetime, str]]] = {}
     for event in events:
@@ -929,24 +935,26 @@ def inexact(
             dead = _death_task(event)
             if dead is not None:
                 deaths.setdefault(dead, []).append(when)
-        else:
-            kept_by_key.setdefault(key, []).append(when)
-            if event.match.kind is EventKind.TRACEBACK:
-                headers.setdefault(event.task, []).append(when)
+        elif event.match.kind is EventKind.TRACEBACK:
+            headers.setdefault(event.task, []).append(when)
         paths.setdefault((event.match.rule, event.task), []).append((when, event.origin.path))
     anchors.sort()
     for times in deaths.values():
         times.sort()
-    for times in (*kept_by_key.values(), *headers.values()):
+    for times in headers.values():
         times.sort()
     if dropped.ids:
         reason = _duplicate_dropped(events, dropped.ids)
         if reason is not None:
             return reason
     header_gaps: dict[object, list[Gap]] = {}
+    gaps_by_rule: dict[tuple[object, object], list[Gap]] = {}
+    several = len({gap.path for gap in dropped.gaps}) > 1
     for gap in dropped.gaps:
         if gap.kind is EventKind.TRACEBACK:
             header_gaps.setdefault(gap.key[0], []).append(gap)
+        if several:
+            gaps_by_rule.setdefault((gap.key[3], gap.key[0]), []).append(gap)
     for gap in dropped.gaps:
         if not (gap.before <= gap.first and gap.last <= gap.after):
             return f"{gap}: read out of order, the dropped ones are not between kept ones"
@@ -960,8 +968,9 @@ def inexact(
             _shift(gap.last, BEFORE_ANCHOR),
         ):
             return f"{gap}: a death within {BEFORE_ANCHOR} after"
-        if _any_within(kept_by_key.get(gap.key, []), gap.first, gap.last):
-            return f"{gap}: a kept repeat among the dropped, maybe a duplicate of one"
+        # A kept repeat among the dropped ones of the same input is no duplicate of one for
+        # classify._dedupe, which tells one input's copies by insertId alone (the digests
+        # checked above); another input's by their words too, below.
         rule, task = gap.key[3], gap.key[0]
         earliest, latest = _second(gap.first), _shift(_second(gap.last), timedelta(seconds=1))
         if any(
@@ -969,6 +978,11 @@ def inexact(
             for when, path in paths.get((rule, task), ())
         ):
             return f"{gap}: another input's event a dropped one could duplicate"
+        if any(
+            other.path != gap.path and other.first <= latest and earliest <= other.last
+            for other in gaps_by_rule.get((rule, task), ())
+        ):
+            return f"{gap}: another input's dropped events, maybe copies of these"
         if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, anchors):
             return f"{gap}: a traceback header before the dropped details"
     return None

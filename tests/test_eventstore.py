@@ -191,6 +191,16 @@ def test_two_exports_of_one_job(book: RuleBook, tmp_path: Path) -> None:
     _same([str(tmp_path / "job.jsonl"), str(tmp_path / "job.stream-logs")], book)
 
 
+def test_one_export_read_twice(book: RuleBook, tmp_path: Path) -> None:
+    # The same sink file under two names: every entry is a copy of the other file's, the
+    # dropped ones too (each input thins the same stretches alike); counted as without
+    # thinning.
+    text = _dense_scenario("user-code-exit1", 5, 0.5)
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    _same([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")], book)
+
+
 def test_hourly_files_of_one_job(book: RuleBook, tmp_path: Path) -> None:
     # A sink tree cuts a job's log at each hour: each file thinned alone, merged per job.
     lines = _dense_scenario("worker-restarts-exhausted", 5, 0.3).splitlines(keepends=True)
