@@ -893,6 +893,9 @@ def _shift(when: datetime, by: timedelta) -> datetime:
         return (datetime.max if by > timedelta(0) else datetime.min).replace(tzinfo=when.tzinfo)
 
 
+_TICK = timedelta(microseconds=1)
+
+
 def _second(when: datetime) -> datetime:
     return when.replace(microsecond=0)
 
@@ -921,7 +924,10 @@ def inexact(
     """Why :func:`exact` is False (the first gap that fails and the check), or None."""
     if not dropped.gaps:
         return None
-    anchors: list[datetime] = list(span_times)
+    anchors: list[datetime] = []
+    # A worker's first record on a VM: a start at that time (timeline._worker), which the
+    # stages compare inclusively (a window from it holds a record at it).
+    firsts = sorted(span_times)
     deaths: dict[str, list[datetime]] = {}
     headers: dict[object, list[datetime]] = {}
     paths: dict[tuple[object, object], list[tuple[datetime, str]]] = {}
@@ -939,6 +945,7 @@ def inexact(
             headers.setdefault(event.task, []).append(when)
         paths.setdefault((event.match.rule, event.task), []).append((when, event.origin.path))
     anchors.sort()
+    bounds = sorted(anchors + firsts)  # where a death's window may end, or a run begin
     for times in deaths.values():
         times.sort()
     for times in headers.values():
@@ -962,6 +969,11 @@ def inexact(
             return f"{gap}: longer than {CAP}"
         if _any_within(anchors, min(gap.before, _shift(gap.first, -AFTER_ANCHOR)), gap.after):
             return f"{gap}: an anchor inside"
+        # A VM's first record may be the kept one before the gap itself (the first line a
+        # worker wrote there): a start at it then holds that one and the gap alike.
+        low = min(_shift(gap.before, _TICK), _shift(gap.first, -AFTER_ANCHOR))
+        if _any_within(firsts, low, gap.after):
+            return f"{gap}: a VM span's start inside"
         if gap.kind is EventKind.DETAIL and _any_within(
             deaths.get(str(gap.key[0]), []),
             _shift(gap.first, -AFTER_ANCHOR),
@@ -983,7 +995,7 @@ def inexact(
             for other in gaps_by_rule.get((rule, task), ())
         ):
             return f"{gap}: another input's dropped events, maybe copies of these"
-        if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, anchors):
+        if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, bounds):
             return f"{gap}: a traceback header before the dropped details"
     return None
 
