@@ -545,6 +545,8 @@ class Thinner:
         """The input is read: keep every undecided tail, spill what was dropped."""
         self._close_all()
         self._spill()
+        # Nothing of this thinner is remembered past its input (a notebook reads again).
+        _recent_ids.clear()
         if self._places:
             self.dropped.ids.append(self._id_batch())
             self._digests, self._places = array("Q"), array("q")
