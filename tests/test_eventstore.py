@@ -430,6 +430,12 @@ _FRAGMENTS = st.sampled_from(
         "HTTP 429",
         "ｅｘｉｔ",
         "１３７",
+        "Traceback (most recent call last):",
+        "\n",
+        '  File "/x/task.py", line ',
+        ", in train",
+        "Exception ignored in: <function f at 0x7f3a",
+        ">",
     ]
 )
 
