@@ -189,9 +189,15 @@ def _light_key(item: Light) -> Key | None:
     text = item[TEXT]
     last = _last_mask
     if last[0] is text:
-        mask: bytes = last[1]
+        mask: object = last[1]
     else:
         mask = masked(text)
+        if len(mask) > _LONG_MASK:
+            # A long text (a traceback of many kilobytes) is held by its length and hash:
+            # the keys of its repeats and _complete stay small. Keys are compared within
+            # one process only (the checks read no more than a gap's task and rule), where
+            # str and bytes hashes agree.
+            mask = (len(mask), hash(mask))
         last[0], last[1] = text, mask
     if match.kind is EventKind.TRACEBACK and not _thinnable_traceback(text, mask):
         return None
@@ -199,14 +205,16 @@ def _light_key(item: Light) -> Key | None:
     return (task, item[VM], item[TRIAL], match.rule, *match.fields.items(), mask)
 
 
+# Masks longer than this are held by their length and hash.
+_LONG_MASK = 256
 # Whether a multi-line traceback text holds a complete traceback, by its digit mask (a
 # logger's "Exception ignored in ..." written at every step, with other line numbers and
 # addresses). Bounded: cleared when full.
 _COMPLETE_LIMIT = 1 << 12
-_complete: dict[bytes, bool] = {}
+_complete: dict[object, bool] = {}
 
 
-def _thinnable_traceback(text: str, mask: bytes) -> bool:
+def _thinnable_traceback(text: str, mask: object) -> bool:
     r"""Whether a traceback event of ``text`` may be thinned: a header on one line (as the
     other kinds), or a multi-line text that holds a complete traceback.
 
