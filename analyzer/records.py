@@ -279,6 +279,14 @@ INSERT_ID_PATH: EntryPath = ("insertId",)
 # What says an entry belongs to no job: an audit entry's payload, another resource's type.
 AUDIT_PATH: EntryPath = ("protoPayload",)
 RESOURCE_TYPE_PATH: EntryPath = ("resource", "type")
+# The payload TEXT_KEYS are looked up in, and every path a text is read at in precedence
+# order, the payload's rendering aside (TEXT_PATHS, then the payload's other text keys): what
+# a reader of a table's columns (analyzer.bigquery) reads, derived here so it follows the table.
+PAYLOAD_PATH: EntryPath = TEXT_PATHS[0][:-1]
+TEXT_KEY_PATHS: tuple[EntryPath, ...] = (
+    *TEXT_PATHS,
+    *((*PAYLOAD_PATH, key) for key in TEXT_KEYS if (*PAYLOAD_PATH, key) not in TEXT_PATHS),
+)
 
 
 def _containers() -> tuple[tuple[EntryPath, ...], tuple[tuple[int, str], ...]]:

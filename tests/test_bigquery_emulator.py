@@ -16,6 +16,7 @@ import io
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,21 @@ from analyzer.cli import app
 from analyzer.simulate import fleet, simulate
 from tests.bq_tables import load_emulator, load_emulator_log_analytics, stored_entries
 from tests.bqemulator_server import running_emulator
-from tests.test_bigquery_duckdb import _without_places
+from tests.test_bigquery_duckdb import _file_document, _without_places
+from tests.test_bigquery_paths import (
+    WINDOW as PATHS_WINDOW,
+)
+from tests.test_bigquery_paths import (
+    _table_record,
+    corpus,
+    covered,
+    differences,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "sql"
 PROJECT, DATASET = "jd-test", "sink"
+PATHS, PATHS_VIEW = "paths", "paths_link"
 WINDOW = ("--start", "2024-01-01T00:00:00Z", "--end", "2025-01-01T00:00:00Z")
 runner = CliRunner()
 
@@ -63,7 +74,17 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         load_emulator_log_analytics(client, PROJECT, "link", entries)
         path = tmp_path_factory.mktemp("sink") / "entries.jsonl"
         path.write_bytes(b"".join(orjson.dumps(entry) + b"\n" for entry in entries))
-        yield {"url": url, "entries": entries, "tables": tables, "file": path}
+        # Every path of the mapping table (tests/test_bigquery_paths.py): its tables have a
+        # column for each, so the golden SQL shows every path read.
+        path_tables = load_emulator(client, PROJECT, PATHS, corpus()[0])
+        load_emulator_log_analytics(client, PROJECT, PATHS_VIEW, corpus()[0])
+        yield {
+            "url": url,
+            "entries": entries,
+            "tables": tables,
+            "file": path,
+            "path_tables": path_tables,
+        }
 
 
 def run(emulator: dict[str, Any], *args: str) -> tuple[int, str, str]:
@@ -241,9 +262,9 @@ GOLDENS = [
 def test_sql_golden(
     emulator: dict[str, Any], name: str, table: tuple[str | None], extra: tuple[str, ...]
 ) -> None:
-    chosen = table[0] or sorted(emulator["tables"])[0]
+    chosen = table[0] or sorted(emulator["path_tables"])[0]
     code, out, err = run(
-        emulator, "sql", "--bigquery", f"{PROJECT}.{DATASET}.{chosen}", *WINDOW, *extra
+        emulator, "sql", "--bigquery", f"{PROJECT}.{PATHS}.{chosen}", *WINDOW, *extra
     )
     assert code == 0, err
     if table[0] is None:  # the table's name holds a random job id: keep the golden stable
@@ -278,3 +299,30 @@ def test_a_fleet_frame_straight_from_bigquery(
     )
     source = bigquery_source(table, start=WINDOW[1], end=WINDOW[3])
     assert_frame_equal(diagnose_frame(source), frame)
+
+
+@pytest.mark.parametrize("shape", [f"{PATHS}.ml_googleapis_com_*", f"{PATHS_VIEW}._AllLogs"])
+def test_every_path_reads_as_a_file_reads_it(emulator: dict[str, Any], shape: str) -> None:
+    from analyzer.bigquery.engines import BigQueryEngine
+    from analyzer.bigquery.queries import entries_query, parameters
+    from analyzer.bigquery.tables import TableRef, adapter_for
+
+    engine = BigQueryEngine(PROJECT, emulator["url"])
+    ref = TableRef.parse(f"{PROJECT}.{shape}")
+    info = engine.describe(ref)
+    adapter = adapter_for(ref, info)
+    rows = engine.rows(entries_query(ref, adapter, info), parameters(*PATHS_WINDOW, ()), None)
+    found = Counter(_table_record(dict(row)) for row in rows)
+    wrong = differences(found, covered(ref.table, corpus()[0]))
+    assert not wrong, f"{shape} reads these cases unlike a file: " + "; ".join(wrong)
+
+
+@pytest.mark.parametrize("shape", [f"{PATHS}.ml_googleapis_com_*", f"{PATHS_VIEW}._AllLogs"])
+def test_every_path_diagnoses_as_the_file(
+    emulator: dict[str, Any], shape: str, tmp_path: Path
+) -> None:
+    table = f"{PROJECT}.{shape}"
+    code, out, err = run(emulator, "diagnose", "--bigquery", table, *WINDOW, "--format", "json")
+    assert code == 0, err
+    found = _without_places(json.loads(out), lambda i: (i["insert_id"], i["timestamp"]))
+    assert found == _file_document(covered(shape.split(".")[1], corpus()[0]), tmp_path)

@@ -272,3 +272,56 @@ def test_a_template_without_a_literal_word_sees_every_text(tmp_path: Any) -> Non
     texts = [row["text"] for row in engine.rows(plan.candidates, plan.parameters, None)]
     assert "step 12 lost" in texts
     assert book.match("step 12 lost")[0].rule == "mine.step-lost"
+
+
+@pytest.mark.parametrize(
+    ("path", "column"),
+    [
+        # Cloud Logging's "BigQuery schema for logs": the LogEntry's own fields keep their
+        # names, the user's keys are lower-cased, other characters become "_", no leading "_".
+        (("insertId",), "insertId"),
+        (("resource", "labels", "job_id"), "resource.labels.job_id"),
+        (("labels", "ml.googleapis.com/trial_id"), "labels.ml_googleapis_com_trial_id"),
+        (
+            ("labels", "compute.googleapis.com/resource_id"),
+            "labels.compute_googleapis_com_resource_id",
+        ),
+        (("jsonPayload", "MESSAGE"), "jsonPayload.message"),
+        (("jsonPayload", "myField", "mySubfield"), "jsonPayload.myfield.mysubfield"),
+        (("jsonPayload", "foo%%"), "jsonPayload.foo__"),
+        (("jsonPayload", "_private"), "jsonPayload.private"),
+    ],
+)
+def test_the_sinks_column_names(path: tuple[str, ...], column: str) -> None:
+    from analyzer.bigquery.columns import sink_column
+
+    assert sink_column(path) == column
+
+
+@pytest.mark.parametrize(
+    ("path", "place"),
+    [
+        (("receiveTimestamp",), ("receive_timestamp", ())),
+        (("resource", "type"), ("resource.type", ())),
+        (("labels", "ml.googleapis.com/trial_id"), ("labels", ("ml.googleapis.com/trial_id",))),
+        (("jsonPayload", "attrs", "tag"), ("json_payload", ("attrs", "tag"))),
+    ],
+)
+def test_the_log_analytics_places(path: tuple[str, ...], place: tuple[str, object]) -> None:
+    from analyzer.bigquery.columns import log_analytics_place
+
+    assert log_analytics_place(path) == place
+
+
+def test_a_payload_key_that_is_no_identifier_is_read_inside_the_json() -> None:
+    from analyzer.bigquery.columns import json_member
+    from analyzer.bigquery.tables import _json_string
+
+    sql = (
+        f"SELECT {_json_string(json_member('j', ('x-y', 'z')))} AS a,"
+        f" {_json_string(json_member('j', ('attrs', 'tag')))} AS b,"
+        f" {_json_string(json_member('j', ('n',)))} AS c"
+        " FROM (SELECT PARSE_JSON(@doc) AS j)"
+    )
+    doc = '{"x-y": {"z": "q"}, "attrs": {"tag": "w"}, "n": 3}'
+    assert CONNECTION.execute(to_duckdb(sql), {"doc": doc}).fetchall() == [("q", "w", None)]

@@ -7,7 +7,9 @@ cheap and exact, Python stays the authority (``scale.md``):
 
 * :mod:`.re2rules` compiles the rule book for RE2 (``\\Z`` -> ``\\z``, one-class
   look-behinds), a template RE2 refuses is *Python only*;
-* :mod:`.tables` maps each table shape to the same logical columns;
+* :mod:`.tables` maps each table shape to the same logical columns, derived from the one
+  LogEntry mapping table of :mod:`analyzer.records` through :mod:`.columns` (where each
+  shape keeps a LogEntry path: the sink's renaming of the user's keys, the view's names);
 * :mod:`.queries` writes query A (candidate entries) and B (spans) once, for BigQuery;
 * :mod:`.dialects` transpiles them for DuckDB, the embedded engine of the tests;
 * :mod:`.engines` runs them (dry run, ``maximum_bytes_billed``); :mod:`.cost` prices them;

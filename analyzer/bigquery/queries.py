@@ -84,9 +84,9 @@ def _regex_escape(word: str) -> str:
     )
 
 
-def _filters(ref: TableRef, info: TableInfo) -> list[str]:
+def _filters(ref: TableRef, info: TableInfo, window: str) -> list[str]:
     """The conditions on the table's own columns: what prunes partitions and tables."""
-    where = ["timestamp >= @start", "timestamp < @end"]
+    where = [f"{window} >= @start", f"{window} < @end"]
     if info.ingestion_partitioned:
         # Entries are ingested after they happen: partitions before the window's first day
         # (and one day of margin for late clocks) cannot hold its entries.
@@ -100,7 +100,7 @@ def _filters(ref: TableRef, info: TableInfo) -> list[str]:
 
 def _entries(ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[str]) -> str:
     """The subquery of the logical columns of every entry of the window (and of ``jobs``)."""
-    inner = list(_filters(ref, info))
+    inner = list(_filters(ref, info, adapter.window))
     outer = []
     if jobs:
         if ref.wildcard and ref.prefix == SINK_PREFIX:
@@ -119,6 +119,14 @@ def _entries(ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[st
     if outer:
         text += "\n  WHERE\n    " + "\n    AND ".join(outer)
     return text
+
+
+def entries_query(
+    ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[str] = ()
+) -> str:
+    """The logical columns of every entry of the window: the rows both queries read from,
+    one per entry (the tests compare them with the file reader's records, field by field)."""
+    return f"SELECT *\nFROM (\n{_entries(ref, adapter, info, jobs)}\n)"
 
 
 def _plain_string(text: str) -> str:

@@ -142,7 +142,8 @@ def _events(
             timestamp=row["time"],
             job_id=row["job"],
             task=row["task"],
-            severity=row["severity"] or "DEFAULT",
+            # As records.entry_fields: a severity that is not given is DEFAULT.
+            severity="DEFAULT" if row["severity"] is None else row["severity"],
             text=row["text"],
             origin=origin,
             vm=row["vm"],

@@ -7,9 +7,12 @@ Each :class:`Adapter` maps the same logical columns (text, job, trial, task, VM,
 severity, table) to SQL expressions of its shape, written once for BigQuery. A sink table only
 has the columns its entries had: paths absent from the schema read as NULL.
 
-The expressions follow :func:`analyzer.records.record_from_entry` exactly (label precedence,
-empty strings as absent, ``jsonPayload.message`` before ``textPayload``), so that the rows
-become the records a file of the same entries gives.
+The expressions are derived from the mapping table of :mod:`analyzer.records` (``LABEL_PATHS``,
+``TEXT_KEY_PATHS``, ``TIME_PATHS``...): each path is found in the shape by its naming rule
+(:mod:`analyzer.bigquery.columns`) and the paths of one field are read in the table's order of
+precedence, with :func:`analyzer.records.entry_fields`' tests (a label is a non-empty string,
+the text any string), so that the rows become the records a file of the same entries gives and
+a path added to the table is read here too.
 """
 
 from __future__ import annotations
@@ -17,14 +20,31 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
+from analyzer.bigquery.columns import (
+    in_string_map,
+    json_member,
+    json_path,
+    log_analytics_place,
+    sink_column,
+)
 from analyzer.errors import InputError
 from analyzer.records import (
     AUDIT_ENTRY,
+    AUDIT_PATH,
+    INSERT_ID_PATH,
     JOB_RESOURCE_TYPES,
+    LABEL_PATHS,
     NO_MESSAGE,
     OTHER_RESOURCE,
-    TEXT_KEYS,
+    PAYLOAD_PATH,
+    RESOURCE_TYPE_PATH,
+    SEVERITY_PATH,
+    TEXT_KEY_PATHS,
+    TEXT_PATHS,
+    TIME_PATHS,
+    EntryPath,
 )
 
 # Project ids hold letters, digits, '-', and maybe a domain prefix ("example.com:proj");
@@ -35,8 +55,16 @@ _REFERENCE = re.compile(
 )
 SINK_PREFIX = "ml_googleapis_com_"
 _SHARD = re.compile(r"_(\d{8})$")
-LOG_ANALYTICS_COLUMNS = frozenset({"log_name", "json_payload", "text_payload", "insert_id"})
-SINK_COLUMNS = frozenset({"textPayload", "jsonPayload", "insertId", "logName"})
+# The LogEntry's fields whose names tell the two shapes apart: as the LogEntry's JSON names
+# them in a sink table, as its proto does (snake_case) in the view.
+_TELLING: tuple[EntryPath, ...] = (*TEXT_PATHS, INSERT_ID_PATH, ("logName",))
+SINK_COLUMNS = frozenset(sink_column(path).split(".")[0] for path in _TELLING)
+LOG_ANALYTICS_COLUMNS = frozenset(log_analytics_place(path)[0] for path in _TELLING)
+# The queries' label columns, each the field of records.LABEL_PATHS it reads (a field added
+# there needs its column here, in the queries and in the record: refused until it has one).
+LABEL_COLUMNS = {"job": "job_id", "trial": "trial", "task": "task", "vm": "vm"}
+if set(LABEL_COLUMNS.values()) != set(LABEL_PATHS):
+    raise AssertionError(f"records.LABEL_PATHS has fields {sorted(LABEL_PATHS)}: map each")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,13 +153,6 @@ class _Reads:
         self.selected[alias] = expression
         return alias
 
-    def string(self, path: str) -> str:
-        return self.column(path) or "CAST(NULL AS STRING)"
-
-    def label(self, path: str) -> str | None:
-        alias = self.column(path)
-        return f"NULLIF({alias}, '')" if alias else None
-
 
 def _first(parts: Iterable[str | None]) -> str:
     present = [part for part in parts if part is not None]
@@ -147,9 +168,10 @@ class Adapter:
     ``reads`` are (alias, column path) of the table's own columns, selected first; the
     logical expressions use the aliases. ``kind`` is ``bigquery-sink`` or
     ``bigquery-log-analytics`` (the ``format`` of the input in the JSON report). The ``tbl``
-    column is a table name once ``table_prefix`` is put before it. ``skip`` is NULL for an
-    entry that is a record, else the reason a file reader gives for skipping it (an audit
-    entry, another resource type, then named by ``other_resource``, no message text).
+    column is a table name once ``table_prefix`` is put before it; ``window`` is the column
+    the window bounds. ``skip`` is NULL for an entry that is a record, else the reason a file
+    reader gives for skipping it (an audit entry, another resource type, then named by
+    ``other_resource``, no message text).
     """
 
     kind: str
@@ -163,6 +185,7 @@ class Adapter:
     severity: str
     insert_id: str
     table: str
+    window: str
     skip: str = "CAST(NULL AS STRING)"
     other_resource: str = "CAST(NULL AS STRING)"
     table_prefix: str = ""
@@ -201,55 +224,135 @@ def _skip(proto: str | None, resource_type: str | None, text: str) -> tuple[str,
     return "CASE " + " ".join(cases) + " END", other
 
 
-def _time(reads: _Reads, received: str) -> str:
-    entry = reads.raw("timestamp", "timestamp")
-    late = reads.column(received)
-    return f"COALESCE({entry}, {late})" if late else entry
+class _Columns(Protocol):
+    """Where one table shape keeps the paths of the mapping table, as SQL over its reads."""
+
+    def string(self, path: EntryPath) -> str | None:
+        """The value at ``path`` when it is a string, else NULL; None when the table has no
+        such column."""
+
+    def value(self, path: EntryPath) -> str | None:
+        """The column at ``path`` whatever its type (a time, the audit payload)."""
+
+    def name(self, path: EntryPath) -> str:
+        """The column path of ``path`` in the table (for a filter on the table's own rows)."""
+
+    def payload(self) -> str | None:
+        """The whole payload as compact JSON when it is a non-empty object, or None when the
+        shape cannot render it."""
+
+
+class _SinkColumns:
+    """A sink table: a column per path (:func:`~analyzer.bigquery.columns.sink_column`),
+    string values read only from STRING columns (a file reader reads only strings)."""
+
+    def __init__(self, reads: _Reads, strings: frozenset[str]) -> None:
+        self.reads = reads
+        self.strings = strings
+
+    def string(self, path: EntryPath) -> str | None:
+        column = sink_column(path)
+        return self.reads.column(column) if column in self.strings else None
+
+    def value(self, path: EntryPath) -> str | None:
+        return self.reads.column(self.name(path))
+
+    def name(self, path: EntryPath) -> str:
+        return sink_column(path)
+
+    def payload(self) -> str | None:
+        # A file reader gives a payload with none of the text keys whole as its text; a sink
+        # table would have to read every payload column of every entry to render it, the cost
+        # the queries are written to avoid: such an entry is "no message text" here.
+        return None
+
+
+class _LogAnalyticsColumns:
+    """A Log Analytics view: the LogEntry's fields as columns, the user's objects as JSON
+    (:func:`~analyzer.bigquery.columns.log_analytics_place`)."""
+
+    def __init__(self, reads: _Reads, strings: frozenset[str]) -> None:
+        self.reads = reads
+        self.strings = strings
+
+    def string(self, path: EntryPath) -> str | None:
+        column, inside = log_analytics_place(path)
+        if not inside:
+            return self.reads.column(column) if column in self.strings else None
+        alias = self.reads.column(column)
+        if alias is None:
+            return None
+        if in_string_map(path):  # the LogEntry's labels are strings: no type to test
+            return f"JSON_VALUE({alias}, {json_path(inside)})"
+        return _json_string(json_member(alias, inside))
+
+    def value(self, path: EntryPath) -> str | None:
+        return self.reads.column(self.name(path))
+
+    def name(self, path: EntryPath) -> str:
+        column, inside = log_analytics_place(path)
+        if inside:
+            raise ValueError(f"{'.'.join(path)} is read inside a JSON column, not whole")
+        return column
+
+    def payload(self) -> str | None:
+        # The column is read whole anyway: the rendering costs no byte more.
+        column, _ = log_analytics_place(PAYLOAD_PATH)
+        alias = self.reads.column(column)
+        if alias is None:
+            return None
+        return (
+            f"IF(LOWER(JSON_TYPE({alias})) = 'object' AND TO_JSON_STRING({alias}) <> '{{}}',"
+            f" TO_JSON_STRING({alias}), NULL)"
+        )
+
+
+def _nonempty(expression: str | None) -> str | None:
+    return None if expression is None else f"NULLIF({expression}, '')"
+
+
+def _adapter(kind: str, reads: _Reads, columns: _Columns, table: str, prefix: str) -> Adapter:
+    """The logical columns from the mapping table (``analyzer.records``), each read at its
+    paths in their order of precedence, as :func:`~analyzer.records.entry_fields` reads them:
+    a label is the first non-empty string, the text the first string (then the payload's
+    rendering, where the shape has one), the time the first set."""
+    insert_id = columns.string(INSERT_ID_PATH) or "CAST(NULL AS STRING)"
+    # The window bounds the first time path's column (queries._filters): a row where it is
+    # NULL is never read, so the later time paths never give the time and are not read (a
+    # receiveTimestamp is 8 bytes billed a row; Cloud Logging sets every entry's timestamp).
+    window = columns.name(TIME_PATHS[0])
+    time = _first([columns.value(TIME_PATHS[0])])
+    severity = columns.string(SEVERITY_PATH) or "CAST(NULL AS STRING)"
+    labels = {
+        name: _first([_nonempty(columns.string(path)) for path in LABEL_PATHS[field]])
+        for name, field in LABEL_COLUMNS.items()
+    }
+    text = _first([*(columns.string(path) for path in TEXT_KEY_PATHS), columns.payload()])
+    skip, other = _skip(columns.value(AUDIT_PATH), columns.string(RESOURCE_TYPE_PATH), text)
+    return Adapter(
+        kind=kind,
+        text=text,
+        skip=skip,
+        other_resource=other,
+        time=time,
+        severity=severity,
+        insert_id=insert_id,
+        table=table,
+        window=window,
+        table_prefix=prefix,
+        reads=tuple(reads.selected.items()),
+        **labels,
+    )
 
 
 def sink_adapter(ref: TableRef, paths: frozenset[str], strings: frozenset[str]) -> Adapter:
-    """The sink table's columns (LogEntry names; labels as BigQuery rewrites their keys)."""
+    """The sink table's columns (LogEntry names; the user's keys as BigQuery renames them)."""
     reads = _Reads(paths)
     # A wildcard's table is its suffix, selected bare: the emulator fails a query applying
     # any function to _TABLE_SUFFIX's value; Python puts the prefix back (table_prefix).
     table = reads.raw("_TABLE_SUFFIX", "table_suffix") if ref.wildcard else f"'{ref.table}'"
-    # The text as a file reader takes it: jsonPayload.message, textPayload, then the other
-    # loggers' keys when they are strings. (A payload with none of them is given whole as its
-    # text by a file reader; here it is "no message text": reading every payload column of
-    # every entry to render it would cost what the queries are written to avoid.)
-    others = [
-        reads.column(f"jsonPayload.{key}") if f"jsonPayload.{key}" in strings else None
-        for key in TEXT_KEYS[1:]
-    ]
-    text = _first([reads.column("jsonPayload.message"), reads.column("textPayload"), *others])
-    skip, other = _skip(reads.column("protoPayload"), reads.column("resource.type"), text)
-    return Adapter(
-        kind="bigquery-sink",
-        text=text,
-        skip=skip,
-        other_resource=other,
-        job=_first(
-            [reads.label("resource.labels.job_id"), reads.label("labels.ml_googleapis_com_job_id")]
-        ),
-        trial=_first(
-            [reads.label("labels.trial_id"), reads.label("labels.ml_googleapis_com_trial_id")]
-        ),
-        task=_first(
-            [
-                reads.label("resource.labels.task_name"),
-                reads.label("labels.task_name"),
-                reads.label("labels.ml_googleapis_com_task_name"),
-                reads.label("jsonPayload.attrs.tag"),
-            ]
-        ),
-        vm=_first([reads.label("labels.compute_googleapis_com_resource_id")]),
-        time=_time(reads, "receiveTimestamp"),
-        severity=reads.string("severity"),
-        insert_id=reads.string("insertId"),
-        table=table,
-        table_prefix=ref.prefix if ref.wildcard else "",
-        reads=tuple(reads.selected.items()),
-    )
+    prefix = ref.prefix if ref.wildcard else ""
+    return _adapter("bigquery-sink", reads, _SinkColumns(reads, strings), table, prefix)
 
 
 def _json_string(expression: str) -> str:
@@ -261,75 +364,23 @@ def _json_string(expression: str) -> str:
     return f"IF({kind} IN ('string', 'varchar'), JSON_VALUE({expression}), NULL)"
 
 
-def _json_label(column: str | None, key: str) -> str | None:
-    if column is None:
-        return None
-    return f"NULLIF(JSON_VALUE({column}, '$.\"{key}\"'), '')"
-
-
-def log_analytics_adapter(ref: TableRef, paths: frozenset[str]) -> Adapter:
+def log_analytics_adapter(ref: TableRef, paths: frozenset[str], strings: frozenset[str]) -> Adapter:
     """The Log Analytics view's columns (snake_case; payloads and labels as JSON)."""
     reads = _Reads(paths)
-    payload = reads.column("json_payload")
-    labels = reads.column("labels")
-    resource_labels = reads.column("resource.labels")
-    resource_type = reads.column("resource.type")
-    whole = (
-        f"IF(LOWER(JSON_TYPE({payload})) = 'object' AND TO_JSON_STRING({payload}) <> '{{}}',"
-        f" TO_JSON_STRING({payload}), NULL)"
-    )
-    # As a file reader takes it: the payload's message, textPayload, the other loggers' keys,
-    # then the whole payload as compact JSON (the column is read whole anyway).
-    text = _first(
-        [
-            _json_string(f"{payload}.message") if payload else None,
-            reads.column("text_payload"),
-            *(_json_string(f"{payload}.{key}") if payload else None for key in TEXT_KEYS[1:]),
-            whole if payload else None,
-        ]
-    )
-    skip, other = _skip(reads.column("proto_payload"), resource_type, text)
-    return Adapter(
-        kind="bigquery-log-analytics",
-        text=text,
-        skip=skip,
-        other_resource=other,
-        job=_first(
-            [
-                _json_label(resource_labels, "job_id"),
-                _json_label(labels, "ml.googleapis.com/job_id"),
-            ]
-        ),
-        trial=_first(
-            [_json_label(labels, "trial_id"), _json_label(labels, "ml.googleapis.com/trial_id")]
-        ),
-        task=_first(
-            [
-                _json_label(resource_labels, "task_name"),
-                _json_label(labels, "task_name"),
-                _json_label(labels, "ml.googleapis.com/task_name"),
-                f"NULLIF({_json_string(f'{payload}.attrs.tag')}, '')" if payload else None,
-            ]
-        ),
-        vm=_first([_json_label(labels, "compute.googleapis.com/resource_id")]),
-        time=_time(reads, "receive_timestamp"),
-        severity=reads.string("severity"),
-        insert_id=reads.string("insert_id"),
-        table=f"'{ref.table}'",
-        reads=tuple(reads.selected.items()),
-    )
+    columns = _LogAnalyticsColumns(reads, strings)
+    return _adapter("bigquery-log-analytics", reads, columns, f"'{ref.table}'", "")
 
 
 def adapter_for(ref: TableRef, info: TableInfo) -> Adapter:
     """The adapter the schema calls for; InputError when it is neither shape."""
     top = {path.split(".", 1)[0] for path in info.paths}
-    if "timestamp" not in top:
+    if sink_column(TIME_PATHS[0]) not in top:  # the window's column, named so in both shapes
         raise InputError(
             f"{ref}: no 'timestamp' column; give a Cloud Logging sink table, a wildcard over "
             "them (ml_googleapis_com_*) or a Log Analytics view (_AllLogs)"
         )
     if top & LOG_ANALYTICS_COLUMNS and not top & SINK_COLUMNS:
-        return log_analytics_adapter(ref, info.paths)
+        return log_analytics_adapter(ref, info.paths, info.strings)
     if top & SINK_COLUMNS:
         return sink_adapter(ref, info.paths, info.strings)
     raise InputError(

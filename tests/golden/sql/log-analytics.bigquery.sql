@@ -11,7 +11,7 @@ FROM (
   SELECT
     '_AllLogs' AS tbl,
     c_insert_id AS insert_id,
-    COALESCE(c_timestamp, c_receive_timestamp) AS time,
+    c_timestamp AS time,
     c_severity AS severity,
     COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."job_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"'), '')) AS job,
     COALESCE(NULLIF(JSON_VALUE(c_labels, '$."trial_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/trial_id"'), '')) AS trial,
@@ -22,16 +22,15 @@ FROM (
     CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
   FROM (
     SELECT
-      json_payload AS c_json_payload,
-      labels AS c_labels,
+      insert_id AS c_insert_id,
+      timestamp AS c_timestamp,
+      severity AS c_severity,
       resource.labels AS c_resource_labels,
-      resource.type AS c_resource_type,
+      labels AS c_labels,
+      json_payload AS c_json_payload,
       text_payload AS c_text_payload,
       proto_payload AS c_proto_payload,
-      timestamp AS c_timestamp,
-      receive_timestamp AS c_receive_timestamp,
-      severity AS c_severity,
-      insert_id AS c_insert_id
+      resource.type AS c_resource_type
     FROM `test-project.logs._AllLogs`
     WHERE
       timestamp >= @start
@@ -53,7 +52,7 @@ FROM (
     SELECT
       '_AllLogs' AS tbl,
       c_insert_id AS insert_id,
-      COALESCE(c_timestamp, c_receive_timestamp) AS time,
+      c_timestamp AS time,
       c_severity AS severity,
       COALESCE(NULLIF(JSON_VALUE(c_resource_labels, '$."job_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/job_id"'), '')) AS job,
       COALESCE(NULLIF(JSON_VALUE(c_labels, '$."trial_id"'), ''), NULLIF(JSON_VALUE(c_labels, '$."ml.googleapis.com/trial_id"'), '')) AS trial,
@@ -64,16 +63,15 @@ FROM (
       CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
     FROM (
       SELECT
-        json_payload AS c_json_payload,
-        labels AS c_labels,
+        insert_id AS c_insert_id,
+        timestamp AS c_timestamp,
+        severity AS c_severity,
         resource.labels AS c_resource_labels,
-        resource.type AS c_resource_type,
+        labels AS c_labels,
+        json_payload AS c_json_payload,
         text_payload AS c_text_payload,
         proto_payload AS c_proto_payload,
-        timestamp AS c_timestamp,
-        receive_timestamp AS c_receive_timestamp,
-        severity AS c_severity,
-        insert_id AS c_insert_id
+        resource.type AS c_resource_type
       FROM `test-project.logs._AllLogs`
       WHERE
         timestamp >= @start

@@ -1,4 +1,4 @@
--- jobdoctor: bigquery-sink jd-test.sink.ml_googleapis_com_JOB_20240101, window: 2024-01-01T00:00:00Z .. 2025-01-01T00:00:00Z (366d) over jd-test.sink.ml_googleapis_com_JOB_20240101
+-- jobdoctor: bigquery-sink jd-test.paths.ml_googleapis_com_JOB_20240101, window: 2024-01-01T00:00:00Z .. 2025-01-01T00:00:00Z (366d) over jd-test.paths.ml_googleapis_com_JOB_20240101
 -- parameters:
 --   @start TIMESTAMP = 2024-01-01T00:00:00Z
 --   @end TIMESTAMP = 2025-01-01T00:00:00Z
@@ -10,24 +10,20 @@ FROM (
   SELECT
     'ml_googleapis_com_JOB_20240101' AS tbl,
     c_insertId AS insert_id,
-    COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+    c_timestamp AS time,
     c_severity AS severity,
     COALESCE(NULLIF(c_resource_labels_job_id, ''), NULLIF(c_labels_ml_googleapis_com_job_id, '')) AS job,
     COALESCE(NULLIF(c_labels_trial_id, ''), NULLIF(c_labels_ml_googleapis_com_trial_id, '')) AS trial,
     COALESCE(NULLIF(c_resource_labels_task_name, ''), NULLIF(c_labels_task_name, ''), NULLIF(c_labels_ml_googleapis_com_task_name, ''), NULLIF(c_jsonPayload_attrs_tag, '')) AS task,
     NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
     COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) AS text,
-    CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) IS NULL THEN 'no message text' END AS skip,
+    CASE WHEN c_protoPayload IS NOT NULL THEN 'audit log entry (protoPayload)' WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) IS NULL THEN 'no message text' END AS skip,
     CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
   FROM (
     SELECT
-      jsonPayload.msg AS c_jsonPayload_msg,
-      jsonPayload.log AS c_jsonPayload_log,
-      jsonPayload.text AS c_jsonPayload_text,
-      jsonPayload.event AS c_jsonPayload_event,
-      jsonPayload.message AS c_jsonPayload_message,
-      textPayload AS c_textPayload,
-      resource.type AS c_resource_type,
+      insertId AS c_insertId,
+      timestamp AS c_timestamp,
+      severity AS c_severity,
       resource.labels.job_id AS c_resource_labels_job_id,
       labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
       labels.trial_id AS c_labels_trial_id,
@@ -37,11 +33,15 @@ FROM (
       labels.ml_googleapis_com_task_name AS c_labels_ml_googleapis_com_task_name,
       jsonPayload.attrs.tag AS c_jsonPayload_attrs_tag,
       labels.compute_googleapis_com_resource_id AS c_labels_compute_googleapis_com_resource_id,
-      timestamp AS c_timestamp,
-      receiveTimestamp AS c_receiveTimestamp,
-      severity AS c_severity,
-      insertId AS c_insertId
-    FROM `jd-test.sink.ml_googleapis_com_JOB_20240101`
+      jsonPayload.message AS c_jsonPayload_message,
+      textPayload AS c_textPayload,
+      jsonPayload.msg AS c_jsonPayload_msg,
+      jsonPayload.log AS c_jsonPayload_log,
+      jsonPayload.text AS c_jsonPayload_text,
+      jsonPayload.event AS c_jsonPayload_event,
+      protoPayload AS c_protoPayload,
+      resource.type AS c_resource_type
+    FROM `jd-test.paths.ml_googleapis_com_JOB_20240101`
     WHERE
       timestamp >= @start
       AND timestamp < @end
@@ -60,24 +60,20 @@ FROM (
     SELECT
       'ml_googleapis_com_JOB_20240101' AS tbl,
       c_insertId AS insert_id,
-      COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+      c_timestamp AS time,
       c_severity AS severity,
       COALESCE(NULLIF(c_resource_labels_job_id, ''), NULLIF(c_labels_ml_googleapis_com_job_id, '')) AS job,
       COALESCE(NULLIF(c_labels_trial_id, ''), NULLIF(c_labels_ml_googleapis_com_trial_id, '')) AS trial,
       COALESCE(NULLIF(c_resource_labels_task_name, ''), NULLIF(c_labels_task_name, ''), NULLIF(c_labels_ml_googleapis_com_task_name, ''), NULLIF(c_jsonPayload_attrs_tag, '')) AS task,
       NULLIF(c_labels_compute_googleapis_com_resource_id, '') AS vm,
       COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) AS text,
-      CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) IS NULL THEN 'no message text' END AS skip,
+      CASE WHEN c_protoPayload IS NOT NULL THEN 'audit log entry (protoPayload)' WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN 'other resource type: ' WHEN COALESCE(c_jsonPayload_message, c_textPayload, c_jsonPayload_msg, c_jsonPayload_log, c_jsonPayload_text, c_jsonPayload_event) IS NULL THEN 'no message text' END AS skip,
       CASE WHEN c_resource_type <> '' AND c_resource_type NOT IN ('cloudml_job', 'ml_job') THEN c_resource_type END AS other_resource
     FROM (
       SELECT
-        jsonPayload.msg AS c_jsonPayload_msg,
-        jsonPayload.log AS c_jsonPayload_log,
-        jsonPayload.text AS c_jsonPayload_text,
-        jsonPayload.event AS c_jsonPayload_event,
-        jsonPayload.message AS c_jsonPayload_message,
-        textPayload AS c_textPayload,
-        resource.type AS c_resource_type,
+        insertId AS c_insertId,
+        timestamp AS c_timestamp,
+        severity AS c_severity,
         resource.labels.job_id AS c_resource_labels_job_id,
         labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
         labels.trial_id AS c_labels_trial_id,
@@ -87,11 +83,15 @@ FROM (
         labels.ml_googleapis_com_task_name AS c_labels_ml_googleapis_com_task_name,
         jsonPayload.attrs.tag AS c_jsonPayload_attrs_tag,
         labels.compute_googleapis_com_resource_id AS c_labels_compute_googleapis_com_resource_id,
-        timestamp AS c_timestamp,
-        receiveTimestamp AS c_receiveTimestamp,
-        severity AS c_severity,
-        insertId AS c_insertId
-      FROM `jd-test.sink.ml_googleapis_com_JOB_20240101`
+        jsonPayload.message AS c_jsonPayload_message,
+        textPayload AS c_textPayload,
+        jsonPayload.msg AS c_jsonPayload_msg,
+        jsonPayload.log AS c_jsonPayload_log,
+        jsonPayload.text AS c_jsonPayload_text,
+        jsonPayload.event AS c_jsonPayload_event,
+        protoPayload AS c_protoPayload,
+        resource.type AS c_resource_type
+      FROM `jd-test.paths.ml_googleapis_com_JOB_20240101`
       WHERE
         timestamp >= @start
         AND timestamp < @end

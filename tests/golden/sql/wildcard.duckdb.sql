@@ -1,4 +1,4 @@
--- jobdoctor: bigquery-sink jd-test.sink.ml_googleapis_com_*, window: 2024-01-01T00:00:00Z .. 2025-01-01T00:00:00Z (366d) over jd-test.sink.ml_googleapis_com_*
+-- jobdoctor: bigquery-sink jd-test.paths.ml_googleapis_com_*, window: 2024-01-01T00:00:00Z .. 2025-01-01T00:00:00Z (366d) over jd-test.paths.ml_googleapis_com_*
 -- parameters:
 --   @start TIMESTAMP = 2024-01-01T00:00:00Z
 --   @end TIMESTAMP = 2025-01-01T00:00:00Z
@@ -20,7 +20,7 @@ FROM (
   SELECT
     c_table_suffix AS tbl,
     c_insertId AS insert_id,
-    COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+    c_timestamp AS time,
     c_severity AS severity,
     COALESCE(
       NULLIF(c_resource_labels_job_id, ''),
@@ -43,6 +43,8 @@ FROM (
       c_jsonPayload_event
     ) AS text,
     CASE
+      WHEN NOT c_protoPayload IS NULL
+      THEN 'audit log entry (protoPayload)'
       WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
       THEN 'other resource type: '
       WHEN COALESCE(
@@ -62,13 +64,9 @@ FROM (
   FROM (
     SELECT
       _TABLE_SUFFIX AS c_table_suffix,
-      jsonPayload.msg AS c_jsonPayload_msg,
-      jsonPayload.log AS c_jsonPayload_log,
-      jsonPayload.text AS c_jsonPayload_text,
-      jsonPayload.event AS c_jsonPayload_event,
-      jsonPayload.message AS c_jsonPayload_message,
-      textPayload AS c_textPayload,
-      resource.type AS c_resource_type,
+      insertId AS c_insertId,
+      timestamp AS c_timestamp,
+      severity AS c_severity,
       resource.labels.job_id AS c_resource_labels_job_id,
       labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
       labels.trial_id AS c_labels_trial_id,
@@ -78,11 +76,15 @@ FROM (
       labels.ml_googleapis_com_task_name AS c_labels_ml_googleapis_com_task_name,
       jsonPayload.attrs.tag AS c_jsonPayload_attrs_tag,
       labels.compute_googleapis_com_resource_id AS c_labels_compute_googleapis_com_resource_id,
-      timestamp AS c_timestamp,
-      receiveTimestamp AS c_receiveTimestamp,
-      severity AS c_severity,
-      insertId AS c_insertId
-    FROM "jd-test"."sink"."ml_googleapis_com_*"
+      jsonPayload.message AS c_jsonPayload_message,
+      textPayload AS c_textPayload,
+      jsonPayload.msg AS c_jsonPayload_msg,
+      jsonPayload.log AS c_jsonPayload_log,
+      jsonPayload.text AS c_jsonPayload_text,
+      jsonPayload.event AS c_jsonPayload_event,
+      protoPayload AS c_protoPayload,
+      resource.type AS c_resource_type
+    FROM "jd-test"."paths"."ml_googleapis_com_*"
     WHERE
       timestamp >= $start
       AND timestamp < $end
@@ -118,7 +120,7 @@ FROM (
     SELECT
       c_table_suffix AS tbl,
       c_insertId AS insert_id,
-      COALESCE(c_timestamp, c_receiveTimestamp) AS time,
+      c_timestamp AS time,
       c_severity AS severity,
       COALESCE(
         NULLIF(c_resource_labels_job_id, ''),
@@ -141,6 +143,8 @@ FROM (
         c_jsonPayload_event
       ) AS text,
       CASE
+        WHEN NOT c_protoPayload IS NULL
+        THEN 'audit log entry (protoPayload)'
         WHEN c_resource_type <> '' AND NOT c_resource_type IN ('cloudml_job', 'ml_job')
         THEN 'other resource type: '
         WHEN COALESCE(
@@ -160,13 +164,9 @@ FROM (
     FROM (
       SELECT
         _TABLE_SUFFIX AS c_table_suffix,
-        jsonPayload.msg AS c_jsonPayload_msg,
-        jsonPayload.log AS c_jsonPayload_log,
-        jsonPayload.text AS c_jsonPayload_text,
-        jsonPayload.event AS c_jsonPayload_event,
-        jsonPayload.message AS c_jsonPayload_message,
-        textPayload AS c_textPayload,
-        resource.type AS c_resource_type,
+        insertId AS c_insertId,
+        timestamp AS c_timestamp,
+        severity AS c_severity,
         resource.labels.job_id AS c_resource_labels_job_id,
         labels.ml_googleapis_com_job_id AS c_labels_ml_googleapis_com_job_id,
         labels.trial_id AS c_labels_trial_id,
@@ -176,11 +176,15 @@ FROM (
         labels.ml_googleapis_com_task_name AS c_labels_ml_googleapis_com_task_name,
         jsonPayload.attrs.tag AS c_jsonPayload_attrs_tag,
         labels.compute_googleapis_com_resource_id AS c_labels_compute_googleapis_com_resource_id,
-        timestamp AS c_timestamp,
-        receiveTimestamp AS c_receiveTimestamp,
-        severity AS c_severity,
-        insertId AS c_insertId
-      FROM "jd-test"."sink"."ml_googleapis_com_*"
+        jsonPayload.message AS c_jsonPayload_message,
+        textPayload AS c_textPayload,
+        jsonPayload.msg AS c_jsonPayload_msg,
+        jsonPayload.log AS c_jsonPayload_log,
+        jsonPayload.text AS c_jsonPayload_text,
+        jsonPayload.event AS c_jsonPayload_event,
+        protoPayload AS c_protoPayload,
+        resource.type AS c_resource_type
+      FROM "jd-test"."paths"."ml_googleapis_com_*"
       WHERE
         timestamp >= $start
         AND timestamp < $end
