@@ -53,6 +53,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
 from analyzer.events import Event, EventKind, RuleMatch
+from analyzer.longtext import LONG_TEXT, stored
 from analyzer.records import SERVICE_TASK, Origin
 
 # The program's own output: what a diagnosis reads as evidence around a failure, never as a
@@ -758,7 +759,7 @@ def compact(event: Event) -> Event:
     match = _matches.setdefault(key, match)
     origin = event.origin
     path = _strings.setdefault(origin.path, origin.path)
-    return Event(
+    kept = Event(
         event.timestamp,
         _shared(event.job_id),
         _shared(event.task),
@@ -769,6 +770,11 @@ def compact(event: Event) -> Event:
         event.insert_id,
         _shared(event.trial),
     )
+    # A long text waits on disk, in the reading process, which keeps the events to the end (a
+    # worker sends them on); analyzer.longtext.
+    if len(kept.text) > LONG_TEXT and os.getpid() == _owner[0]:
+        return stored(kept)
+    return kept
 
 
 def new_sink() -> list[Event] | JobEvents:

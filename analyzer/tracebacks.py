@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from analyzer.events import Event, EventKind
@@ -111,9 +111,29 @@ _TAIL_END = re.compile(
 )
 
 
+# A long text's traceback is asked for again and again (by rootcause and predict, for each
+# worker and attempt that logged the same one): the last few answers are remembered, by text
+# (few: each holds its frames, 100 KB for a deep recursion).
+_REMEMBERED_TEXT = 2048
+_REMEMBERED = 8
+_answers: dict[str, ExceptionInfo | None] = {}
+
+
 def parse_text(text: str, origin: Origin | None = None) -> ExceptionInfo | None:
     """The last complete traceback in ``text``, in whatever form the tail came: real lines,
     escaped ``\\n`` or flattened onto one line (None when it holds no complete one)."""
+    if len(text) <= _REMEMBERED_TEXT:
+        return _parse_text(text, origin)
+    if text in _answers:
+        found = _answers[text]
+    else:
+        found = _answers[text] = _parse_text(text, None)
+        if len(_answers) > _REMEMBERED:
+            del _answers[next(iter(_answers))]
+    return found if found is None or origin is None else replace(found, origin=origin)
+
+
+def _parse_text(text: str, origin: Origin | None) -> ExceptionInfo | None:
     if _HEADER not in text:
         return None
     if "\\n" in text:
@@ -139,18 +159,23 @@ def _parse_flattened(text: str, origin: Origin | None) -> ExceptionInfo | None:
 
 
 def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
-    lines = text.splitlines()
-    start = max((i for i, line in enumerate(lines) if _HEADER in line), default=None)
-    if start is None:
+    """The traceback after the last header line of ``text``: its frames up to the first line
+    that shows an exception (not a frame, not a source line indented four spaces)."""
+    at = text.rfind(_HEADER)
+    if at < 0:
         return None
     frames: list[Frame] = []
-    for line in lines[start + 1 :]:
+    # The lines after the last line holding the header: a suffix cut where no line boundary
+    # is has the same line boundaries after the cut (no pass over the lines before).
+    for line in text[at:].splitlines()[1:]:
         frame = _FRAME.match(line)
         if frame:
             frames.append(Frame(frame.group(1), int(frame.group(2)), frame.group(3)))
             continue
+        if line.startswith("    "):  # four spaces: a source line, not the end
+            continue
         found = _EXCEPTION.match(line)
-        if found and not line.startswith("    "):  # four spaces: a source line, not the end
+        if found:
             message = _TAIL_END.sub("", found.group(2) or "").strip()
             return ExceptionInfo(found.group(1), message, user_frame(frames), tuple(frames), origin)
     return None

@@ -3,6 +3,7 @@ plain path's analysis: the whole ``to_dict`` document, input statistics included
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import itertools
@@ -658,3 +659,61 @@ def test_a_blocks_times_checked_at_once_as_each_alone(times: list[str], canonica
                 len(w) == len(form) and fastjsonl.canonical_time(w) == w[:26] + "000Z" for w in some
             )
             assert fastjsonl.canonical_times(some, form) == each, some
+
+
+# Long texts (issue 19 point 2: one linear pass): rule sentences near the edges of the text, of
+# its search windows and of the scanner's blocks, CRLF and multi-byte characters; the fast
+# path reads them as the plain path does.
+
+_LONG_PARTS = [
+    '  File "/opt/trainer/trainer/model.py", line 101, in forward',
+    "    return self.block(x) + self.residual(x)",
+    "step 1200 loss=0.1234 — 学習中 ✓ █▌",
+    "Ｔｒａｃｅｂａｃｋ ｍｏｄｅｌ",
+    "quota exceeded? creating the job later",
+]
+_SENTENCES = [example.text for rule in RuleBook.load().rules for example in rule.match_examples]
+
+
+@functools.cache
+def _past_a_block() -> tuple[bytes, ...]:
+    """A fleet of two blocks and a half."""
+    return tuple(fleet(fastjsonl.BLOCK_BYTES * 5 // 2, seed=23))
+
+
+@st.composite
+def _long_text(draw: st.DrawFn) -> str:
+    rng = random.Random(draw(st.integers(0, 1 << 20)))
+    parts = [rng.choice(_LONG_PARTS) for _ in range(draw(st.integers(40, 200)))]
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.sampled_from([0, len(parts), rng.randrange(len(parts) + 1)]))
+        parts.insert(at, draw(st.sampled_from(_SENTENCES)))
+    return draw(st.sampled_from(["\n", "\r\n", " "])).join(parts)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.data(), st.lists(_long_text(), min_size=1, max_size=3), st.integers(-3000, 3000))
+def test_long_texts_read_as_the_plain_path(
+    data: st.DataObject, texts: list[str], shift: int
+) -> None:
+    book = RuleBook.load()
+    lines = list(_past_a_block())
+    # The first long entry straddles the end of the scanner's first block, give or take.
+    at, size = 0, 0
+    while size < fastjsonl.BLOCK_BYTES + shift - 2000 and at < len(lines) - 1:
+        size += len(lines[at])
+        at += 1
+    for text in texts:
+        entry = orjson.loads(lines[at])
+        if isinstance(entry.get("jsonPayload"), dict):
+            entry["jsonPayload"]["message"] = text
+        else:
+            entry["textPayload"] = text
+        lines[at] = orjson.dumps(entry) + b"\n"
+        at += data.draw(st.integers(1, 400))
+        if at >= len(lines):
+            break
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "sink.jsonl")
+        path.write_bytes(b"".join(lines))
+        _same([str(path)], book)

@@ -10,6 +10,7 @@ from analyzer.errors import RuleError
 from analyzer.events import Category, EventKind
 from analyzer.rulebook import RuleBook, builtin_rules_dir, check_rules, normalize
 from analyzer.rulebook.model import MatchExample, NoMatchExample, Rule
+from analyzer.rulebook.windows import uncovered
 
 BOOK = RuleBook.load()
 
@@ -196,3 +197,25 @@ def test_load_reports_every_problem_with_location(tmp_path: Path) -> None:
     assert len(problems) == 2
     assert problems[0].startswith(f"{tmp_path / 'bad.yaml'}:2:13: unknown category 'oops'")
     assert problems[1].startswith(f"{tmp_path / 'bad.yaml'}:5:10: unknown event 'nope'")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literals", "gaps"),
+    [
+        ("timeout|NCCL error", ["nccl"], ["timeout"]),
+        ("NCCL error|nccl(?:Internal|System)Error", ["nccl"], []),
+        # One letter's cases, and a caseless pattern: the word is there in lower case.
+        ("[Pp]ermission denied", ["permission"], []),
+        ("(?i)saving checkpoint", ["checkpoint"], []),
+        # An optional word is no word every match holds.
+        ("saved (?:model )?checkpoint", ["model"], ["saved (?:model )?checkpoint"]),
+        # A "|" in a set or escaped splits nothing.
+        (r"a[|]b\|c|d", ["a"], ["d"]),
+        # Syntax only the regex package reads: nothing proven, no warning.
+        (r"\p{Lu}+ failed", ["failed"], None),
+    ],
+)
+def test_literal_gaps_are_proven_on_the_pattern(
+    pattern: str, literals: list[str], gaps: list[str] | None
+) -> None:
+    assert uncovered(pattern, literals) == gaps

@@ -17,6 +17,7 @@ from analyzer.rulebook.compile import MatchTimeout, find
 from analyzer.rulebook.model import Rule
 from analyzer.rulebook.normalize import normalize_with_offsets
 from analyzer.rulebook.prefilter import Prefilter, literals_of
+from analyzer.rulebook.windows import WINDOWED_TEXT
 
 # Long enough for any sane template on a multi-kilobyte error text, short
 # enough that a pathological user pattern costs a log file seconds, not hours.
@@ -275,6 +276,11 @@ class RuleBook:
         if not candidates:
             return [], True
         normalized, offsets = normalize_with_offsets(text)
+        # A long text is searched near the literal words only (windows.finditer), which needs
+        # its lower case at the same positions (str.lower() lengthens only "İ").
+        lowered = normalized.lower() if len(normalized) > WINDOWED_TEXT else None
+        if lowered is not None and len(lowered) != len(normalized):
+            lowered = None
         found: list[tuple[int, int, RuleMatch]] = []
         complete = True
         timeouts, limit = self.timeouts, self.timeout_limit
@@ -283,7 +289,7 @@ class RuleBook:
             if timeouts and timeouts.get(rule.id, 0) >= limit:
                 continue  # out of budget: disabled for the rest of the run
             try:
-                matches = find(rule, normalized, offsets, text, self.timeout, present)
+                matches = find(rule, normalized, offsets, text, self.timeout, present, lowered)
             except MatchTimeout:
                 self.timeouts[rule.id] += 1
                 complete = False

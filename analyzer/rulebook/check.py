@@ -21,6 +21,7 @@ from analyzer.rulebook.loader import load
 from analyzer.rulebook.model import Location, Placeholder, Problem, Rule
 from analyzer.rulebook.normalize import normalize_with_offsets
 from analyzer.rulebook.prefilter import Prefilter, literals_of
+from analyzer.rulebook.windows import uncovered
 
 # A group containing a quantifier, itself quantified: (a+)+, (?:\w*\s?)*, ...
 _NESTED_QUANTIFIER = re.compile(r"\((?:\?:)?((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*)\)[+*{]")
@@ -54,6 +55,7 @@ def check_rules(dirs: Sequence[Path], *, builtin: bool = True) -> list[Problem]:
         if any(Path(rule.location.path).resolve().is_relative_to(r) for r in roots):
             problems.extend(run_examples(rule))
             problems.extend(backtracking_risks(rule))
+            problems.extend(literal_gaps(rule))
     problems.extend(_bigquery_notes([r for r in loaded.rules if _inside(r, roots)]))
     for placeholder in loaded.placeholders.values():
         if any(Path(placeholder.location.path).resolve().is_relative_to(r) for r in roots):
@@ -174,6 +176,31 @@ def _stress_texts(source: str) -> list[str]:
         "0" * 3000 + end,
         ("-" + "a" * 5) * 500 + end,
     ]
+
+
+def literal_gaps(rule: Rule) -> list[Problem]:
+    """Warnings for templates whose matches need not hold any of their literals: the
+    prefilter never tries a text without them, so such a text is silently missed (a rule's
+    examples pass when each happens to hold one). Proven on the pattern's syntax tree."""
+    problems: list[Problem] = []
+    for template in rule.templates:
+        if not template.literals:
+            continue
+        # Compiled without flags (compile_pattern): a caseless pattern says so itself, (?i).
+        gaps = uncovered(template.regex.pattern, template.literals)
+        if not gaps:
+            continue
+        shown = ", ".join(_short(gap) for gap in gaps[:3])
+        problems.append(
+            Problem.at(
+                template.location,
+                f"literals {list(template.literals)} are not in every match: {shown} "
+                "can match without any of them, and the prefilter would skip such a text; "
+                "add a word every such match holds to 'literals:'",
+                "warning",
+            )
+        )
+    return problems
 
 
 def backtracking_risks(rule: Rule) -> list[Problem]:

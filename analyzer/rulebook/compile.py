@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from analyzer.events import RuleMatch
 from analyzer.rulebook._regex import Match
 from analyzer.rulebook.model import Capture, FieldType, Placeholder, Rule
 from analyzer.rulebook.normalize import fold, normalize, original_span
+from analyzer.rulebook.windows import finditer as windowed
+from analyzer.rulebook.windows import occurrences, window_plan
 
 # Placeholders are capitalised words, the way the documentation writes them
 # (REPLICA_NAME, REASON); ASCII-only look-arounds so that a placeholder glued
@@ -183,6 +185,7 @@ def find(
     original: str,
     timeout: float,
     probe: Container[str] | None = None,
+    lowered: str | None = None,
 ) -> list[tuple[int, RuleMatch]]:
     """Every match of ``rule`` in ``normalized`` as (start, match), in text order.
 
@@ -191,6 +194,11 @@ def find(
     match: the prefilter's own premise). Where matches
     of several templates overlap, the one starting first wins, then the longest (the full
     sentence over its shorter form). Raises :class:`MatchTimeout` when a regex runs too long.
+
+    ``lowered``, ``normalized.lower()`` of the same length, lets a long text be searched only
+    near the words of a template whose matches span a bounded number of words
+    (:func:`analyzer.rulebook.windows.window_plan`, :func:`~analyzer.rulebook.windows.finditer`:
+    the same matches).
     """
     spans: list[tuple[int, int, int, Match]] = []
     for index, template in enumerate(rule.templates):
@@ -198,7 +206,19 @@ def find(
         if probe is not None and literals and not any(word in probe for word in literals):
             continue
         try:
-            for found in template.regex.finditer(normalized, timeout=timeout):
+            plan = window_plan(template.regex.pattern, literals) if lowered else None
+            starts = None
+            if plan is not None and lowered is not None:
+                words = plan.words
+                if plan.literals and probe is not None:
+                    words = tuple(word for word in literals if word in probe)
+                starts = occurrences(lowered, words)
+            matches: Iterable[Match]
+            if plan is not None and starts is not None:
+                matches = windowed(template.regex, normalized, starts, plan.bound, timeout)
+            else:
+                matches = template.regex.finditer(normalized, timeout=timeout)
+            for found in matches:
                 if found.end() > found.start():
                     spans.append((found.start(), -found.end(), index, found))
         except TimeoutError as exc:
