@@ -704,6 +704,8 @@ _texts: dict[str, str] = {}
 
 
 def _shared_text(text: str) -> str:
+    if len(text) > LONG_TEXT:
+        return text  # kept on disk (analyzer.longtext), which writes equal texts once
     texts = _texts
     if len(texts) > _SHARED_LIMIT:
         texts.clear()
@@ -727,7 +729,7 @@ def _event(item: Light) -> Event:
     )
     strings = _strings
     path = item[PATH]
-    return Event(
+    kept = Event(
         item[WHEN],
         _shared(item[JOB]),
         _shared(item[TASK]),
@@ -738,6 +740,10 @@ def _event(item: Light) -> Event:
         item[INSERT_ID],
         _shared(item[TRIAL]),
     )
+    # A long text waits on disk in the reading process, as compact does.
+    if len(kept.text) > LONG_TEXT and os.getpid() == _owner[0]:
+        return stored(kept)
+    return kept
 
 
 def compact(event: Event) -> Event:
@@ -795,7 +801,9 @@ class _SpillFile:
 
     def __init__(self) -> None:
         handle, self.path = tempfile.mkstemp(prefix=f"jobdoctor-spill-{os.getpid()}-")
-        self._file = os.fdopen(handle, "wb")
+        # A bare descriptor, as long as the process: no file object to warn "unclosed" when
+        # the interpreter ends.
+        self._fd = handle
         self._offset = 0
         if os.getpid() == _owner[0]:
             _opened[self.path] = handle
@@ -803,8 +811,9 @@ class _SpillFile:
 
     def write(self, events: Sequence[Light]) -> SpillRef:
         data = _encoder().encode(list(events))
-        self._file.write(data)
-        self._file.flush()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
         ref = SpillRef(self.path, self._offset, len(data))
         self._offset += len(data)
         return ref
