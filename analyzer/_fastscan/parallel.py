@@ -96,8 +96,11 @@ def scan_stream(
 
     Line numbers start at 1 for this stream: the caller renumbers ranges after the first.
     """
-    scanner = JsonlScanner(stats, book.may_match_texts, matches=book.match, at_start=at_start)
     events = eventstore.new_sink()
+    thinned = events if isinstance(events, eventstore.JobEvents) else None
+    scanner = JsonlScanner(
+        stats, book.may_match_texts, matches=book.match, at_start=at_start, sink=thinned
+    )
     before = Counter(book.timeouts)
     # Scanning makes no reference cycles, only millions of short-lived objects that would set
     # off the cyclic collector thousands of times for nothing.
