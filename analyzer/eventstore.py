@@ -10,14 +10,21 @@ while they are read: per kind of repeat and per stretch between two other events
 file is a little out of order) and, for details, within :data:`LAG` before it (rootcause
 cites the first detail in the two minutes before a death). What lies between is dropped,
 written to a spill file on disk (never kept in memory), and summed up as a :class:`Gap`.
-Events that come within a second after an anchor, the two copies of an entry delivered twice,
-and one event every :data:`CAP` are kept too. Kept events share their equal strings and
-matches (:func:`compact`).
+Events that come within a second after an anchor, the first repeat after an anchor read out
+of order, the copies of an entry delivered twice (same insertId and time, whatever their keys)
+and one event every :data:`CAP` are kept too. Kept events share their equal strings, texts
+and matches (:func:`compact`).
+
+Until it is kept, an event is a tuple (:data:`Light`): the sink scan hands its candidates
+over so, without a record or an Event (:meth:`JobEvents.add_all`); only what is kept becomes
+an Event. A complete traceback logged whole at every step (``Exception ignored in ...``) is
+a repeat like any other: it used to be an anchor, and everything around each one was kept.
 
 What is kept grows with the anchors and the density near them, not with the length of a
-stretch of repeats. Not thinned: events without a time, job id or task, multi-line texts,
-``jobdoctor classify`` (every match is its output), Dask workers' scans (their spill files
-would be elsewhere), a query engine's summary.
+stretch of repeats. Not thinned: events without a time, job id or task, a multi-line
+traceback that holds no complete one (:func:`thin_key`), ``jobdoctor classify`` (every match
+is its output), Dask workers' scans (their spill files would be elsewhere), a query engine's
+summary.
 
 Dropping is exact only where the later stages cannot see it. :func:`settled` checks that for
 every gap once the job is read whole (all inputs, every range of the fork pool), against
@@ -25,7 +32,8 @@ everything the stages measure from: no anchor and no VM-span boundary near or in
 (attempt and worker bounds, the last checkpoint before a death, details within two minutes
 of a death or after the last traceback header, the window a second past a death), no gap
 longer than the checkpoint interval (the longest stretch without a checkpoint), and nothing
-kept, nor any other input's event, where a dropped one could be its duplicate. When a check
+kept, nor any other input's event, where a dropped one could be its duplicate, and no dropped
+event another copy of an entry (by the digests of their insertIds and times). When a check
 fails (input far out of time order, two exports of one job) the job's dropped events are read
 back from the spill: the result is then the unthinned one, at the unthinned memory cost.
 ``tests/test_eventstore.py`` compares whole diagnoses thinned and unthinned.
@@ -36,11 +44,13 @@ from __future__ import annotations
 import bisect
 import os
 import tempfile
+import zlib
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Protocol
 
 from analyzer.events import Event, EventKind, RuleMatch
 from analyzer.longtext import LONG_TEXT, stored
@@ -87,11 +97,14 @@ CAP = timedelta(hours=4)
 # Of each repeat before an anchor, at least this many are kept (a traceback cut short
 # after a complete one keeps the complete one).
 KEEP_LAST = 2
+# Where an origin's entry goes in an IdBatch place (below its line).
+_ENTRY_BITS = 20
+# How many insertIds are remembered (_recent_ids) before starting afresh: copies of one
+# entry delivered twice come close together in a sink file.
+_IDS_LIMIT = 4096
 # Dropped events wait in memory until this many (of all jobs, in this process) are written to
 # the spill file at once.
 _SPILL_BATCH = 2048
-# Line boundaries as str.splitlines() knows them: a multi-line text is parsed whole by
-# tracebacks.parse_text, never thinned.
 _DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
 
 # Whether reading thins (set by the collector around its reads; forked workers inherit it).
@@ -108,23 +121,123 @@ def masked(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass").translate(_DIGITS)
 
 
+# An event as the thinner holds it until it keeps it: a tuple of the Event's fields, its
+# origin's three in place of it (building an Event and its Origin costs more than the rest of
+# thinning it, and most are dropped). The positions:
+WHEN: Final = 0
+JOB: Final = 1
+TASK: Final = 2
+MATCH: Final = 3
+TEXT: Final = 4
+PATH: Final = 5
+LINE: Final = 6
+ENTRY: Final = 7
+VM: Final = 8
+INSERT_ID: Final = 9
+TRIAL: Final = 10
+Light = tuple[
+    datetime | None,  # timestamp
+    str | None,  # job id
+    str | None,  # task
+    RuleMatch,
+    str,  # text
+    str,  # origin's path
+    int,  # origin's line
+    int,  # origin's entry
+    str | None,  # vm
+    str | None,  # insertId
+    str | None,  # trial
+]
+
+
+def light(event: Event) -> Light:
+    """``event`` as the thinner holds it."""
+    origin = event.origin
+    return (
+        event.timestamp,
+        event.job_id,
+        event.task,
+        event.match,
+        event.text,
+        origin.path,
+        origin.line,
+        origin.entry,
+        event.vm,
+        event.insert_id,
+        event.trial,
+    )
+
+
 def thin_key(event: Event) -> Key | None:
     """What makes two events repeats of one another, or None for an event never thinned
     (an anchor): other kinds, untimed, without a job id or a task (a paste's lines are read in
-    line order by rootcause), multi-line texts."""
-    match = event.match
-    text = event.text
-    if (
-        match.kind not in THIN_KINDS
-        or event.timestamp is None
-        or event.job_id is None
-        or event.task is None
-        or "\n" in text
-        or "\r" in text
-    ):
+    line order by rootcause), a multi-line traceback that holds no complete one."""
+    return _light_key(light(event))
+
+
+# The last text masked (two matches of one line are thinned one after the other).
+_last_mask: list[Any] = [None, b""]
+
+
+def _light_key(item: Light) -> Key | None:
+    """:func:`thin_key` of an event held as :data:`Light`."""
+    match = item[MATCH]
+    if match.kind not in THIN_KINDS or item[WHEN] is None or item[JOB] is None:
+        return None
+    task = item[TASK]
+    if task is None:
+        return None
+    text = item[TEXT]
+    last = _last_mask
+    if last[0] is text:
+        mask: object = last[1]
+    else:
+        mask = masked(text)
+        if len(mask) > _LONG_MASK:
+            # A long text (a traceback of many kilobytes) is held by its length and hash:
+            # the keys of its repeats and _complete stay small. Keys are compared within
+            # one process only (the checks read no more than a gap's task and rule), where
+            # str and bytes hashes agree.
+            mask = (len(mask), hash(mask))
+        last[0], last[1] = text, mask
+    if match.kind is EventKind.TRACEBACK and not _thinnable_traceback(text, mask):
         return None
     # A rule's fields come in the order of its pattern's groups: no need to sort them.
-    return (event.task, event.vm, event.trial, match.rule, *match.fields.items(), masked(text))
+    return (task, item[VM], item[TRIAL], match.rule, *match.fields.items(), mask)
+
+
+# Masks longer than this are held by their length and hash.
+_LONG_MASK = 256
+# Whether a multi-line traceback text holds a complete traceback, by its digit mask (a
+# logger's "Exception ignored in ..." written at every step, with other line numbers and
+# addresses). Bounded: cleared when full.
+_COMPLETE_LIMIT = 1 << 12
+_complete: dict[object, bool] = {}
+
+
+def _thinnable_traceback(text: str, mask: object) -> bool:
+    r"""Whether a traceback event of ``text`` may be thinned: a header on one line (as the
+    other kinds), or a multi-line text that holds a complete traceback.
+
+    tracebacks.exception_from_events reads a multi-line header event whole: a complete
+    traceback in it sets the exception found and forgets any frames read so far, so what
+    lies between two kept repeats (same task, same mask) changes nothing after the later
+    one, and the checks (:func:`inexact`) keep every window's end out of a gap. One without a
+    complete traceback starts a header (frames from none) and keeps the exception found
+    before it: frames of another traceback read between two of them would then count
+    otherwise without the dropped ones, so it is never thinned. Whether it is complete is the
+    same for every text of one digit mask: tracebacks' patterns take any digit alike (``\d``,
+    ``\w``, classes with all of 0-9) and name none."""
+    if "\n" not in text.strip():
+        return True
+    known = _complete.get(mask)
+    if known is None:
+        from analyzer.tracebacks import parse_text
+
+        if len(_complete) >= _COMPLETE_LIMIT:
+            _complete.clear()
+        known = _complete[mask] = parse_text(text) is not None
+    return known
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,25 +265,61 @@ class SpillRef:
     line_base: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class IdBatch:
+    """The dropped events of one thinner (one input or range) that have an insertId: the
+    digest of each line's insertId and time (:func:`entry_digest`, one per line) and its
+    place (``line << 20 | entry``, lines counted from ``line_base``) in ``path``.
+    ``conflict``: two lines of it have one digest."""
+
+    path: str
+    line_base: int
+    digests: array[int]
+    places: array[int]
+    conflict: bool
+
+
 @dataclass(slots=True)
 class Thinned:
-    """What thinning dropped from a job's events: the gaps, and where the events are."""
+    """What thinning dropped from a job's events: the gaps, where the events are, and the
+    insertIds of those that have one (to tell copies of one entry delivered twice)."""
 
     gaps: list[Gap] = field(default_factory=list)
     spills: list[SpillRef] = field(default_factory=list)
+    ids: list[IdBatch] = field(default_factory=list)
 
     def merge(self, other: Thinned | None) -> None:
-        """Add ``other``'s gaps and spills."""
+        """Add ``other``'s gaps, spills and digests."""
         if other is not None:
             self.gaps.extend(other.gaps)
             self.spills.extend(other.spills)
+            self.ids.extend(other.ids)
 
     def rebased(self, base: int) -> Thinned:
         """The same, the lines of its events counted after ``base`` lines (a later range)."""
         return Thinned(
             list(self.gaps),
             [SpillRef(s.path, s.offset, s.length, s.line_base + base) for s in self.spills],
+            [
+                IdBatch(b.path, b.line_base + base, b.digests, b.places, b.conflict)
+                for b in self.ids
+            ],
         )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def entry_digest(insert_id: str, when: datetime) -> int:
+    """64 bits that tell the entry ``insert_id`` at ``when`` from others (what classify._dedupe
+    takes for one entry delivered twice): equal for equal ones, the same in every process (a
+    spawned worker hashes str otherwise). Two others rarely share it, and then the checks
+    only read a job back."""
+    epoch = _EPOCH if when.tzinfo is not None else _NAIVE_EPOCH
+    moment = (when - epoch) // _MICROSECOND
+    return zlib.crc32(insert_id.encode("utf-8", "surrogatepass")) << 32 | moment & 0xFFFFFFFF
 
 
 class _Segment:
@@ -178,10 +327,10 @@ class _Segment:
 
     __slots__ = ("gap", "horizon", "lag", "last_kept", "latest", "protect_until", "tail")
 
-    def __init__(self, first: Event, anchor: datetime | None) -> None:
-        when = first.timestamp
+    def __init__(self, first: Light, anchor: datetime | None) -> None:
+        when = first[WHEN]
         assert when is not None
-        self.lag = LAG if first.match.kind is EventKind.DETAIL else DISORDER
+        self.lag = LAG if first[MATCH].kind is EventKind.DETAIL else DISORDER
         # Entries [time, event, sticky] in time order (a sink file is a little out of order):
         # sticky ones are kept whatever their place.
         self.tail: list[list[Any]] = []
@@ -216,89 +365,148 @@ class Thinner:
     """Thins one job group's events as they come (:meth:`add`), in reading order; :meth:`finish`
     when the input (or range) is read: :attr:`kept` and :attr:`dropped` are then final."""
 
-    __slots__ = ("_anchor", "_path", "_segments", "_spilling", "dropped", "kept")
+    __slots__ = (
+        "_anchor",
+        "_digests",
+        "_path",
+        "_places",
+        "_segments",
+        "_spilling",
+        "dropped",
+        "kept",
+    )
 
     def __init__(self) -> None:
         self.kept: list[Event] = []
         self.dropped = Thinned()
         self._segments: dict[Key, _Segment] = {}
         self._anchor: datetime | None = None
-        self._spilling: list[Event] = []
+        self._spilling: list[Light] = []
         self._path: str | None = None
+        # The dropped events' insertId digests and places (IdBatch), as they come.
+        self._digests: array[int] = array("Q")
+        self._places: array[int] = array("q")
 
     def add(self, event: Event) -> None:
         """Take the next event read."""
-        key = thin_key(event)
+        self.add_light(light(event))
+
+    def add_light(self, item: Light) -> None:
+        """Take the next event read, as :data:`Light`."""
+        key = _light_key(item)
+        when = item[WHEN]
         if key is None:
-            self.kept.append(compact(event))
-            when = event.timestamp
+            self.kept.append(_event(item))
             if when is not None:
+                self._seen(item, [when, None, True])
                 self._close_all(when)
                 self._anchor = when if self._anchor is None else max(self._anchor, when)
             return
         segment = self._segments.get(key)
         if segment is None:
-            self._segments[key] = _Segment(event, self._anchor)
-            self.kept.append(compact(event))
+            self._segments[key] = _Segment(item, self._anchor)
+            self.kept.append(_event(item))
+            self._seen(item, [when, None, True])
             return
-        self._push(key, segment, event)
+        self._push(key, segment, item)
 
-    def _push(self, key: Key, segment: _Segment, event: Event) -> None:
-        when = event.timestamp
+    def _seen(self, item: Light, entry: list[Any]) -> None:
+        """Remember ``item``'s tail ``entry`` by its insertId; both it and an earlier copy
+        of the same entry (same insertId, same time, another line) become sticky."""
+        insert_id = item[INSERT_ID]
+        if insert_id is None:
+            return
+        ids = _recent_ids
+        earlier = ids.get(insert_id)
+        # Two matches of one line are one entry's (dedupe tells copies by their origin).
+        if earlier is not None and earlier[0] is self and _copies(earlier[1], item):
+            earlier[2][2] = entry[2] = True
+        elif len(ids) >= _IDS_LIMIT:
+            ids.clear()
+        ids[insert_id] = (self, item, entry)
+
+    def _push(self, key: Key, segment: _Segment, item: Light) -> None:
+        when = item[WHEN]
         assert when is not None
         protect = segment.protect_until
-        entry = [when, event, protect is not None and when <= protect]
+        entry = [when, item, protect is not None and when <= protect]
         tail = segment.tail
         if not tail or tail[-1][0] <= when:
-            at = len(tail)
             tail.append(entry)
         else:
-            at = bisect.bisect_right(tail, when, key=_entry_time)
-            tail.insert(at, entry)
-        insert_id = event.insert_id
+            tail.insert(bisect.bisect_right(tail, when, key=_entry_time), entry)
+        # The same entry delivered twice (same time, same insertId) is deduplicated later
+        # (classify._dedupe), which must see both: keep both (_seen, inline: it is the cost
+        # of every event).
+        insert_id = item[INSERT_ID]
         if insert_id is not None:
-            # The same entry delivered twice (same time, same insertId) is deduplicated later
-            # (classify._dedupe), which must see both: keep both. Equal times are neighbours.
-            before = at - 1
-            while before >= 0 and tail[before][0] == when:
-                if tail[before][1].insert_id == insert_id:
-                    tail[before][2] = entry[2] = True
-                before -= 1
+            ids = _recent_ids
+            earlier = ids.get(insert_id)
+            if earlier is not None and earlier[0] is self and _copies(earlier[1], item):
+                earlier[2][2] = entry[2] = True
+            elif len(ids) >= _IDS_LIMIT:
+                ids.clear()
+            ids[insert_id] = (self, item, entry)
         if when > segment.latest:
             segment.latest = when
-            segment.horizon = _shift(when, -segment.lag)
+            try:
+                segment.horizon = when - segment.lag
+            except OverflowError:
+                segment.horizon = _shift(when, -segment.lag)
         horizon = segment.horizon
-        while len(tail) > KEEP_LAST and tail[0][0] < horizon:
-            old_when, old, sticky = tail.pop(0)
-            last_kept = segment.last_kept
-            if sticky or old_when < last_kept or tail[0][0] - last_kept > CAP:
-                self._keep(key, segment, old)
-            else:
-                self._drop(segment, old)
+        # The oldest is decided once the next one is older than the margin too: an anchor
+        # read later (at most the margin out of order) then comes after that next one, and
+        # the oldest is never the last repeat before it.
+        if len(tail) > KEEP_LAST and tail[1][0] < horizon:
+            anchor = self._anchor
+            while len(tail) > KEEP_LAST and tail[1][0] < horizon:
+                old_when, old, sticky = tail.pop(0)
+                last_kept = segment.last_kept
+                if (
+                    sticky
+                    or old_when < last_kept
+                    or tail[0][0] - last_kept > CAP
+                    # The first repeat after the latest anchor, when the segment began
+                    # before it (read out of order): a start's first checkpoint, say.
+                    or (anchor is not None and last_kept < anchor <= old_when)
+                ):
+                    self._keep(key, segment, old)
+                else:
+                    self._drop(segment, old)
 
-    def _keep(self, key: Key, segment: _Segment, event: Event) -> None:
-        self.kept.append(compact(event))
-        when = event.timestamp
+    def _keep(self, key: Key, segment: _Segment, item: Light) -> None:
+        self.kept.append(_event(item))
+        when = item[WHEN]
         assert when is not None
         gap = segment.gap
         if gap is not None:
             self.dropped.gaps.append(
-                Gap(key, event.match.kind, event.origin.path, gap[0], gap[1], gap[2], when, gap[3])
+                Gap(key, item[MATCH].kind, item[PATH], gap[0], gap[1], gap[2], when, gap[3])
             )
             segment.gap = None
         if when > segment.last_kept:
             segment.last_kept = when
 
-    def _drop(self, segment: _Segment, event: Event) -> None:
-        when = event.timestamp
+    def _drop(self, segment: _Segment, item: Light) -> None:
+        when = item[WHEN]
+        assert when is not None
         gap = segment.gap
         if gap is None:
             segment.gap = [segment.last_kept, when, when, 1]
         else:
-            gap[1], gap[2], gap[3] = min(gap[1], when), max(gap[2], when), gap[3] + 1
+            if when < gap[1]:
+                gap[1] = when
+            if when > gap[2]:
+                gap[2] = when
+            gap[3] += 1
+        insert_id = item[INSERT_ID]
+        if insert_id is not None:
+            self._path = item[PATH]
+            self._digests.append(entry_digest(insert_id, when))
+            self._places.append(item[LINE] << _ENTRY_BITS | item[ENTRY])
         if not self._spilling:
             _waiting[id(self)] = self
-        self._spilling.append(event)
+        self._spilling.append(item)
         _count[0] += 1
         if _count[0] >= _SPILL_BATCH:
             for thinner in list(_waiting.values()):
@@ -311,24 +519,26 @@ class Thinner:
         segments = self._segments
         if not segments:
             return
+        anchor = self._anchor
         for key, segment in segments.items():
             tail = segment.tail
             last = len(tail) - KEEP_LAST
             # Details within two minutes before an anchor: it, or one a little out of order
             # after it, may be a death whose first such detail rootcause cites.
             since = _shift(at, -segment.lag) if at is not None else None
-            for index, (when, event, sticky) in enumerate(tail):
+            for index, (when, item, sticky) in enumerate(tail):
                 if (
                     since is None
                     or index >= last
                     or sticky
                     or when >= since
                     or when < segment.last_kept
+                    or (anchor is not None and segment.last_kept < anchor <= when)
                     or tail[index + 1][0] - segment.last_kept > CAP
                 ):
-                    self._keep(key, segment, event)
+                    self._keep(key, segment, item)
                 else:
-                    self._drop(segment, event)
+                    self._drop(segment, item)
             if segment.gap is not None:  # never: a dropped event has a kept one after it
                 raise AssertionError("a gap without a kept event after it")
         segments.clear()
@@ -344,6 +554,40 @@ class Thinner:
         """The input is read: keep every undecided tail, spill what was dropped."""
         self._close_all()
         self._spill()
+        # Nothing of this thinner is remembered past its input (a notebook reads again).
+        _recent_ids.clear()
+        if self._places:
+            self.dropped.ids.append(self._id_batch())
+            self._digests, self._places = array("Q"), array("q")
+
+    def _id_batch(self) -> IdBatch:
+        """The insertIds of the dropped events, one per line (two matches of one line are
+        one entry's)."""
+        by_digest: dict[int, int] = {}
+        conflict = False
+        for digest, place in zip(self._digests, self._places, strict=True):
+            if by_digest.setdefault(digest, place) != place:
+                conflict = True
+        assert self._path is not None
+        return IdBatch(
+            self._path, 0, array("Q", by_digest), array("q", by_digest.values()), conflict
+        )
+
+
+# The latest events read with an insertId, of every thinner: (thinner, event, tail entry
+# [time, event or None once decided, sticky]). One entry delivered twice (same insertId,
+# same time) is kept twice, for classify._dedupe to count, whatever the keys of its copies.
+# Bounded (cleared when full): the digests of the dropped ones (Thinned.ids) let the checks
+# find the copies this misses.
+_recent_ids: dict[str, tuple[Thinner, Light, list[Any]]] = {}
+
+
+def _copies(earlier: Light, item: Light) -> bool:
+    """Whether ``earlier`` and ``item`` (of one insertId) may be two copies of one entry for
+    classify._dedupe: the same time, other lines (two matches of one line are one entry's)."""
+    return earlier[WHEN] == item[WHEN] and (
+        earlier[LINE] != item[LINE] or earlier[PATH] != item[PATH] or earlier[ENTRY] != item[ENTRY]
+    )
 
 
 # The thinners with dropped events not yet written, and how many events they hold.
@@ -372,16 +616,31 @@ class JobEvents:
 
     def append(self, event: Event) -> None:
         """Take the next event the scan found."""
-        thinner = self._by_job.get((event.job_id, event.trial))
+        self.add_light(light(event))
+
+    def add_all(self, items: Iterable[Light]) -> None:
+        """:meth:`add_light` each of ``items``, in order."""
+        by_job = self._by_job
+        for item in items:
+            thinner = by_job.get((item[JOB], item[TRIAL]))
+            if thinner is None:
+                self.add_light(item)
+            else:
+                thinner.add_light(item)
+
+    def add_light(self, item: Light) -> None:
+        """Take the next event the scan found, as :data:`Light` (built for it alone: no
+        Event is made of what thinning drops)."""
+        thinner = self._by_job.get((item[JOB], item[TRIAL]))
         if thinner is None:
             from analyzer.records import job_group
 
-            group = job_group(event.job_id, event.trial)
+            group = job_group(item[JOB], item[TRIAL])
             thinner = self._groups.get(group)
             if thinner is None:
                 thinner = self._groups[group] = Thinner()
-            self._by_job[(event.job_id, event.trial)] = thinner
-        thinner.add(event)
+            self._by_job[(item[JOB], item[TRIAL])] = thinner
+        thinner.add_light(item)
 
     def finish(self) -> None:
         """The scan is done: each group's kept events and gaps are final."""
@@ -437,6 +696,56 @@ def _shared(text: str | None) -> str | None:
     return None if text is None else _strings.setdefault(text, text)
 
 
+# Kept texts that repeat exactly (the harmless ModuleNotFoundError, a logger's "Exception
+# ignored in ..." traceback at every step) share one string: at 1 GB of dense export, a
+# tenth of the memory of what is kept. Apart from _strings, since most texts are new (a
+# step's number) and would clear it often; bounded the same way.
+_texts: dict[str, str] = {}
+
+
+def _shared_text(text: str) -> str:
+    if len(text) > LONG_TEXT:
+        return text  # kept on disk (analyzer.longtext), which writes equal texts once
+    texts = _texts
+    if len(texts) > _SHARED_LIMIT:
+        texts.clear()
+    return texts.setdefault(text, text)
+
+
+def _event(item: Light) -> Event:
+    """The Event of ``item``, sharing what :func:`compact` shares."""
+    if len(_strings) > _SHARED_LIMIT or len(_matches) > _SHARED_LIMIT:
+        _strings.clear()
+        _matches.clear()
+    match = item[MATCH]
+    key = (
+        match.rule,
+        match.lang,
+        match.kind,
+        match.category,
+        match.detail,
+        match.writer,
+        *match.fields.items(),
+    )
+    strings = _strings
+    path = item[PATH]
+    kept = Event(
+        item[WHEN],
+        _shared(item[JOB]),
+        _shared(item[TASK]),
+        _matches.setdefault(key, match),
+        _shared_text(item[TEXT]),
+        Origin(strings.setdefault(path, path), item[LINE], item[ENTRY]),
+        _shared(item[VM]),
+        item[INSERT_ID],
+        _shared(item[TRIAL]),
+    )
+    # A long text waits on disk in the reading process, as compact does.
+    if len(kept.text) > LONG_TEXT and os.getpid() == _owner[0]:
+        return stored(kept)
+    return kept
+
+
 def compact(event: Event) -> Event:
     """``event`` with the strings and the match other kept events hold equal (the same
     values: shared objects)."""
@@ -461,7 +770,7 @@ def compact(event: Event) -> Event:
         _shared(event.job_id),
         _shared(event.task),
         match,
-        event.text,
+        _shared_text(event.text),
         origin if origin.path is path else Origin(path, origin.line, origin.entry),
         _shared(event.vm),
         event.insert_id,
@@ -492,16 +801,19 @@ class _SpillFile:
 
     def __init__(self) -> None:
         handle, self.path = tempfile.mkstemp(prefix=f"jobdoctor-spill-{os.getpid()}-")
-        self._file = os.fdopen(handle, "wb")
+        # A bare descriptor, as long as the process: no file object to warn "unclosed" when
+        # the interpreter ends.
+        self._fd = handle
         self._offset = 0
         if os.getpid() == _owner[0]:
             _opened[self.path] = handle
             os.unlink(self.path)
 
-    def write(self, events: Sequence[Event]) -> SpillRef:
+    def write(self, events: Sequence[Light]) -> SpillRef:
         data = _encoder().encode(list(events))
-        self._file.write(data)
-        self._file.flush()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
         ref = SpillRef(self.path, self._offset, len(data))
         self._offset += len(data)
         return ref
@@ -565,7 +877,7 @@ def _encoder() -> Any:
     if not _codec:
         import msgspec
 
-        _codec.extend([msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(list[Event])])
+        _codec.extend([msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(list[Light])])
     return _codec[0]
 
 
@@ -576,14 +888,22 @@ def restore(spills: Iterable[SpillRef]) -> list[Event]:
     events: list[Event] = []
     for ref in spills:
         adopt([ref])
-        found: list[Event] = decoder.decode(os.pread(_opened[ref.path], ref.length, ref.offset))
-        if ref.line_base:
-            for event in found:
-                origin = event.origin
-                object.__setattr__(
-                    event, "origin", Origin(origin.path, origin.line + ref.line_base, origin.entry)
-                )
-        events.extend(found)
+        found: list[Light] = decoder.decode(os.pread(_opened[ref.path], ref.length, ref.offset))
+        base = ref.line_base
+        events.extend(
+            Event(
+                item[WHEN],
+                item[JOB],
+                item[TASK],
+                item[MATCH],
+                item[TEXT],
+                Origin(item[PATH], item[LINE] + base, item[ENTRY]),
+                item[VM],
+                item[INSERT_ID],
+                item[TRIAL],
+            )
+            for item in found
+        )
     return events
 
 
@@ -596,6 +916,9 @@ def _shift(when: datetime, by: timedelta) -> datetime:
         return when + by
     except OverflowError:
         return (datetime.max if by > timedelta(0) else datetime.min).replace(tzinfo=when.tzinfo)
+
+
+_TICK = timedelta(microseconds=1)
 
 
 def _second(when: datetime) -> datetime:
@@ -626,9 +949,11 @@ def inexact(
     """Why :func:`exact` is False (the first gap that fails and the check), or None."""
     if not dropped.gaps:
         return None
-    anchors: list[datetime] = list(span_times)
+    anchors: list[datetime] = []
+    # A worker's first record on a VM: a start at that time (timeline._worker), which the
+    # stages compare inclusively (a window from it holds a record at it).
+    firsts = sorted(span_times)
     deaths: dict[str, list[datetime]] = {}
-    kept_by_key: dict[Key, list[datetime]] = {}
     headers: dict[object, list[datetime]] = {}
     paths: dict[tuple[object, object], list[tuple[datetime, str]]] = {}
     for event in events:
@@ -641,20 +966,27 @@ def inexact(
             dead = _death_task(event)
             if dead is not None:
                 deaths.setdefault(dead, []).append(when)
-        else:
-            kept_by_key.setdefault(key, []).append(when)
-            if event.match.kind is EventKind.TRACEBACK:
-                headers.setdefault(event.task, []).append(when)
+        elif event.match.kind is EventKind.TRACEBACK:
+            headers.setdefault(event.task, []).append(when)
         paths.setdefault((event.match.rule, event.task), []).append((when, event.origin.path))
     anchors.sort()
+    bounds = sorted(anchors + firsts)  # where a death's window may end, or a run begin
     for times in deaths.values():
         times.sort()
-    for times in (*kept_by_key.values(), *headers.values()):
+    for times in headers.values():
         times.sort()
+    if dropped.ids:
+        reason = _duplicate_dropped(events, dropped.ids)
+        if reason is not None:
+            return reason
     header_gaps: dict[object, list[Gap]] = {}
+    gaps_by_rule: dict[tuple[object, object], list[Gap]] = {}
+    several = len({gap.path for gap in dropped.gaps}) > 1
     for gap in dropped.gaps:
         if gap.kind is EventKind.TRACEBACK:
             header_gaps.setdefault(gap.key[0], []).append(gap)
+        if several:
+            gaps_by_rule.setdefault((gap.key[3], gap.key[0]), []).append(gap)
     for gap in dropped.gaps:
         if not (gap.before <= gap.first and gap.last <= gap.after):
             return f"{gap}: read out of order, the dropped ones are not between kept ones"
@@ -662,14 +994,20 @@ def inexact(
             return f"{gap}: longer than {CAP}"
         if _any_within(anchors, min(gap.before, _shift(gap.first, -AFTER_ANCHOR)), gap.after):
             return f"{gap}: an anchor inside"
+        # A VM's first record may be the kept one before the gap itself (the first line a
+        # worker wrote there): a start at it then holds that one and the gap alike.
+        low = min(_shift(gap.before, _TICK), _shift(gap.first, -AFTER_ANCHOR))
+        if _any_within(firsts, low, gap.after):
+            return f"{gap}: a VM span's start inside"
         if gap.kind is EventKind.DETAIL and _any_within(
             deaths.get(str(gap.key[0]), []),
             _shift(gap.first, -AFTER_ANCHOR),
             _shift(gap.last, BEFORE_ANCHOR),
         ):
             return f"{gap}: a death within {BEFORE_ANCHOR} after"
-        if _any_within(kept_by_key.get(gap.key, []), gap.first, gap.last):
-            return f"{gap}: a kept repeat among the dropped, maybe a duplicate of one"
+        # A kept repeat among the dropped ones of the same input is no duplicate of one for
+        # classify._dedupe, which tells one input's copies by insertId alone (the digests
+        # checked above); another input's by their words too, below.
         rule, task = gap.key[3], gap.key[0]
         earliest, latest = _second(gap.first), _shift(_second(gap.last), timedelta(seconds=1))
         if any(
@@ -677,8 +1015,37 @@ def inexact(
             for when, path in paths.get((rule, task), ())
         ):
             return f"{gap}: another input's event a dropped one could duplicate"
-        if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, anchors):
+        if any(
+            other.path != gap.path and other.first <= latest and earliest <= other.last
+            for other in gaps_by_rule.get((rule, task), ())
+        ):
+            return f"{gap}: another input's dropped events, maybe copies of these"
+        if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, bounds):
             return f"{gap}: a traceback header before the dropped details"
+    return None
+
+
+def _duplicate_dropped(events: Iterable[Event], batches: Sequence[IdBatch]) -> str | None:
+    """Why a dropped event may be one copy of an entry delivered twice (its insertId and time
+    those of another line's event, kept or dropped: classify._dedupe counts such a copy), or
+    None."""
+    owner: dict[int, tuple[str, int]] = {}
+    for batch in batches:
+        if batch.conflict:
+            return "two dropped lines of one insertId and time"
+        path, base = batch.path, batch.line_base << _ENTRY_BITS
+        for digest, place in zip(batch.digests, batch.places, strict=True):
+            place_in = (path, place + base)
+            if owner.setdefault(digest, place_in) != place_in:
+                return "two dropped lines of one insertId and time"
+    for event in events:
+        insert_id, when = event.insert_id, event.timestamp
+        if insert_id is None or when is None:
+            continue
+        known = owner.get(entry_digest(insert_id, when))
+        origin = event.origin
+        if known is not None and known != (origin.path, origin.line << _ENTRY_BITS | origin.entry):
+            return f"a dropped copy of the entry {insert_id!r} at {when}"
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import random
 from dataclasses import fields, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, dense_fleet, write
 from analyzer.simulate.plan import merge_jobs
 from analyzer.timeline import build_timeline
+
+_T0 = datetime(2024, 3, 11, 8, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -158,11 +161,26 @@ def test_a_late_anchor_is_read_back(
     running = next(orjson.loads(x) for x in lines if "Job is running." in x)
     middle = orjson.loads(lines[len(lines) // 2])
     late = orjson.dumps({**running, "timestamp": middle["timestamp"], "insertId": "late"})
-    third = len(lines) // 3
+    at = 2 * len(lines) // 3  # read after the repeats of its time
     path = tmp_path / "late.jsonl"
-    path.write_text("".join([*lines[:third], late.decode() + "\n", *lines[third:]]), "utf-8")
+    path.write_text("".join([*lines[:at], late.decode() + "\n", *lines[at:]]), "utf-8")
     collector, kept, full = _same([str(path)], book, processes=processes)
     assert collector.restored and kept == full
+
+
+def test_an_early_anchor_keeps_what_follows_it(book: RuleBook, tmp_path: Path) -> None:
+    # The same service line read long before the lines of its time: the repeats read after
+    # it are decided around it (kept up to a second after it, and the first one after it),
+    # without reading anything back.
+    lines = _dense_scenario("user-code-exit1", 3, 0.5).splitlines(keepends=True)
+    running = next(orjson.loads(x) for x in lines if "Job is running." in x)
+    middle = orjson.loads(lines[len(lines) // 2])
+    early = orjson.dumps({**running, "timestamp": middle["timestamp"], "insertId": "early"})
+    third = len(lines) // 3
+    path = tmp_path / "early.jsonl"
+    path.write_text("".join([*lines[:third], early.decode() + "\n", *lines[third:]]), "utf-8")
+    collector, kept, full = _same([str(path)], book)
+    assert not collector.restored and kept < full
 
 
 def test_two_exports_of_one_job(book: RuleBook, tmp_path: Path) -> None:
@@ -171,6 +189,16 @@ def test_two_exports_of_one_job(book: RuleBook, tmp_path: Path) -> None:
     for fmt in ("jsonl", "stream-logs"):
         (tmp_path / f"job.{fmt}").write_text(_dense_scenario("oom", 11, 0.3, fmt), encoding="utf-8")
     _same([str(tmp_path / "job.jsonl"), str(tmp_path / "job.stream-logs")], book)
+
+
+def test_one_export_read_twice(book: RuleBook, tmp_path: Path) -> None:
+    # The same sink file under two names: every entry is a copy of the other file's, the
+    # dropped ones too (each input thins the same stretches alike); counted as without
+    # thinning.
+    text = _dense_scenario("user-code-exit1", 5, 0.5)
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    _same([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")], book)
 
 
 def test_hourly_files_of_one_job(book: RuleBook, tmp_path: Path) -> None:
@@ -187,6 +215,115 @@ def test_hourly_files_of_one_job(book: RuleBook, tmp_path: Path) -> None:
         paths.append(str(path))
     collector, _, _ = _same(paths, book)
     assert not collector.restored
+
+
+# Multi-line texts a worker's logger writes again and again: a complete traceback (with
+# another address and line numbers each time), one cut short (never thinned), and a paste of
+# an exception line.
+_MULTI_LINE = (
+    "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f3a{hex}>\n"
+    "Traceback (most recent call last):\n"
+    '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line'
+    " 14{n}, in __del__\n    self._shutdown_workers()\n"
+    "AttributeError: '_MultiProcessingDataLoaderIter' object has no attribute '_workers'",
+    "Traceback (most recent call last):\n"
+    '  File "/root/.local/lib/python3.10/site-packages/trainer/task.py", line {n}, in train',
+    "step {n}: loss=0.{n}\nModuleNotFoundError: No module named 'x'",
+)
+
+
+def _mutated(lines: list[str], seed: int, multi: float, copies: int, far: bool) -> list[str]:
+    """``lines`` with some worker texts made multi-line, and ``copies`` entries delivered
+    twice: the same line again, or its insertId and time on another line (another rule's),
+    next to it or ``far`` from it."""
+    rng = random.Random(seed)
+    out = []
+    for line in lines:
+        entry = orjson.loads(line)
+        payload = entry.get("jsonPayload")
+        task = entry.get("resource", {}).get("labels", {}).get("task_name")
+        if rng.random() < multi and isinstance(payload, dict) and task not in (None, "service"):
+            text = rng.choice(_MULTI_LINE).format(
+                hex=f"{rng.randrange(16**8):08x}", n=rng.randrange(10, 99)
+            )
+            entry["jsonPayload"] = {**payload, "message": text}
+            line = orjson.dumps(entry).decode() + "\n"
+        out.append(line)
+    for _ in range(copies):
+        at = rng.randrange(len(out))
+        to = rng.randrange(len(out)) if far else min(at + 1, len(out) - 1)
+        if rng.random() < 0.5:
+            out.insert(to, out[at])
+        else:
+            source, other = orjson.loads(out[at]), orjson.loads(out[to])
+            other["insertId"], other["timestamp"] = source["insertId"], source["timestamp"]
+            out[to] = orjson.dumps(other).decode() + "\n"
+    return out
+
+
+@settings(max_examples=16, deadline=None)
+@given(
+    scenario=st.sampled_from(sorted(SCENARIOS)),
+    seed=st.integers(0, 10_000),
+    multi=st.sampled_from([0.0, 0.1, 0.5]),
+    copies=st.integers(0, 6),
+    far=st.booleans(),
+    processes=st.sampled_from([1, 2]),
+)
+def test_thinning_is_exact_with_copies_and_multi_line_texts(
+    scenario: str,
+    seed: int,
+    multi: float,
+    copies: int,
+    far: bool,
+    processes: int,
+    book: RuleBook,
+    tmp_path_factory: Any,
+) -> None:
+    # Repeated multi-line tracebacks (thinned when complete), entries delivered twice under
+    # any key, near or far (dedupe counts every copy: the checks read a job back when a
+    # dropped copy escaped), read in one process or in small ranges (repeats crossing
+    # range boundaries): the analysis is the unthinned one.
+    lines = _mutated(
+        _dense_scenario(scenario, seed, 0.3).splitlines(keepends=True), seed, multi, copies, far
+    )
+    path = tmp_path_factory.mktemp("mutated") / "job.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parallel, "MIN_RANGE_BYTES", 32 << 10)
+        _same([str(path)], book, processes=processes)
+
+
+def test_a_copy_under_another_rule_is_counted(book: RuleBook, tmp_path: Path) -> None:
+    # One insertId and time on a checkpoint line and on a traceback line (each a repeat of
+    # its own kind): classify._dedupe counts the second as a duplicate, thinned or not.
+    lines = _dense_scenario("user-code-exit1", 3, 0.5).splitlines(keepends=True)
+    entries = [orjson.loads(line) for line in lines]
+    checkpoints = [i for i, e in enumerate(entries) if "Saving checkpoint" in str(e)]
+    at = checkpoints[len(checkpoints) // 2]
+    copy = dict(entries[at + 1])
+    copy["insertId"], copy["timestamp"] = entries[at]["insertId"], entries[at]["timestamp"]
+    lines[at + 1] = orjson.dumps(copy).decode() + "\n"
+    path = tmp_path / "copy.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    collector, kept, full = _same([str(path)], book)
+    assert kept < full and collector.stats[0].duplicates >= 1
+
+
+def test_complete_multi_line_tracebacks_are_thinned(book: RuleBook, tmp_path: Path) -> None:
+    # The same complete traceback in one text at every step: its repeats are thinned (it
+    # used to be an anchor, keeping everything around each one); one cut short is not.
+    from analyzer.events import Event
+    from analyzer.records import Origin
+
+    def event(text: str, line: int) -> Event:
+        (match,) = [m for m in book.match(text) if m.kind is EventKind.TRACEBACK]
+        return Event(None, "1", "workerpool0-0", match, text, Origin("x", line))
+
+    complete = _MULTI_LINE[0].format(hex="1c2e4d30", n=79)
+    cut = _MULTI_LINE[1].format(n=12)
+    assert eventstore.thin_key(replace(event(complete, 1), timestamp=_T0)) is not None
+    assert eventstore.thin_key(replace(event(cut, 1), timestamp=_T0)) is None
 
 
 def _one_long_job(repeats: int) -> str:
@@ -293,6 +430,12 @@ _FRAGMENTS = st.sampled_from(
         "HTTP 429",
         "ｅｘｉｔ",
         "１３７",
+        "Traceback (most recent call last):",
+        "\n",
+        '  File "/x/task.py", line ',
+        ", in train",
+        "Exception ignored in: <function f at 0x7f3a",
+        ">",
     ]
 )
 

@@ -23,7 +23,7 @@ import pytest
 from analyzer import _fastscan
 from analyzer._fastscan import parallel
 from analyzer._fastscan.gcloudjson import GcloudJsonScanner, entry_ranges
-from analyzer._fastscan.streamlogs import safe_ranges, starts_record
+from analyzer._fastscan.streamlogs import StreamLogsScanner, safe_ranges, starts_record
 from analyzer.analysis import Analysis
 from analyzer.api import analyze
 from analyzer.classify import classify_records, classify_sources, collect
@@ -454,3 +454,159 @@ def test_the_careful_baselines_agree_on_the_same_entries(tmp_path: Path) -> None
     rows = careful_stream_logs.scan(str(paths["stream-logs"]))
     families = set(rows["jobs"].values())  # type: ignore[union-attr]
     assert families <= set(want["jobs"].values()) and families  # type: ignore[union-attr]
+
+
+# --- a folder of small files -----------------------------------------------------------------
+
+
+def _folder(tmp_path: Path) -> list[str]:
+    """A folder of small inputs of every kind the light scanners take, one an unusual gcloud
+    JSON file (read record by record), and a sink file among them."""
+    paths = []
+    for number, scenario in enumerate(sorted(SCENARIOS)[:8]):
+        for fmt, suffix in [("gcloud-json", "json"), ("stream-logs", "txt")]:
+            if fmt == "stream-logs" and len(expected(scenario)) != 1:
+                continue
+            data = _written(scenario, fmt).encode()
+            path = tmp_path / f"{number:02d}-{scenario}.{suffix}"
+            if number % 3 == 1:
+                path = path.with_name(path.name + ".gz")
+                data = gzip.compress(data)
+            path.write_bytes(data)
+            paths.append(str(path))
+    unusual = tmp_path / "unusual.json"
+    unusual.write_bytes(_foreign_mixed(_written("oom", "gcloud-json")))
+    utf16 = tmp_path / "redirect.txt"
+    out = io.StringIO()
+    write(simulate("vm-maintenance-restart", seed=1), "utf16", out, seed=1)
+    utf16.write_bytes(out.getvalue().encode(encoding("utf16")))
+    sink = tmp_path / "sink.jsonl"
+    sink.write_text(_written("oom", "jsonl"), encoding="utf-8")
+    return [*paths, str(unusual), str(utf16), str(sink)]
+
+
+@pytest.mark.usefixtures("small_ranges")
+def test_a_folder_of_small_files_over_processes(book: RuleBook, tmp_path: Path) -> None:
+    # Read together by a pool (a file each, a range each of the larger ones), the same as
+    # one by one in one process and as the plain readers.
+    paths = _folder(tmp_path)
+    policy = load_policy()
+
+    def analysis(fast: bool, processes: int) -> object:
+        logs, stats = collect(open_sources(paths), book, fast=fast, processes=processes)
+        diagnoses = tuple(diagnose_timeline(build_timeline(log), policy) for log in logs)
+        return Analysis(tuple(stats), diagnoses).to_dict()
+
+    plain = analysis(False, 1)
+    assert analysis(True, 1) == plain
+    assert analysis(True, 3) == plain
+    scans = _fastscan.scan(open_sources(paths), book, processes=3)
+    assert sum(found is None for found in scans) == 1  # the unusual one
+
+
+def test_the_work_of_a_file_decides_the_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stream-logs byte costs the scan several sink bytes: a file too small to be worth a
+    # second process as sink JSONL is worth one as stream-logs; a folder of small files
+    # counts as their sum.
+    monkeypatch.delenv("JOBDOCTOR_JOBS", raising=False)
+    size = parallel.PARALLEL_MIN_WORK // 2
+    cores = parallel.processes_for(parallel.PARALLEL_MIN_WORK, None)
+    assert parallel.processes_for(parallel.work_of(size, "cloud-logging-jsonl"), None) == 1
+    assert parallel.processes_for(parallel.work_of(size, "stream-logs"), None) == cores
+    small = [parallel.work_of(size // 10, "cloud-logging-jsonl")] * 30
+    assert parallel.processes_for(sum(small), None) == cores
+    assert parallel.work_of(size, "gcloud-json", compressed=True) > parallel.work_of(
+        size, "gcloud-json"
+    )
+
+
+def _rows(seed: int, clean: bool) -> str:
+    """Random stream-logs rows: workers of several tasks (one without a name) and service
+    messages of one or more lines among them, times repeating within a second; ``clean``
+    False adds what gcloud's plain output has not: a tab inside a message, a trial column,
+    another zone, a day that is none, a line of no row at all."""
+    rng = random.Random(seed)
+    tasks = ["workerpool0-0", "workerpool1-0", "workerpool1-1", ""]
+    service = [
+        "Waiting for job to be provisioned.",
+        "The replica workerpool0-0 exited with a non-zero status of 1.",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 3, in main',
+        "Job failed.",
+        "",
+    ]
+    worker = [
+        "step 12 loss 0.5",
+        "Saving checkpoint to gs://b/ckpt-12",
+        "RuntimeError: CUDA out of memory.",
+    ]
+    moment = datetime(2024, 3, 11, 8, 0, 0)
+    rows = []
+    for _ in range(rng.randrange(50, 400)):
+        moment += timedelta(seconds=rng.choice([0, 0, 1, 59]))
+        when = f"{moment:%Y-%m-%d %H:%M:%S} +0000"
+        severity = rng.choice(["INFO", "ERROR", "WARNING", "DEFAULT"])
+        if rng.random() < 0.3:
+            task = rng.choice(["service", "service", "unknown_task"])
+            message = rng.choice(service)
+        else:
+            task, message = rng.choice(tasks), rng.choice(worker)
+        row = f"{severity}\t{when}\t{task}\t{message}"
+        if not clean and rng.random() < 0.05:
+            row = rng.choice(
+                [
+                    f"{severity}\t{when}\t{task}\tcolumns\tin a message",
+                    f"{severity}\t{when}\t{task}\t3\t{message}",
+                    row.replace("+0000", "-0700"),
+                    row.replace(f"{moment:%Y-%m-%d}", "2024-02-30"),
+                    "not a row",
+                ]
+            )
+        rows.append(row + "\n")
+    return "".join(rows)
+
+
+@pytest.mark.parametrize("clean", [True, False])
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.usefixtures("small_ranges")
+def test_random_rows_fast_is_plain(seed: int, clean: bool, book: RuleBook, tmp_path: Path) -> None:
+    # Blocks of gcloud's plain rows are read by columns, others line by line: both the plain
+    # reader's records, spans and counts, in one process and in ranges of a few hundred bytes.
+    path = tmp_path / "rows.txt"
+    path.write_text(_rows(seed, clean), encoding="utf-8")
+    _same(path, book)
+
+
+def _scanned_in_blocks(data: bytes, cuts: list[int], book: RuleBook) -> object:
+    """What the stream-logs scanner makes of ``data`` fed in blocks ending at ``cuts``."""
+    stats = InputStats(path="rows.txt")
+    scanner = StreamLogsScanner(stats, book.may_match_texts, book.match)
+    for start, end in itertools.pairwise([0, *cuts, len(data)]):
+        scanner.feed_block(data[start:end], end - start)
+    scanner.finish()
+    spans = {key: (s.first, s.last, s.records) for key, s in scanner.tally.spans.items()}
+    return stats, spans, scanner.tally.untimed, scanner.events
+
+
+@pytest.mark.parametrize("clean", [True, False])
+@pytest.mark.parametrize("seed", range(6))
+def test_block_cuts_anywhere_in_one_process(seed: int, clean: bool, book: RuleBook) -> None:
+    # One process cuts its blocks at any line end (inside a service message of many lines,
+    # between a task's lines): the same as one block, which is the plain reader's (above).
+    data = (_rows(seed, clean) + _multi_line_rows(seed)).encode()
+    ends = [at + 1 for at, byte in enumerate(data) if byte == 0x0A][:-1]
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(ends, min(len(ends), 40)))
+    assert _scanned_in_blocks(data, cuts, book) == _scanned_in_blocks(data, [], book)
+
+
+def _multi_line_rows(seed: int) -> str:
+    stamp = f"ERROR\t2024-03-12 08:{seed:02d}:07 +0000\tservice\t"
+    lines = [
+        "The replica workerpool0-0 exited with a non-zero status of 1.",
+        "Traceback (most recent call last):",
+        *[f'  File "train.py", line {n}, in main' for n in range(6)],
+        "ValueError: bad value",
+    ]
+    worker = f"INFO\t2024-03-12 08:{seed:02d}:08 +0000\tworkerpool0-0\tstep 3\n"
+    return "".join(stamp + line + "\n" for line in lines) + worker

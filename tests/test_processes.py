@@ -116,10 +116,10 @@ def test_stopping_early_reaps_the_workers(start: Start) -> None:
 
 
 def test_process_count_where_fork_or_affinity_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from analyzer._fastscan.parallel import PARALLEL_MIN_BYTES, processes_for
+    from analyzer._fastscan.parallel import PARALLEL_MIN_WORK, processes_for
 
     monkeypatch.delenv("JOBDOCTOR_JOBS", raising=False)
-    big = PARALLEL_MIN_BYTES * 4
+    big = PARALLEL_MIN_WORK * 4
     # macOS: no sched_getaffinity, so every core counts.
     monkeypatch.delattr(os, "sched_getaffinity")
     assert processes_for(big, None) == max(1, os.cpu_count() or 1)

@@ -9,9 +9,8 @@ from typing import Protocol, TypeGuard
 
 from analyzer._fastscan import readers
 from analyzer._fastscan.parallel import (
-    GZIP_EXPANSION,
     MIN_RANGE_BYTES,
-    PARALLEL_MIN_BYTES,
+    PARALLEL_MIN_WORK,
     BookLike,
     RangeScan,
     Task,
@@ -19,6 +18,7 @@ from analyzer._fastscan.parallel import (
     run_here,
     scan_binary,
     scan_files,
+    work_of,
 )
 from analyzer.events import RuleMatch
 from analyzer.ingest import FileSource, Format
@@ -27,6 +27,7 @@ from analyzer.ingest.sources import StreamSource
 from analyzer.progress import Expanded, input_progress, reading_progress, source_size
 from analyzer.records import Source
 
+SINK = Format.CLOUD_LOGGING_JSONL.value
 # Processes reading Cloud Storage objects, per core.
 GCS_READERS_PER_CORE = 4
 
@@ -143,17 +144,18 @@ def _scan(
         on_bytes = lambda count: progress(total, count)  # noqa: E731
 
     def weight(path: str) -> int:
-        """What there is to read: compressed bytes at what they usually expand to; a
-        stream's size is not known."""
-        size = sizes.get(path, PARALLEL_MIN_BYTES)
-        return size * (GZIP_EXPANSION if path in compressed else 1)
+        """The work of reading it (:func:`~analyzer._fastscan.parallel.work_of`); a stream's
+        size is not known: enough to be worth several processes."""
+        if path not in sizes:
+            return PARALLEL_MIN_WORK
+        return work_of(sizes[path], SINK, compressed=path in compressed)
 
     count = processes_for(sum(map(weight, sizes)), processes)
     objects = sum(1 for s in files if isinstance(s, GcsSource))
     if objects > 1 and processes is None and not os.environ.get("JOBDOCTOR_JOBS"):
         # Reading an object waits on the network more than on a core: more readers than
         # cores keep the cores busy, whatever the total size.
-        cores = processes_for(PARALLEL_MIN_BYTES, None)
+        cores = processes_for(PARALLEL_MIN_WORK, None)
         count = max(count, min(GCS_READERS_PER_CORE * cores, objects))
     if cluster is not None and files:
         count = cluster.width()

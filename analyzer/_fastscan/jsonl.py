@@ -41,6 +41,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from analyzer._fastscan.blockdecode import READ_WHOLE, Hints, Skipped, decode_block
 from analyzer.events import RuleMatch
+from analyzer.eventstore import JobEvents, Light
 from analyzer.ingest.entries import (
     INVALID_JSON,
     InvalidJson,
@@ -57,6 +58,7 @@ from analyzer.records import (
     Origin,
     entry_fields,
     job_group,
+    parse_timestamp,
     record_from_fields,
 )
 
@@ -275,8 +277,12 @@ class JsonlScanner:
         *,
         matches: Callable[[str], tuple[RuleMatch, ...]] | None = None,
         at_start: bool = True,
+        sink: JobEvents | None = None,
     ) -> None:
         self.stats = stats
+        # Where the events of a decoded block's candidates go straight away, when reading
+        # thins: as the thinner's tuples (analyzer.eventstore.Light), no record, no Event.
+        self._sink = sink if matches is not None else None
         # With the rule book's match (which remembers its answers), a light line the prefilter
         # let through becomes a record only when a rule really matches it: about half of them.
         self._matches = matches
@@ -487,6 +493,29 @@ class JsonlScanner:
             light = [index for index in light if index not in skipped]
         path = stats.path
         matches = self._matches
+        sink = self._sink
+        if sink is not None and not odd and matches is not None:
+            # Every line light: the events in line order, straight to the thinner.
+            items: list[Light] = []
+            add = items.append
+            for index in self._select(texts):
+                matched = matches(texts[index])
+                if matched:
+                    entry = entries[index]
+                    labels = entry.labels
+                    rlabels = entry.resource.labels
+                    insert_id = entry.insert_id
+                    # What _record and Event.from_record make of it (the same fields).
+                    when = parse_timestamp(entry.time)
+                    job, task, text = rlabels.job_id, rlabels.task, texts[index]
+                    vm = labels.vm or None
+                    trial = labels.trial or labels.trial_1 or None
+                    insert = insert_id if type(insert_id) is str else None
+                    line = first_number + index
+                    for match in matched:
+                        add((when, job, task, match, text, path, line, 0, vm, insert, trial))
+            sink.add_all(items)
+            return
         chosen: list[Candidate] = []
         for index in self._select(texts):
             found = matches(texts[index]) if matches is not None else None

@@ -35,8 +35,16 @@ from analyzer.records import InputStats, Origin
 GZIP_EXPANSION = 6
 # A stream (stdin, a gzip file) is handed to workers in chunks of about this many bytes.
 CHUNK_BYTES = 4 << 20
-# Below this many bytes in all, forking costs more than it saves.
-PARALLEL_MIN_BYTES = 48 << 20
+# Below this much work in all (in sink JSONL bytes' worth, see BYTE_COST), forking costs more
+# than it saves.
+PARALLEL_MIN_WORK = 48 << 20
+# What a byte of each format costs the fast scan, relative to a sink JSONL byte: the work a
+# file stands for when deciding how many processes read it (:func:`work_of`). Measured by
+# callgrind (bench/reader_instructions.py fast, 4 MB of the bench's 200 MB fleet as each format
+# writes it): sink JSONL 33.3 instructions a byte, gcloud JSON 55.7 (1.7x: the indented entry,
+# then the sink scan of it), stream-logs 124.5 (3.7x: the same entries in a sixth of the
+# bytes). Scan CPU seconds per MB in one process agree (2.1, 4.1 and 7.3-8.3 ms).
+BYTE_COST = {"cloud-logging-jsonl": 1.0, "gcloud-json": 1.7, "stream-logs": 3.7}
 # The smallest range a file is cut into: below it, a range's own costs (a scanner, its caches,
 # sending its result) begin to show.
 MIN_RANGE_BYTES = 4 << 20
@@ -88,8 +96,11 @@ def scan_stream(
 
     Line numbers start at 1 for this stream: the caller renumbers ranges after the first.
     """
-    scanner = JsonlScanner(stats, book.may_match_texts, matches=book.match, at_start=at_start)
     events = eventstore.new_sink()
+    thinned = events if isinstance(events, eventstore.JobEvents) else None
+    scanner = JsonlScanner(
+        stats, book.may_match_texts, matches=book.match, at_start=at_start, sink=thinned
+    )
     before = Counter(book.timeouts)
     # Scanning makes no reference cycles, only millions of short-lived objects that would set
     # off the cyclic collector thousands of times for nothing.
@@ -363,7 +374,10 @@ def _unpacked(found: RangeScan) -> RangeScan:
         found.events = eventstore.JobEvents.unpacked(kept, found.packed_dropped)
         found.packed_dropped = b""
     else:
-        found.events = _EVENTS_DECODER.decode(found.packed_events)
+        # Decoded afresh, each event has its own copy of every string and of its rule match
+        # (about 850 B an event: 18 MB for the 20,000 of a 1 GB stream-logs text): shared again,
+        # as the events of one process share them.
+        found.events = list(map(eventstore.compact, _EVENTS_DECODER.decode(found.packed_events)))
     found.packed_events = b""
     return found
 
@@ -395,8 +409,15 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_process)
 
 
-def processes_for(total_bytes: int, requested: int | None) -> int:
-    """How many processes to read ``total_bytes`` with (``requested`` None: by size and cores).
+def work_of(size: int, form: str, *, compressed: bool = False) -> int:
+    """The work of scanning ``size`` bytes of format ``form`` (an ``InputStats.format``), in
+    sink JSONL bytes' worth (:data:`BYTE_COST`); a gzip file's bytes at what they expand to."""
+    return int(size * BYTE_COST.get(form, 1.0) * (GZIP_EXPANSION if compressed else 1))
+
+
+def processes_for(work: int, requested: int | None) -> int:
+    """How many processes to do ``work`` with (:func:`work_of`, summed over the inputs read
+    together; ``requested`` None: by the work and the cores).
 
     One where processes cannot be forked (Windows)."""
     if not hasattr(os, "fork"):
@@ -406,7 +427,7 @@ def processes_for(total_bytes: int, requested: int | None) -> int:
     env = os.environ.get("JOBDOCTOR_JOBS")
     if env and env.isdigit():
         return max(1, int(env))
-    if total_bytes < PARALLEL_MIN_BYTES:
+    if work < PARALLEL_MIN_WORK:
         return 1
     # The cores this process may run on (Linux), else all of them (macOS).
     if hasattr(os, "sched_getaffinity"):

@@ -12,6 +12,7 @@ reader reads on from where the light scanner stopped.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -72,51 +73,142 @@ def scan_texts(
 ) -> dict[int, RangeScan]:
     """The scans of ``sources`` (each :func:`takes`), by ``id`` of source; none for a gcloud
     JSON file that is unusual. ``on_bytes`` is told each file's bytes as they are read (a
-    gcloud JSON file read in ranges: once it is all read)."""
+    gcloud JSON file read in ranges: once it is all read).
+
+    How many processes read the files is decided by the work of them all
+    (:func:`~analyzer._fastscan.parallel.work_of`): a folder of small files is read by
+    several processes as one large file is, a file each (or, a large one, a range each)."""
     scans: dict[int, RangeScan] = {}
+    files = [source for source in sources if isinstance(source, FileSource)]
+    shares = {
+        id(source): Share(on_bytes, os.path.getsize(source.stats.path))
+        for source in files
+        if on_bytes is not None
+    }
+    count = processes_for(sum(map(_work, files)), processes)
+    pooled: set[int] = set()
+    if count > 1:
+        pooled = set(map(id, files))
+        found = _scan_pooled(files, book, count, while_waiting, shares, on_input)
+        for file, scanned in zip(files, found, strict=True):
+            if scanned is not None:
+                _take(file, scanned, scans)
     for source in sources:
-        share = None
-        if on_bytes is not None and isinstance(source, FileSource):
-            share = Share(on_bytes, os.path.getsize(source.stats.path))
-        found = _scan_source(source, book, processes, while_waiting, share)
-        if found is not None:
-            source.stats.add(found.stats)
-            found.stats = source.stats
-            scans[id(source)] = found
-        if found is not None and isinstance(source, FileSource):
-            # (An unusual file is counted by the plain reading that reads it instead: nothing
-            # of it was told, see _scan_source.)
-            if share is not None:
-                share.finish()
-            if on_input is not None:
-                on_input(source.stats.path)
+        if id(source) in pooled:
+            continue
+        share = shares.get(id(source))
+        assert isinstance(source, FileSource | StreamSource)
+        opened = open_counted(source.stats.path, share) if share else source.open_binary()
+        with opened as raw:
+            scanned = _scan_whole(source.stats.format, raw, source.stats.path, book)
+        if scanned is not None:
+            _take(source, scanned, scans)
+            if isinstance(source, FileSource):
+                _done(source, shares, on_input)
     return scans
 
 
-def _scan_source(
-    source: Source,
-    book: BookLike,
-    processes: int | None,
-    while_waiting: Callable[[], None] | None,
-    share: Share | None,
-) -> RangeScan | None:
-    """The scan of one input; ``share`` (a file's, of the progress meter) told its bytes as
-    they are read, except a gcloud JSON file's read in ranges: one of them may turn out
-    unusual, and the file then be read again record by record."""
+def _work(source: FileSource) -> int:
+    return parallel.work_of(
+        os.path.getsize(source.stats.path), source.stats.format, compressed=source.compressed
+    )
+
+
+def _take(source: Source, found: RangeScan, scans: dict[int, RangeScan]) -> None:
+    source.stats.add(found.stats)
+    found.stats = source.stats
+    scans[id(source)] = found
+
+
+def _done(
+    source: FileSource, shares: dict[int, Share], on_input: Callable[[str], None] | None
+) -> None:
+    """``source`` is all read: the rest of its share told, and ``on_input``."""
+    share = shares.get(id(source))
+    if share is not None:
+        share.finish()
+    if on_input is not None:
+        on_input(source.stats.path)
+
+
+def _tasks(source: FileSource, processes: int) -> list[tuple[int, int]]:
+    """The byte ranges ``source`` is read in by ``processes`` processes: ``(0, -1)``, the whole
+    input, when it is too small to cut, compressed or UTF-16 (which cannot be entered in the
+    middle)."""
     form = source.stats.format
     path = source.stats.path
-    if isinstance(source, FileSource) and not source.compressed and source.encoding is None:
-        size = os.path.getsize(path)
-        count = processes_for(size, processes)
-        if count > 1:
-            ranges = _RANGES[form](path, size, parallel.MIN_RANGE_BYTES, count)
-            if len(ranges) > 1:
-                told = share if form == STREAM_LOGS else None
-                return _scan_ranges(form, path, ranges, book, count, while_waiting, told)
-    assert isinstance(source, FileSource | StreamSource)
-    opened = open_counted(path, share) if share is not None else source.open_binary()
-    with opened as raw:
-        return _scan_whole(form, raw, path, book)
+    if source.compressed or source.encoding is not None:
+        return [(0, -1)]
+    size = os.path.getsize(path)
+    ranges = _RANGES[form](path, size, parallel.MIN_RANGE_BYTES, processes)
+    return ranges if len(ranges) > 1 else [(0, -1)]
+
+
+def _scan_pooled(
+    files: list[FileSource],
+    book: BookLike,
+    processes: int,
+    while_waiting: Callable[[], None] | None,
+    shares: dict[int, Share],
+    on_input: Callable[[str], None] | None,
+) -> list[RangeScan | None]:
+    """The scans of ``files`` by ``processes`` processes, each file's ranges merged in order;
+    None for a file one of whose ranges is unusual (it is then read record by record, and
+    told nothing here). A file's share is told its bytes as they are read, except a gcloud JSON
+    file's read in ranges: one of them may turn out unusual, and the file then be read again
+    record by record, which tells them."""
+    tasks: list[_Task] = []
+    owner: list[int] = []
+    for number, source in enumerate(files):
+        for start, end in _tasks(source, processes):
+            tasks.append((len(tasks), source.stats.format, source.stats.path, start, end))
+            owner.append(number)
+    # The largest first (a whole compressed file weighs what it expands to), so that the
+    # processes finish together.
+    weights = [_task_work(task, files[owner[task[0]]]) for task in tasks]
+    order = sorted(tasks, key=lambda task: -weights[task[0]])
+    told: list[Share | None] = [
+        None if task[1] == GCLOUD_JSON and task[4] != -1 else shares.get(id(files[owner[task[0]]]))
+        for task in tasks
+    ]
+
+    def progress(position: int, amount: int) -> None:
+        share = told[order[position][0]]
+        if share is not None:
+            share(amount)
+
+    results: list[RangeScan | None] = [None] * len(tasks)
+    unusual: set[int] = set()
+    left = Counter(owner)
+    warm(book)
+    scan = partial(_range_task, book)
+    listen = progress if shares else None
+    for position, found in run_forked(order, scan, processes, while_waiting, on_progress=listen):
+        index = order[position][0]
+        if found is None:
+            unusual.add(owner[index])
+        else:
+            results[index] = parallel._unpacked(found)
+        left[owner[index]] -= 1
+        if not left[owner[index]] and owner[index] not in unusual:
+            _done(files[owner[index]], shares, on_input)
+    merged: list[RangeScan | None] = []
+    for number, indexes in itertools.groupby(range(len(tasks)), key=owner.__getitem__):
+        parts = [results[index] for index in indexes]
+        if number in unusual:
+            merged.append(None)
+            continue
+        done = [found for found in parts if found is not None]
+        assert len(done) == len(parts)
+        merged.append(parallel._merged(done, book))
+    return merged
+
+
+def _task_work(task: _Task, source: FileSource) -> int:
+    _, form, _, start, end = task
+    if end == -1:
+        return _work(source)
+    return parallel.work_of(end - start, form)
 
 
 def _scan_whole(form: str, raw: BinaryIO, path: str, book: BookLike) -> RangeScan | None:
@@ -153,49 +245,21 @@ def _scan(
     return RangeScan(stats, tally, events, +timeouts)
 
 
-# A task: its index, the format, the path, and the byte range to read.
+# A task: its index, the format, the path, and the byte range to read (end -1: all of it).
 _Task = tuple[int, str, str, int, int]
 
 
 def _range_task(book: BookLike, task: _Task) -> RangeScan | None:
-    """A worker's scan of one range, its events packed to travel; None when it is unusual."""
+    """A worker's scan of one range (end -1: the whole input, gzip or UTF-16 too), its events
+    packed to travel; None when it is unusual."""
     _, form, path, start, end = task
     # Its bytes told as they are read, when the caller listens (analyzer.processes).
     with open_counted(path, tell_progress) as stream:
+        if end == -1:
+            found = _scan_whole(form, stream, path, book)
+            return None if found is None else parallel._packed(found)
         stream.seek(start)
         found = _scan(
             form, stream, InputStats(path=path), book, at_start=start == 0, limit=end - start
         )
     return None if found is None else parallel._packed(found)
-
-
-def _scan_ranges(
-    form: str,
-    path: str,
-    ranges: list[tuple[int, int]],
-    book: BookLike,
-    processes: int,
-    while_waiting: Callable[[], None] | None,
-    share: Share | None = None,
-) -> RangeScan | None:
-    """The ranges' scans by ``processes`` processes, merged in order; None when one of them
-    is unusual (the whole file is then read record by record). ``share`` is told the bytes
-    the ranges' scans read, as they read them."""
-    tasks = [(index, form, path, start, end) for index, (start, end) in enumerate(ranges)]
-    # The largest first, so that the processes finish together.
-    order = sorted(tasks, key=lambda task: task[3] - task[4])
-    warm(book)
-    results: list[RangeScan | None] = [None] * len(tasks)
-    unusual = False
-    told = None if share is None else lambda _, amount: share(amount)
-    scan = partial(_range_task, book)
-    for position, found in run_forked(order, scan, processes, while_waiting, on_progress=told):
-        if found is None:
-            unusual = True
-        else:
-            results[order[position][0]] = parallel._unpacked(found)
-    if unusual:
-        return None
-    done = [found for found in results if found is not None]
-    assert len(done) == len(tasks)
-    return parallel._merged(done, book)

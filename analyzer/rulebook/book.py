@@ -107,11 +107,17 @@ class RuleBook:
     _answers: dict[str, tuple[RuleMatch, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    # By masked text: the rules to run on a text of that mask (None: all candidates).
-    _masked: dict[bytes, tuple[int, ...]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
+    # By masked text: the rules to run on a text of that mask, the matches it shares
+    # (start, rule index, match) of the rules that need not run again (:meth:`_match_masked`),
+    # and those matches alone (the answer when no rule runs again).
+    _masked: dict[
+        bytes,
+        tuple[tuple[int, ...], tuple[tuple[int, int, RuleMatch], ...], tuple[RuleMatch, ...]],
+    ] = field(default_factory=dict, init=False, repr=False, compare=False)
     _blind: tuple[bool, ...] = field(init=False, repr=False, compare=False)
+    # Blind rules that capture no field: on texts of one mask, the same matches at the same
+    # places (nothing in them comes from the digits).
+    _shared: tuple[bool, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         literals = [literals_of(rule) for rule in self.rules]
@@ -124,6 +130,11 @@ class RuleBook:
             for rule, words in zip(self.rules, literals, strict=True)
         )
         object.__setattr__(self, "_blind", blind)
+        shared = tuple(
+            is_blind and not any(t.captures for t in rule.templates)
+            for rule, is_blind in zip(self.rules, blind, strict=True)
+        )
+        object.__setattr__(self, "_shared", shared)
 
     @classmethod
     def load(cls, extra_dirs: Sequence[Path] = (), *, builtin: bool = True) -> RuleBook:
@@ -200,9 +211,13 @@ class RuleBook:
         return found
 
     def _match_masked(self, text: str) -> tuple[tuple[RuleMatch, ...], bool]:
-        """:meth:`_match`, sharing what a text of the same mask showed: its candidates, and
-        that a rule blind to digits (:func:`digit_blind`) that did not match it matches no
-        text of that mask either; only the others run again (their fields may differ)."""
+        """:meth:`_match`, sharing what a text of the same mask showed: its candidates; that
+        a rule blind to digits (:func:`digit_blind`) that did not match it matches no text of
+        that mask either; and the matches of the blind rules that capture no field, which
+        are the same, at the same places, on every text of that mask (the text is normalised
+        character by character and an ASCII digit stays itself; the prefilter's literal
+        words of such a rule hold no digit, so a text of the mask holds them where the other
+        does). Only the other candidates run again (their fields may differ)."""
         if len(text) > _CACHE_TEXT_CHARS:
             return self._match(text)
         # As UTF-8 bytes: translated 15 times faster than a str; no ASCII digit byte is part
@@ -211,36 +226,55 @@ class RuleBook:
         mask = raw.translate(_MASK)
         if mask == raw:  # no digit: nothing to share
             return self._match(text)
-        rerun = self._masked.get(mask)
-        if rerun is not None:
+        known = self._masked.get(mask)
+        if known is not None:
+            rerun, kept, answer = known
             if not rerun:
-                return (), True
-            return self._match(text, rerun)
-        found, complete = self._match(text)
+                return answer, True
+            placed, complete = self._placed(text, rerun)
+            if kept:
+                placed.extend(kept)
+                placed.sort(key=lambda item: item[:2])
+            return tuple(match for _, _, match in placed), complete
+        placed, complete = self._placed(text)
         if complete:
             candidates = self._prefilter.candidates(text)
-            matched = {match.rule for match in found}
-            blind = self._blind
+            matched = {match.rule for _, _, match in placed}
+            blind, shared, rules = self._blind, self._shared, self.rules
             masked = self._masked
             if len(masked) >= _CACHE_ENTRIES:
                 masked.clear()
-            masked[mask] = tuple(
-                index for index in candidates if not blind[index] or self.rules[index].id in matched
+            kept = tuple(item for item in placed if shared[item[1]])
+            masked[mask] = (
+                tuple(
+                    index
+                    for index in candidates
+                    if not blind[index] or (rules[index].id in matched and not shared[index])
+                ),
+                kept,
+                tuple(match for _, _, match in kept),
             )
-        return found, complete
+        return tuple(match for _, _, match in placed), complete
 
     def _match(
         self, text: str, candidates: tuple[int, ...] | None = None
     ) -> tuple[tuple[RuleMatch, ...], bool]:
         """:meth:`match`, and whether no rule ran out of time; ``candidates``: the rules to
         try (default: the prefilter's)."""
+        placed, complete = self._placed(text, candidates)
+        return tuple(match for _, _, match in placed), complete
+
+    def _placed(
+        self, text: str, candidates: tuple[int, ...] | None = None
+    ) -> tuple[list[tuple[int, int, RuleMatch]], bool]:
+        """:meth:`_match`'s matches as (start, rule index, match), in that order."""
         probe = self._prefilter.probe(text)
         # The literal words the text holds decide which templates may match, too.
         chosen, present = self._prefilter.literals_in(probe)
         if candidates is None:
             candidates = chosen
         if not candidates:
-            return (), True
+            return [], True
         normalized, offsets = normalize_with_offsets(text)
         # A long text is searched near the literal words only (windows.finditer), which needs
         # its lower case at the same positions (str.lower() lengthens only "İ").
@@ -262,7 +296,7 @@ class RuleBook:
                 continue
             found.extend((start, index, match) for start, match in matches)
         found.sort(key=lambda item: item[:2])
-        return tuple(match for _, _, match in found), complete
+        return found, complete
 
     def may_match_texts(self, texts: Sequence[str]) -> list[int]:
         """Indexes of the message ``texts`` some rule may match, in order: for every other
