@@ -187,7 +187,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--size", default="200MB")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None, help="results JSON (under bench/out/)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results JSON (a bare name: under bench/out/); the inputs are cached beside it",
+    )
     parser.add_argument("--skip", action="append", default=[], help="a contender to leave out")
     matrix = parser.add_argument_group("the shape matrix (issue 19)")
     matrix.add_argument("--shapes", action="store_true", help="run the shape matrix")
@@ -212,7 +217,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     args = parser.parse_args(argv)
     if args.shapes or args.write_readme:
         return matrix_main(args, argv if argv is not None else sys.argv[1:])
-    out: Path = args.out or HERE / "out" / "results.json"
+    out = results_path(args.out, HERE / "out" / "results.json")
     size = parse_size(args.size)
     path = export(size, args.seed, out.parent)
     compile_checkout()
@@ -258,6 +263,17 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
 # --- the shape matrix (issue 19, point 4) -----------------------------------------------------
 
 MATRIX_OUT = HERE / "out" / "shapes.json"
+
+
+def results_path(given: Path | None, default: Path) -> Path:
+    """The results file: ``given``, else ``default``. A bare name goes under bench/out/, as
+    --help says: the inputs are made and cached beside the results, and a bare name once
+    made 20 GB of variants again in the working directory."""
+    if given is None:
+        return default
+    return HERE / "out" / given if given.parent == Path() else given
+
+
 READMES = (HERE / "README.md", HERE.parent / "README.md")
 BEGIN, END = "<!-- shape-matrix:begin -->", "<!-- shape-matrix:end -->"
 CAREFUL = {
@@ -309,7 +325,7 @@ def run_matrix(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     load_at_start = os.getloadavg()[0]
     picked = shapes.pick(args.shape or ["all"])
     sizes = [text.strip() for text in (args.sizes or args.size).split(",") if text.strip()]
-    out: Path = args.out or MATRIX_OUT
+    out = results_path(args.out, MATRIX_OUT)
     out_dir = out.parent
     variants: dict[tuple[str, str], Path] = {}
     for size in sizes:
@@ -572,7 +588,7 @@ def matrix_main(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     if args.shapes:
         results = run_matrix(args, argv)
     else:
-        source: Path = args.out or MATRIX_OUT
+        source = results_path(args.out, MATRIX_OUT)
         if not source.exists():
             raise SystemExit(f"{source} does not exist: run bench/run.py --shapes first")
         results = json.loads(source.read_text(encoding="utf-8"))
