@@ -10,10 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from analyzer.records import LogRecord, Origin
+
+# How far the later stages read around an event, written once: the reading stage thins
+# repeated events only where none of these can see (analyzer.eventstore).
+# rootcause: without a traceback, detail lines this shortly before a death still count as
+# its evidence;
+DETAIL_WINDOW = timedelta(minutes=2)
+# rootcause: the dying process's own lines are read up to this long after its death;
+AFTER_DEATH = timedelta(seconds=1)
+# predict (from work.py's measures): a stretch of training without a checkpoint longer than
+# this is reported (platform.md section 2: checkpoint at least every 4 hours in jobs longer
+# than 4 hours).
+CHECKPOINT_INTERVAL = timedelta(hours=4)
 
 
 class Category(StrEnum):

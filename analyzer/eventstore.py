@@ -52,7 +52,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
-from analyzer.events import Event, EventKind, RuleMatch
+from analyzer.events import (
+    AFTER_DEATH,
+    CHECKPOINT_INTERVAL,
+    DETAIL_WINDOW,
+    Event,
+    EventKind,
+    RuleMatch,
+)
 from analyzer.longtext import LONG_TEXT, stored
 from analyzer.records import SERVICE_TASK, Origin
 
@@ -88,12 +95,12 @@ _NOT_DEATHS = frozenset(
         EventKind.JOB_NAMED,
     }
 )
-# What rootcause reads before and after a death (its _DETAIL_WINDOW and window end).
-BEFORE_ANCHOR = timedelta(minutes=2)
-AFTER_ANCHOR = timedelta(seconds=1)
-# The longest gap: work.py reports stretches without a checkpoint longer than this
-# (CHECKPOINT_INTERVAL), which a longer gap could invent.
-CAP = timedelta(hours=4)
+# What rootcause reads before and after a death.
+BEFORE_ANCHOR = DETAIL_WINDOW
+AFTER_ANCHOR = AFTER_DEATH
+# The longest gap: work.py reports stretches without a checkpoint longer than this, which a
+# longer gap could invent.
+CAP = CHECKPOINT_INTERVAL
 # Of each repeat before an anchor, at least this many are kept (a traceback cut short
 # after a complete one keeps the complete one).
 KEEP_LAST = 2

@@ -28,7 +28,7 @@ from analyzer.diagnosis import (
     JobState,
     SpecCheck,
 )
-from analyzer.events import LIFECYCLE_KINDS, Category, EventKind
+from analyzer.events import CHECKPOINT_INTERVAL, LIFECYCLE_KINDS, Category, EventKind
 from analyzer.jobspec import JobSpec
 from analyzer.policy import RetryPolicy
 from analyzer.rootcause import deepen, find_death
@@ -42,7 +42,7 @@ from analyzer.timeline import (
     restarts_by_worker,
 )
 from analyzer.tracebacks import exception_from_events, last_exception_line
-from analyzer.work import CHECKPOINT_INTERVAL, AttemptWork, attempt_work
+from analyzer.work import AttemptWork, attempt_work
 
 
 class AttemptStatus(StrEnum):

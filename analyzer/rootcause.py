@@ -11,7 +11,7 @@ import regex
 
 from analyzer.causes import MESSAGE_LIMIT, cause_from_event, with_origins
 from analyzer.diagnosis import CascadeFailure, Cause
-from analyzer.events import Category, Event, EventKind, Writer
+from analyzer.events import AFTER_DEATH, DETAIL_WINDOW, Category, Event, EventKind, Writer
 from analyzer.exitcodes import decode
 from analyzer.policy import RetryPolicy
 from analyzer.records import Origin
@@ -20,10 +20,6 @@ from analyzer.tracebacks import ExceptionInfo, exception_from_events, parse_text
 
 # Details that are usually the echo of another replica's failure, not a failure of their own.
 _CASCADE_DETAILS = frozenset({"nccl-error", "rendezvous-timeout"})
-
-
-# Without a traceback, detail lines this shortly before a death still count as its evidence.
-_DETAIL_WINDOW = timedelta(minutes=2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +53,7 @@ def find_death(attempt: Attempt, task: str, before: datetime | None) -> Death:
 
 def _window(attempt: Attempt, death: Death) -> list[Event]:
     """The dying process's own matched lines, up to a second after its death."""
-    end = _shifted(death.time, timedelta(seconds=1)) if death.time is not None else None
+    end = _shifted(death.time, AFTER_DEATH) if death.time is not None else None
     return [
         e
         for e in attempt.events
@@ -72,7 +68,7 @@ def _details(window: list[Event], death: Death, own: list[Event]) -> list[Event]
     headers = [e.timestamp for e in window if e.kind is EventKind.TRACEBACK and e.timestamp]
     since = max(headers) if headers else None
     if since is None and death.time is not None:
-        since = death.time - _DETAIL_WINDOW
+        since = death.time - DETAIL_WINDOW
     found = [
         e
         for e in window

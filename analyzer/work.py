@@ -14,8 +14,6 @@ from datetime import datetime, timedelta
 from analyzer.events import EventKind
 from analyzer.timeline import Attempt
 
-# platform.md section 2: checkpoint at least every 4 hours in jobs longer than 4 hours.
-CHECKPOINT_INTERVAL = timedelta(hours=4)
 # A failure this close after a worker's death is that death, reported by the service.
 _SAME_FAILURE = timedelta(minutes=5)
 
