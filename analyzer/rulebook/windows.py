@@ -69,9 +69,9 @@ def window_plan(pattern: str, literals: tuple[str, ...]) -> Plan | None:
 @cache
 def _window_plan(pattern: str, literals: tuple[str, ...]) -> Plan | None:
     bound = _space_bound(pattern)
-    if bound is None:
+    tree = _tree(pattern)  # parsed once, by _space_bound
+    if bound is None or tree is None:
         return None
-    tree = _sre_parse.parse(pattern)  # it parsed in _space_bound
     caseless = bool(tree.state.flags & _sre.SRE_FLAG_IGNORECASE)
     words = _anchors(tree, caseless)
     if words is None:
@@ -190,13 +190,8 @@ def uncovered(pattern: str, literals: Sequence[str], ignorecase: bool = False) -
     when every match provably holds one; None when the pattern cannot be read here
     (regex-only syntax). A proof by the syntax tree, as :func:`window_plan`'s: an
     alternative reported may still hold a literal by chance, never by construction."""
-    if _sre_parse is None:
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            tree = _sre_parse.parse(pattern)
-    except Exception:  # regex-only syntax: nothing proven either way
+    tree = _tree(pattern)
+    if tree is None:  # regex-only syntax: nothing proven either way
         return None
     words = tuple(word.lower() for word in literals)
     caseless = ignorecase or bool(tree.state.flags & _sre.SRE_FLAG_IGNORECASE)
@@ -252,15 +247,25 @@ def space_bound(pattern: str) -> int | None:
 
 
 @cache
-def _space_bound(pattern: str) -> int | None:
+def _tree(pattern: str) -> Any | None:
+    r"""The standard library's syntax tree of ``pattern`` (read, never changed, by this
+    module's functions), or None where it reads the pattern otherwise than the regex package
+    or not at all: syntax only the regex package knows (\p{..}, (?V1), fuzzy matching...)."""
     if _sre_parse is None:
         return None
     try:
         with warnings.catch_warnings():
             # A FutureWarning marks a set the regex package may read otherwise ("[[", "--").
             warnings.simplefilter("error")
-            tree = _sre_parse.parse(pattern)
-    except Exception:  # regex-only syntax (\p{..}, (?V1), fuzzy matching...): no window
+            return _sre_parse.parse(pattern)
+    except Exception:
+        return None
+
+
+@cache
+def _space_bound(pattern: str) -> int | None:
+    tree = _tree(pattern)
+    if tree is None:  # no window
         return None
     if tree.getwidth()[0] < 1:
         return None
