@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
 from typer.testing import CliRunner
 
 from analyzer.cli import app
@@ -16,3 +22,30 @@ def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
         result.exception, SystemExit
     ), result.exception
     return result.exit_code, result.stdout, result.stderr
+
+
+def modules_loaded(args: Sequence[str], *, one_command: bool = False) -> tuple[set[str], str, str]:
+    """The modules a run of ``jobdoctor ARGS`` loaded in a fresh interpreter, stdout a pipe;
+    its stdout and stderr (which ends with the modules' names). Through the whole app, or
+    (``one_command``) the app of just the command run, as the console script builds it
+    (``command_app``)."""
+    entry = "command_app(args)" if one_command else "app"
+    code = (
+        "import sys\n"
+        "from analyzer.cli import app, command_app\n"
+        f"args = {list(args)!r}\n"
+        "try:\n"
+        f"    {entry}(args)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write('\\n'.join(sorted(sys.modules)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    return set(done.stderr.split()), done.stdout, done.stderr

@@ -5,15 +5,13 @@ formats or readers' machinery (rich, YAML, the Markdown report, Cloud Storage's 
 from __future__ import annotations
 
 import gzip
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from analyzer.cli import app, command_app
+from tests.clirun import modules_loaded
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = sorted(
@@ -66,24 +64,10 @@ def test_shell_completion_gets_the_whole_app(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def _loaded(*args: str) -> set[str]:
-    """The modules a run of ``jobdoctor ARGS`` (as ``main`` runs it) loaded, in a fresh
-    interpreter, stdout a pipe."""
-    code = (
-        "import sys\n"
-        "from analyzer.cli import command_app\n"
-        f"args = {list(args)!r}\n"
-        "try:\n"
-        "    command_app(args)(args)\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "sys.stderr.write('\\n'.join(sorted(sys.modules)))\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env
-    )
-    assert done.stdout.startswith("{"), done.stderr[-2000:]
-    return set(done.stderr.split())
+    """The modules a run of ``jobdoctor ARGS`` (as ``main`` runs it) loaded."""
+    modules, out, err = modules_loaded(args, one_command=True)
+    assert out.startswith("{"), err[-2000:]
+    return modules
 
 
 def _within(module: str, package: str) -> bool:

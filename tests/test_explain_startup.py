@@ -6,8 +6,6 @@ terminal not even rich, whose output it writes the same, character for character
 from __future__ import annotations
 
 import io
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from analyzer.cli import ColorMode, _console, _explanation_lines, _print_lines, 
 from analyzer.explain import explain
 from analyzer.policy import load_policy
 from analyzer.rulebook import RuleBook
+from tests.clirun import modules_loaded
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = RuleBook.load()
@@ -78,20 +77,7 @@ def test_styles_follow_rich_and_the_color_flag(monkeypatch: pytest.MonkeyPatch) 
 
 def _loaded(*args: str) -> set[str]:
     """The modules a run of ``jobdoctor ARGS`` loaded, in a fresh interpreter, stdout a pipe."""
-    code = (
-        "import sys\n"
-        "from analyzer.cli import app\n"
-        "try:\n"
-        f"    app({list(args)!r})\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "sys.stderr.write('\\n'.join(sorted(sys.modules)))\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env
-    )
-    return set(done.stderr.split())
+    return modules_loaded(args)[0]
 
 
 @pytest.mark.parametrize(
