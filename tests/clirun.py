@@ -24,19 +24,24 @@ def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def modules_loaded(args: Sequence[str], *, one_command: bool = False) -> tuple[set[str], str, str]:
+def modules_loaded(
+    args: Sequence[str], *, one_command: bool = False, console: bool = False
+) -> tuple[set[str], str, str]:
     """The modules a run of ``jobdoctor ARGS`` loaded in a fresh interpreter, stdout a pipe;
-    its stdout and stderr (which ends with the modules' names). Through the whole app, or
-    (``one_command``) the app of just the command run, as the console script builds it
-    (``command_app``)."""
-    entry = "command_app(args)" if one_command else "app"
+    its stdout and stderr (which ends with the modules' names). Through the whole app, the
+    app of just the command run (``one_command``, ``command_app``), or as the console script
+    runs it (``console``: parsed without typer when it can be, ``analyzer.console.run``)."""
+    if console:
+        entry = "from analyzer.console import run\nsys.argv[:] = ['jobdoctor', *args]\nrun()"
+    else:
+        app = "command_app(args)" if one_command else "app"
+        entry = f"from analyzer.cli import app, command_app\n{app}(args)"
     code = (
         "import sys\n"
-        "from analyzer.cli import app, command_app\n"
         f"args = {list(args)!r}\n"
         "try:\n"
-        f"    {entry}(args)\n"
-        "except SystemExit:\n"
+        + "".join(f"    {line}\n" for line in entry.splitlines())
+        + "except SystemExit:\n"
         "    pass\n"
         "sys.stderr.write('\\n'.join(sorted(sys.modules)))\n"
     )

@@ -1,6 +1,7 @@
-"""``jobdoctor diagnose`` starts fast (issue 19): typer builds only the command it runs, and a
-diagnosis of a small sink file loads the scan and the stages it needs, not the other commands,
-formats or readers' machinery (rich, YAML, the Markdown report, Cloud Storage's thread pool)."""
+"""``jobdoctor diagnose`` starts fast (issue 19): the console script parses a file diagnosis
+without typer (analyzer.console), typer builds only the command it runs, and a diagnosis of a
+small sink file loads the scan and the stages it needs, not typer, the other commands, formats
+or readers' machinery (rich, YAML, the Markdown report, Cloud Storage's thread pool)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ COMMANDS = sorted(
 )
 # What a diagnosis of a small sink file, written as JSON, must not load.
 NOT_LOADED = [
+    "typer",
+    "click",
+    "analyzer.cli",
     "rich",
     "yaml",
     "pandas",
@@ -64,8 +68,8 @@ def test_shell_completion_gets_the_whole_app(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def _loaded(*args: str) -> set[str]:
-    """The modules a run of ``jobdoctor ARGS`` (as ``main`` runs it) loaded."""
-    modules, out, err = modules_loaded(args, one_command=True)
+    """The modules a run of ``jobdoctor ARGS`` (as the console script runs it) loaded."""
+    modules, out, err = modules_loaded(args, console=True)
     assert out.startswith("{"), err[-2000:]
     return modules
 

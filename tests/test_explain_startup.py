@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from analyzer.cli import ColorMode, _console, _explanation_lines, _print_lines, _styled
+from analyzer.cli import ColorMode, _explanation_lines, _print_lines, _styled
+from analyzer.commands import console
 from analyzer.explain import explain
 from analyzer.policy import load_policy
 from analyzer.rulebook import RuleBook
@@ -71,7 +72,7 @@ def test_styles_follow_rich_and_the_color_flag(monkeypatch: pytest.MonkeyPatch) 
     ]:
         monkeypatch.setenv(name, value)
         # Whatever rich would decide for the same console.
-        assert _styled(ColorMode.auto) is styled is _console(ColorMode.auto).is_terminal
+        assert _styled(ColorMode.auto) is styled is console(ColorMode.auto).is_terminal
         monkeypatch.delenv(name)
 
 
@@ -97,6 +98,8 @@ def test_version_loads_no_stage() -> None:
     loaded = _loaded("--version")
     assert sorted(m for m in loaded if m.startswith("analyzer.")) == [
         "analyzer.cli",
+        "analyzer.commands",
+        "analyzer.console",
         "analyzer.errors",
     ]
     assert not any(_within(m, "rich") for m in loaded)
