@@ -39,9 +39,7 @@ def modules_loaded(
     code = (
         "import sys\n"
         f"args = {list(args)!r}\n"
-        "try:\n"
-        + "".join(f"    {line}\n" for line in entry.splitlines())
-        + "except SystemExit:\n"
+        "try:\n" + "".join(f"    {line}\n" for line in entry.splitlines()) + "except SystemExit:\n"
         "    pass\n"
         "sys.stderr.write('\\n'.join(sorted(sys.modules)))\n"
     )
