@@ -17,13 +17,11 @@ import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from analyzer._fastscan import parallel
-from analyzer._fastscan.gcloudjson import Unusual, entry_ranges, scan_gcloud_json
 from analyzer._fastscan.jsonl import ScanTally, TextSelector
 from analyzer._fastscan.parallel import BookLike, RangeScan, processes_for, warm
-from analyzer._fastscan.streamlogs import Matches, safe_ranges, scan_stream_logs
 from analyzer.events import Event
 from analyzer.ingest import FileSource, Format
 from analyzer.ingest.sources import TRUNCATED_COMPRESSED, StreamSource
@@ -31,6 +29,9 @@ from analyzer.ingest.streams import decompressed, open_counted, transcoded
 from analyzer.processes import run_forked, tell_progress
 from analyzer.progress import Share
 from analyzer.records import InputStats, Source
+
+if TYPE_CHECKING:
+    from analyzer._fastscan.streamlogs import Matches
 
 STREAM_LOGS = Format.STREAM_LOGS.value
 GCLOUD_JSON = Format.GCLOUD_JSON.value
@@ -50,8 +51,31 @@ class _Scanner(Protocol):
     ) -> tuple[ScanTally, list[Event]]: ...
 
 
-_SCANNERS: dict[str, _Scanner] = {STREAM_LOGS: scan_stream_logs, GCLOUD_JSON: scan_gcloud_json}
-_RANGES = {STREAM_LOGS: safe_ranges, GCLOUD_JSON: entry_ranges}
+# A file's path, size, smallest range and processes -> its byte ranges.
+_Ranges = Callable[[str, int, int, int], list[tuple[int, int]]]
+
+
+# The light scanners load with their first input, not with the package: a run over sink
+# exports needs neither, and their patterns, classes and the stream-logs reader they build on
+# are about 15M instructions of its start-up (callgrind).
+def _scanner(form: str) -> _Scanner:
+    if form == STREAM_LOGS:
+        from analyzer._fastscan.streamlogs import scan_stream_logs
+
+        return scan_stream_logs
+    from analyzer._fastscan.gcloudjson import scan_gcloud_json
+
+    return scan_gcloud_json
+
+
+def _ranges(form: str) -> _Ranges:
+    if form == STREAM_LOGS:
+        from analyzer._fastscan.streamlogs import safe_ranges
+
+        return safe_ranges
+    from analyzer._fastscan.gcloudjson import entry_ranges
+
+    return entry_ranges
 
 
 def takes(source: Source) -> bool:
@@ -140,7 +164,7 @@ def _tasks(source: FileSource, processes: int) -> list[tuple[int, int]]:
     if source.compressed or source.encoding is not None:
         return [(0, -1)]
     size = os.path.getsize(path)
-    ranges = _RANGES[form](path, size, parallel.MIN_RANGE_BYTES, processes)
+    ranges = _ranges(form)(path, size, parallel.MIN_RANGE_BYTES, processes)
     return ranges if len(ranges) > 1 else [(0, -1)]
 
 
@@ -233,9 +257,11 @@ def _scan(
     at_start: bool = True,
     limit: int = -1,
 ) -> RangeScan | None:
+    from analyzer._fastscan.gcloudjson import Unusual
+
     before = Counter(book.timeouts)
     try:
-        tally, events = _SCANNERS[form](
+        tally, events = _scanner(form)(
             stream, stats, book.may_match_texts, book.match, at_start=at_start, limit=limit
         )
     except Unusual:
