@@ -39,6 +39,9 @@ NOT_LOADED = [
     "analyzer.bigquery",
     "analyzer.frames",
     "analyzer.rulebook.loader",
+    "analyzer.ingest.stream_logs",
+    "analyzer._fastscan.streamlogs",
+    "analyzer._fastscan.gcloudjson",
 ]
 
 
