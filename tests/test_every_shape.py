@@ -38,15 +38,16 @@ from analyzer.simulate import SCENARIOS, encoding, expected, simulate, write
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ROOT / "tests" / "fixtures" / "shapes"
 TRIALS = ROOT / "tests" / "fixtures" / "real_shapes" / "hp-tuning-trials.jsonl"
-NEW_FORMATS = ("yaml", "explorer-json", "explorer-csv", "summary-lines", "utf16")
+NEW_FORMATS = ("yaml", "explorer-json", "explorer-csv", "summary-lines", "utf16", "web-page")
 # Formats whose lines carry no job id: one job per file only.
-TEXT = {"summary-lines", "utf16", "stream-logs"}
+TEXT = {"summary-lines", "utf16", "stream-logs", "web-page"}
 SINK_FORMATS = {
     "yaml": "gcloud-yaml",
     "explorer-json": "gcloud-json",
     "explorer-csv": "logs-explorer-csv",
     "summary-lines": "logs-explorer-summary",
     "utf16": "stream-logs",
+    "web-page": "stream-logs",
 }
 
 
