@@ -14,7 +14,6 @@ so (``InputStats.web_text``).
 
 from __future__ import annotations
 
-import html
 import io
 import re
 from typing import BinaryIO
@@ -98,5 +97,7 @@ def _converted(data: bytes) -> bytes:
     UTF-8 pass through unchanged (surrogate escapes)."""
     text = _BREAK.sub(b"\n", data).decode("utf-8", "surrogateescape")
     if "&" in text:
+        import html  # only for such a text: its table of names is not free to load
+
         text = _ENTITY.sub(lambda found: html.unescape(found.group()), text)
     return text.encode("utf-8", "surrogateescape")
