@@ -672,7 +672,7 @@ def simulate(
             "--format",
             "-f",
             help="jsonl, gcloud-json, stream-logs, logs-explorer, yaml, explorer-json, "
-            "explorer-csv, summary-lines, utf16.",
+            "explorer-csv, summary-lines, utf16, web-page.",
         ),
     ] = "jsonl",
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
