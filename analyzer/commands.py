@@ -1,12 +1,12 @@
 """What the ``jobdoctor`` commands do once their arguments are parsed, without typer.
 
 The typer app (:mod:`analyzer.cli`) and the console script's quick parser
-(:mod:`analyzer.console`) both call these bodies: ``jobdoctor diagnose FILE`` on a small file
-starts in about two thirds of the time when typer is not imported and no command is built
-(measured, callgrind). Only the CLI prints or exits: a body leaves with ``SystemExit`` and
-the documented code (never ``typer.Exit``, which needs typer loaded). Exit codes: 0 the
-analysis ran (whatever the jobs' fate), 1 ``--fail-on failed`` and a job failed, 2 bad usage
-or unreadable input (in a batch: after the other inputs were diagnosed) or a full disk, 3
+(:mod:`analyzer.console`) both call these bodies, so that ``jobdoctor diagnose FILE`` can run
+without importing typer (an eighth of a small diagnosis, callgrind). Only the CLI prints or
+exits: a body leaves with ``SystemExit`` and the documented code (not ``typer.Exit``, which
+needs typer loaded; click passes a ``SystemExit`` through alike). Exit codes: 0 the analysis
+ran (whatever the jobs' fate), 1 ``--fail-on failed`` and a job failed, 2 bad usage or
+unreadable input (in a batch: after the other inputs were diagnosed) or a full disk, 3
 invalid rules or policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the
 traceback, its secrets redacted).
 """

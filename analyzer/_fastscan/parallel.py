@@ -386,13 +386,22 @@ def _merged(parts: Sequence[RangeScan], book: BookLike) -> RangeScan:
     """One scan of consecutive parts of one input (ranges, chunks; in order), the lines of
     each renumbered after those before it; the rule timeouts the workers met are added to
     ``book``'s."""
+    merged: RangeScan | None = None
     for found in parts:
-        # A task this process ran itself counted its timeouts in this book already.
-        if found.scanned_in != _PROCESS[0]:
-            book.timeouts.update(found.timeouts)
-    merged = parts[0]
-    for later in parts[1:]:
-        _append(merged, later)
+        merged = _merged_with(merged, found, book)
+    assert merged is not None
+    return merged
+
+
+def _merged_with(merged: RangeScan | None, later: RangeScan, book: BookLike) -> RangeScan:
+    """``merged`` (None: no part yet) with ``later``, the next part of the same input, after
+    it (:func:`_merged`, one part at a time)."""
+    # A task this process ran itself counted its timeouts in this book already.
+    if later.scanned_in != _PROCESS[0]:
+        book.timeouts.update(later.timeouts)
+    if merged is None:
+        return later
+    _append(merged, later)
     return merged
 
 
@@ -518,17 +527,31 @@ def scan_files(
         tell(order[position][0], amount)
 
     listen = progress if on_bytes is not None else None
+    # Each input's ranges are merged in file order as soon as they are in: the merge of
+    # those read first runs while the last are still read, not in the serial tail after the
+    # scan (31M instructions of the 200 MB fleet's, callgrind).
+    merged: list[RangeScan | None] = [None] * len(paths)
+    # Per input, its next range to merge (ranges are numbered in file order, input by input).
+    after = [owner.index(number) if number in owner else 0 for number in range(len(paths))]
     for position, found in run(order, weights, book, processes, while_waiting, listen):
         index = order[position][0]
+        number = owner[index]
         results[index] = _unpacked(found)
-        tell(index, _share(tasks[index], sizes[owner[index]]))
-        left[owner[index]] -= 1
-        if on_input is not None and not left[owner[index]]:
-            on_input(paths[owner[index]])
-    done = [result for result in results if result is not None]
-    assert len(done) == len(tasks)
-    for _, indexes in itertools.groupby(range(len(tasks)), key=owner.__getitem__):
-        yield _merged([done[index] for index in indexes], book)
+        tell(index, _share(tasks[index], sizes[number]))
+        while after[number] < len(tasks) and owner[after[number]] == number:
+            ready = results[after[number]]
+            if ready is None:
+                break
+            results[after[number]] = None
+            merged[number] = _merged_with(merged[number], ready, book)
+            after[number] += 1
+        left[number] -= 1
+        if on_input is not None and not left[number]:
+            on_input(paths[number])
+    for number in dict.fromkeys(owner):  # the inputs with ranges, in order
+        scan = merged[number]
+        assert scan is not None and not left[number]
+        yield scan
 
 
 def _share(task: Task, size: int) -> int:
