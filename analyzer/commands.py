@@ -2,7 +2,7 @@
 
 The typer app (:mod:`analyzer.cli`) and the console script's quick parser
 (:mod:`analyzer.console`) both call these bodies, so that ``jobdoctor diagnose FILE`` can run
-without importing typer (an eighth of a small diagnosis, callgrind). Only the CLI prints or
+without importing typer (a ninth of a small diagnosis, callgrind). Only the CLI prints or
 exits: a body leaves with ``SystemExit`` and the documented code (not ``typer.Exit``, which
 needs typer loaded; click passes a ``SystemExit`` through alike). Exit codes: 0 the analysis
 ran (whatever the jobs' fate), 1 ``--fail-on failed`` and a job failed, 2 bad usage or

@@ -1,11 +1,11 @@
 """The ``jobdoctor`` console script: the common command lines parsed without typer.
 
-Importing typer and turning a command's signature into click's parameters cost about 100M
-instructions on every run: an eighth of ``jobdoctor diagnose`` on a small file, a sixth of
-what the parent does on a 200 MB export before it forks its worker (callgrind). So the
-command line of a file diagnosis, ``jobdoctor diagnose [OPTIONS] PATHS...`` with the options
-below, is parsed here, strictly, and run by the same body as the typer command
-(:func:`analyzer.commands.diagnose`). Anything else goes to the typer app
+Importing typer and turning a command's signature into click's parameters cost about 90M
+instructions on every run: a ninth of ``jobdoctor diagnose`` on a small file (823M -> 731M),
+a seventh of what the parent does on a 200 MB export before it forks its worker (616M ->
+532M; callgrind). So the command line of a file diagnosis, ``jobdoctor diagnose [OPTIONS]
+PATHS...`` with the options below, is parsed here, strictly, and run by the same body as the
+typer command (:func:`analyzer.commands.diagnose`). Anything else goes to the typer app
 (:mod:`analyzer.cli`), which parses, helps and fails as it always has: other commands,
 ``--help``, shell completion, the live and BigQuery options, a value that is not one of an
 option's choices, a path option naming a file that cannot be read, an option glued to its
