@@ -43,8 +43,9 @@ from analyzer._fastscan.blockdecode import READ_WHOLE, Hints, Skipped, decode_bl
 from analyzer.events import RuleMatch
 from analyzer.eventstore import JobEvents, Light
 from analyzer.ingest.entries import (
-    INVALID_JSON,
+    CUT_SHORT,
     InvalidJson,
+    invalid_reason,
     load_json_repairing,
     record_or_reason,
 )
@@ -313,9 +314,10 @@ class JsonlScanner:
         if end is not None and end != len(data):
             data = data[:end]  # what follows is read again with the next block
         lines = data.split(b"\n")
-        if lines[-1] == b"" and len(lines) > 1:
+        open_end = lines[-1] != b""  # the input's last line, without its "\n"
+        if not open_end and len(lines) > 1:
             lines.pop()  # after the last line's "\n"
-        self.feed(lines, first_number)
+        self.feed(lines, first_number, open_end)
         return len(lines)
 
     def _feed_decoded(self, data: bytes, entries: list[Any], first_number: int) -> None:
@@ -539,28 +541,36 @@ class JsonlScanner:
             chosen.sort(key=_line_of)
         self.tally.candidates.extend(chosen)
 
-    def feed(self, lines: Sequence[bytes], first_number: int) -> None:
+    def feed(self, lines: Sequence[bytes], first_number: int, open_end: bool = False) -> None:
         """Scan ``lines`` (without their line endings) one by one; the first is
-        ``first_number``. The path for blocks :func:`decode_block` cannot prove."""
+        ``first_number``; ``open_end``: the last is the input's last and had no line end.
+        The path for blocks :func:`decode_block` cannot prove."""
         if self._at_start and lines and first_number == 1 and lines[0].startswith(BOM):
             lines = [lines[0][len(BOM) :], *lines[1:]]
         self.stats.lines += len(lines)
         pending = _Pending()
         full: list[LogRecord] = []
+        last = first_number + len(lines) - 1 if open_end else -1
         for number, raw in enumerate(lines, first_number):
-            self._read_line(raw, number, pending, full)
+            self._read_line(raw, number, pending, full, number == last)
         self._finish(pending, full)
         full.sort(key=_record_line)
         self.tally.candidates.extend((record, None) for record in full)
 
-    def _read_line(self, raw: bytes, number: int, pending: _Pending, full: list[LogRecord]) -> None:
+    def _read_line(
+        self, raw: bytes, number: int, pending: _Pending, full: list[LogRecord], last: bool = False
+    ) -> None:
         """Read one line as :func:`~analyzer.ingest.jsonl.read_jsonl` does: count it, and
-        keep it as a light line (its text waiting for the prefilter) or as a full record."""
+        keep it as a light line (its text waiting for the prefilter) or as a full record.
+        ``last``: the input's last line, without its line end."""
         stats = self.stats
         try:
             entry, repaired = load_json_repairing(raw)
         except InvalidJson:
-            stats.skip(INVALID_JSON if raw.strip() else BLANK_LINE)
+            reason = invalid_reason(raw, last) if raw.strip() else BLANK_LINE
+            stats.skip(reason)
+            if reason == CUT_SHORT:
+                stats.cut_line = number
             return
         stats.invalid_utf8 += repaired
         if type(entry) is dict:

@@ -16,6 +16,11 @@ from typing import BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
 BUFFER_SIZE = 1 << 16
+# Why a gzip stream ended early, as a skip reason. Cut short (the stream stops before its
+# end marker: a download or copy that did not finish) and damaged (bad data, a CRC mismatch)
+# ask the user for different things: copy the file again, or find another copy.
+TRUNCATED_COMPRESSED = "truncated compressed data"
+CORRUPT_COMPRESSED = "corrupt compressed data"
 
 
 class ReplayReader(io.RawIOBase):
@@ -104,7 +109,8 @@ def open_counted(path: str, on_bytes: Callable[[int], None]) -> BinaryIO:
 
 
 class GzipGuard(io.RawIOBase):
-    """Decompress ``raw``; a truncated or corrupt stream ends early and sets ``damaged``.
+    """Decompress ``raw``; a truncated or corrupt stream ends early and sets ``damaged``
+    (``reason`` says which).
 
     It decompresses in pieces of ``BUFFER_SIZE`` whatever the reader asks for: gzip drops what
     a read had decompressed when it meets the damage, so with pieces of one size every reader
@@ -115,6 +121,7 @@ class GzipGuard(io.RawIOBase):
         super().__init__()
         self._gzip = gzip.GzipFile(fileobj=raw, mode="rb")
         self.damaged = False
+        self.truncated = False  # the stream ended before its end marker (EOFError)
         self._piece = b""
         self._at = 0  # bytes of the piece already handed out
 
@@ -127,7 +134,10 @@ class GzipGuard(io.RawIOBase):
                 return 0
             try:
                 self._piece = self._gzip.read(BUFFER_SIZE)
-            except (EOFError, OSError, zlib.error):
+            except EOFError:
+                self.damaged = self.truncated = True
+                return 0
+            except (OSError, zlib.error):
                 self.damaged = True
                 return 0
             self._at = 0
@@ -135,6 +145,12 @@ class GzipGuard(io.RawIOBase):
         memoryview(buffer).cast("B")[:count] = self._piece[self._at : self._at + count]
         self._at += count
         return count
+
+    @property
+    def reason(self) -> str:
+        """The skip reason of the damage: :data:`TRUNCATED_COMPRESSED` or
+        :data:`CORRUPT_COMPRESSED`."""
+        return TRUNCATED_COMPRESSED if self.truncated else CORRUPT_COMPRESSED
 
     def close(self) -> None:
         self._gzip.close()

@@ -13,7 +13,8 @@ from analyzer.diagnosis import (
     verdict_line,
 )
 from analyzer.events import Event, EventKind
-from analyzer.records import Origin
+from analyzer.ingest.entries import CUT_SHORT
+from analyzer.records import InputStats, Origin
 
 __all__ = [
     "cause_phrase",
@@ -25,9 +26,18 @@ __all__ = [
     "period",
     "plural",
     "short_state",
+    "skip_line",
     "span",
     "verdict_line",
 ]
+
+
+def skip_line(stats: InputStats, reason: str, count: int) -> str:
+    """What ``count`` lines of ``stats`` skipped for ``reason`` were, in one line: a last line
+    cut short is named by its number (a paste or a copy that stopped early, not damage)."""
+    if reason == CUT_SHORT and stats.cut_line is not None and count == 1:
+        return f"line {stats.cut_line:,}, the last, is {reason}"
+    return f"{count} skipped: {reason}"
 
 
 def clock(when: datetime | None) -> str:
