@@ -459,6 +459,29 @@ def test_crlf_export(book: RuleBook, tmp_path: Path) -> None:
     _same([str(path)], book)
 
 
+@pytest.mark.parametrize("crlf", [False, True])
+@pytest.mark.parametrize("fraction", [0.0, 0.3, 0.97])
+def test_an_export_cut_inside_its_last_line(
+    fraction: float, crlf: bool, book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A copy stopped early ends inside an entry: the same skip reason and cut line both ways,
+    # in one process and in ranges on two.
+    import analyzer._fastscan.parallel as parallel
+
+    monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 40_000)
+    lines = list(fleet(150_000, seed=19))
+    if crlf:
+        lines = [line.replace(b"\n", b"\r\n") for line in lines]
+    last = lines[-1].rstrip(b"\r\n")
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(b"".join(lines[:-1]) + last[: max(1, int(len(last) * fraction))])
+    _same([str(path)], book)
+    _same([str(path)], book, processes=2)
+    [stats] = collect(open_sources([str(path)]), book, fast=True)[1]
+    assert stats.cut_line == len(lines)
+    assert stats.skip_reasons["cut short: the file ends inside a JSON object"] == 1
+
+
 @pytest.mark.parametrize("digits", [0, 3, 6])
 def test_shorter_timestamp_forms(digits: int, book: RuleBook, tmp_path: Path) -> None:
     # Every line's fraction cut to what protobuf writes when the other digits are zeros.
