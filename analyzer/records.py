@@ -116,6 +116,9 @@ class InputStats:
     # The number of the input's last line when the input ends inside it (a JSON object cut
     # short, skipped as ingest.entries.CUT_SHORT).
     cut_line: int | None = None
+    # True for a text taken from a web page's source, read with its <br> tags as line ends
+    # (ingest.webtext): ``lines`` counts those lines.
+    web_text: bool = False
 
     def restart(self) -> None:
         """Zero the line counts, for a source that is read again from its start."""

@@ -14,6 +14,8 @@ import zlib
 from collections.abc import Callable
 from typing import BinaryIO
 
+from analyzer.ingest.webtext import HEAD_BYTES, WEB_TEXT, WebText, breaks_lines
+
 GZIP_MAGIC = b"\x1f\x8b"
 BUFFER_SIZE = 1 << 16
 # Why a gzip stream ended early, as a skip reason. Cut short (the stream stops before its
@@ -304,9 +306,14 @@ class Utf8Transcoder(io.RawIOBase):
 
 
 def transcoded(stream: BinaryIO) -> tuple[BinaryIO, str | None]:
-    """``stream`` as UTF-8: itself, or its UTF-8 view when it is UTF-16 (and which codec)."""
+    """``stream`` as the readers read it, and through what: itself (None), its UTF-8 view
+    when it is UTF-16 (the codec), and then, when it is text taken from a web page's source,
+    with its ``<br>`` tags as line ends (:data:`~analyzer.ingest.webtext.WEB_TEXT`)."""
     head, source = peeked(stream, 256)
     codec = utf16_encoding(head)
-    if codec is None:
-        return source, None
-    return buffered(Utf8Transcoder(source, codec)), codec
+    if codec is not None:
+        source = buffered(Utf8Transcoder(source, codec))
+    head, source = peeked(source, HEAD_BYTES)
+    if breaks_lines(head):
+        return buffered(WebText(source)), WEB_TEXT
+    return source, codec
