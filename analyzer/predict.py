@@ -399,6 +399,23 @@ def _evidence_notes(
             f"this input holds {count} jobs without their ids (this is job {index} of {count}:"
             " a new provisioning after the previous job had ended)"
         )
+    named = list(
+        dict.fromkeys(
+            str(e.match.field("job_id"))
+            for a in timeline.attempts
+            for e in a.events
+            if e.kind is EventKind.JOB_NAMED and e.job_id is None and e.match.field("job_id")
+        )
+    )
+    if len(named) > 1:
+        # A text without job ids (an SDK's polling output) that names several jobs: its lines
+        # cannot be told apart by job, so what they show is read as one job's.
+        notes.append(
+            f"this input names {len(named)} jobs ({', '.join(named[:3])}"
+            f"{', ...' if len(named) > 3 else ''}) on lines without a job id: their lines are"
+            f" read as {timeline.job_id or 'one job'}'s, so the state shown may belong to"
+            " another of them"
+        )
     codes = [v.error_code for v in verdicts if v.error_code is not None]
     if codes:
         name = _ERROR_CODE_NAMES.get(codes[-1], "see google.rpc.Code")
