@@ -5,7 +5,8 @@
 job's, in order), ``observed_final``, ``attempts``, ``exception`` {type, message}, ``job_id``,
 ``jobs``, ``refused_at_creation``, ``worker_restarts``, ``outcomes`` (the attempt log's),
 ``notes_contain``, ``advice_contains``, ``verdict_contains`` (the first job's verdict line),
-``lost_work_seconds`` (the first job's; null when the input cannot show it).
+``lost_work_seconds`` (the first job's; null when the input cannot show it), ``cut_line``
+(the input's last line, which it ends inside: a paste or a copy cut short).
 Beyond them, every diagnosis keeps the rules of evidence.
 """
 
@@ -37,6 +38,7 @@ KEYS = {
     "advice_contains",
     "verdict_contains",
     "lost_work_seconds",
+    "cut_line",
 }
 
 
@@ -113,6 +115,8 @@ def check(analysis: Analysis, expect: dict[str, Any], text: str) -> None:
         assert first is not None
         lost = first.lost_work.total_seconds() if first.lost_work is not None else None
         assert lost == expect["lost_work_seconds"], lost
+    if "cut_line" in expect:
+        assert [s.cut_line for s in analysis.inputs][:1] == [expect["cut_line"]]
     if expect.get("refused_at_creation"):
         assert first is not None, "a refusal is still reported"
         assert first.attempts == 0 and first.retries == 0

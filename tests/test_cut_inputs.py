@@ -131,3 +131,33 @@ def test_a_short_gzip_prefix_is_truncated_not_corrupt(tmp_path: Path) -> None:
     path = _gzip_cut(tmp_path, 3000)  # nothing whole decompresses from it
     with pytest.raises(InputError, match=r"truncated gzip data.*copy it again"):
         open_sources([str(path)])
+
+
+def _gcloud_cut(inside: bool) -> bytes:
+    """gcloud's JSON array of a sample, cut after an entry's "}," (between entries) or
+    inside the next entry."""
+    data = (SAMPLES / "vm-maintenance-restart.json").read_bytes()
+    cut = data.index(b"\n  },\n", len(data) // 2) + len(b"\n  },\n")
+    return data[: cut + 40] if inside else data[:cut]
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_a_json_array_cut_short_says_so_on_both_readers(
+    inside: bool, book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import analyzer._fastscan.parallel as parallel
+
+    monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 20_000)
+    data = _gcloud_cut(inside)
+    path = tmp_path / "logs.json"
+    path.write_bytes(data)
+    plain = _stats(path, book, fast=False)
+    assert plain.cut_line == plain.lines == data.count(b"\n") + (not data.endswith(b"\n"))
+    for processes in (1, 2):
+        assert _stats(path, book, fast=True, processes=processes).to_dict() == plain.to_dict()
+    code, out, _ = run("diagnose", str(path))
+    assert code == 0
+    assert f"line {plain.lines:,}, the last, ends inside the JSON array" in out
+    whole = tmp_path / "whole.json"
+    whole.write_bytes((SAMPLES / "vm-maintenance-restart.json").read_bytes())
+    assert _stats(whole, book, fast=False).cut_line is None

@@ -19,6 +19,7 @@ from analyzer.records import InputStats, Origin
 __all__ = [
     "cause_phrase",
     "clock",
+    "cut_line",
     "depth_facts",
     "evidence_events",
     "first_line",
@@ -38,6 +39,17 @@ def skip_line(stats: InputStats, reason: str, count: int) -> str:
     if reason == CUT_SHORT and stats.cut_line is not None and count == 1:
         return f"line {stats.cut_line:,}, the last, is {reason}"
     return f"{count} skipped: {reason}"
+
+
+def cut_line(stats: InputStats) -> str | None:
+    """The line that says a JSON array input ends before its closing ``]`` (None when it does
+    not): the entries read are whole, but what followed them is not in the input."""
+    if stats.cut_line is None or CUT_SHORT in stats.skip_reasons:
+        return None  # a JSONL line cut short says it in its skip line
+    return (
+        f"line {stats.cut_line:,}, the last, ends inside the JSON array (no closing ]): the"
+        " input was cut short, entries after it are not in it"
+    )
 
 
 def clock(when: datetime | None) -> str:

@@ -31,6 +31,7 @@ from analyzer.events import Event
 from analyzer.report.facts import (
     cause_phrase,
     clock,
+    cut_line,
     depth_facts,
     evidence_events,
     first_line,
@@ -325,6 +326,8 @@ def _footer(layout: _Layout, analysis: Analysis) -> None:
         for reason, count in sorted(stats.skip_reasons.items()):
             line = _Text(f"{stats.path}: {skip_line(stats, reason, count)}", style="dim")
             layout.folded(Text("  "), line, 4)
+        if (cut := cut_line(stats)) is not None:
+            layout.folded(Text("  "), _Text(f"{stats.path}: {cut}", style="dim"), 4)
     for rule in analysis.disabled_rules:
         line = _Text(f"rule {rule} kept timing out and was disabled for the rest of the run")
         layout.folded(Text("  "), line, 4)
