@@ -161,3 +161,54 @@ def test_a_json_array_cut_short_says_so_on_both_readers(
     whole = tmp_path / "whole.json"
     whole.write_bytes((SAMPLES / "vm-maintenance-restart.json").read_bytes())
     assert _stats(whole, book, fast=False).cut_line is None
+
+
+def _csv_download() -> bytes:
+    from analyzer.simulate import simulate, write
+
+    out = io.StringIO()
+    write(simulate("user-code-exit1", seed=0), "explorer-csv", out)
+    return out.getvalue().encode("utf-8")
+
+
+def _trimmed(data: bytes) -> bytes:
+    """Every data row without its last cell (another writer's CSV, not a cut download)."""
+    import csv
+
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8"))))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(rows[0])
+    writer.writerows(row[:-1] for row in rows[1:])
+    return out.getvalue().encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("shape", "cut"),
+    [
+        ("whole", False),
+        ("mid-row", True),
+        ("inside a quoted cell", True),
+        ("rows without their last cell, cut", False),
+    ],
+)
+def test_a_csv_download_cut_inside_its_last_row(
+    shape: str, cut: bool, book: RuleBook, tmp_path: Path
+) -> None:
+    data = _csv_download()
+    if shape == "mid-row":
+        data = data[: len(data) * 6 // 10]
+        data = data[: data.rindex(b",") + 3]
+    elif shape == "inside a quoted cell":
+        data = data[: data.index(b"\"'Epoch ", len(data) // 2) + 20]
+    elif shape != "whole":
+        data = _trimmed(data)
+        data = data[: data.rindex(b",", 0, len(data) * 6 // 10)]
+    path = tmp_path / "downloaded-logs.csv"
+    path.write_bytes(data)
+    plain = _stats(path, book, fast=False)
+    assert plain.format == "logs-explorer-csv"
+    assert plain.lines == plain.used + plain.skipped
+    assert (plain.cut_line == plain.lines) is cut
+    assert bool(plain.skip_reasons.get("cut short: the file ends inside a CSV row")) is cut
+    assert _stats(path, book, fast=True).to_dict() == plain.to_dict()
