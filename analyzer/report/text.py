@@ -316,7 +316,7 @@ def _footer(layout: _Layout, analysis: Analysis) -> None:
         again = Text(summary_line(analysis.diagnoses), style="bold")
         again.append("  (the table alone: --format table)", style="dim")
         layout.folded(Text(), again, 2)
-    summary = f"read {records} records from {plural(len(analysis.inputs), 'input')}"
+    summary = f"read {plural(records, 'record')} from {plural(len(analysis.inputs), 'input')}"
     layout.folded(
         Text(),
         Text(summary + (f", skipped {plural(skipped, 'line')}" if skipped else ""), "dim"),
