@@ -433,6 +433,34 @@ def test_lines_are_counted_only_where_a_second_value_may_start(
     assert _guard().shape(_ACCEPTED[case]()) is shape
 
 
+@needs_hyperscan
+@pytest.mark.parametrize(
+    ("case", "shape", "found"),
+    [
+        ("fleet block", blockdecode.Shape.ONE_OBJECT_EACH, []),
+        ("blank line", blockdecode.Shape.ONE_OBJECT_EACH, [3]),
+        ("blank lines in a row", blockdecode.Shape.NOT_OBJECTS, []),  # "\r\n", " \n" among
+        ("one blank line in 50", blockdecode.Shape.ONE_OBJECT_EACH, list(range(50, 40_000, 51))),
+        ("whitespace-only line", blockdecode.Shape.NOT_OBJECTS, []),
+        ("blank last line", blockdecode.Shape.NOT_OBJECTS, []),
+        ("blank first lines", blockdecode.Shape.NOT_OBJECTS, []),
+    ],
+)
+def test_the_sinks_check_finds_empty_lines(
+    case: str, shape: blockdecode.Shape, found: list[int]
+) -> None:
+    # Empty lines between objects (one in 500 in the bench's blank row) are found by the
+    # sink's own check, each where it is; any other blank line is left to the looser one.
+    block = _ACCEPTED[case]()
+    empty: list[int] = []
+    assert _guard().shape(block, empty=empty) is shape
+    starts = [0, *(at + 1 for at, byte in enumerate(block) if byte == 0x0A)]
+    # The line index of each: its line starts just before the offset noted.
+    assert [starts.index(after - 1) for after in empty] == [i for i in found if i < len(starts)]
+    if case == "one blank line in 50":
+        assert empty and all(block[after - 2 : after] == b"\n\n" for after in empty)
+
+
 _VALUES = st.sampled_from(
     [
         *(b"{}", b'{"a":[1,{}]}', b'{"m":"\\"{"}', b'{"m":"e} {"}', b'[{"b":"} {"}]', b"[]"),

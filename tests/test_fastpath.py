@@ -542,6 +542,30 @@ def test_a_project_wide_sink_has_no_false_notice(book: RuleBook, tmp_path: Path)
         assert f"{alone}: no Vertex AI job message in it" in notices
 
 
+@pytest.mark.parametrize("every", [7, 500])
+def test_decided_lines_beside_a_rule_without_a_literal(every: int, tmp_path: Path) -> None:
+    # Blank lines and other resources' entries are decided in the decoding and stand in the
+    # block's texts as "": a rule without a literal word makes the prefilter hand out every
+    # text, those too, and they must give no event (the rule matches nearly every text).
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "mine.yaml").write_text(
+        "- id: mine.anything\n"
+        "  category: internal_error\n"
+        "  pattern: '^(?:ste|sta)?'\n"
+        "  examples:\n"
+        "    match:\n"
+        "      - text: 'step 12 lost'\n"
+        "        fields: {}\n"
+    )
+    book = RuleBook.load([rules])
+    assert book.may_match_texts(["", "x"]) == [0, 1]
+    lines = list(reshape.blank_lines(reshape.foreign(_FLEET[:3000], share=0.2), every=every))
+    path = tmp_path / "project.jsonl"
+    path.write_bytes(b"".join(lines))
+    _same([str(path)], book)
+
+
 def _notices(paths: list[Path], book: RuleBook, *, fast: bool) -> Analysis:
     collector = Collector(book, fast=fast)
     collector.read_all(open_sources([str(p) for p in paths]))

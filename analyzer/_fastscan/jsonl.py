@@ -302,6 +302,8 @@ class JsonlScanner:
         # Whether only the timestamps of the form's length are taken in it (a block held
         # others: Go's trimmed fractions, a whole second in isoformat()).
         self._lengths = False
+        # The skip reasons of the last block's lines decoded as Skipped (see _lean).
+        self._skipped: list[str] = []
 
     def feed_block(self, data: bytes, first_number: int, end: int | None = None) -> int:
         """Scan the block ``data[:end]`` (whole lines, the last ``\\n`` optional), whose first
@@ -398,14 +400,17 @@ class JsonlScanner:
         last_task: str | None = None
         last_vm: str | None = None
         span = SpanTally("", "", 0)
-        # The light lines' texts, for the prefilter, and the indexes of the odd lines.
+        # The light lines' texts, for the prefilter, and the indexes of the odd lines; the
+        # skip reasons of the lines decided in the decoding (in their texts' places: "").
         texts: list[str] = []
         odd: list[int] = []
+        skipped = self._skipped
+        skipped.clear()
         for entry in entries:
             # The sink's common shape, read by attribute (named after the record's fields, at
             # the first of their paths in the mapping: see blockdecode): a part that is missing
-            # (None) raises AttributeError, as does a Skipped line, and the line goes to the
-            # plain functions like any unusual one.
+            # (None) raises AttributeError, and the line goes to the plain functions like any
+            # unusual one. A Skipped line reads as one without a job.
             try:
                 rlabels = entry.resource.labels
                 task = rlabels.task
@@ -452,7 +457,15 @@ class JsonlScanner:
                     or (when := canonical_time(when)) is not None
                 )
             ):
-                odd.append(len(texts) + len(odd))  # this line's index
+                if type(entry) is Skipped:
+                    # Decided already (a blank line, another resource's entry): counted with
+                    # the block, and a text no one reads keeps the texts in line with the
+                    # lines (the prefilter leaves it out but for rules without a literal,
+                    # and the candidates are read without it).
+                    skipped.append(entry.reason)
+                    texts.append("")
+                else:
+                    odd.append(len(texts) + len(odd))  # this line's index
                 continue
             if taken or (not careful and len(when) == size):
                 times.append(when)
@@ -484,24 +497,30 @@ class JsonlScanner:
         """Count a block read by :meth:`_lean`, and hand out its candidates."""
         stats = self.stats
         stats.lines += len(entries)
-        stats.used += len(texts)
-        stats.records += len(texts)
+        skipped = self._skipped
+        if skipped:
+            for reason, count in Counter(skipped).items():
+                stats.skip(reason, count)
+        stats.used += len(texts) - len(skipped)
+        stats.records += len(texts) - len(skipped)
         # The line of each text: all of them in order, but for the odd ones.
         light: Sequence[int] = range(len(entries))
         if odd:
-            skipped = set(odd)
-            light = [index for index in light if index not in skipped]
+            oddities = set(odd)
+            light = [index for index in light if index not in oddities]
         path = stats.path
         matches = self._matches
         sink = self._sink
         if sink is not None and not odd and matches is not None:
-            # Every line light: the events in line order, straight to the thinner.
+            # Every line light or decided: the events in line order, straight to the thinner.
             items: list[Light] = []
             add = items.append
             for index in self._select(texts):
+                entry = entries[index]
+                if skipped and type(entry) is Skipped:
+                    continue
                 matched = matches(texts[index])
                 if matched:
-                    entry = entries[index]
                     labels = entry.labels
                     rlabels = entry.resource.labels
                     insert_id = entry.insert_id
@@ -518,19 +537,18 @@ class JsonlScanner:
             return
         chosen: list[Candidate] = []
         for index in self._select(texts):
+            entry = entries[light[index]]
+            if skipped and type(entry) is Skipped:
+                continue
             found = matches(texts[index]) if matches is not None else None
             if found is None or found:
                 origin = Origin(path, first_number + light[index])
-                chosen.append((_record(entries[light[index]], texts[index], origin), found))
+                chosen.append((_record(entry, texts[index], origin), found))
         if odd:
             lines: list[bytes] | None = None
             pending = _Pending()
             full: list[LogRecord] = []
             for index in odd:
-                entry = entries[index]
-                if type(entry) is Skipped:  # decided from the struct: no second reading
-                    stats.skip(entry.reason)
-                    continue
                 if lines is None:
                     lines = data.split(b"\n", len(entries))
                 self._read_line(lines[index], first_number + index, pending, full)
