@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from analyzer._fastscan import blockdecode
@@ -683,6 +683,30 @@ def test_a_blocks_times_checked_at_once_as_each_alone(times: list[str], canonica
                 len(w) == len(form) and fastjsonl.canonical_time(w) == w[:26] + "000Z" for w in some
             )
             assert fastjsonl.canonical_times(some, form) == each, some
+
+
+_CLOCK = st.tuples(
+    st.sampled_from(["00", "09", "10", "19", "20", "23", "24", "29", "30", "99"]),
+    st.sampled_from(["00", "09", "59", "60", "69", "99"]),
+    st.sampled_from(["00", "59", "60"]),
+)
+
+
+@settings(max_examples=400)
+@given(
+    st.sampled_from(["2024-03-11", "2024-02-29", "2023-02-29", "2024-04-31", "0000-01-01"]),
+    st.lists(_CLOCK, min_size=1, max_size=6),
+)
+@example("2024-03-11", [("09", "00", "00"), ("09", "60", "00"), ("10", "00", "00")])
+@example("2024-03-11", [("09", "00", "00"), ("24", "00", "00"), ("10", "00", "00")])
+@example("2024-02-29", [("23", "59", "59"), ("00", "00", "00"), ("19", "99", "00")])
+def test_one_days_times_checked_at_once_as_each_alone(date: str, clocks: list[Any]) -> None:
+    # Times of one day are decided by the first and last minute, with the minutes' tens
+    # checked for all: the same answer as each alone, whatever hours lie between.
+    times = [f"{date}T{hour}:{minute}:{second}.123456789Z" for hour, minute, second in clocks]
+    each = all(fastjsonl.canonical_time(when) == when for when in times)
+    fastjsonl._GOOD_MINUTES.clear()  # proven minutes would hide a wrong answer
+    assert fastjsonl.canonical_times(times) == each
 
 
 # Long texts (issue 19 point 2: one linear pass): rule sentences near the edges of the text, of

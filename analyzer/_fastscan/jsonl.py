@@ -136,6 +136,23 @@ def _layouts(form: str, count: int) -> bytes:
     return ((form + "\n") * count)[:-1].encode()
 
 
+# The layouts of up to this many timestamps, made once per form: a block's are their start
+# (compared in place, with no copy of three times its timestamps' bytes to make them).
+_LAYOUT_COUNT = 2048
+_LAYOUT_STARTS: dict[str, bytes] = {}
+
+
+def _in_layout(digits_zeroed: bytes, form: str, count: int) -> bool:
+    """Whether ``digits_zeroed`` is ``_layouts(form, count)``."""
+    if count > _LAYOUT_COUNT:
+        return digits_zeroed == _layouts(form, count)
+    start = _LAYOUT_STARTS.get(form)
+    if start is None:
+        start = _LAYOUT_STARTS[form] = _layouts(form, _LAYOUT_COUNT)
+    # Of the right length (checked before), a prefix of the long layout is the short one.
+    return start.startswith(digits_zeroed)
+
+
 def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
     """Whether every string of ``times`` is a valid timestamp in ``form`` (one of
     :data:`FORMS`; the sink's canonical one by default): what checking each of them does
@@ -150,7 +167,7 @@ def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
         # Each in the form's layout, of ASCII digits (a newline inside one: another layout).
         len(joined) != size * count - 1
         or not joined.isascii()
-        or joined.encode().translate(_DIGITS_TO_ZERO) != _layouts(form, count)
+        or not _in_layout(joined.encode().translate(_DIGITS_TO_ZERO), form, count)
         # Seconds below 60.
         or joined[17::size].strip("012345")
         # The offset's digits zeros, as written (the layout check took any digit).
@@ -158,7 +175,16 @@ def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
     ):
         return False
     good = _GOOD_MINUTES
-    for minute in set(map(_MINUTE_OF, times)) - good:
+    first, last = min(times), max(times)
+    if first[:11] == last[:11] and not joined[14::size].strip("012345"):
+        # All of one day (a block mostly is): every string of this layout between the first
+        # and the last shares their date, its hour lies between theirs (and so is valid when
+        # theirs are: 00 to 23 is one range of two digits), and its minute's tens are below 6.
+        # Those two minutes decide for all, without a set of every one (half of this check).
+        minutes = {first[:17], last[:17]}
+    else:
+        minutes = set(map(_MINUTE_OF, times))
+    for minute in minutes - good:
         if utc_minute(minute, "Z") != minute:
             return False
         if len(good) < _MAX_MINUTES:
