@@ -510,10 +510,11 @@ class JsonlScanner:
                 span = known
                 last_job, last_task, last_vm = job, task, vm
             span.records += 1
-            if when < span.first:
-                span.first = when
-            elif when > span.last:
+            # A worker's lines mostly come in time order: the later end first.
+            if when > span.last:
                 span.last = when
+            elif when < span.first:
+                span.first = when
             texts.append(text)
         return texts, odd, times
 
