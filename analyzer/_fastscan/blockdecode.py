@@ -89,8 +89,16 @@ _TWO_OBJECTS_ID = len(_NOT_ONE_OBJECT)  # its id in the structure database
 _EMPTY_LINE_IDS = (0, 2)
 
 
-def _structure_flags(single: int) -> list[int]:
-    return [0 if index in _EMPTY_LINE_IDS else single for index in range(_TWO_OBJECTS_ID + 1)]
+# The sink's shape but for one space after each object ("} \\n", the bench's space row):
+# a line end after anything but "}", "\\r" or a space, and a space there after anything but
+# "}". Asked after the sink's own check fails, and first for the next blocks when it held.
+_SPACED_NOT_ONE_OBJECT = (rb"[^}\r ]\n", rb"[^}]\r\n", rb"\n[^{]", rb"[^}] \n")
+_LINE_ENDS = (b"}\n", b"}\r\n", b"}", b"}\r")
+_SPACED_LINE_ENDS = (*_LINE_ENDS, b"} \n", b"} ")
+
+
+def _structure_flags(single: int, patterns: int = _TWO_OBJECTS_ID + 1) -> list[int]:
+    return [0 if index in _EMPTY_LINE_IDS else single for index in range(patterns)]
 
 
 # The same questions where JSON's spaces surround the objects and blank lines (only spaces,
@@ -245,18 +253,20 @@ class _Guard:
     Kept apart: one database per question scans faster here than one holding them all.
     """
 
-    def __init__(self, hyperscan: Any, databases: tuple[Any, Any, Any] | None = None) -> None:
+    def __init__(self, hyperscan: Any, databases: tuple[Any, ...] | None = None) -> None:
         self._hyperscan = hyperscan
         if databases is None:
             single = hyperscan.HS_FLAG_SINGLEMATCH
             loose = (*_LOOSE_NOT_ONE_OBJECT, _TWO_OBJECTS, _BLANK_END)
+            spaced = (*_SPACED_NOT_ONE_OBJECT, _TWO_OBJECTS)
             databases = (
                 self._compile((*_NOT_ONE_OBJECT, _TWO_OBJECTS), _structure_flags(single)),
                 self._compile((INVALID_UTF8,), [single]),
                 # Every blank line's end is reported: the others once.
                 self._compile(loose, [single] * 3 + [0]),
+                self._compile(spaced, _structure_flags(single, len(spaced))),
             )
-        self._structure, self._utf8, self._loose = databases
+        self._structure, self._utf8, self._loose, self._spaced = databases
 
     def _compile(self, patterns: tuple[bytes, ...], flags: list[int]) -> Any:
         database = self._hyperscan.Database(mode=self._hyperscan.HS_MODE_BLOCK)
@@ -280,14 +290,19 @@ class _Guard:
         end: int | None = None,
         view: bytes | memoryview | None = None,
         empty: list[int] | None = None,
+        *,
+        spaced: bool = False,
     ) -> Shape:
         """What the lines of ``data[:end]`` are (``view``, if given, is the same bytes without
         a copy): whether each starts with ``{`` and ends with ``}`` (and then ``\\n`` or
-        ``\\r\\n``), and whether one of them may hold a second object. Given ``empty``,
-        lines may also be empty (``\\n`` alone, between two lines of objects): the offset
-        just after each is added to it, in order."""
-        if not (data[:1] == b"{" and data.endswith((b"}\n", b"}\r\n", b"}", b"}\r"), 0, end)):
+        ``\\r\\n``; or, ``spaced``, a space and ``\\n``), and whether one of them may hold
+        a second object. Given ``empty``, lines may also be empty (``\\n`` alone, between two
+        lines of objects): the offset just after each is added to it, in order."""
+        ends = _SPACED_LINE_ENDS if spaced else _LINE_ENDS
+        if not (data[:1] == b"{" and data.endswith(ends, 0, end)):
             return Shape.NOT_OBJECTS
+        database = self._spaced if spaced else self._structure
+        two_objects = len(_SPACED_NOT_ONE_OBJECT) if spaced else _TWO_OBJECTS_ID
         found: list[int] = []
 
         def note(pattern: int, _start: int, at: int, _flags: int, _context: object) -> bool:
@@ -298,13 +313,13 @@ class _Guard:
             found.append(pattern)
             # A line that is not an object ends the scan; a possible second object does not:
             # it is mostly a message's "} {", and the scan must still look for the former.
-            return pattern != _TWO_OBJECTS_ID
+            return pattern != two_objects
 
         with contextlib.suppress(self._hyperscan.ScanTerminated):
-            self._structure.scan(data[:end] if view is None else view, match_event_handler=note)
+            database.scan(data[:end] if view is None else view, match_event_handler=note)
         if not found:
             return Shape.ONE_OBJECT_EACH
-        if found[-1] == _TWO_OBJECTS_ID:
+        if found[-1] == two_objects:
             return Shape.MAYBE_TWO
         if empty is not None:
             empty.clear()
@@ -373,22 +388,19 @@ def _load_guard() -> _Guard | None:
         INVALID_UTF8,
         *_LOOSE_NOT_ONE_OBJECT,
         _BLANK_END,
+        *_SPACED_NOT_ONE_OBJECT,
         repr(_structure_flags(hyperscan.HS_FLAG_SINGLEMATCH)),
     )
     found = cache.load("guard", name)
-    if isinstance(found, tuple) and len(found) == 3:
+    if isinstance(found, tuple) and len(found) == 4:
         try:
-            structure, utf8, loose = map(cache.load_hyperscan, found)
-            return _Guard(hyperscan, (structure, utf8, loose))
+            return _Guard(hyperscan, tuple(map(cache.load_hyperscan, found)))
         except Exception:  # built by another Hyperscan: compile again
             pass
     guard = _Guard(hyperscan)
     if cache.cache_dir() is not None:
-        cache.store(
-            "guard",
-            name,
-            tuple(map(cache.dump_hyperscan, (guard._structure, guard._utf8, guard._loose))),
-        )
+        databases = (guard._structure, guard._utf8, guard._loose, guard._spaced)
+        cache.store("guard", name, tuple(map(cache.dump_hyperscan, databases)))
     return guard
 
 
@@ -462,11 +474,13 @@ def _with_blanks(entries: list[Any], blanks: list[int]) -> list[Any]:
 @dataclass(slots=True)
 class Hints:
     """What the blocks before showed, for the next one: whether one needed the decoder of
-    mixed blocks (entries of other resources), and the looser check of lines (spaces around
-    the objects, blank lines). Set by :func:`decode_block`."""
+    mixed blocks (entries of other resources), the looser check of lines (spaces around the
+    objects, blank lines) or the sink's with a space after each object. Set by
+    :func:`decode_block`."""
 
     mixed: bool = False
     loose: bool = False
+    spaced: bool = False
 
 
 def decode_block(
@@ -495,12 +509,19 @@ def decode_block(
     # (the sink's shape would fail at the next one, half a block in); spaces around the
     # objects fail it at once.
     shape = Shape.NOT_OBJECTS
-    if hints is None or not hints.loose:
+    loose = hints is not None and hints.loose
+    spaced = hints is not None and hints.spaced
+    if not loose and not spaced:
         shape = guard.shape(data, end, view, empty)
+    if shape is Shape.NOT_OBJECTS and not loose:
+        shape = guard.shape(data, end, view, empty, spaced=True)
+        spaced = shape is not Shape.NOT_OBJECTS
     if shape is Shape.NOT_OBJECTS:
+        spaced = False
         shape, blanks = guard.loose_shape(data, end, view)
     if hints is not None:
         hints.loose = bool(blanks)
+        hints.spaced = spaced
     if shape is Shape.NOT_OBJECTS or not guard.valid_utf8(data, view):
         return None
     entries: list[Any] = []
