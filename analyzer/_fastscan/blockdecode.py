@@ -10,8 +10,9 @@ fields it builds. Two Hyperscan passes over the raw block settle the difference:
 
 - every line must hold exactly one object, or be blank: each line starts with ``{`` and ends
   with ``}`` (but for JSON's spaces around it, and its ``\\n`` or ``\\r\\n``: the sink's
-  own shape is checked first, the looser one only where it fails, with each blank line's
-  place; msgspec skips blank lines, and they come out as :data:`BLANK`; so
+  own shape is checked first, empty lines between objects noted where they are; then the
+  same with one space after each object; the looser one only where both fail, with each
+  blank line's place; msgspec skips blank lines, and they come out as :data:`BLANK`; so
   no value can continue onto the next line: strings hold no raw newline, and after a ``}`` a
   value can only go on with ``,``, ``]`` or ``}``), and there are as many values as lines.
   The decoder takes nothing but objects (a line holding another value fails the block), so a
