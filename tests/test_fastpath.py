@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from analyzer._fastscan import blockdecode
 from analyzer._fastscan import jsonl as fastjsonl
-from analyzer._fastscan.parallel import line_ranges
+from analyzer._fastscan.parallel import line_ranges, scan_stream
 from analyzer.analysis import Analysis
 from analyzer.api import diagnose_collected
 from analyzer.classify import Collector, classify_records, classify_sources, collect
@@ -30,6 +30,7 @@ from analyzer.ingest import open_sources
 from analyzer.ingest.sources import StreamSource
 from analyzer.policy import load_policy
 from analyzer.predict import diagnose_timeline
+from analyzer.records import InputStats
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.normalize import INVISIBLE, fold
 from analyzer.rulebook.prefilter import _unchanged_by_fold
@@ -471,6 +472,22 @@ def test_shorter_timestamp_forms(digits: int, book: RuleBook, tmp_path: Path) ->
     path = tmp_path / "short.jsonl"
     path.write_bytes(b"".join(lines))
     _same([str(path)], book)
+
+
+@pytest.mark.parametrize("shape", ["six-digits", "isoformat", "go-trimmed"])
+def test_a_time_form_over_several_blocks(shape: str, book: RuleBook, tmp_path: Path) -> None:
+    # The first block finds the form; the next take their timestamps in it (all of them when
+    # they are of one length, each span's ends made canonical once), as each alone reads.
+    lines = list(reshape.SHAPES[shape](fleet(1_300_000, seed=23)))
+    path = tmp_path / "timed.jsonl"
+    path.write_bytes(b"".join(lines))
+    assert path.stat().st_size > 2 * fastjsonl.BLOCK_BYTES
+    _same([str(path)], book)
+    # Spans keep the canonical form (the one that compares like the times across blocks).
+    with path.open("rb") as stream:
+        spans = scan_stream(stream, InputStats(path=str(path)), book).tally.spans
+    ends = [when for span in spans.values() for when in (span.first, span.last)]
+    assert ends and all(fastjsonl.canonical_time(when) == when for when in ends)
 
 
 def test_select_with_ascii_and_wide_texts(book: RuleBook) -> None:

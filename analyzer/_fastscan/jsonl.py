@@ -364,7 +364,8 @@ class JsonlScanner:
             if not canonical_times(times, FORMS[form]):
                 # The form most of the block's timestamps have (the next block's too,
                 # likely), the others each checked on its own; else all of them so.
-                common = Counter(map(len, times)).most_common(1)
+                lengths = Counter(map(len, times))
+                common = lengths.most_common(1)
                 forms = [f for f, text in enumerate(FORMS) if common and len(text) == common[0][0]]
                 careful = True
                 if forms:
@@ -375,7 +376,10 @@ class JsonlScanner:
                     )
                     if canonical_times(times, FORMS[form]):
                         careful = False
-                        self._form, self._lengths = form, True
+                        # All of one length (google-cloud-logging's to_api_repr()): the next
+                        # blocks take every one in the form; isoformat() drops a whole
+                        # second's fraction, Go trims zeros: only those of its length then.
+                        self._form, self._lengths = form, len(lengths) > 1
                 if careful:
                     self._careful = _CAREFUL_BLOCKS
             if not careful:
@@ -493,7 +497,11 @@ class JsonlScanner:
                 else:
                     odd.append(len(texts) + len(odd))  # this line's index
                 continue
-            if taken or (not careful and len(when) == size):
+            if taken:
+                # Widened to the canonical form once per span, after: all of this block's
+                # are in one form of one width, and compare as the times do.
+                times.append(when)
+            elif not careful and len(when) == size:
                 times.append(when)
                 if widen:
                     when = when[:26] + "000Z"
@@ -516,6 +524,10 @@ class JsonlScanner:
             elif when < span.first:
                 span.first = when
             texts.append(text)
+        if taken and widen:
+            for span in spans.values():  # a block's own spans (see _feed_decoded)
+                span.first = span.first[:26] + "000Z"
+                span.last = span.last[:26] + "000Z"
         return texts, odd, times
 
     def _after_lean(
