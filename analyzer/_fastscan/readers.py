@@ -1,13 +1,15 @@
-"""The fast scan of the other readers' inputs: stream-logs text and gcloud's JSON array.
+"""The fast scan of the other readers' inputs: stream-logs text, gcloud's JSON array and
+gcloud's YAML.
 
-Each is read by its light scanner (``streamlogs``, ``gcloudjson``) into what the sink scan
-gives (:class:`~analyzer._fastscan.parallel.RangeScan`), so the classify stage treats them alike.
-A large file is cut into byte ranges where a range can be read apart (``safe_ranges``,
-``entry_ranges``), read by forked workers (:func:`~analyzer.processes.run_forked`) and merged in
-order as sink ranges are. A gcloud JSON file one of whose ranges the light scanner cannot read as
-the plain reader would (:class:`~analyzer._fastscan.gcloudjson.Unusual`) gets no scan: the
-caller reads it record by record. A whole input read in one process never does: the plain
-reader reads on from where the light scanner stopped.
+Each is read by its light scanner (``streamlogs``, ``gcloudjson``, ``gcloudyaml``) into what the
+sink scan gives (:class:`~analyzer._fastscan.parallel.RangeScan`), so the classify stage treats
+them alike. A large file is cut into byte ranges where a range can be read apart
+(``safe_ranges``, ``entry_ranges``, ``document_ranges``), read by forked workers
+(:func:`~analyzer.processes.run_forked`) and merged in order as sink ranges are. A gcloud JSON
+or YAML file one of whose ranges the light scanner cannot read as the plain reader would
+(:class:`~analyzer._fastscan.gcloudjson.Unusual`) gets no scan: the caller reads it record by
+record. A whole input read in one process never does: the plain reader reads on from where the
+light scanner stopped.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import BinaryIO, Protocol
 
 from analyzer._fastscan import parallel
 from analyzer._fastscan.gcloudjson import Unusual, entry_ranges, scan_gcloud_json
+from analyzer._fastscan.gcloudyaml import document_ranges, scan_gcloud_yaml
 from analyzer._fastscan.jsonl import ScanTally, TextSelector
 from analyzer._fastscan.parallel import BookLike, RangeScan, processes_for, warm
 from analyzer._fastscan.streamlogs import Matches, safe_ranges, scan_stream_logs
@@ -34,7 +37,8 @@ from analyzer.records import InputStats, Source
 
 STREAM_LOGS = Format.STREAM_LOGS.value
 GCLOUD_JSON = Format.GCLOUD_JSON.value
-FORMATS = frozenset({STREAM_LOGS, GCLOUD_JSON})
+GCLOUD_YAML = Format.GCLOUD_YAML.value
+FORMATS = frozenset({STREAM_LOGS, GCLOUD_JSON, GCLOUD_YAML})
 
 
 class _Scanner(Protocol):
@@ -50,8 +54,12 @@ class _Scanner(Protocol):
     ) -> tuple[ScanTally, list[Event]]: ...
 
 
-_SCANNERS: dict[str, _Scanner] = {STREAM_LOGS: scan_stream_logs, GCLOUD_JSON: scan_gcloud_json}
-_RANGES = {STREAM_LOGS: safe_ranges, GCLOUD_JSON: entry_ranges}
+_SCANNERS: dict[str, _Scanner] = {
+    STREAM_LOGS: scan_stream_logs,
+    GCLOUD_JSON: scan_gcloud_json,
+    GCLOUD_YAML: scan_gcloud_yaml,
+}
+_RANGES = {STREAM_LOGS: safe_ranges, GCLOUD_JSON: entry_ranges, GCLOUD_YAML: document_ranges}
 
 
 def takes(source: Source) -> bool:
@@ -168,7 +176,9 @@ def _scan_pooled(
     weights = [_task_work(task, files[owner[task[0]]]) for task in tasks]
     order = sorted(tasks, key=lambda task: -weights[task[0]])
     told: list[Share | None] = [
-        None if task[1] == GCLOUD_JSON and task[4] != -1 else shares.get(id(files[owner[task[0]]]))
+        None
+        if task[1] in (GCLOUD_JSON, GCLOUD_YAML) and task[4] != -1
+        else shares.get(id(files[owner[task[0]]]))
         for task in tasks
     ]
 
