@@ -78,7 +78,15 @@ YAML_VARIANTS = {
     ).encode(),
     "damaged": _damaged,
 }
-YAML_CASES = [(scenario, variant) for scenario in sorted(SCENARIOS) for variant in YAML_VARIANTS]
+# Every scenario as written and damaged; the other variants on a few (they change the layout
+# the same way whatever the entries).
+_FEW = ("oom", "user-code-exit1", "worker-restarts-exhausted")
+YAML_CASES = [
+    (scenario, variant)
+    for scenario in sorted(SCENARIOS)
+    for variant in YAML_VARIANTS
+    if variant in ("as-written", "damaged") or scenario in _FEW
+]
 
 
 @pytest.mark.parametrize(("scenario", "variant"), YAML_CASES)

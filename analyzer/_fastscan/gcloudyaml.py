@@ -43,13 +43,18 @@ from analyzer.ingest.sniff import BOM, LOGENTRY_KEYS
 from analyzer.records import (
     AUDIT_PATH,
     INSERT_ID_PATH,
+    JOB_RESOURCE_TYPES,
     LABEL_PATHS,
+    NO_MESSAGE,
+    OTHER_RESOURCE,
     PAYLOAD_PATH,
     RESOURCE_TYPE_PATH,
     SEVERITY_PATH,
     TEXT_KEY_PATHS,
     TEXT_KEYS,
+    TEXT_PATHS,
     TIME_PATHS,
+    EntryFields,
     InputStats,
     LogRecord,
     entry_fields,
@@ -219,8 +224,11 @@ def _quoted(value: str, lines: list[str], at: int, indent: int) -> tuple[str, in
     return fold.sub(unquote, raw), taken + 1
 
 
-def _literal(header: str, lines: list[str], at: int, indent: int) -> tuple[str, int]:
-    """The literal block scalar whose header (``|``, ``|-``, ``|+``) ends line ``at``."""
+def _literal(
+    header: str, lines: list[str], at: int, indent: int, *, last: bool | None = None
+) -> tuple[str, int]:
+    """The literal block scalar whose header (``|``, ``|-``, ``|+``) ends line ``at`` (``last``:
+    whether its last line is the document's, when ``lines`` end before the document does)."""
     if header not in ("|", "|-", "|+"):
         raise _Other("a block scalar outside the subset")
     end = len(lines)
@@ -250,7 +258,9 @@ def _literal(header: str, lines: list[str], at: int, indent: int) -> tuple[str, 
     if blank:
         raise _Other("a block scalar ending in blank lines")
     text = "\n".join(parts)
-    if header != "|-" and index < end:
+    if last is None:
+        last = index == end  # (no line end after the document's last line)
+    if header != "|-" and not last:
         text += "\n"
     return text, index - at
 
@@ -366,11 +376,13 @@ def light_entry(text: str) -> dict[str, Any]:
     if not root:
         raise _Other("no mapping")
     payload = root.get(PAYLOAD_PATH[0])
-    if isinstance(payload, dict) and payload:
-        if not any(isinstance(payload.get(key), str) for key in TEXT_KEYS) and not isinstance(
-            root.get("textPayload"), str
-        ):
-            raise _Other("a payload whose text is its rendering")
+    if (
+        isinstance(payload, dict)
+        and payload
+        and not any(isinstance(payload.get(key), str) for key in TEXT_KEYS)
+        and not isinstance(root.get("textPayload"), str)
+    ):
+        raise _Other("a payload whose text is its rendering")
     return root
 
 
@@ -437,14 +449,23 @@ class GcloudYamlScanner:
         """Whole documents and the "---" lines between them."""
         documents: list[tuple[int, int, str | None, bytes]] = []
         line = self._line
-        position = 0
         stats = self.stats
+        # Decoded and checked at once when all of it is clean (as it nearly always is), each
+        # document apart otherwise.
+        try:
+            whole: str | None = block.decode("utf-8")
+        except UnicodeDecodeError:
+            whole = None
+        clean = whole is not None and _ODD.search(whole) is None
+        position = 0
         for found in _MARKER.finditer(block):
             start = found.start()
             if start > position:
                 segment = block[position:start]
-                documents.append((line + 1, segment.count(b"\n"), None, segment))
-                line += documents[-1][1]
+                text = segment.decode("utf-8") if clean else None
+                lines = segment.count(b"\n")
+                documents.append((line + 1, lines, text, segment))
+                line += lines
             line += 1
             stats.lines += 1
             stats.used += 1
@@ -452,7 +473,8 @@ class GcloudYamlScanner:
         if position < len(block):
             segment = block[position:]
             lines = segment.count(b"\n") + (not segment.endswith(b"\n"))
-            documents.append((line + 1, lines, None, segment))
+            text = segment.decode("utf-8") if clean else None
+            documents.append((line + 1, lines, text, segment))
             line += lines
         self._line = line
         self._documents(documents)
@@ -462,19 +484,25 @@ class GcloudYamlScanner:
         texts: list[str] = []
         light: list[tuple[int, int, tuple[str | None, str | None, str | None], str | None]] = []
         plain: list[tuple[int, list[LogRecord]]] = []
-        for number, (first, lines, _, segment) in enumerate(documents):
+        for number, (first, lines, text, segment) in enumerate(documents):
             stats.lines += lines
             try:
-                text = segment.decode("utf-8")
-                entry = light_entry(text[:-1] if text.endswith("\n") else text)
-                fields = entry_fields(entry)
+                if text is None:
+                    text = segment.decode("utf-8")
+                    if _ODD.search(text) is not None:
+                        raise _Other("a character outside the subset")
+                if text.endswith("\n"):
+                    text = text[:-1]
+                fields = skeleton_fields(text)
+                if fields is None:
+                    fields = entry_fields(light_entry(text))
                 if isinstance(fields, str):
                     stats.skip(fields, lines)
                     continue
                 when = None
                 if fields.time is not None:
                     try:
-                        when = time_key(parse_timestamp(fields.time))
+                        when = _time_key(fields.time)
                     except (ValueError, OverflowError):
                         stats.skip(INVALID_TIMESTAMP, lines)
                         continue
@@ -629,3 +657,278 @@ def document_ranges(path: str, size: int, smallest: int, processes: int) -> list
             cuts.append(cut)
     cuts.append(size)
     return list(itertools.pairwise(cuts))
+
+
+# --- the common layout, in one regular expression --------------------------------------------
+#
+# Nearly every document gcloud prints has the same skeleton: its keys sorted, the record's
+# fields at fixed places. One match of the document against that skeleton (compiled once,
+# below) checks every line of it and captures the scalars the record is made of; a document
+# it does not match is read by light_entry line by line (and, outside the subset, by PyYAML).
+
+
+def _plain_rest() -> str:
+    # After a plain scalar's first character: no ": ", no " #", no trailing space or ":".
+    return r"(?:[^\n:# ]++|:(?=\S)|(?<! )#| ++(?=[^\s#]))*+"
+
+
+_FIRST = r"[^\s\-?:,\[\]{}#&*!|>'\"%@`]"
+_KEY = r"[A-Za-z_][\w./-]*"
+
+
+def _scalar(indent: int, *, generic: bool) -> str:
+    """A scalar value on the line of its key at ``indent`` and the lines it goes on over. A
+    value no reader reads (``generic``) is plain only from a letter: such a value is a string,
+    a bool or a null, which PyYAML always builds (a number it may fail to)."""
+    deeper = f"(?= {{{indent + 1}}}| *\\n)"
+    first = "[A-Za-z]" if generic else f"(?:{_FIRST}|[-?:]\\S)"
+    plain = f"{first}{_plain_rest()}(?:\\n {{{indent + 1},}}{_FIRST}{_plain_rest()})*"
+    single = f"'(?:[^'\\n]++|''|\\n{deeper})*+'"
+    escapes = (
+        r'\\[0abtnvfre "\\N_LP]|\\x[0-9A-Fa-f]{2}|\\u(?![dD][89abAB])[0-9A-Fa-f]{4}'
+        r"|\\U(?:000[0-9A-Fa-f]|0010)[0-9A-Fa-f]{4}"
+    )
+    double = f'"(?:[^"\\\\\\n]++|{escapes}|\\\\?\\n{deeper})*+"'
+    inner = indent + 2
+    literal = (
+        f"\\|[-+]?\\n {{{inner}}}\\S[^\\n]*(?:\\n {{{inner}}}[^\\n]*|\\n {{0,{inner - 1}}}(?=\\n))*"
+    )
+    return f"(?:{plain}|{single}|{double}|{literal})"
+
+
+def _generic(indent: int, depth: int, exclude: tuple[str, ...] = ()) -> str:
+    """Any entry at ``indent`` of a name-like key (none of ``exclude``), its value a scalar,
+    ``{}``, ``[]``, or a mapping of such entries ``depth`` levels deep."""
+    key = _KEY
+    if exclude:
+        key = "(?!(?:" + "|".join(re.escape(name) for name in exclude) + "):)" + key
+    nested = f"(?:{_generic(indent + 2, depth - 1)})*" if depth else ""
+    value = f"(?:{_scalar(indent, generic=True)}|\\{{\\}}|\\[\\])"
+    return f" {{{indent}}}{key}:(?: {value}\\n|\\n{nested})"
+
+
+def _slot(name: str, key: str, indent: int) -> str:
+    # The scalar's lines only (its first, then those indented past the key or blank): what it
+    # holds is read and checked by the line reader's functions (_value).
+    lines = f"[^\\n]+(?:\\n(?: {{{indent + 1}}}[^\\n]*| *(?=\\n)))*"
+    return f" {{{indent}}}{re.escape(key)}: (?P<{name}>{lines})\\n"
+
+
+def _mapping(key: str, indent: int, marker: str, parts: list[tuple[str, str]], depth: int) -> str:
+    """The entry ``key:`` at ``indent`` opening a mapping (not empty) of the slots ``parts``
+    (their pattern and key) and other entries, in any order. A slot met twice keeps its last
+    value, as PyYAML's mapping does; a mapping met twice is refused (:data:`_ONCE`: the groups of
+    the first would stay)."""
+    inner = indent + 2
+    names = tuple(key for _, key in parts)
+    entries = "|".join([*(pattern for pattern, _ in parts), _generic(inner, depth, names)])
+    mark = f"(?P<{marker}>)" if marker else ""
+    _ONCE.append(f"\n{' ' * indent}{key}:")
+    return f" {{{indent}}}{re.escape(key)}:\\n{mark}(?= {{{inner}}}\\S)(?:{entries})+"
+
+
+# The mappings' "key:" lines: a document holding one of them twice is not read in one match
+# (anywhere: another mapping's "  labels:" too, or a line of a quoted scalar).
+_ONCE: list[str] = []
+
+
+_SLOTS = {
+    # group name: (the path, its key at its place)
+    "insert_id": INSERT_ID_PATH,
+    "message": ("jsonPayload", "message"),
+    "event": ("jsonPayload", "event"),
+    "log": ("jsonPayload", "log"),
+    "msg": ("jsonPayload", "msg"),
+    "text": ("jsonPayload", "text"),
+    "tag": ("jsonPayload", "attrs", "tag"),
+    "vm": ("labels", "compute.googleapis.com/resource_id"),
+    "label_job": ("labels", "ml.googleapis.com/job_id"),
+    "label_task2": ("labels", "ml.googleapis.com/task_name"),
+    "label_trial2": ("labels", "ml.googleapis.com/trial_id"),
+    "label_task": ("labels", "task_name"),
+    "label_trial": ("labels", "trial_id"),
+    "receive": ("receiveTimestamp",),
+    "job": ("resource", "labels", "job_id"),
+    "task": ("resource", "labels", "task_name"),
+    "kind": RESOURCE_TYPE_PATH,
+    "severity": SEVERITY_PATH,
+    "text_payload": ("textPayload",),
+    "time": ("timestamp",),
+}
+_INDENT = {name: 2 * (len(path) - 1) for name, path in _SLOTS.items()}
+_GENERIC_DEPTH = 3
+
+
+def _skeleton() -> re.Pattern[str]:
+    def slots(*names: str) -> list[tuple[str, str]]:
+        found = [(name, _SLOTS[name]) for name in names]
+        return [(_slot(name, path[-1], _INDENT[name]), path[-1]) for name, path in found]
+
+    attrs = _mapping("attrs", 2, "", slots("tag"), _GENERIC_DEPTH - 2)
+    payload_parts = [(attrs, "attrs"), *slots("event", "log", "message", "msg", "text")]
+    payload = _mapping("jsonPayload", 0, "payload", payload_parts, _GENERIC_DEPTH - 1)
+    labels = _mapping(
+        "labels",
+        0,
+        "",
+        slots("vm", "label_job", "label_task2", "label_trial2", "label_task", "label_trial"),
+        0,
+    )
+    resource_labels = _mapping("labels", 2, "", slots("job", "task"), 0)
+    resource = _mapping("resource", 0, "", [(resource_labels, "labels"), *slots("kind")], 1)
+    read_at_top = {path[0] for path in _READ if len(path) >= 1}
+    others = sorted(LOGENTRY_KEYS - read_at_top)
+    keys = "(?:" + "|".join(re.escape(key) for key in others) + ")"
+    top = _generic(0, _GENERIC_DEPTH).replace(_KEY, keys, 1)
+    parts = [
+        *(pattern for pattern, _ in slots("insert_id", "receive", "severity", "text_payload")),
+        *(pattern for pattern, _ in slots("time")),
+        payload,
+        labels,
+        resource,
+        top,
+    ]
+    return re.compile("(?:" + "|".join(parts) + ")+")
+
+
+_SKELETON: re.Pattern[str] | None = None
+_NAMES: tuple[str, ...] = ()
+
+
+def _compiled() -> re.Pattern[str]:
+    """The skeleton, compiled the first time a document is read (~50 ms: not at start-up)."""
+    global _SKELETON, _NAMES
+    if _SKELETON is None:
+        _SKELETON = _skeleton()
+        # The groups in the pattern's order.
+        _NAMES = tuple(sorted(_SKELETON.groupindex, key=_SKELETON.groupindex.__getitem__))
+        assert len(_NAMES) == _SKELETON.groups
+    return _SKELETON
+
+
+# What a one-line plain scalar that is a string does not begin with: an indicator, or the first
+# character of a resolver's pattern (bools, nulls, numbers, "<<", "=").
+_UNSAFE_FIRST = frozenset("-?:,[]{}#&*!|>'\"%@` ").union(key for key in _RESOLVERS if key)
+
+
+def _value(raw: str, indent: int, last: bool) -> str:
+    """The value of a scalar whose lines the skeleton captured (``last``: its last line is the
+    document's), read as the line reader reads it; :class:`_Other` outside the subset."""
+    lines = raw.split("\n")
+    first = lines[0]
+    start = first[0]
+    if start in "'\"":
+        value, taken = _quoted(first, lines, 0, indent)
+    elif start == "|":
+        value, taken = _literal(first, lines, 0, indent, last=last)
+    else:
+        value, taken = _plain(first, lines, 0, indent)
+        if _fate(value) is not True:
+            raise _Other("a plain scalar PyYAML reads as another type")
+    if taken != len(lines):
+        raise _Other("a scalar with blank lines after it")
+    return value
+
+
+# Each field of a record, as the groups of its paths in the table's order of precedence
+# (records.LABEL_PATHS, TEXT_PATHS and the payload's TEXT_KEYS, TIME_PATHS).
+_GROUP_OF = {path: name for name, path in _SLOTS.items()}
+_LABEL_GROUPS = {
+    field: tuple(_GROUP_OF[path] for path in paths) for field, paths in LABEL_PATHS.items()
+}
+_TEXT_GROUPS = tuple(_GROUP_OF[path] for path in TEXT_PATHS)
+_PAYLOAD_GROUPS = tuple(_GROUP_OF[(*PAYLOAD_PATH, key)] for key in TEXT_KEYS)
+_TIME_GROUPS = tuple(_GROUP_OF[path] for path in TIME_PATHS)
+_SEVERITY_GROUP = _GROUP_OF[SEVERITY_PATH]
+_INSERT_GROUP = _GROUP_OF[INSERT_ID_PATH]
+_KIND_GROUP = _GROUP_OF[RESOURCE_TYPE_PATH]
+assert not (set(_SLOTS) - set(_GROUP_OF.values()))
+
+
+def skeleton_fields(text: str) -> EntryFields | str | None:
+    """What :func:`~analyzer.records.entry_fields` makes of the document ``text`` (its
+    fields, or the reason it gives no record) when the document is of the common layout, in
+    one match; None when it is not of it (:class:`_Other`: it is, but outside the subset)."""
+    source = text + "\n"
+    found = (_SKELETON or _compiled()).fullmatch(source)
+    if found is None:
+        return None
+    lined = "\n" + source
+    for line in _ONCE:
+        if lined.count(line) > 1:
+            return None
+    end = len(source) - 1
+    values: dict[str, str] = {}
+    for name, raw in [pair for pair in zip(_NAMES, found.groups(), strict=True) if pair[1]]:
+        first = raw[0]
+        if "\n" in raw:
+            values[name] = _value(raw, _INDENT[name], found.end(name) == end)
+        elif first == "'" and raw[-1] == "'" and len(raw) > 1 and "'" not in raw[1:-1]:
+            values[name] = raw[1:-1]
+        elif (
+            first not in _UNSAFE_FIRST
+            and ": " not in raw
+            and " #" not in raw
+            and raw[-1] not in ": "
+        ):
+            # Plain (as _check_plain has it), and no resolver's pattern begins so: a string.
+            values[name] = raw
+        else:
+            values[name] = _value(raw, _INDENT[name], found.end(name) == end)
+    kind = values.get(_KIND_GROUP)
+    if kind and kind not in JOB_RESOURCE_TYPES:
+        return OTHER_RESOURCE + kind
+    for name in _TEXT_GROUPS:
+        message = values.get(name)
+        if message is not None:
+            break
+    else:
+        if found.group("payload") is None:
+            return NO_MESSAGE
+        for name in _PAYLOAD_GROUPS:
+            message = values.get(name)
+            if message is not None:
+                break
+        else:
+            raise _Other("a payload whose text is its rendering")
+    time = None
+    for name in _TIME_GROUPS:
+        time = values.get(name)
+        if time:
+            break
+    labels = []
+    for names in _LABEL_GROUPS.values():
+        label = None
+        for name in names:
+            label = values.get(name)
+            if label:
+                break
+        labels.append(label or None)
+    job_id, task, trial, vm = labels
+    return EntryFields(
+        job_id=job_id,
+        task=task,
+        trial=trial,
+        vm=vm,
+        text=message,
+        time=time,
+        severity=values.get(_SEVERITY_GROUP, "DEFAULT"),
+        insert_id=values.get(_INSERT_GROUP),
+    )
+
+
+# Minutes (a sink timestamp's first 16 characters) known to be real ones, for time keys
+# made without parsing: 2024-03-16T09:25:01.130607708Z gives 2024-03-16T09:25:01.130607000Z.
+_MINUTES: set[str] = set()
+_MAX_MINUTES = 1 << 16
+_SINK_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:[0-5]\d\.\d{9}Z", re.ASCII)
+
+
+def _time_key(value: str) -> str:
+    """``time_key(parse_timestamp(value))``: ValueError or OverflowError when it is none."""
+    if value[:16] in _MINUTES and _SINK_TIME.fullmatch(value):
+        return value[:26] + "000Z"
+    key = time_key(parse_timestamp(value))
+    if _SINK_TIME.fullmatch(value) and len(_MINUTES) < _MAX_MINUTES:
+        _MINUTES.add(value[:16])
+    return key

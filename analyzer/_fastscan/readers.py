@@ -23,7 +23,6 @@ from typing import BinaryIO, Protocol
 
 from analyzer._fastscan import parallel
 from analyzer._fastscan.gcloudjson import Unusual, entry_ranges, scan_gcloud_json
-from analyzer._fastscan.gcloudyaml import document_ranges, scan_gcloud_yaml
 from analyzer._fastscan.jsonl import ScanTally, TextSelector
 from analyzer._fastscan.parallel import BookLike, RangeScan, processes_for, warm
 from analyzer._fastscan.streamlogs import Matches, safe_ranges, scan_stream_logs
@@ -54,12 +53,34 @@ class _Scanner(Protocol):
     ) -> tuple[ScanTally, list[Event]]: ...
 
 
+def _scan_gcloud_yaml(
+    stream: BinaryIO,
+    stats: InputStats,
+    select: TextSelector,
+    matches: Matches,
+    *,
+    at_start: bool = True,
+    limit: int = -1,
+) -> tuple[ScanTally, list[Event]]:
+    # Loaded when a YAML input is read: the module loads PyYAML (which a diagnosis of a sink
+    # file does not load, tests/test_cli_startup.py).
+    from analyzer._fastscan.gcloudyaml import scan_gcloud_yaml
+
+    return scan_gcloud_yaml(stream, stats, select, matches, at_start=at_start, limit=limit)
+
+
+def _yaml_ranges(path: str, size: int, smallest: int, processes: int) -> list[tuple[int, int]]:
+    from analyzer._fastscan.gcloudyaml import document_ranges
+
+    return document_ranges(path, size, smallest, processes)
+
+
 _SCANNERS: dict[str, _Scanner] = {
     STREAM_LOGS: scan_stream_logs,
     GCLOUD_JSON: scan_gcloud_json,
-    GCLOUD_YAML: scan_gcloud_yaml,
+    GCLOUD_YAML: _scan_gcloud_yaml,
 }
-_RANGES = {STREAM_LOGS: safe_ranges, GCLOUD_JSON: entry_ranges, GCLOUD_YAML: document_ranges}
+_RANGES = {STREAM_LOGS: safe_ranges, GCLOUD_JSON: entry_ranges, GCLOUD_YAML: _yaml_ranges}
 
 
 def takes(source: Source) -> bool:
