@@ -38,6 +38,11 @@ class ReplayReader(io.RawIOBase):
             target[:count] = self._head[:count]
             self._head = self._head[count:]
             return count
+        # Straight into the caller's buffer: stdin's reader fills it with one copy, where
+        # read() would allocate a chunk's worth anew (and fault its pages in) for every read.
+        readinto = getattr(self._rest, "readinto", None)
+        if readinto is not None:
+            return int(readinto(target))
         data = self._rest.read(len(target))
         target[: len(data)] = data
         return len(data)
