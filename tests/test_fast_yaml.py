@@ -5,6 +5,7 @@ reader reads gcloud's layout itself (hands few documents to PyYAML)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import random
 import string
@@ -18,9 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzer._fastscan import gcloudyaml, parallel
-from analyzer._fastscan.gcloudyaml import GcloudYamlScanner, document_ranges, light_entry
-from analyzer.ingest.gcloud_yaml import EntryLoader
-from analyzer.records import InputStats
+from analyzer._fastscan.gcloudyaml import (
+    GcloudYamlScanner,
+    document_ranges,
+    light_entry,
+    skeleton_fields,
+)
+from analyzer.ingest.gcloud_yaml import EntryLoader, _as_entry
+from analyzer.records import InputStats, entry_fields
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, fleet, write
 from analyzer.simulate.writers import gcloud_yaml
@@ -264,3 +270,38 @@ def test_a_scan_in_one_block_or_many_is_the_same(book: RuleBook, tmp_path: Path)
             gcloudyaml.CHUNK_BYTES = kept
         found.append((stats.to_dict(), scanner.tally, scanner.events))
     assert found[0] == found[1]
+
+
+@settings(max_examples=400, deadline=None)
+@given(entry=_entry())
+def test_the_skeletons_fields_are_pyyamls(entry: dict[str, Any]) -> None:
+    # Where the one-match reader reads a document, its fields (or skip reason) are what
+    # records.entry_fields makes of PyYAML's entry.
+    document = gcloud_yaml(entry).removeprefix("---\n").rstrip("\n")
+    if gcloudyaml._ODD.search(document):
+        return  # (the scanner hands such a document over before it gets here)
+    try:
+        fields = skeleton_fields(document)
+    except gcloudyaml._Other:
+        return
+    if fields is None:
+        return
+    assert fields == entry_fields(_as_entry(yaml.load(document, Loader=EntryLoader)))
+
+
+def test_most_random_entries_are_read_in_one_match() -> None:
+    # The skeleton takes gcloud's layout with odd values too (else the test above tests little).
+    rng = random.Random(5)
+    taken = 0
+    for index in range(200):
+        entry = {
+            "insertId": f"id{index}",
+            "resource": {"type": "ml_job", "labels": {"job_id": str(rng.randrange(10**6))}},
+            "labels": {"ml.googleapis.com/trial_id": rng.choice(["1", "yes", "0x10", ""])},
+            "textPayload": rng.choice(["Job failed.", "a\nb", "x" * 200, "it's: #", ""]),
+            "timestamp": "2024-05-08T17:06:03.628548865Z",
+        }
+        document = gcloud_yaml(entry).removeprefix("---\n").rstrip("\n")
+        with contextlib.suppress(gcloudyaml._Other):
+            taken += skeleton_fields(document) is not None
+    assert taken >= 120  # (a plain "yes" trial label, a bool to PyYAML, is handed over)

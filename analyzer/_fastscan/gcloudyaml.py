@@ -848,7 +848,8 @@ assert not (set(_SLOTS) - set(_GROUP_OF.values()))
 def skeleton_fields(text: str) -> EntryFields | str | None:
     """What :func:`~analyzer.records.entry_fields` makes of the document ``text`` (its
     fields, or the reason it gives no record) when the document is of the common layout, in
-    one match; None when it is not of it (:class:`_Other`: it is, but outside the subset)."""
+    one match; None when it is not of it (:class:`_Other`: it is, but outside the subset).
+    The caller has checked its characters (:data:`_ODD`), as the scanner does a block's."""
     source = text + "\n"
     found = (_SKELETON or _compiled()).fullmatch(source)
     if found is None:
