@@ -6,10 +6,11 @@ method, for every reader): a figure that does not move with the machine's load.
 WAY is one of:
 
 - ``fast``: the fast scan of FILE as ``jobdoctor`` reads it in one process
-  (``analyzer._fastscan.scan``: sink JSONL, stream-logs text, gcloud JSON);
+  (``analyzer._fastscan.scan``: sink JSONL, stream-logs text, gcloud JSON and YAML);
 - ``plain``: the record-by-record reading (``fast=False``'s, prefilter batches on), the tally
   of each record kept as the classify stage keeps it;
-- ``careful``, ``careful-stream-logs``, ``careful-gcloud-json``: the careful-Python baselines'
+- ``careful``, ``careful-stream-logs``, ``careful-gcloud-json``, ``careful-gcloud-yaml``: the
+  careful-Python baselines'
   ``scan`` (``bench/baselines/``).
 
 Only the reading is counted (callgrind dumps its counters at each ``time.sleep(0)`` around it):
@@ -64,6 +65,7 @@ print(source.stats.records)
     "careful": "import careful as baseline",
     "careful-stream-logs": "import careful_stream_logs as baseline",
     "careful-gcloud-json": "import careful_gcloud_json as baseline",
+    "careful-gcloud-yaml": "import careful_gcloud_yaml as baseline",
 }
 _CAREFUL = """
 time.sleep(0)

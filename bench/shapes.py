@@ -255,12 +255,17 @@ class Shape:
 
     name: str
     label: str
-    fmt: str  # "jsonl", "stream-logs" or "gcloud-json": which careful baseline and DuckDB read
+    fmt: str  # "jsonl", "stream-logs", "gcloud-json" or "gcloud-yaml": which careful baseline reads
     density: float | None = None  # the event-density axis: share of lines matching a rule
 
     @property
     def ext(self) -> str:
-        return {"jsonl": "jsonl", "stream-logs": "txt", "gcloud-json": "json"}[self.fmt]
+        return {
+            "jsonl": "jsonl",
+            "stream-logs": "txt",
+            "gcloud-json": "json",
+            "gcloud-yaml": "yaml",
+        }[self.fmt]
 
 
 SHAPES = (
@@ -281,6 +286,7 @@ SHAPES = (
     Shape("dense-30", "event density 30% of lines", "jsonl", 0.30),
     Shape("stream-logs", "stream-logs text of the same entries", "stream-logs"),
     Shape("gcloud-json", "gcloud JSON array of the same entries", "gcloud-json"),
+    Shape("gcloud-yaml", "gcloud's default YAML of the same entries", "gcloud-yaml"),
 )
 BY_NAME = {shape.name: shape for shape in SHAPES}
 LONG_TEXTS = 400
@@ -412,6 +418,8 @@ def _make(shape: Shape, fleet: Path, out: BinaryIO, seed: int) -> int:
         entries = _write_stream_logs(fleet, out)
     elif shape.fmt == "gcloud-json":
         entries = _write_gcloud_json(fleet, out)
+    elif shape.fmt == "gcloud-yaml":
+        entries = _write_gcloud_yaml(fleet, out)
     else:
         raise AssertionError(shape.name)
     return entries
@@ -501,6 +509,17 @@ def _write_gcloud_json(fleet: Path, out: BinaryIO) -> int:
         out.write(separator + element.replace("\n", "\n  ").encode())
         separator = b",\n  "
     out.write(b"\n]\n")
+    return entries
+
+
+def _write_gcloud_yaml(fleet: Path, out: BinaryIO) -> int:
+    # What gcloud logging read prints without --format (the simulator's writer: "---" before
+    # each entry, width 80, literal blocks), newest first as _write_gcloud_json reads them.
+    from analyzer.simulate.writers import gcloud_yaml
+
+    entries = 0
+    for entries, line in enumerate(reversed_lines(fleet), 1):  # noqa: B007
+        out.write(gcloud_yaml(json.loads(line)).encode())
     return entries
 
 

@@ -241,6 +241,9 @@ def test_the_other_formats_are_the_simulators_writers(tiny_variants: dict[str, P
     # gcloud's layout, newest first: the sink's lines read from the end.
     gcloud = json.dumps(fleet[::-1], indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     assert tiny_variants["gcloud-json"].read_text() == gcloud
+    from analyzer.simulate.writers import gcloud_yaml
+
+    assert tiny_variants["gcloud-yaml"].read_text() == "".join(map(gcloud_yaml, fleet[::-1]))
 
 
 def test_lines_read_from_the_end(tmp_path: Path) -> None:

@@ -43,8 +43,15 @@ PARALLEL_MIN_WORK = 48 << 20
 # callgrind (bench/reader_instructions.py fast, 4 MB of the bench's 200 MB fleet as each format
 # writes it): sink JSONL 33.3 instructions a byte, gcloud JSON 55.7 (1.7x: the indented entry,
 # then the sink scan of it), stream-logs 124.5 (3.7x: the same entries in a sixth of the
-# bytes). Scan CPU seconds per MB in one process agree (2.1, 4.1 and 7.3-8.3 ms).
-BYTE_COST = {"cloud-logging-jsonl": 1.0, "gcloud-json": 1.7, "stream-logs": 3.7}
+# bytes). Scan CPU seconds per MB in one process agree (2.1, 4.1 and 7.3-8.3 ms). gcloud's
+# YAML: 684 instructions a byte (4 MB of the fleet as gcloud prints it, the light reader's
+# Python per document; 500k an entry), 20.5x; ~42 ms of CPU a MB.
+BYTE_COST = {
+    "cloud-logging-jsonl": 1.0,
+    "gcloud-json": 1.7,
+    "stream-logs": 3.7,
+    "gcloud-yaml": 20.5,
+}
 # The smallest range a file is cut into: below it, a range's own costs (a scanner, its caches,
 # sending its result) begin to show.
 MIN_RANGE_BYTES = 4 << 20

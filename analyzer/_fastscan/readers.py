@@ -1,13 +1,15 @@
-"""The fast scan of the other readers' inputs: stream-logs text and gcloud's JSON array.
+"""The fast scan of the other readers' inputs: stream-logs text, gcloud's JSON array and
+gcloud's YAML.
 
-Each is read by its light scanner (``streamlogs``, ``gcloudjson``) into what the sink scan
-gives (:class:`~analyzer._fastscan.parallel.RangeScan`), so the classify stage treats them alike.
-A large file is cut into byte ranges where a range can be read apart (``safe_ranges``,
-``entry_ranges``), read by forked workers (:func:`~analyzer.processes.run_forked`) and merged in
-order as sink ranges are. A gcloud JSON file one of whose ranges the light scanner cannot read as
-the plain reader would (:class:`~analyzer._fastscan.gcloudjson.Unusual`) gets no scan: the
-caller reads it record by record. A whole input read in one process never does: the plain
-reader reads on from where the light scanner stopped.
+Each is read by its light scanner (``streamlogs``, ``gcloudjson``, ``gcloudyaml``) into what the
+sink scan gives (:class:`~analyzer._fastscan.parallel.RangeScan`), so the classify stage treats
+them alike. A large file is cut into byte ranges where a range can be read apart
+(``safe_ranges``, ``entry_ranges``, ``document_ranges``), read by forked workers
+(:func:`~analyzer.processes.run_forked`) and merged in order as sink ranges are. A gcloud JSON
+or YAML file one of whose ranges the light scanner cannot read as the plain reader would
+(:class:`~analyzer._fastscan.gcloudjson.Unusual`) gets no scan: the caller reads it record by
+record. A whole input read in one process never does: the plain reader reads on from where the
+light scanner stopped.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ if TYPE_CHECKING:
 
 STREAM_LOGS = Format.STREAM_LOGS.value
 GCLOUD_JSON = Format.GCLOUD_JSON.value
-FORMATS = frozenset({STREAM_LOGS, GCLOUD_JSON})
+GCLOUD_YAML = Format.GCLOUD_YAML.value
+FORMATS = frozenset({STREAM_LOGS, GCLOUD_JSON, GCLOUD_YAML})
 
 
 class _Scanner(Protocol):
@@ -56,13 +59,18 @@ _Ranges = Callable[[str, int, int, int], list[tuple[int, int]]]
 
 
 # The light scanners load with their first input, not with the package: a run over sink
-# exports needs neither, and their patterns, classes and the stream-logs reader they build on
-# are about 15M instructions of its start-up (callgrind).
+# exports needs none, and their patterns, classes and the readers they build on are about 15M
+# instructions of its start-up (callgrind); the YAML scanner loads PyYAML besides, which a
+# diagnosis of a sink file does not load (tests/test_cli_startup.py).
 def _scanner(form: str) -> _Scanner:
     if form == STREAM_LOGS:
         from analyzer._fastscan.streamlogs import scan_stream_logs
 
         return scan_stream_logs
+    if form == GCLOUD_YAML:
+        from analyzer._fastscan.gcloudyaml import scan_gcloud_yaml
+
+        return scan_gcloud_yaml
     from analyzer._fastscan.gcloudjson import scan_gcloud_json
 
     return scan_gcloud_json
@@ -73,6 +81,10 @@ def _ranges(form: str) -> _Ranges:
         from analyzer._fastscan.streamlogs import safe_ranges
 
         return safe_ranges
+    if form == GCLOUD_YAML:
+        from analyzer._fastscan.gcloudyaml import document_ranges
+
+        return document_ranges
     from analyzer._fastscan.gcloudjson import entry_ranges
 
     return entry_ranges
@@ -192,7 +204,9 @@ def _scan_pooled(
     weights = [_task_work(task, files[owner[task[0]]]) for task in tasks]
     order = sorted(tasks, key=lambda task: -weights[task[0]])
     told: list[Share | None] = [
-        None if task[1] == GCLOUD_JSON and task[4] != -1 else shares.get(id(files[owner[task[0]]]))
+        None
+        if task[1] in (GCLOUD_JSON, GCLOUD_YAML) and task[4] != -1
+        else shares.get(id(files[owner[task[0]]]))
         for task in tasks
     ]
 

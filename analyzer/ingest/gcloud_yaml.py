@@ -75,35 +75,61 @@ def _top_key(text: str) -> str | None:
     return key if colon and key.isidentifier() else None
 
 
-def read_gcloud_yaml(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
-    """Yield one record per YAML document of ``stream`` that is a LogEntry."""
-    lines: list[str] = []
-    first = 0
-    for number, text in text_lines(stream, stats):
+class DocumentReader:
+    """The reader's state between lines: the lines of the document being gathered.
+
+    What follows a ``---`` line is read the same whatever came before it (the marker ends the
+    document before it): the fast scan (``analyzer._fastscan.gcloudyaml``) hands the documents
+    it does not read itself to a fresh reader, line by line, and gets this reader's answer."""
+
+    def __init__(self, stats: InputStats) -> None:
+        self.stats = stats
+        self._lines: list[str] = []
+        self._first = 0
+
+    def line(self, number: int, text: str) -> LogRecord | None:
+        """Take line ``number`` (its line end removed): the record of the document it ends,
+        if any."""
         if text.rstrip() in _MARKERS:
-            yield from _document(lines, first, stats)
-            lines = []
-            stats.used += 1
-            continue
+            record = self.end()
+            self.stats.used += 1
+            return record
         at_top = text[:1] not in (" ", "\t", "")
         if at_top and _top_key(text) not in LOGENTRY_KEYS and is_preamble(text):
-            yield from _document(lines, first, stats)
-            lines = []
-            stats.skip(GCLOUD_PREAMBLE)
-            continue
-        if not lines:
-            first = number
-        lines.append(text)
-    yield from _document(lines, first, stats)
+            record = self.end()
+            self.stats.skip(GCLOUD_PREAMBLE)
+            return record
+        if not self._lines:
+            self._first = number
+        self._lines.append(text)
+        return None
+
+    def end(self) -> LogRecord | None:
+        """The record of the document gathered so far (the input ends, or a marker does)."""
+        lines, self._lines = self._lines, []
+        return _document(lines, self._first, self.stats)
 
 
-def _document(lines: list[str], first: int, stats: InputStats) -> Iterator[LogRecord]:
+def read_gcloud_yaml(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+    """Yield one record per YAML document of ``stream`` that is a LogEntry."""
+    reader = DocumentReader(stats)
+    line = reader.line
+    for number, text in text_lines(stream, stats):
+        record = line(number, text)
+        if record is not None:
+            yield record
+    record = reader.end()
+    if record is not None:
+        yield record
+
+
+def _document(lines: list[str], first: int, stats: InputStats) -> LogRecord | None:
     """The record of the document on ``lines`` (the first is line ``first``), counting them."""
     if not lines:
-        return
+        return None
     if not any(line.strip() for line in lines):
         stats.skip(BLANK_LINE, len(lines))
-        return
+        return None
     source = "\n".join(lines)
     try:
         if "*" in source and _has_alias(source):
@@ -111,11 +137,11 @@ def _document(lines: list[str], first: int, stats: InputStats) -> Iterator[LogRe
         document = yaml.load(source, Loader=EntryLoader)
     except (yaml.YAMLError, RecursionError, ValueError):
         stats.skip(INVALID_YAML, len(lines))
-        return
+        return None
     outcome = record_or_reason(_as_entry(document), Origin(stats.path, first))
     if document is None or isinstance(outcome, str):
         stats.skip(NOT_AN_ENTRY if document is None else str(outcome), len(lines))
-        return
+        return None
     stats.used += len(lines)
     stats.records += 1
-    yield outcome
+    return outcome

@@ -9,7 +9,8 @@
 - ``logs-explorer``: a copy from the Logs Explorer; time with milliseconds and
   zone, a blank line, the task, the message, repeated.
 - ``yaml``: ``gcloud logging read`` without ``--format``; one YAML document per
-  entry, newest first, ``---`` between them, multi-line texts as literal blocks.
+  entry, newest first, ``---`` before each, multi-line texts as literal blocks, long
+  scalars folded at 80 columns.
 - ``explorer-json``: the Logs Explorer's JSON download; an array, newest first,
   the API's key order.
 - ``explorer-csv``: the Logs Explorer's CSV download (layout in
@@ -166,11 +167,78 @@ def _write_logs_explorer(entries: Iterable[dict[str, Any]], out: TextIO) -> None
         out.write(f"{_clock(ns)}.{millis:03d} UTC\n\n{entry_task(entry)}\n{entry_text(entry)}\n")
 
 
-class _GcloudDumper(yaml.SafeDumper):
-    """gcloud's YAML: block style, multi-line texts as literal blocks."""
+class _Yaml12Resolver(yaml.resolver.BaseResolver):
+    """The YAML 1.2 core schema's implicit types, as ruamel.yaml (gcloud's printer, YAML 1.2 by
+    default) resolves them when it decides whether a string needs quotes: ``yes``, ``on``,
+    ``1:20`` and ``017`` are strings in 1.2, so gcloud writes them plain (PyYAML, a 1.1 reader,
+    then reads a bool or a number), while ``0x10``, ``1e3``, ``true``, ``null`` and timestamps
+    are quoted."""
 
 
-def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+for _tag, _pattern, _first in (
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    (
+        "float",
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        "-+0123456789.",
+    ),
+    (
+        "int",
+        r"""^(?:[-+]?0b[0-1_]+
+        |[-+]?0o?[0-7_]+
+        |[-+]?(?:0|[1-9][0-9_]*)
+        |[-+]?0x[0-9a-fA-F_]+)$""",
+        "-+0123456789",
+    ),
+    ("merge", r"^(?:<<)$", "<"),
+    ("null", r"^(?:~|null|Null|NULL|)$", "~nN"),
+    (
+        "timestamp",
+        r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+        |[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?
+        (?:[Tt]|[ \t]+)[0-9][0-9]?
+        :[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
+        (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""",
+        "0123456789",
+    ),
+    ("value", r"^(?:=)$", "="),
+):
+    _Yaml12Resolver.add_implicit_resolver(
+        f"tag:yaml.org,2002:{_tag}", re.compile(_pattern, re.X), list(_first)
+    )
+_Yaml12Resolver.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^$"), [""])
+
+
+class _GcloudDumper(
+    yaml.emitter.Emitter,
+    yaml.serializer.Serializer,
+    yaml.representer.SafeRepresenter,
+    _Yaml12Resolver,
+):
+    """gcloud's YAML (``core/resource/yaml_printer.py``: ruamel.yaml, ``typ='safe'``): block
+    style, indent 2, ruamel's default width of 80 (a long scalar folded onto continuation
+    lines), every string holding a line end a literal block, the 1.2 resolver's quoting."""
+
+    def __init__(self, stream: TextIO, **options: Any) -> None:
+        yaml.emitter.Emitter.__init__(
+            self,
+            stream,
+            indent=2,
+            allow_unicode=True,
+            width=options.get("width"),
+            line_break=options.get("line_break"),
+        )
+        yaml.serializer.Serializer.__init__(self, explicit_start=True)
+        yaml.representer.SafeRepresenter.__init__(self, default_flow_style=False, sort_keys=True)
+        _Yaml12Resolver.__init__(self)
+
+
+def _text(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
@@ -178,15 +246,16 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _GcloudDumper.add_representer(str, _text)
 
 
+def gcloud_yaml(entry: dict[str, Any]) -> str:
+    """One entry as ``gcloud logging read`` prints it: a document that starts with ``---``
+    (gcloud's printer writes the marker before every record, the first too)."""
+    text: str = yaml.dump(entry, Dumper=_GcloudDumper)
+    return text
+
+
 def _write_yaml(entries: Iterable[dict[str, Any]], out: TextIO) -> None:
-    for index, entry in enumerate(sorted(entries, key=entry_ns, reverse=True)):
-        if index:
-            out.write("---\n")
-        out.write(
-            yaml.dump(
-                entry, Dumper=_GcloudDumper, allow_unicode=True, sort_keys=True, width=1 << 16
-            )
-        )
+    for entry in sorted(entries, key=entry_ns, reverse=True):
+        out.write(gcloud_yaml(entry))
 
 
 def _csv_name(key: str) -> str:
