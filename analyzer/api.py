@@ -98,6 +98,7 @@ def diagnose_collected(
             said = f"{unknown[0]}: {NOT_AN_EXPORT}"
             raise InputError(said, (*missing, said))
     quiet = [f"{path}: no Vertex AI job message in it" for path in unnamed]
+    pages = [f"{s.path}: {WEB_TEXT_NOTICE}" for s in stats if s.web_text]
     budget = active_policy.worker_restart_budget
     diagnoses = tuple(
         diagnose_timeline(timeline, active_policy, job_spec, lang)
@@ -125,7 +126,7 @@ def diagnose_collected(
     return Analysis(
         tuple(stats),
         diagnoses,
-        (*missing, *book.notices, *slow, *quiet, *kept),
+        (*missing, *pages, *book.notices, *slow, *quiet, *kept),
         missing,
         book.disabled,
     )
@@ -179,6 +180,10 @@ def window_of(since: str | None, start: str | None, end: str | None) -> Window |
     return parse_window(since, start, end)
 
 
+WEB_TEXT_NOTICE = (
+    "text from a web page's source: its <br> tags read as line ends and its HTML entities as"
+    " characters; line numbers count those lines"
+)
 NOT_AN_EXPORT = (
     "not a log export jobdoctor knows: no line is a Vertex AI job message or a log entry; "
     "export the job's logs with gcloud logging read "

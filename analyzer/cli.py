@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import inspect
 import io
 import os
 import sys
@@ -1289,7 +1290,7 @@ def simulate(
             "--format",
             "-f",
             help="jsonl, gcloud-json, stream-logs, logs-explorer, yaml, explorer-json, "
-            "explorer-csv, summary-lines, utf16.",
+            "explorer-csv, summary-lines, utf16, web-page.",
         ),
     ] = "jsonl",
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
@@ -1322,6 +1323,19 @@ def simulate(
                 write(run(scenario, seed), output, handle, seed=seed)
         except OSError as exc:
             raise InputError(f"{out}: cannot write ({exc.strerror})") from exc
+
+
+def _reflowed(doc: str) -> str:
+    """``doc`` with each paragraph on one line: typer keeps the line breaks of a docstring's
+    later paragraphs, so at a terminal's width they wrap raggedly ("--job-id (and" alone on a
+    line); the terminal wraps a paragraph of one line evenly."""
+    return "\n\n".join(" ".join(part.split()) for part in doc.split("\n\n"))
+
+
+# The commands' help is their docstring, reflowed (set here, once, for the whole app).
+for _info in (*app.registered_commands, *rules_app.registered_commands):
+    if _info.help is None and _info.callback is not None and _info.callback.__doc__:
+        _info.help = _reflowed(inspect.cleandoc(_info.callback.__doc__))
 
 
 def command_app(args: Sequence[str]) -> typer.Typer:

@@ -113,6 +113,9 @@ class InputStats:
     invalid_utf8: int = 0
     # False for a text whose first lines hold no word of a job's logs (see ingest.sniff).
     recognised: bool = True
+    # True for a text taken from a web page's source, read with its <br> tags as line ends
+    # (ingest.webtext): ``lines`` counts those lines.
+    web_text: bool = False
 
     def restart(self) -> None:
         """Zero the line counts, for a source that is read again from its start."""

@@ -241,6 +241,27 @@ def test_every_command_is_in_the_readme_and_has_help() -> None:
         assert code == 0 and "Usage" in out
 
 
+def test_help_paragraphs_wrap_as_one() -> None:
+    """A docstring's line breaks are not the terminal's: at a wide terminal each paragraph
+    of every command's help is one line (typer would keep the breaks, and at 80 columns
+    "--job-id (and" stood alone on a line)."""
+    from typer.testing import CliRunner
+
+    groups = [((), app), *(((g.name or "",), g.typer_instance) for g in app.registered_groups)]
+    seen = 0
+    for prefix, typer_app in groups:
+        assert typer_app is not None
+        for command in typer_app.registered_commands:
+            assert command.callback is not None and command.callback.__doc__
+            name = command.name or command.callback.__name__.replace("_", "-")
+            result = CliRunner().invoke(app, [*prefix, name, "--help"], env={"COLUMNS": "400"})
+            lines = [line.strip() for line in result.stdout.splitlines()]
+            for paragraph in command.callback.__doc__.split("\n\n"):
+                assert " ".join(paragraph.split()) in lines, (name, paragraph)
+                seen += 1
+    assert seen > len(app.registered_commands)
+
+
 def test_readme_run_command_works_as_written() -> None:
     """The README's run command, minus the install: the console script on sample_logs/."""
     readme = (ROOT / "README.md").read_text()

@@ -14,7 +14,7 @@ from analyzer.api import analyze_sources
 from analyzer.ingest import MemorySource
 from analyzer.simulate import FORMATS, SCENARIOS, encoding, expected, simulate, write
 
-TEXT_FORMATS = {"stream-logs", "logs-explorer", "summary-lines", "utf16"}
+TEXT_FORMATS = {"stream-logs", "logs-explorer", "summary-lines", "utf16", "web-page"}
 CASES = [
     (name, fmt)
     for name in SCENARIOS

@@ -38,15 +38,16 @@ from analyzer.simulate import SCENARIOS, encoding, expected, simulate, write
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ROOT / "tests" / "fixtures" / "shapes"
 TRIALS = ROOT / "tests" / "fixtures" / "real_shapes" / "hp-tuning-trials.jsonl"
-NEW_FORMATS = ("yaml", "explorer-json", "explorer-csv", "summary-lines", "utf16")
+NEW_FORMATS = ("yaml", "explorer-json", "explorer-csv", "summary-lines", "utf16", "web-page")
 # Formats whose lines carry no job id: one job per file only.
-TEXT = {"summary-lines", "utf16", "stream-logs"}
+TEXT = {"summary-lines", "utf16", "stream-logs", "web-page"}
 SINK_FORMATS = {
     "yaml": "gcloud-yaml",
     "explorer-json": "gcloud-json",
     "explorer-csv": "logs-explorer-csv",
     "summary-lines": "logs-explorer-summary",
     "utf16": "stream-logs",
+    "web-page": "stream-logs",
 }
 
 
@@ -422,6 +423,21 @@ def test_an_unrecognised_input_is_one_line_and_exit_2(
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert str(path) in line and "not a log export" in line and "gcloud logging read" in line
+
+
+def test_csv_rows_without_their_header_say_what_is_missing(tmp_path: Path) -> None:
+    """Rows of a CSV download pasted without the header (tests/real/gh-tensorflow-models-
+    9832-L): no column can be told by its value, so the run says the header is missing rather
+    than reading the rows as plain text that holds "no job"."""
+    header, rows = _written("oom", "explorer-csv").decode().split("\n", 1)
+    path = tmp_path / "rows.csv"
+    path.write_text(rows, encoding="utf-8")
+    result = CliRunner().invoke(app, ["diagnose", str(path)])
+    assert result.exit_code == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert str(path) in line and "without their header row" in line
+    path.write_text(header + "\n" + rows, encoding="utf-8")
+    assert _verdicts(analyze([path])) == _verdicts(_analysis(_written("oom", "jsonl"), "oom"))
 
 
 # --- encodings and blank heads -------------------------------------------------------------------

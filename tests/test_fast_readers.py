@@ -420,11 +420,16 @@ def test_compressed_inputs(
     _same(cut, book)
 
 
-def test_a_powershell_redirect_is_read_transcoded(book: RuleBook, tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["utf16", "web-page"])
+def test_a_powershell_redirect_or_a_page_is_read_transcoded(
+    fmt: str, book: RuleBook, tmp_path: Path
+) -> None:
+    # Read through a view (UTF-16 as UTF-8, a page's <br /> tags as line ends): whole, the
+    # same as the plain reader.
     out = io.StringIO()
-    write(simulate("vm-maintenance-restart", seed=1), "utf16", out, seed=1)
+    write(simulate("vm-maintenance-restart", seed=1), fmt, out, seed=1)
     path = tmp_path / "redirect.txt"
-    path.write_bytes(out.getvalue().encode(encoding("utf16")))
+    path.write_bytes(out.getvalue().encode(encoding(fmt)))
     _same(path, book)
 
 

@@ -181,6 +181,8 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
         return Format.STREAM_LOGS
     if _csv_header(filled[0]):
         return Format.EXPLORER_CSV
+    if sum(1 for line in filled if _headless_csv_row(line)) * 2 > len(filled):
+        raise InputError(f"{name}: {HEADLESS_CSV}")
     if _yaml_documents(filled):
         return Format.GCLOUD_YAML
     # How many of the lines each text format explains: stream-logs prefixes every line; an
@@ -219,6 +221,28 @@ def _csv_header(line: bytes) -> bool:
     return in_entries * 4 >= len(roots) * 3 and bool(
         known & {"timestamp", "textPayload", "jsonPayload"}
     )
+
+
+# Rows of a Logs Explorer CSV download copied without the header row, which alone says which
+# column is the job id, the task, the message (tests/real/gh-tensorflow-models-9832-L): no
+# column can be told by its value alone, so such a text is refused, saying what is missing,
+# rather than read as plain text that holds "no job".
+HEADLESS_CSV = (
+    "Logs Explorer CSV rows without their header row (the first row of the download names the"
+    " columns: job id, task, message): pass the whole download, or gcloud logging read"
+    " --format=json"
+)
+_CSV_CELLS = (
+    re.compile(rb"(?:^|,)(?:ml_job|cloudml_job|aiplatform\.googleapis\.com/CustomJob)(?:,|$)"),
+    re.compile(rb",'?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z,"),
+    re.compile(rb",'?projects/[^,/]+/logs/"),
+)
+
+
+def _headless_csv_row(line: bytes) -> bool:
+    """Whether ``line`` is a data row of a Logs Explorer CSV download: a job's resource type,
+    an RFC 3339 time and a log name among its cells."""
+    return line.count(b",") >= 6 and all(cell.search(line) for cell in _CSV_CELLS)
 
 
 def _yaml_documents(lines: list[bytes]) -> bool:

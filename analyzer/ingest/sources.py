@@ -23,6 +23,7 @@ from analyzer.ingest.streams import (
     read_window,
     transcoded,
 )
+from analyzer.ingest.webtext import WEB_TEXT
 from analyzer.records import InputStats, LogRecord, Source
 
 STDIN_NAME = "<stdin>"
@@ -99,9 +100,10 @@ def _records(
 
 @dataclass(frozen=True, slots=True)
 class Sniffed:
-    """What sniffing an input found: its format, whether it is gzip-compressed, its UTF-16
-    codec if it is UTF-16 (the readers see it as UTF-8), and, for plain text, whether its
-    first lines hold any word of a job's logs."""
+    """What sniffing an input found: its format, whether it is gzip-compressed, what the
+    readers read it through (``encoding``: its UTF-16 codec, the readers seeing UTF-8, or
+    :data:`~analyzer.ingest.webtext.WEB_TEXT`; None for its own UTF-8 bytes, which the fast
+    paths read), and, for plain text, whether its first lines hold any word of a job's logs."""
 
     format: Format
     compressed: bool
@@ -112,6 +114,7 @@ class Sniffed:
         """Record the format (and whether it was recognised) in ``stats``."""
         stats.format = self.format.value
         stats.recognised = self.recognised
+        stats.web_text = self.encoding == WEB_TEXT
 
 
 def _sniff_stream(stream: BinaryIO, name: str) -> Sniffed:
@@ -150,7 +153,8 @@ class FileSource:
                 raise InputError(message) from None
         found.describe(self._stats)
         self.compressed = found.compressed  # gzip: read whole, not by ranges
-        self.encoding = found.encoding  # "utf-16-le"/"-be", or None: UTF-8 (the fast path's)
+        # "utf-16-le"/"-be", "web-text", or None: UTF-8 read as it is (the fast paths')
+        self.encoding = found.encoding
 
     @property
     def stats(self) -> InputStats:

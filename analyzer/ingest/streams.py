@@ -14,6 +14,8 @@ import zlib
 from collections.abc import Callable
 from typing import BinaryIO
 
+from analyzer.ingest.webtext import HEAD_BYTES, WEB_TEXT, WebText, breaks_lines
+
 GZIP_MAGIC = b"\x1f\x8b"
 BUFFER_SIZE = 1 << 16
 
@@ -36,6 +38,11 @@ class ReplayReader(io.RawIOBase):
             target[:count] = self._head[:count]
             self._head = self._head[count:]
             return count
+        # Straight into the caller's buffer: stdin's reader fills it with one copy, where
+        # read() would allocate a chunk's worth anew (and fault its pages in) for every read.
+        readinto = getattr(self._rest, "readinto", None)
+        if readinto is not None:
+            return int(readinto(target))
         data = self._rest.read(len(target))
         target[: len(data)] = data
         return len(data)
@@ -288,9 +295,14 @@ class Utf8Transcoder(io.RawIOBase):
 
 
 def transcoded(stream: BinaryIO) -> tuple[BinaryIO, str | None]:
-    """``stream`` as UTF-8: itself, or its UTF-8 view when it is UTF-16 (and which codec)."""
+    """``stream`` as the readers read it, and through what: itself (None), its UTF-8 view
+    when it is UTF-16 (the codec), and then, when it is text taken from a web page's source,
+    with its ``<br>`` tags as line ends (:data:`~analyzer.ingest.webtext.WEB_TEXT`)."""
     head, source = peeked(stream, 256)
     codec = utf16_encoding(head)
-    if codec is None:
-        return source, None
-    return buffered(Utf8Transcoder(source, codec)), codec
+    if codec is not None:
+        source = buffered(Utf8Transcoder(source, codec))
+    head, source = peeked(source, HEAD_BYTES)
+    if breaks_lines(head):
+        return buffered(WebText(source)), WEB_TEXT
+    return source, codec

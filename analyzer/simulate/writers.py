@@ -19,12 +19,16 @@
 - ``utf16``: ``stream-logs`` redirected by Windows PowerShell: UTF-16 LE with a
   byte-order mark, CRLF line ends (see :func:`encoding`: written as text here,
   encoded by whoever writes the bytes).
+- ``web-page``: ``stream-logs`` as a blog post's source keeps it: one physical line, each
+  line end a ``<br />`` tag, ``&``, ``<``, ``>`` and quotes as entities
+  (``analyzer/ingest/webtext.py``).
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
+import html
 import io
 import json
 import random
@@ -48,6 +52,7 @@ FORMATS = (
     "explorer-csv",
     "summary-lines",
     "utf16",
+    "web-page",
 )
 _ENCODINGS = {"utf16": "utf-16-le"}
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -93,10 +98,14 @@ def write(entries: Iterable[dict[str, Any]], fmt: str, out: TextIO, *, seed: int
         _write_explorer_csv(entries, out)
     elif fmt == "summary-lines":
         _write_summary_lines(entries, out)
-    else:
+    elif fmt == "utf16":
         text = io.StringIO()
         _write_stream_logs(entries, text)
         out.write("\ufeff" + text.getvalue().replace("\n", "\r\n"))
+    else:
+        text = io.StringIO()
+        _write_stream_logs(entries, text)
+        out.write(html.escape(text.getvalue()).replace("\n", "<br />") + "\n")
 
 
 def encoding(fmt: str) -> str:
