@@ -331,10 +331,7 @@ class Thinned:
         return Thinned(
             list(self.gaps),
             [SpillRef(s.path, s.offset, s.length, s.line_base + base) for s in self.spills],
-            [
-                IdBatch(b.path, b.line_base + base, b.stored, b.count, b.conflict)
-                for b in self.ids
-            ],
+            [IdBatch(b.path, b.line_base + base, b.stored, b.count, b.conflict) for b in self.ids],
         )
 
 
