@@ -148,16 +148,18 @@ def advice_for(
     policy: RetryPolicy,
     lang: str = "en",
     spec: JobSpec | None = None,
+    refused: str | None = None,
 ) -> tuple[str, ...]:
     """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
 
     With the job's ``spec``, out-of-memory advice names the pool's machine type, its memory and
-    a larger type of the same family.
+    a larger type of the same family. ``refused``: the API's status when it refused to create
+    the job (no job exists: nothing of its logs to fetch).
     """
     if cause is None and state is JobState.SUCCEEDED:
         return ()
     table = _load(_advice_path())
-    keys = _keys(cause, state, policy, table)
+    keys = ["none.refused"] if cause is None and refused else _keys(cause, state, policy, table)
     machine = _machine_values(cause, spec)
     if machine is not None and cause is not None and cause.category is Category.OOM:
         keys.append("oom.machine")
@@ -185,6 +187,7 @@ def advice_for(
         "rule": cause.rule if cause else "",
         "message": _short(cause.message, 100) if cause else "",
         "cascade": cause.cascade[0].replica if cause and cause.cascade else "the other replicas",
+        "status": refused or "",
         **(machine or {}),
     }
     lines: list[str] = []

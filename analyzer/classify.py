@@ -29,7 +29,7 @@ from analyzer._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
 from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
 from analyzer.ingest import FileSource
-from analyzer.ingest.sources import TRUNCATED_COMPRESSED, StreamSource
+from analyzer.ingest.sources import StreamSource, damage_line
 from analyzer.joblog import JobLog, SpanSummary, VmSpan
 from analyzer.progress import meter_for, records_counted, source_size
 from analyzer.records import (
@@ -482,12 +482,9 @@ class Collector:
             if local:  # what is left once settled: the named jobs it gave
                 self._naming.add(source.stats.path)
             self._stats.setdefault(source.stats.path, source.stats)
-            if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
+            if (damage := damage_line(source.stats)) is not None:
                 # Read up to the cut; what came after it is lost, which a batch must not hide.
-                self.unread.append(
-                    f"{source.stats.path}: truncated compressed data, read up to the cut; the"
-                    " rest of the file is lost"
-                )
+                self.unread.append(damage)
 
     def read_summary(
         self, stats: InputStats, spans: Iterable[SpanSummary], events: Iterable[Event]

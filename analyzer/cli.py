@@ -1226,7 +1226,7 @@ def classify(
     """
     from analyzer.api import dask_cluster
     from analyzer.classify import classify_sources
-    from analyzer.ingest.sources import TRUNCATED_COMPRESSED
+    from analyzer.ingest.sources import damage_line
     from analyzer.report.events import write_csv, write_jsonl
     from analyzer.rulebook import RuleBook
 
@@ -1245,12 +1245,9 @@ def classify(
                 else:
                     write_jsonl(events, sys.stdout)
         for source in sources:  # read now: a cut .gz gave its rows up to the cut
-            if source.stats.skip_reasons.get(TRUNCATED_COMPRESSED):
-                unread.append(f"{source.stats.path}: truncated compressed data")
-                _say(
-                    f"{source.stats.path}: truncated compressed data, read up to the cut; the"
-                    " rest of the file is lost"
-                )
+            if (damage := damage_line(source.stats)) is not None:
+                unread.append(damage)
+                _say(damage)
     if unread:  # said above; the other inputs' rows were written
         raise typer.Exit(EXIT_USAGE)
 

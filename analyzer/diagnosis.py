@@ -259,7 +259,13 @@ def cause_phrase(diagnosis: Diagnosis) -> str:
     """One phrase naming the cause: category, replica, exit code or region."""
     cause = diagnosis.cause
     if cause is None:
-        return "no failure"
+        # "No failure" only of a job that succeeded: of any other, what the input lacks (a
+        # paste cut before the failure would otherwise read as a clean run).
+        if diagnosis.state is JobState.SUCCEEDED:
+            return "no failure"
+        if diagnosis.state is JobState.FAILED:
+            return "no failure message the rules know"
+        return "no failure message"
     parts = [cause.category.value]
     if cause.detail:
         parts[0] += f" ({cause.detail})"

@@ -28,7 +28,14 @@ from analyzer.diagnosis import (
     JobState,
     SpecCheck,
 )
-from analyzer.events import CHECKPOINT_INTERVAL, LIFECYCLE_KINDS, Category, EventKind
+from analyzer.events import (
+    AFTER_DEATH,
+    CHECKPOINT_INTERVAL,
+    LIFECYCLE_KINDS,
+    Category,
+    Event,
+    EventKind,
+)
 from analyzer.jobspec import JobSpec
 from analyzer.policy import RetryPolicy
 from analyzer.rootcause import deepen, find_death
@@ -41,7 +48,12 @@ from analyzer.timeline import (
     replica_task,
     restarts_by_worker,
 )
-from analyzer.tracebacks import exception_from_events, last_exception_line
+from analyzer.tracebacks import (
+    HEADER,
+    exception_from_events,
+    last_exception_line,
+    open_traceback,
+)
 from analyzer.work import AttemptWork, attempt_work
 
 
@@ -387,6 +399,23 @@ def _evidence_notes(
             f"this input holds {count} jobs without their ids (this is job {index} of {count}:"
             " a new provisioning after the previous job had ended)"
         )
+    named = list(
+        dict.fromkeys(
+            str(e.match.field("job_id"))
+            for a in timeline.attempts
+            for e in a.events
+            if e.kind is EventKind.JOB_NAMED and e.job_id is None and e.match.field("job_id")
+        )
+    )
+    if len(named) > 1:
+        # A text without job ids (an SDK's polling output) that names several jobs: its lines
+        # cannot be told apart by job, so what they show is read as one job's.
+        notes.append(
+            f"this input names {len(named)} jobs ({', '.join(named[:3])}"
+            f"{', ...' if len(named) > 3 else ''}) on lines without a job id: their lines are"
+            f" read as {timeline.job_id or 'one job'}'s, so the state shown may belong to"
+            " another of them"
+        )
     codes = [v.error_code for v in verdicts if v.error_code is not None]
     if codes:
         name = _ERROR_CODE_NAMES.get(codes[-1], "see google.rpc.Code")
@@ -411,6 +440,20 @@ def _evidence_notes(
                 f"the input shows {seen.type}: {seen.message} but no platform message"
                 " saying it ended the job"
             )
+        else:
+            notes += _open_tracebacks(timeline, None)
+    elif cause is not None and cause.exception is None:
+        # The failing replica's traceback, or the tail the service copied into its message,
+        # may be in the input without its end: say what is there and what is missing.
+        if cause.replica:
+            notes += _open_tracebacks(timeline, replica_task(cause.replica))
+        own = [e for a in timeline.attempts for e in a.events if e.origin in cause.evidence[:1]]
+        if any(HEADER in e.text for e in own):
+            notes.append(
+                f"the traceback in the service's message about {cause.replica or 'the replica'}"
+                " stops before its exception line (the message is cut), so the exception is"
+                " not known"
+            )
     if cause is not None and cause.detail == "oom-confirmed":
         notes.append(
             f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
@@ -421,6 +464,51 @@ def _evidence_notes(
             "the input holds the service's messages but not the container's own output:"
             " fetch the job's whole log (jobdoctor fetch) or open the console link"
         )
+    return notes
+
+
+def _open_tracebacks(timeline: JobTimeline, task: str | None) -> list[str]:
+    """A note for each process (of ``task`` only, when given) whose last traceback in the
+    input has no exception line: where it begins, and that the process's lines in the input
+    end inside it (or, with no ``task``, that no exception line jobdoctor reads ends it)."""
+    by_task: dict[str | None, list[Event]] = {}
+    own_last: dict[str, datetime] = {}
+    for attempt in timeline.attempts:
+        for event in attempt.events:
+            by_task.setdefault(event.task, []).append(event)
+        for worker in attempt.workers:
+            if worker.own_last is not None:
+                own_last[worker.task] = max(
+                    worker.own_last, own_last.get(worker.task, worker.own_last)
+                )
+    notes: list[str] = []
+    for name, events in by_task.items():
+        if task is not None and name != task:
+            continue
+        found = open_traceback(events)
+        if found is None:
+            continue
+        header, last = found
+        begins = "a traceback begins" + (f" in {name}" if name else "")
+        begins += (
+            f" at {header.timestamp:%Y-%m-%d %H:%M:%S}"
+            if header.timestamp is not None
+            else f" at {header.origin}"
+        )
+        ends = own_last.get(name) if name else None
+        # A traceback is written at once: a process whose last record comes within a second
+        # of the traceback's last frame (its source line, say) ends inside it in the input.
+        if ends is not None and last.timestamp is not None and ends - last.timestamp <= AFTER_DEATH:
+            whose = (
+                "the input ends"
+                if timeline.last_seen is None or timeline.last_seen - ends <= AFTER_DEATH
+                else f"{name}'s lines in the input end"
+            )
+            notes.append(
+                f"{begins} but {whose} before its exception line, so the exception is not known"
+            )
+        elif task is None:
+            notes.append(f"{begins} but no exception line jobdoctor reads ends it in the input")
     return notes
 
 
@@ -530,7 +618,14 @@ def diagnose_timeline(
         retries=retries,
         worker_restarts=restarts_by_worker(timeline),
         cause=cause,
-        advice=advice_for(cause, state, policy, lang, spec=spec),
+        advice=advice_for(
+            cause,
+            state,
+            policy,
+            lang,
+            spec=spec,
+            refused=next((v.refusal for v in reversed(verdicts) if v.refusal), None),
+        ),
         attempt_log=attempt_log,
         timeline=timeline,
         notes=tuple(notes),

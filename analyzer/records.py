@@ -113,6 +113,9 @@ class InputStats:
     invalid_utf8: int = 0
     # False for a text whose first lines hold no word of a job's logs (see ingest.sniff).
     recognised: bool = True
+    # The number of the input's last line when the input ends inside it (a JSON object cut
+    # short, skipped as ingest.entries.CUT_SHORT).
+    cut_line: int | None = None
     # True for a text taken from a web page's source, read with its <br> tags as line ends
     # (ingest.webtext): ``lines`` counts those lines.
     web_text: bool = False
@@ -121,6 +124,7 @@ class InputStats:
         """Zero the line counts, for a source that is read again from its start."""
         self.lines = self.records = self.used = self.skipped = self.invalid_utf8 = 0
         self.skip_reasons.clear()
+        self.cut_line = None
 
     def add(self, other: InputStats) -> None:
         """Add the line counts of ``other`` (another part of the same input)."""
@@ -130,6 +134,8 @@ class InputStats:
         self.skipped += other.skipped
         self.invalid_utf8 += other.invalid_utf8
         self.skip_reasons.update(other.skip_reasons)
+        if other.cut_line is not None:  # only the input's last part can end inside a line
+            self.cut_line = other.cut_line
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` lines as skipped for ``reason``."""
@@ -138,7 +144,7 @@ class InputStats:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``inputs[]`` object of the JSON contract (``invalid_utf8`` only when some line
-        had to be repaired)."""
+        had to be repaired, ``cut_line`` only when the input ends inside its last line)."""
         found: dict[str, Any] = {
             "path": self.path,
             "format": self.format,
@@ -151,6 +157,8 @@ class InputStats:
         }
         if self.invalid_utf8:
             found["invalid_utf8"] = self.invalid_utf8
+        if self.cut_line is not None:
+            found["cut_line"] = self.cut_line
         return found
 
 

@@ -116,6 +116,9 @@ class WorkerTimeline:
     exits: tuple[WorkerExit, ...]
     first_seen: datetime | None
     last_seen: datetime | None
+    # The worker's own last record (not a service message about it): where its lines in the
+    # input end.
+    own_last: datetime | None = None
 
     @property
     def restarts(self) -> int:
@@ -346,6 +349,9 @@ def _worker(
             starts.append(WorkerStart(span.first, span.vm, True, None))
     starts.sort(key=lambda s: s.time or _NO_TIME)
     seen = [t for s in inside for t in (s.first, s.last)]
+    own = [s.last for s in inside] + [
+        e.timestamp for e in events if e.timestamp is not None and e.task == task
+    ]
     seen += [e.timestamp for e in events if e.timestamp is not None]
     return WorkerTimeline(
         task=task,
@@ -353,6 +359,7 @@ def _worker(
         exits=tuple(exits),
         first_seen=min(seen) if seen else None,
         last_seen=max(seen) if seen else None,
+        own_last=max(own) if own else None,
     )
 
 

@@ -19,6 +19,7 @@ from analyzer.events import Event, EventKind
 from analyzer.records import Origin
 
 _HEADER = "Traceback (most recent call last)"
+HEADER = _HEADER
 # One frame, and the name of the exception that ends a traceback: the same on a line of their
 # own and inside a traceback flattened onto one line.
 _FRAME_TEXT = r'File "([^"]+)", line (\d+), in (\S+)'
@@ -243,3 +244,26 @@ def _exception_in_order(events: Iterable[Event]) -> ExceptionInfo | None:
             )
             frames = None
     return found
+
+
+def open_traceback(events: Iterable[Event]) -> tuple[Event, Event] | None:
+    """The last traceback among one process's events, in time order, that no exception line
+    ends: its header and its last line in the input (a frame, or the header itself); None
+    when every traceback there ends. What a paste or an export cut inside a traceback shows:
+    the frames, and not the exception that would name the failure."""
+    header: Event | None = None
+    last: Event | None = None
+    for event in events:
+        multi_line = "\n" in event.text.strip()
+        if event.kind is EventKind.TRACEBACK:
+            if parse_text(event.text) is not None:
+                header = None  # a whole traceback in one text (lines, or flattened)
+            else:
+                header = last = event
+        elif multi_line:
+            continue
+        elif event.kind is EventKind.FRAME and header is not None:
+            last = event
+        elif event.kind is EventKind.EXCEPTION:
+            header = None
+    return (header, last) if header is not None and last is not None else None

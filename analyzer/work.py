@@ -16,6 +16,25 @@ from analyzer.timeline import Attempt
 
 # A failure this close after a worker's death is that death, reported by the service.
 _SAME_FAILURE = timedelta(minutes=5)
+# Lines that show when an attempt began: the service's, as it provisions and starts the job.
+_BEGINNINGS = frozenset(
+    {
+        EventKind.ATTEMPT_STARTED,
+        EventKind.JOB_PROVISIONING,
+        EventKind.JOB_PREPARING,
+        EventKind.JOB_RUNNING,
+    }
+)
+
+
+def _start_shown(attempt: Attempt) -> bool:
+    """Whether the input shows when the attempt's work began: a service line of its start, or
+    a runner's start line on a worker. Without either, a worker's first record is only where
+    the input begins (a paste of a traceback, an export that starts mid-run): work measured
+    from it would be the paste's length, not the job's."""
+    return any(e.kind in _BEGINNINGS for e in attempt.events) or any(
+        s.origin is not None for w in attempt.workers for s in w.starts
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +106,11 @@ def attempt_work(attempt: Attempt, failure: datetime | None, failed: bool) -> At
         gap = max(b - a for a, b in itertools.pairwise(points))
     skew = max(firsts) - min(firsts) if len(firsts) > 1 else None
     race = bool(skew and failure is not None and skew > timedelta(0) and failure <= max(firsts))
+    shown = _start_shown(attempt)
     return AttemptWork(
-        lost=lost if (deaths or timed) else None,
-        training=training,
-        checkpoint_gap=gap,
+        lost=lost if (deaths or timed) and shown else None,
+        training=training if shown else None,
+        checkpoint_gap=gap if shown else None,
         startup_skew=skew,
         startup_race=race,
     )

@@ -4,7 +4,10 @@
 (``none`` for a job without failure), ``replica``, ``exit_code``, ``state``, ``states`` (every
 job's, in order), ``observed_final``, ``attempts``, ``exception`` {type, message}, ``job_id``,
 ``jobs``, ``refused_at_creation``, ``worker_restarts``, ``outcomes`` (the attempt log's),
-``notes_contain``. Beyond them, every diagnosis keeps the rules of evidence.
+``notes_contain``, ``advice_contains``, ``verdict_contains`` (the first job's verdict line),
+``lost_work_seconds`` (the first job's; null when the input cannot show it), ``cut_line``
+(the input's last line, which it ends inside: a paste or a copy cut short).
+Beyond them, every diagnosis keeps the rules of evidence.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ KEYS = {
     "worker_restarts",
     "outcomes",
     "notes_contain",
+    "advice_contains",
+    "verdict_contains",
+    "lost_work_seconds",
+    "cut_line",
 }
 
 
@@ -99,6 +106,17 @@ def check(analysis: Analysis, expect: dict[str, Any], text: str) -> None:
     if "notes_contain" in expect:
         notes = [n for d in analysis.diagnoses for n in d.notes]
         assert any(expect["notes_contain"] in n for n in notes), notes
+    if "advice_contains" in expect:
+        advice = [line for d in analysis.diagnoses for line in d.advice]
+        assert any(expect["advice_contains"] in line for line in advice), advice
+    if "verdict_contains" in expect:
+        assert first is not None and expect["verdict_contains"] in str(first), str(first)
+    if "lost_work_seconds" in expect:
+        assert first is not None
+        lost = first.lost_work.total_seconds() if first.lost_work is not None else None
+        assert lost == expect["lost_work_seconds"], lost
+    if "cut_line" in expect:
+        assert [s.cut_line for s in analysis.inputs][:1] == [expect["cut_line"]]
     if expect.get("refused_at_creation"):
         assert first is not None, "a refusal is still reported"
         assert first.attempts == 0 and first.retries == 0

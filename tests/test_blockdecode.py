@@ -433,6 +433,89 @@ def test_lines_are_counted_only_where_a_second_value_may_start(
     assert _guard().shape(_ACCEPTED[case]()) is shape
 
 
+@needs_hyperscan
+@pytest.mark.parametrize(
+    ("case", "shape", "found"),
+    [
+        ("fleet block", blockdecode.Shape.ONE_OBJECT_EACH, []),
+        ("blank line", blockdecode.Shape.ONE_OBJECT_EACH, [3]),
+        ("blank lines in a row", blockdecode.Shape.NOT_OBJECTS, []),  # "\r\n", " \n" among
+        ("one blank line in 50", blockdecode.Shape.ONE_OBJECT_EACH, list(range(50, 40_000, 51))),
+        ("whitespace-only line", blockdecode.Shape.NOT_OBJECTS, []),
+        ("blank last line", blockdecode.Shape.NOT_OBJECTS, []),
+        ("blank first lines", blockdecode.Shape.NOT_OBJECTS, []),
+    ],
+)
+def test_the_sinks_check_finds_empty_lines(
+    case: str, shape: blockdecode.Shape, found: list[int]
+) -> None:
+    # Empty lines between objects (one in 500 in the bench's blank row) are found by the
+    # sink's own check, each where it is; any other blank line is left to the looser one.
+    block = _ACCEPTED[case]()
+    empty: list[int] = []
+    assert _guard().shape(block, empty=empty) is shape
+    starts = [0, *(at + 1 for at, byte in enumerate(block) if byte == 0x0A)]
+    # The line index of each: its line starts just before the offset noted.
+    assert [starts.index(after - 1) for after in empty] == [i for i in found if i < len(starts)]
+    if case == "one blank line in 50":
+        assert empty and all(block[after - 2 : after] == b"\n\n" for after in empty)
+
+
+@needs_hyperscan
+@pytest.mark.parametrize(
+    ("case", "spaced"),
+    [
+        ("fleet block", blockdecode.Shape.ONE_OBJECT_EACH),
+        ("a space after each object", blockdecode.Shape.ONE_OBJECT_EACH),
+        ("message with } {", blockdecode.Shape.MAYBE_TWO),
+        ("crlf everywhere", blockdecode.Shape.ONE_OBJECT_EACH),
+        ("spaces and tabs after each object, crlf", blockdecode.Shape.NOT_OBJECTS),
+        ("whitespace-only line", blockdecode.Shape.NOT_OBJECTS),
+        ("spaces before each object", blockdecode.Shape.NOT_OBJECTS),
+    ],
+)
+def test_the_spaced_check_takes_one_space_after_each_object(
+    case: str, spaced: blockdecode.Shape
+) -> None:
+    block = _ACCEPTED[case]()
+    assert _guard().shape(block, spaced=True) is spaced
+    if case == "a space after each object":
+        assert _guard().shape(block) is blockdecode.Shape.NOT_OBJECTS
+        assert _guard().shape(block.replace(b"} \n", b"}  \n", 1), spaced=True) is (
+            blockdecode.Shape.NOT_OBJECTS
+        )
+
+
+_ROUTES = [
+    "fleet block",
+    "a space after each object",
+    "fleet block",
+    "blank line",
+    "one blank line in 50",
+    "spaces and tabs after each object, crlf",
+    "a space after each object",
+    "message with } {",
+    "whitespace-only line",
+    "fleet block",
+]
+
+
+@needs_hyperscan
+@pytest.mark.parametrize("start", range(len(_ROUTES)))
+def test_hints_read_each_block_as_it_reads_alone(start: int) -> None:
+    # What one block showed (spaces, blank lines) decides which check the next one gets
+    # first; whichever it is, each block reads as it does alone.
+    hints = blockdecode.Hints()
+    for case in _ROUTES[start:] + _ROUTES[:start]:
+        block = _ACCEPTED[case]()
+        alone = decode_block(block)
+        routed = decode_block(block, hints=hints)
+        assert alone is not None and routed is not None, case
+        assert [_view_entry(e) if e is not blockdecode.BLANK else e for e in routed] == [
+            _view_entry(e) if e is not blockdecode.BLANK else e for e in alone
+        ], case
+
+
 _VALUES = st.sampled_from(
     [
         *(b"{}", b'{"a":[1,{}]}', b'{"m":"\\"{"}', b'{"m":"e} {"}', b'[{"b":"} {"}]', b"[]"),

@@ -68,3 +68,27 @@ def test_no_attempt_is_listed_when_none_ran(excerpt: str) -> None:
     assert diagnosis.attempts == 0
     assert diagnosis.attempt_log == ()
     assert diagnosis.to_dict()["attempt_log"] == []
+
+
+@pytest.mark.parametrize(
+    ("state", "phrase"),
+    [
+        ("JOB_STATE_SUCCEEDED", "no failure"),
+        ("JOB_STATE_FAILED", "no failure message the rules know"),
+        ("JOB_STATE_RUNNING", "no failure message"),
+        ("JOB_STATE_PENDING", "no failure message"),
+        ("JOB_STATE_UNSPECIFIED", "no failure message"),
+    ],
+)
+def test_no_failure_is_said_only_of_a_success(state: str, phrase: str) -> None:
+    # A job without a cause that did not succeed may have failed in what the input lacks (a
+    # paste cut before the failure): the verdict says what is missing, not "no failure".
+    import dataclasses
+
+    from analyzer.diagnosis import JobState, cause_phrase
+
+    samples = Path(__file__).resolve().parent.parent / "sample_logs"
+    [diagnosis] = analyze([samples / "success.jsonl"]).diagnoses
+    changed = dataclasses.replace(diagnosis, state=JobState(state), cause=None)
+    assert cause_phrase(changed) == phrase
+    assert str(changed).endswith(f" - {phrase}")

@@ -17,12 +17,12 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from analyzer._fastscan import blockdecode
 from analyzer._fastscan import jsonl as fastjsonl
-from analyzer._fastscan.parallel import line_ranges
+from analyzer._fastscan.parallel import line_ranges, scan_stream
 from analyzer.analysis import Analysis
 from analyzer.api import diagnose_collected
 from analyzer.classify import Collector, classify_records, classify_sources, collect
@@ -30,6 +30,7 @@ from analyzer.ingest import open_sources
 from analyzer.ingest.sources import StreamSource
 from analyzer.policy import load_policy
 from analyzer.predict import diagnose_timeline
+from analyzer.records import InputStats
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.normalize import INVISIBLE, fold
 from analyzer.rulebook.prefilter import _unchanged_by_fold
@@ -459,6 +460,29 @@ def test_crlf_export(book: RuleBook, tmp_path: Path) -> None:
     _same([str(path)], book)
 
 
+@pytest.mark.parametrize("crlf", [False, True])
+@pytest.mark.parametrize("fraction", [0.0, 0.3, 0.97])
+def test_an_export_cut_inside_its_last_line(
+    fraction: float, crlf: bool, book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A copy stopped early ends inside an entry: the same skip reason and cut line both ways,
+    # in one process and in ranges on two.
+    import analyzer._fastscan.parallel as parallel
+
+    monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 40_000)
+    lines = list(fleet(150_000, seed=19))
+    if crlf:
+        lines = [line.replace(b"\n", b"\r\n") for line in lines]
+    last = lines[-1].rstrip(b"\r\n")
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(b"".join(lines[:-1]) + last[: max(1, int(len(last) * fraction))])
+    _same([str(path)], book)
+    _same([str(path)], book, processes=2)
+    [stats] = collect(open_sources([str(path)]), book, fast=True)[1]
+    assert stats.cut_line == len(lines)
+    assert stats.skip_reasons["cut short: the file ends inside a JSON object"] == 1
+
+
 @pytest.mark.parametrize("digits", [0, 3, 6])
 def test_shorter_timestamp_forms(digits: int, book: RuleBook, tmp_path: Path) -> None:
     # Every line's fraction cut to what protobuf writes when the other digits are zeros.
@@ -471,6 +495,22 @@ def test_shorter_timestamp_forms(digits: int, book: RuleBook, tmp_path: Path) ->
     path = tmp_path / "short.jsonl"
     path.write_bytes(b"".join(lines))
     _same([str(path)], book)
+
+
+@pytest.mark.parametrize("shape", ["six-digits", "isoformat", "go-trimmed"])
+def test_a_time_form_over_several_blocks(shape: str, book: RuleBook, tmp_path: Path) -> None:
+    # The first block finds the form; the next take their timestamps in it (all of them when
+    # they are of one length, each span's ends made canonical once), as each alone reads.
+    lines = list(reshape.SHAPES[shape](fleet(1_300_000, seed=23)))
+    path = tmp_path / "timed.jsonl"
+    path.write_bytes(b"".join(lines))
+    assert path.stat().st_size > 2 * fastjsonl.BLOCK_BYTES
+    _same([str(path)], book)
+    # Spans keep the canonical form (the one that compares like the times across blocks).
+    with path.open("rb") as stream:
+        spans = scan_stream(stream, InputStats(path=str(path)), book).tally.spans
+    ends = [when for span in spans.values() for when in (span.first, span.last)]
+    assert ends and all(fastjsonl.canonical_time(when) == when for when in ends)
 
 
 def test_select_with_ascii_and_wide_texts(book: RuleBook) -> None:
@@ -540,6 +580,30 @@ def test_a_project_wide_sink_has_no_false_notice(book: RuleBook, tmp_path: Path)
         assert not [n for n in analysis.notices if "no Vertex AI job message" in n]
         notices = _notices([alone], book, fast=fast).notices
         assert f"{alone}: no Vertex AI job message in it" in notices
+
+
+@pytest.mark.parametrize("every", [7, 500])
+def test_decided_lines_beside_a_rule_without_a_literal(every: int, tmp_path: Path) -> None:
+    # Blank lines and other resources' entries are decided in the decoding and stand in the
+    # block's texts as "": a rule without a literal word makes the prefilter hand out every
+    # text, those too, and they must give no event (the rule matches nearly every text).
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "mine.yaml").write_text(
+        "- id: mine.anything\n"
+        "  category: internal_error\n"
+        "  pattern: '^(?:ste|sta)?'\n"
+        "  examples:\n"
+        "    match:\n"
+        "      - text: 'step 12 lost'\n"
+        "        fields: {}\n"
+    )
+    book = RuleBook.load([rules])
+    assert book.may_match_texts(["", "x"]) == [0, 1]
+    lines = list(reshape.blank_lines(reshape.foreign(_FLEET[:3000], share=0.2), every=every))
+    path = tmp_path / "project.jsonl"
+    path.write_bytes(b"".join(lines))
+    _same([str(path)], book)
 
 
 def _notices(paths: list[Path], book: RuleBook, *, fast: bool) -> Analysis:
@@ -659,6 +723,30 @@ def test_a_blocks_times_checked_at_once_as_each_alone(times: list[str], canonica
                 len(w) == len(form) and fastjsonl.canonical_time(w) == w[:26] + "000Z" for w in some
             )
             assert fastjsonl.canonical_times(some, form) == each, some
+
+
+_CLOCK = st.tuples(
+    st.sampled_from(["00", "09", "10", "19", "20", "23", "24", "29", "30", "99"]),
+    st.sampled_from(["00", "09", "59", "60", "69", "99"]),
+    st.sampled_from(["00", "59", "60"]),
+)
+
+
+@settings(max_examples=400)
+@given(
+    st.sampled_from(["2024-03-11", "2024-02-29", "2023-02-29", "2024-04-31", "0000-01-01"]),
+    st.lists(_CLOCK, min_size=1, max_size=6),
+)
+@example("2024-03-11", [("09", "00", "00"), ("09", "60", "00"), ("10", "00", "00")])
+@example("2024-03-11", [("09", "00", "00"), ("24", "00", "00"), ("10", "00", "00")])
+@example("2024-02-29", [("23", "59", "59"), ("00", "00", "00"), ("19", "99", "00")])
+def test_one_days_times_checked_at_once_as_each_alone(date: str, clocks: list[Any]) -> None:
+    # Times of one day are decided by the first and last minute, with the minutes' tens
+    # checked for all: the same answer as each alone, whatever hours lie between.
+    times = [f"{date}T{hour}:{minute}:{second}.123456789Z" for hour, minute, second in clocks]
+    each = all(fastjsonl.canonical_time(when) == when for when in times)
+    fastjsonl._GOOD_MINUTES.clear()  # proven minutes would hide a wrong answer
+    assert fastjsonl.canonical_times(times) == each
 
 
 # Long texts (issue 19 point 2: one linear pass): rule sentences near the edges of the text, of

@@ -10,8 +10,9 @@ fields it builds. Two Hyperscan passes over the raw block settle the difference:
 
 - every line must hold exactly one object, or be blank: each line starts with ``{`` and ends
   with ``}`` (but for JSON's spaces around it, and its ``\\n`` or ``\\r\\n``: the sink's
-  own shape is checked first, the looser one only where it fails, with each blank line's
-  place; msgspec skips blank lines, and they come out as :data:`BLANK`; so
+  own shape is checked first, empty lines between objects noted where they are; then the
+  same with one space after each object; the looser one only where both fail, with each
+  blank line's place; msgspec skips blank lines, and they come out as :data:`BLANK`; so
   no value can continue onto the next line: strings hold no raw newline, and after a ``}`` a
   value can only go on with ``,``, ``]`` or ``}``), and there are as many values as lines.
   The decoder takes nothing but objects (a line holding another value fails the block), so a
@@ -81,6 +82,26 @@ _NOT_ONE_OBJECT = (rb"[^}\r]\n", rb"[^}]\r\n", rb"\n[^{]")
 # on a line always show so.
 _TWO_OBJECTS = rb"\}[\t\r ]?\{|\}[\t\r ]{2}"
 _TWO_OBJECTS_ID = len(_NOT_ONE_OBJECT)  # its id in the structure database
+# An empty line between two objects ("}\n\n{", the commonest blank line: one in 500 in the
+# bench's blank row) sets off the first and the third pattern above, both ending after its
+# "\n": the sink's check explains them so and goes on, rather than leaving the whole block to
+# the looser check (twice its cost, and a count of the lines before each blank one). Those two
+# report every match, the others their first.
+_EMPTY_LINE_IDS = (0, 2)
+
+
+# The sink's shape but for one space after each object ("} \\n", the bench's space row):
+# a line end after anything but "}", "\\r" or a space, and a space there after anything but
+# "}". Asked after the sink's own check fails, and first for the next blocks when it held.
+_SPACED_NOT_ONE_OBJECT = (rb"[^}\r ]\n", rb"[^}]\r\n", rb"\n[^{]", rb"[^}] \n")
+_LINE_ENDS = (b"}\n", b"}\r\n", b"}", b"}\r")
+_SPACED_LINE_ENDS = (*_LINE_ENDS, b"} \n", b"} ")
+
+
+def _structure_flags(single: int, patterns: int = _TWO_OBJECTS_ID + 1) -> list[int]:
+    return [0 if index in _EMPTY_LINE_IDS else single for index in range(patterns)]
+
+
 # The same questions where JSON's spaces surround the objects and blank lines (only spaces,
 # tabs, carriage returns: what msgspec skips between values and the plain reader counts as
 # blank) come between them: asked when the sink's shape does not hold. A line whose last
@@ -101,12 +122,25 @@ class Shape(enum.Enum):
     MAYBE_TWO = "each line starts with { and ends with }, and one may hold two objects"
 
 
+class _NoLabels:
+    job_id = task = vm = trial = trial_1 = None
+
+
+class _NoResource:
+    labels = _NoLabels
+
+
 class Skipped:
     """What a block's line that gives no record decodes to: a blank line, an entry of another
     resource, an audit entry; ``reason`` is its skip reason, as the plain reader gives it.
-    The scan reads it as any line that lacks the common fields (it has no ``resource``)."""
+    The scan reads it as an entry without the common fields: its labels, job and task are
+    None (read without an exception, which costs ten times more: a fifth of a project-wide
+    sink's lines are Skipped)."""
 
     __slots__ = ("reason",)
+    resource = _NoResource
+    labels = _NoLabels
+    jsonPayload = text_1 = time = None
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
@@ -220,18 +254,20 @@ class _Guard:
     Kept apart: one database per question scans faster here than one holding them all.
     """
 
-    def __init__(self, hyperscan: Any, databases: tuple[Any, Any, Any] | None = None) -> None:
+    def __init__(self, hyperscan: Any, databases: tuple[Any, ...] | None = None) -> None:
         self._hyperscan = hyperscan
         if databases is None:
             single = hyperscan.HS_FLAG_SINGLEMATCH
             loose = (*_LOOSE_NOT_ONE_OBJECT, _TWO_OBJECTS, _BLANK_END)
+            spaced = (*_SPACED_NOT_ONE_OBJECT, _TWO_OBJECTS)
             databases = (
-                self._compile((*_NOT_ONE_OBJECT, _TWO_OBJECTS), [single] * 4),
+                self._compile((*_NOT_ONE_OBJECT, _TWO_OBJECTS), _structure_flags(single)),
                 self._compile((INVALID_UTF8,), [single]),
                 # Every blank line's end is reported: the others once.
                 self._compile(loose, [single] * 3 + [0]),
+                self._compile(spaced, _structure_flags(single, len(spaced))),
             )
-        self._structure, self._utf8, self._loose = databases
+        self._structure, self._utf8, self._loose, self._spaced = databases
 
     def _compile(self, patterns: tuple[bytes, ...], flags: list[int]) -> Any:
         database = self._hyperscan.Database(mode=self._hyperscan.HS_MODE_BLOCK)
@@ -250,26 +286,45 @@ class _Guard:
         return bool(found)
 
     def shape(
-        self, data: bytes, end: int | None = None, view: bytes | memoryview | None = None
+        self,
+        data: bytes,
+        end: int | None = None,
+        view: bytes | memoryview | None = None,
+        empty: list[int] | None = None,
+        *,
+        spaced: bool = False,
     ) -> Shape:
         """What the lines of ``data[:end]`` are (``view``, if given, is the same bytes without
         a copy): whether each starts with ``{`` and ends with ``}`` (and then ``\\n`` or
-        ``\\r\\n``), and whether one of them may hold a second object."""
-        if not (data[:1] == b"{" and data.endswith((b"}\n", b"}\r\n", b"}", b"}\r"), 0, end)):
+        ``\\r\\n``; or, ``spaced``, a space and ``\\n``), and whether one of them may hold
+        a second object. Given ``empty``, lines may also be empty (``\\n`` alone, between two
+        lines of objects): the offset just after each is added to it, in order."""
+        ends = _SPACED_LINE_ENDS if spaced else _LINE_ENDS
+        if not (data[:1] == b"{" and data.endswith(ends, 0, end)):
             return Shape.NOT_OBJECTS
+        database = self._spaced if spaced else self._structure
+        two_objects = len(_SPACED_NOT_ONE_OBJECT) if spaced else _TWO_OBJECTS_ID
         found: list[int] = []
 
-        def note(pattern: int, _start: int, _end: int, _flags: int, _context: object) -> bool:
+        def note(pattern: int, _start: int, at: int, _flags: int, _context: object) -> bool:
+            if pattern in _EMPTY_LINE_IDS and empty is not None and data[at - 2 : at] == b"\n\n":
+                if pattern:  # the same line sets off both: noted once
+                    empty.append(at)
+                return False
             found.append(pattern)
             # A line that is not an object ends the scan; a possible second object does not:
             # it is mostly a message's "} {", and the scan must still look for the former.
-            return pattern != _TWO_OBJECTS_ID
+            return pattern != two_objects
 
         with contextlib.suppress(self._hyperscan.ScanTerminated):
-            self._structure.scan(data[:end] if view is None else view, match_event_handler=note)
+            database.scan(data[:end] if view is None else view, match_event_handler=note)
         if not found:
             return Shape.ONE_OBJECT_EACH
-        return Shape.MAYBE_TWO if found[-1] == _TWO_OBJECTS_ID else Shape.NOT_OBJECTS
+        if found[-1] == two_objects:
+            return Shape.MAYBE_TWO
+        if empty is not None:
+            empty.clear()
+        return Shape.NOT_OBJECTS
 
     def loose_shape(
         self, data: bytes, end: int, view: bytes | memoryview
@@ -329,22 +384,24 @@ def _load_guard() -> _Guard | None:
         return None
     # Compiled once and kept (analyzer.cache): 5 ms of every run otherwise.
     name = cache.key(
-        *_NOT_ONE_OBJECT, _TWO_OBJECTS, INVALID_UTF8, *_LOOSE_NOT_ONE_OBJECT, _BLANK_END
+        *_NOT_ONE_OBJECT,
+        _TWO_OBJECTS,
+        INVALID_UTF8,
+        *_LOOSE_NOT_ONE_OBJECT,
+        _BLANK_END,
+        *_SPACED_NOT_ONE_OBJECT,
+        repr(_structure_flags(hyperscan.HS_FLAG_SINGLEMATCH)),
     )
     found = cache.load("guard", name)
-    if isinstance(found, tuple) and len(found) == 3:
+    if isinstance(found, tuple) and len(found) == 4:
         try:
-            structure, utf8, loose = map(cache.load_hyperscan, found)
-            return _Guard(hyperscan, (structure, utf8, loose))
+            return _Guard(hyperscan, tuple(map(cache.load_hyperscan, found)))
         except Exception:  # built by another Hyperscan: compile again
             pass
     guard = _Guard(hyperscan)
     if cache.cache_dir() is not None:
-        cache.store(
-            "guard",
-            name,
-            tuple(map(cache.dump_hyperscan, (guard._structure, guard._utf8, guard._loose))),
-        )
+        databases = (guard._structure, guard._utf8, guard._loose, guard._spaced)
+        cache.store("guard", name, tuple(map(cache.dump_hyperscan, databases)))
     return guard
 
 
@@ -418,11 +475,13 @@ def _with_blanks(entries: list[Any], blanks: list[int]) -> list[Any]:
 @dataclass(slots=True)
 class Hints:
     """What the blocks before showed, for the next one: whether one needed the decoder of
-    mixed blocks (entries of other resources), and the looser check of lines (spaces around
-    the objects, blank lines). Set by :func:`decode_block`."""
+    mixed blocks (entries of other resources), the looser check of lines (spaces around the
+    objects, blank lines) or the sink's with a space after each object. Set by
+    :func:`decode_block`."""
 
     mixed: bool = False
     loose: bool = False
+    spaced: bool = False
 
 
 def decode_block(
@@ -446,32 +505,70 @@ def decode_block(
     if hints is not None:
         mixed = hints.mixed
     blanks: list[int] = []
-    # After a block with blank lines, the looser check straight away (the sink's shape would
-    # fail at the next blank line, half a block in); spaces around the objects fail it at once.
+    empty: list[int] = []  # where the sink's check found empty lines (the offset after each)
+    # After a block with blank lines the looser check found, the looser check straight away
+    # (the sink's shape would fail at the next one, half a block in); spaces around the
+    # objects fail it at once.
     shape = Shape.NOT_OBJECTS
-    if hints is None or not hints.loose:
-        shape = guard.shape(data, end, view)
+    loose = hints is not None and hints.loose
+    spaced = hints is not None and hints.spaced
+    if not loose and not spaced:
+        shape = guard.shape(data, end, view, empty)
+    if shape is Shape.NOT_OBJECTS and not loose:
+        shape = guard.shape(data, end, view, empty, spaced=True)
+        spaced = shape is not Shape.NOT_OBJECTS
     if shape is Shape.NOT_OBJECTS:
+        spaced = False
         shape, blanks = guard.loose_shape(data, end, view)
     if hints is not None:
         hints.loose = bool(blanks)
+        hints.spaced = spaced
     if shape is Shape.NOT_OBJECTS or not guard.valid_utf8(data, view):
         return None
-    entries: list[Any] | None
-    try:
-        entries = _mixed(view) if mixed else _DECODER.decode_lines(view)
-        if hints is not None:
-            hints.mixed = mixed and any(type(entry) is Skipped for entry in entries or ())
-    except msgspec.ValidationError:
-        entries = _mixed(view)
-        if hints is not None:
-            hints.mixed = True
-    except _DECODE_ERRORS:
-        return None
-    if entries is None:
-        return None
+    entries: list[Any] = []
+    if empty:
+        # Each stretch of lines between empty ones decoded on its own: every line of one holds
+        # one object (but for MAYBE_TWO, counted below), so the empty lines' indexes come
+        # without counting lines.
+        lines = memoryview(data)[:end]
+        start = 0
+        for after in empty:
+            part = _decoded(lines[start : after - 1], mixed)
+            if part is None:
+                return None
+            mixed = part[1]
+            entries += part[0]
+            entries.append(BLANK)
+            start = after
+        part = _decoded(lines[start:], mixed)
+        if part is None:
+            return None
+        entries += part[0]
+    else:
+        part = _decoded(view, mixed)
+        if part is None:
+            return None
+        entries = part[0]
+    mixed = part[1]
+    if hints is not None:
+        hints.mixed = mixed and any(type(entry) is Skipped for entry in entries)
     if blanks:
         entries = _with_blanks(entries, blanks)
     if shape is Shape.MAYBE_TWO and len(entries) != count_lines(data, end):
         return None
     return entries
+
+
+def _decoded(view: bytes | memoryview, mixed: bool) -> tuple[list[Any], bool] | None:
+    """The entries of the lines ``view`` (see :func:`decode_block`), and whether they needed
+    the decoder of mixed blocks; None when only reading line by line gives the right answer.
+    ``mixed``: start with that decoder."""
+    if not mixed:
+        try:
+            return _DECODER.decode_lines(view), False
+        except msgspec.ValidationError:
+            pass  # an entry of another resource, or a field of another type: mixed, or none
+        except _DECODE_ERRORS:
+            return None
+    entries = _mixed(view)
+    return None if entries is None else (entries, True)

@@ -171,7 +171,9 @@ class GcloudJsonScanner:
             try:
                 if cut == -1:
                     if not more:
-                        self._closing(data, limit >= 0)
+                        # A range ends at an entry's "}," only where the file goes on: the
+                        # last range ending there is an array cut short (the plain reader's).
+                        self._closing(data, limit >= 0 and bool(stream.read(1)))
                         return
                     data += more
                     continue
@@ -214,6 +216,8 @@ class GcloudJsonScanner:
         if after is not None:
             read.lines -= 1  # the "[" line read first, not the input's
             read.used -= 1
+        if read.cut_line is not None:
+            read.cut_line += shift
         self.stats.add(read)
 
     def _count(self, record: LogRecord) -> None:

@@ -43,8 +43,9 @@ from analyzer._fastscan.blockdecode import READ_WHOLE, Hints, Skipped, decode_bl
 from analyzer.events import RuleMatch
 from analyzer.eventstore import JobEvents, Light
 from analyzer.ingest.entries import (
-    INVALID_JSON,
+    CUT_SHORT,
     InvalidJson,
+    invalid_reason,
     load_json_repairing,
     record_or_reason,
 )
@@ -136,6 +137,23 @@ def _layouts(form: str, count: int) -> bytes:
     return ((form + "\n") * count)[:-1].encode()
 
 
+# The layouts of up to this many timestamps, made once per form: a block's are their start
+# (compared in place, with no copy of three times its timestamps' bytes to make them).
+_LAYOUT_COUNT = 2048
+_LAYOUT_STARTS: dict[str, bytes] = {}
+
+
+def _in_layout(digits_zeroed: bytes, form: str, count: int) -> bool:
+    """Whether ``digits_zeroed`` is ``_layouts(form, count)``."""
+    if count > _LAYOUT_COUNT:
+        return digits_zeroed == _layouts(form, count)
+    start = _LAYOUT_STARTS.get(form)
+    if start is None:
+        start = _LAYOUT_STARTS[form] = _layouts(form, _LAYOUT_COUNT)
+    # Of the right length (checked before), a prefix of the long layout is the short one.
+    return start.startswith(digits_zeroed)
+
+
 def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
     """Whether every string of ``times`` is a valid timestamp in ``form`` (one of
     :data:`FORMS`; the sink's canonical one by default): what checking each of them does
@@ -150,7 +168,7 @@ def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
         # Each in the form's layout, of ASCII digits (a newline inside one: another layout).
         len(joined) != size * count - 1
         or not joined.isascii()
-        or joined.encode().translate(_DIGITS_TO_ZERO) != _layouts(form, count)
+        or not _in_layout(joined.encode().translate(_DIGITS_TO_ZERO), form, count)
         # Seconds below 60.
         or joined[17::size].strip("012345")
         # The offset's digits zeros, as written (the layout check took any digit).
@@ -158,7 +176,16 @@ def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
     ):
         return False
     good = _GOOD_MINUTES
-    for minute in set(map(_MINUTE_OF, times)) - good:
+    first, last = min(times), max(times)
+    if first[:11] == last[:11] and not joined[14::size].strip("012345"):
+        # All of one day (a block mostly is): every string of this layout between the first
+        # and the last shares their date, its hour lies between theirs (and so is valid when
+        # theirs are: 00 to 23 is one range of two digits), and its minute's tens are below 6.
+        # Those two minutes decide for all, without a set of every one (half of this check).
+        minutes = {first[:17], last[:17]}
+    else:
+        minutes = set(map(_MINUTE_OF, times))
+    for minute in minutes - good:
         if utc_minute(minute, "Z") != minute:
             return False
         if len(good) < _MAX_MINUTES:
@@ -302,6 +329,8 @@ class JsonlScanner:
         # Whether only the timestamps of the form's length are taken in it (a block held
         # others: Go's trimmed fractions, a whole second in isoformat()).
         self._lengths = False
+        # The skip reasons of the last block's lines decoded as Skipped (see _lean).
+        self._skipped: list[str] = []
 
     def feed_block(self, data: bytes, first_number: int, end: int | None = None) -> int:
         """Scan the block ``data[:end]`` (whole lines, the last ``\\n`` optional), whose first
@@ -313,9 +342,10 @@ class JsonlScanner:
         if end is not None and end != len(data):
             data = data[:end]  # what follows is read again with the next block
         lines = data.split(b"\n")
-        if lines[-1] == b"" and len(lines) > 1:
+        open_end = lines[-1] != b""  # the input's last line, without its "\n"
+        if not open_end and len(lines) > 1:
             lines.pop()  # after the last line's "\n"
-        self.feed(lines, first_number)
+        self.feed(lines, first_number, open_end)
         return len(lines)
 
     def _feed_decoded(self, data: bytes, entries: list[Any], first_number: int) -> None:
@@ -336,7 +366,8 @@ class JsonlScanner:
             if not canonical_times(times, FORMS[form]):
                 # The form most of the block's timestamps have (the next block's too,
                 # likely), the others each checked on its own; else all of them so.
-                common = Counter(map(len, times)).most_common(1)
+                lengths = Counter(map(len, times))
+                common = lengths.most_common(1)
                 forms = [f for f, text in enumerate(FORMS) if common and len(text) == common[0][0]]
                 careful = True
                 if forms:
@@ -347,7 +378,10 @@ class JsonlScanner:
                     )
                     if canonical_times(times, FORMS[form]):
                         careful = False
-                        self._form, self._lengths = form, True
+                        # All of one length (google-cloud-logging's to_api_repr()): the next
+                        # blocks take every one in the form; isoformat() drops a whole
+                        # second's fraction, Go trims zeros: only those of its length then.
+                        self._form, self._lengths = form, len(lengths) > 1
                 if careful:
                     self._careful = _CAREFUL_BLOCKS
             if not careful:
@@ -398,14 +432,17 @@ class JsonlScanner:
         last_task: str | None = None
         last_vm: str | None = None
         span = SpanTally("", "", 0)
-        # The light lines' texts, for the prefilter, and the indexes of the odd lines.
+        # The light lines' texts, for the prefilter, and the indexes of the odd lines; the
+        # skip reasons of the lines decided in the decoding (in their texts' places: "").
         texts: list[str] = []
         odd: list[int] = []
+        skipped = self._skipped
+        skipped.clear()
         for entry in entries:
             # The sink's common shape, read by attribute (named after the record's fields, at
             # the first of their paths in the mapping: see blockdecode): a part that is missing
-            # (None) raises AttributeError, as does a Skipped line, and the line goes to the
-            # plain functions like any unusual one.
+            # (None) raises AttributeError, and the line goes to the plain functions like any
+            # unusual one. A Skipped line reads as one without a job.
             try:
                 rlabels = entry.resource.labels
                 task = rlabels.task
@@ -452,9 +489,21 @@ class JsonlScanner:
                     or (when := canonical_time(when)) is not None
                 )
             ):
-                odd.append(len(texts) + len(odd))  # this line's index
+                if type(entry) is Skipped:
+                    # Decided already (a blank line, another resource's entry): counted with
+                    # the block, and a text no one reads keeps the texts in line with the
+                    # lines (the prefilter leaves it out but for rules without a literal,
+                    # and the candidates are read without it).
+                    skipped.append(entry.reason)
+                    texts.append("")
+                else:
+                    odd.append(len(texts) + len(odd))  # this line's index
                 continue
-            if taken or (not careful and len(when) == size):
+            if taken:
+                # Widened to the canonical form once per span, after: all of this block's
+                # are in one form of one width, and compare as the times do.
+                times.append(when)
+            elif not careful and len(when) == size:
                 times.append(when)
                 if widen:
                     when = when[:26] + "000Z"
@@ -471,11 +520,16 @@ class JsonlScanner:
                 span = known
                 last_job, last_task, last_vm = job, task, vm
             span.records += 1
-            if when < span.first:
-                span.first = when
-            elif when > span.last:
+            # A worker's lines mostly come in time order: the later end first.
+            if when > span.last:
                 span.last = when
+            elif when < span.first:
+                span.first = when
             texts.append(text)
+        if taken and widen:
+            for span in spans.values():  # a block's own spans (see _feed_decoded)
+                span.first = span.first[:26] + "000Z"
+                span.last = span.last[:26] + "000Z"
         return texts, odd, times
 
     def _after_lean(
@@ -484,24 +538,30 @@ class JsonlScanner:
         """Count a block read by :meth:`_lean`, and hand out its candidates."""
         stats = self.stats
         stats.lines += len(entries)
-        stats.used += len(texts)
-        stats.records += len(texts)
+        skipped = self._skipped
+        if skipped:
+            for reason, count in Counter(skipped).items():
+                stats.skip(reason, count)
+        stats.used += len(texts) - len(skipped)
+        stats.records += len(texts) - len(skipped)
         # The line of each text: all of them in order, but for the odd ones.
         light: Sequence[int] = range(len(entries))
         if odd:
-            skipped = set(odd)
-            light = [index for index in light if index not in skipped]
+            oddities = set(odd)
+            light = [index for index in light if index not in oddities]
         path = stats.path
         matches = self._matches
         sink = self._sink
         if sink is not None and not odd and matches is not None:
-            # Every line light: the events in line order, straight to the thinner.
+            # Every line light or decided: the events in line order, straight to the thinner.
             items: list[Light] = []
             add = items.append
             for index in self._select(texts):
+                entry = entries[index]
+                if skipped and type(entry) is Skipped:
+                    continue
                 matched = matches(texts[index])
                 if matched:
-                    entry = entries[index]
                     labels = entry.labels
                     rlabels = entry.resource.labels
                     insert_id = entry.insert_id
@@ -518,19 +578,18 @@ class JsonlScanner:
             return
         chosen: list[Candidate] = []
         for index in self._select(texts):
+            entry = entries[light[index]]
+            if skipped and type(entry) is Skipped:
+                continue
             found = matches(texts[index]) if matches is not None else None
             if found is None or found:
                 origin = Origin(path, first_number + light[index])
-                chosen.append((_record(entries[light[index]], texts[index], origin), found))
+                chosen.append((_record(entry, texts[index], origin), found))
         if odd:
             lines: list[bytes] | None = None
             pending = _Pending()
             full: list[LogRecord] = []
             for index in odd:
-                entry = entries[index]
-                if type(entry) is Skipped:  # decided from the struct: no second reading
-                    stats.skip(entry.reason)
-                    continue
                 if lines is None:
                     lines = data.split(b"\n", len(entries))
                 self._read_line(lines[index], first_number + index, pending, full)
@@ -539,28 +598,36 @@ class JsonlScanner:
             chosen.sort(key=_line_of)
         self.tally.candidates.extend(chosen)
 
-    def feed(self, lines: Sequence[bytes], first_number: int) -> None:
+    def feed(self, lines: Sequence[bytes], first_number: int, open_end: bool = False) -> None:
         """Scan ``lines`` (without their line endings) one by one; the first is
-        ``first_number``. The path for blocks :func:`decode_block` cannot prove."""
+        ``first_number``; ``open_end``: the last is the input's last and had no line end.
+        The path for blocks :func:`decode_block` cannot prove."""
         if self._at_start and lines and first_number == 1 and lines[0].startswith(BOM):
             lines = [lines[0][len(BOM) :], *lines[1:]]
         self.stats.lines += len(lines)
         pending = _Pending()
         full: list[LogRecord] = []
+        last = first_number + len(lines) - 1 if open_end else -1
         for number, raw in enumerate(lines, first_number):
-            self._read_line(raw, number, pending, full)
+            self._read_line(raw, number, pending, full, number == last)
         self._finish(pending, full)
         full.sort(key=_record_line)
         self.tally.candidates.extend((record, None) for record in full)
 
-    def _read_line(self, raw: bytes, number: int, pending: _Pending, full: list[LogRecord]) -> None:
+    def _read_line(
+        self, raw: bytes, number: int, pending: _Pending, full: list[LogRecord], last: bool = False
+    ) -> None:
         """Read one line as :func:`~analyzer.ingest.jsonl.read_jsonl` does: count it, and
-        keep it as a light line (its text waiting for the prefilter) or as a full record."""
+        keep it as a light line (its text waiting for the prefilter) or as a full record.
+        ``last``: the input's last line, without its line end."""
         stats = self.stats
         try:
             entry, repaired = load_json_repairing(raw)
         except InvalidJson:
-            stats.skip(INVALID_JSON if raw.strip() else BLANK_LINE)
+            reason = invalid_reason(raw, last) if raw.strip() else BLANK_LINE
+            stats.skip(reason)
+            if reason == CUT_SHORT:
+                stats.cut_line = number
             return
         stats.invalid_utf8 += repaired
         if type(entry) is dict:

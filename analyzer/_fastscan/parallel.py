@@ -26,7 +26,7 @@ from analyzer import eventstore
 from analyzer._fastscan import blockdecode
 from analyzer._fastscan.jsonl import JsonlScanner, ScanTally, read_blocks
 from analyzer.events import Event, RuleMatch
-from analyzer.ingest.sources import TRUNCATED_COMPRESSED, open_file
+from analyzer.ingest.sources import open_file
 from analyzer.ingest.streams import decompressed
 from analyzer.processes import run_forked, run_streamed, tell_progress
 from analyzer.records import InputStats, Origin
@@ -222,7 +222,7 @@ def scan_binary(
         found = scan_stream(stream, stats, book, on_bytes=on_bytes)
     if guard is not None and guard.damaged:
         stats.lines += 1
-        stats.skip(TRUNCATED_COMPRESSED)
+        stats.skip(guard.reason)
     return found
 
 
@@ -546,6 +546,8 @@ def _weight(task: Task, size: int) -> int:
 def _append(merged: RangeScan, later: RangeScan) -> None:
     """Add ``later``, the range right after those in ``merged``, renumbering its lines."""
     base = merged.stats.lines
+    if later.stats.cut_line is not None:  # the input's last line, cut short
+        later.stats.cut_line += base
     merged.stats.add(later.stats)
     merged.tally.merge(later.tally)
     for event in later.events:

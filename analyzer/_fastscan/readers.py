@@ -26,7 +26,7 @@ from analyzer._fastscan.parallel import BookLike, RangeScan, processes_for, warm
 from analyzer._fastscan.streamlogs import Matches, safe_ranges, scan_stream_logs
 from analyzer.events import Event
 from analyzer.ingest import FileSource, Format
-from analyzer.ingest.sources import TRUNCATED_COMPRESSED, StreamSource
+from analyzer.ingest.sources import StreamSource
 from analyzer.ingest.streams import decompressed, open_counted, transcoded
 from analyzer.processes import run_forked, tell_progress
 from analyzer.progress import Share
@@ -220,7 +220,7 @@ def _scan_whole(form: str, raw: BinaryIO, path: str, book: BookLike) -> RangeSca
     if found is not None and guard is not None and guard.damaged:
         # As the plain reader does: the lost tail counts as one skipped line.
         stats.lines += 1
-        stats.skip(TRUNCATED_COMPRESSED)
+        stats.skip(guard.reason)
     return found
 
 

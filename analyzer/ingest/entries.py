@@ -10,6 +10,9 @@ import orjson
 from analyzer.records import LogRecord, Origin, entry_fields, record_from_fields
 
 INVALID_JSON = "invalid JSON"
+# The input's last line, without its line end, holding the start of a JSON object that the
+# decoder runs out of data inside: a paste or an export cut short, not a damaged line.
+CUT_SHORT = "cut short: the file ends inside a JSON object"
 NOT_AN_ENTRY = "not a LogEntry object"
 INVALID_TIMESTAMP = "invalid timestamp"
 
@@ -55,6 +58,20 @@ def load_json_repairing(raw: bytes) -> tuple[Any, bool]:
         except UnicodeDecodeError:
             return load_json(raw.decode("utf-8", "replace").encode("utf-8")), True
         raise
+
+
+def invalid_reason(raw: bytes, last: bool) -> str:
+    """Why ``raw``, a line :func:`load_json` refused, is skipped: :data:`CUT_SHORT` when it is
+    the input's last line, without its line end (``last``), and a JSON object the input's end
+    cut; else :data:`INVALID_JSON`."""
+    if not last or not raw.lstrip().startswith(b"{"):
+        return INVALID_JSON
+    # A cut may fall inside a UTF-8 sequence: read with it replaced, as a kept line would be.
+    try:
+        orjson.loads(raw.decode("utf-8", "replace").encode("utf-8"))
+    except orjson.JSONDecodeError as error:
+        return CUT_SHORT if error.msg.startswith("unexpected end of data") else INVALID_JSON
+    return INVALID_JSON
 
 
 def _has_lone_surrogate(value: Any) -> bool:

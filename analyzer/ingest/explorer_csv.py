@@ -29,6 +29,9 @@ from analyzer.records import InputStats, LogRecord, Origin
 
 BLANK_LINE = "blank line"
 BAD_CSV = "unreadable CSV row"
+# The download writes every column of every row: a last row with fewer cells than the header
+# is a download or a paste that stopped inside it.
+CUT_ROW = "cut short: the file ends inside a CSV row"
 
 # A message can be long (a whole traceback in one cell); the csv module's default limit is 128 KiB.
 csv.field_size_limit(1 << 30)
@@ -101,10 +104,18 @@ def read_explorer_csv(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord
     rows = csv.reader(physical, strict=False)
     paths: list[tuple[str, ...]] | None = None
     consumed = 0
+    # A row shorter than the header waits for the next one: the last row is cut short when it
+    # is the only short one (a file whose rows all lack their empty last cells is another
+    # writer's, not a cut download).
+    short: tuple[list[str], int, int] | None = None
+    shorts = 0
     try:
         for row in rows:
             first, consumed = consumed + 1, rows.line_num
             count = consumed - first + 1
+            if short is not None:
+                yield from _row(paths or [], *short, stats)
+                short = None
             if not any(cell.strip() for cell in row):
                 stats.skip(BLANK_LINE, count)
                 continue
@@ -112,15 +123,32 @@ def read_explorer_csv(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord
                 paths = [field_path(name) for name in row]
                 stats.used += count
                 continue
-            outcome = record_or_reason(row_entry(paths, row), Origin(stats.path, first))
-            if isinstance(outcome, str):
-                stats.skip(outcome, count)
+            if len(row) < len(paths):
+                shorts += 1
+                short = (row, first, count)
                 continue
-            stats.used += count
-            stats.records += 1
-            yield outcome
+            yield from _row(paths, row, first, count, stats)
+        if short is not None and shorts == 1:
+            _, first, count = short
+            stats.skip(CUT_ROW, count)
+            stats.cut_line = first + count - 1
+        elif short is not None:
+            yield from _row(paths or [], *short, stats)
     except csv.Error:
         # A cell beyond the size limit, or broken quoting: that row and the rest are skipped.
         for _ in physical:
             pass
         stats.skip(BAD_CSV, stats.lines - consumed)
+
+
+def _row(
+    paths: list[tuple[str, ...]], row: list[str], first: int, count: int, stats: InputStats
+) -> Iterator[LogRecord]:
+    """The record of one data row on lines ``first`` .. ``first + count - 1``, counted."""
+    outcome = record_or_reason(row_entry(paths, row), Origin(stats.path, first))
+    if isinstance(outcome, str):
+        stats.skip(outcome, count)
+        return
+    stats.used += count
+    stats.records += 1
+    yield outcome

@@ -142,6 +142,10 @@ def read_gcloud_json(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]
     stats.lines = total
     if scan.open_depth != -1:
         ledger.entry(scan.open_line, total, TRUNCATED)
+    if scan.depth > 0:
+        # gcloud and the Logs Explorer always close the array: an input that ends inside it
+        # was cut short (a paste, a download stopped early), whatever entries were whole.
+        stats.cut_line = total
     ledger.syntax_until(total)
 
 

@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from analyzer.ingest.entries import INVALID_JSON, InvalidJson, load_json_repairing, record_or_reason
+from analyzer.ingest.entries import (
+    CUT_SHORT,
+    InvalidJson,
+    invalid_reason,
+    load_json_repairing,
+    record_or_reason,
+)
 from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, LogRecord, Origin
 
@@ -33,7 +39,11 @@ def read_jsonl(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
         try:
             entry, repaired = load_json_repairing(raw)
         except InvalidJson:
-            stats.skip(INVALID_JSON)
+            # Only the input's last line can lack its line end.
+            reason = invalid_reason(raw, not raw.endswith(b"\n"))
+            stats.skip(reason)
+            if reason == CUT_SHORT:
+                stats.cut_line = number
             continue
         stats.invalid_utf8 += repaired
         outcome = record_or_reason(entry, Origin(path, number))

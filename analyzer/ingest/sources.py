@@ -15,6 +15,8 @@ from analyzer.ingest.paths import STDIN, TimeWindow, expand_paths, special_file
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format, mentions_platform, sniff
 from analyzer.ingest.streams import (
     BUFFER_SIZE,
+    CORRUPT_COMPRESSED,
+    TRUNCATED_COMPRESSED,
     CountingReader,
     ReplayReader,
     buffered,
@@ -27,7 +29,6 @@ from analyzer.ingest.webtext import WEB_TEXT
 from analyzer.records import InputStats, LogRecord, Source
 
 STDIN_NAME = "<stdin>"
-TRUNCATED_COMPRESSED = "truncated compressed data"
 BLANK_LINE = "blank line"
 
 Reader = Callable[[BinaryIO, InputStats], Iterator[LogRecord]]
@@ -95,7 +96,23 @@ def _records(
         if guard is not None and guard.damaged:
             # The lost tail's lines cannot be known: count it as one skipped line.
             stats.lines += 1
-            stats.skip(TRUNCATED_COMPRESSED)
+            stats.skip(guard.reason)
+
+
+def damage_line(stats: InputStats) -> str | None:
+    """The line that says a compressed input ended early (None when it did not): cut short,
+    which a new copy fixes, or damaged, which it may not."""
+    if stats.skip_reasons.get(TRUNCATED_COMPRESSED):
+        return (
+            f"{stats.path}: truncated compressed data, read up to the cut; the rest of the file"
+            " is lost (it ends before the gzip end marker: copy or download it again)"
+        )
+    if stats.skip_reasons.get(CORRUPT_COMPRESSED):
+        return (
+            f"{stats.path}: corrupt compressed data, read up to the damage; the rest of the"
+            " file is lost (the gzip data is damaged, not cut short)"
+        )
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +140,11 @@ def _sniff_stream(stream: BinaryIO, name: str) -> Sniffed:
     readable, codec = transcoded(readable)
     head, lines_before = read_window(readable, SNIFF_LIMIT)
     if guard is not None and guard.damaged and not head:
+        if guard.truncated:
+            raise InputError(
+                f"{name}: truncated gzip data (the file ends before the gzip end marker): its"
+                " download or copy was cut short, copy it again"
+            )
         raise InputError(f"{name}: corrupt gzip data, check the file or decompress it first")
     complete = len(head.lstrip()) < SNIFF_LIMIT
     found = sniff(head, name, complete=complete, first_line=lines_before + 1)

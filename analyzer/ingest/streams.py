@@ -18,6 +18,11 @@ from analyzer.ingest.webtext import HEAD_BYTES, WEB_TEXT, WebText, breaks_lines
 
 GZIP_MAGIC = b"\x1f\x8b"
 BUFFER_SIZE = 1 << 16
+# Why a gzip stream ended early, as a skip reason. Cut short (the stream stops before its
+# end marker: a download or copy that did not finish) and damaged (bad data, a CRC mismatch)
+# ask the user for different things: copy the file again, or find another copy.
+TRUNCATED_COMPRESSED = "truncated compressed data"
+CORRUPT_COMPRESSED = "corrupt compressed data"
 
 
 class ReplayReader(io.RawIOBase):
@@ -111,7 +116,8 @@ def open_counted(path: str, on_bytes: Callable[[int], None]) -> BinaryIO:
 
 
 class GzipGuard(io.RawIOBase):
-    """Decompress ``raw``; a truncated or corrupt stream ends early and sets ``damaged``.
+    """Decompress ``raw``; a truncated or corrupt stream ends early and sets ``damaged``
+    (``reason`` says which).
 
     It decompresses in pieces of ``BUFFER_SIZE`` whatever the reader asks for: gzip drops what
     a read had decompressed when it meets the damage, so with pieces of one size every reader
@@ -122,6 +128,7 @@ class GzipGuard(io.RawIOBase):
         super().__init__()
         self._gzip = gzip.GzipFile(fileobj=raw, mode="rb")
         self.damaged = False
+        self.truncated = False  # the stream ended before its end marker (EOFError)
         self._piece = b""
         self._at = 0  # bytes of the piece already handed out
 
@@ -134,7 +141,10 @@ class GzipGuard(io.RawIOBase):
                 return 0
             try:
                 self._piece = self._gzip.read(BUFFER_SIZE)
-            except (EOFError, OSError, zlib.error):
+            except EOFError:
+                self.damaged = self.truncated = True
+                return 0
+            except (OSError, zlib.error):
                 self.damaged = True
                 return 0
             self._at = 0
@@ -142,6 +152,12 @@ class GzipGuard(io.RawIOBase):
         memoryview(buffer).cast("B")[:count] = self._piece[self._at : self._at + count]
         self._at += count
         return count
+
+    @property
+    def reason(self) -> str:
+        """The skip reason of the damage: :data:`TRUNCATED_COMPRESSED` or
+        :data:`CORRUPT_COMPRESSED`."""
+        return TRUNCATED_COMPRESSED if self.truncated else CORRUPT_COMPRESSED
 
     def close(self) -> None:
         self._gzip.close()

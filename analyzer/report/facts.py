@@ -13,11 +13,14 @@ from analyzer.diagnosis import (
     verdict_line,
 )
 from analyzer.events import Event, EventKind
-from analyzer.records import Origin
+from analyzer.ingest.entries import CUT_SHORT
+from analyzer.ingest.explorer_csv import CUT_ROW
+from analyzer.records import InputStats, Origin
 
 __all__ = [
     "cause_phrase",
     "clock",
+    "cut_line",
     "depth_facts",
     "evidence_events",
     "first_line",
@@ -25,9 +28,32 @@ __all__ = [
     "period",
     "plural",
     "short_state",
+    "skip_line",
     "span",
     "verdict_line",
 ]
+
+
+def skip_line(stats: InputStats, reason: str, count: int) -> str:
+    """What ``count`` lines of ``stats`` skipped for ``reason`` were, in one line: a last line
+    cut short is named by its number (a paste or a copy that stopped early, not damage)."""
+    if reason == CUT_SHORT and stats.cut_line is not None and count == 1:
+        return f"line {stats.cut_line:,}, the last, is {reason}"
+    if reason == CUT_ROW and stats.cut_line is not None:
+        lines = "line" if count == 1 else f"{count} lines to line"
+        return f"{lines} {stats.cut_line:,}, the last, {'is' if count == 1 else 'are'} {reason}"
+    return f"{count} skipped: {reason}"
+
+
+def cut_line(stats: InputStats) -> str | None:
+    """The line that says a JSON array input ends before its closing ``]`` (None when it does
+    not): the entries read are whole, but what followed them is not in the input."""
+    if stats.cut_line is None or CUT_SHORT in stats.skip_reasons or CUT_ROW in stats.skip_reasons:
+        return None  # a line or a row cut short says it in its skip line
+    return (
+        f"line {stats.cut_line:,}, the last, ends inside the JSON array (no closing ]): the"
+        " input was cut short, entries after it are not in it"
+    )
 
 
 def clock(when: datetime | None) -> str:

@@ -31,6 +31,7 @@ from analyzer.events import Event
 from analyzer.report.facts import (
     cause_phrase,
     clock,
+    cut_line,
     depth_facts,
     evidence_events,
     first_line,
@@ -38,6 +39,7 @@ from analyzer.report.facts import (
     period,
     plural,
     short_state,
+    skip_line,
     span,
 )
 from analyzer.report.overview import (
@@ -314,14 +316,18 @@ def _footer(layout: _Layout, analysis: Analysis) -> None:
         again = Text(summary_line(analysis.diagnoses), style="bold")
         again.append("  (the table alone: --format table)", style="dim")
         layout.folded(Text(), again, 2)
-    summary = f"read {records} records from {plural(len(analysis.inputs), 'input')}"
+    summary = f"read {plural(records, 'record')} from {plural(len(analysis.inputs), 'input')}"
     layout.folded(
-        Text(), Text(summary + (f", skipped {skipped} lines" if skipped else ""), "dim"), 2
+        Text(),
+        Text(summary + (f", skipped {plural(skipped, 'line')}" if skipped else ""), "dim"),
+        2,
     )
     for stats in analysis.inputs:
         for reason, count in sorted(stats.skip_reasons.items()):
-            line = _Text(f"{stats.path}: {count} skipped: {reason}", style="dim")
+            line = _Text(f"{stats.path}: {skip_line(stats, reason, count)}", style="dim")
             layout.folded(Text("  "), line, 4)
+        if (cut := cut_line(stats)) is not None:
+            layout.folded(Text("  "), _Text(f"{stats.path}: {cut}", style="dim"), 4)
     for rule in analysis.disabled_rules:
         line = _Text(f"rule {rule} kept timing out and was disabled for the rest of the run")
         layout.folded(Text("  "), line, 4)
