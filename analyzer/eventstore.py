@@ -49,7 +49,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
 from analyzer.events import (
@@ -182,23 +182,27 @@ def thin_key(event: Event) -> Key | None:
     return _light_key(light(event))
 
 
-# The last text masked (two matches of one line are thinned one after the other).
-_last_mask: list[Any] = [None, b""]
+# The masks of the texts read lately, by text: the same text repeated exactly (a logger's
+# "Exception ignored in ..." traceback at every step, a harmless warning) is masked once, and
+# two matches of one line too. Bounded: cleared when full.
+_MASKS_LIMIT = 1 << 12
+_masks: dict[str, object] = {}
 
 
 def _light_key(item: Light) -> Key | None:
     """:func:`thin_key` of an event held as :data:`Light`."""
-    match = item[MATCH]
-    if match.kind not in THIN_KINDS or item[WHEN] is None or item[JOB] is None:
+    # The positions of Light written as numbers: this runs once per candidate, and each name
+    # is a global lookup.
+    match = item[3]
+    kind = match.kind
+    if kind not in THIN_KINDS or item[0] is None or item[1] is None:
         return None
-    task = item[TASK]
+    task = item[2]
     if task is None:
         return None
-    text = item[TEXT]
-    last = _last_mask
-    if last[0] is text:
-        mask: object = last[1]
-    else:
+    text = item[4]
+    mask = _masks.get(text)
+    if mask is None:
         mask = masked(text)
         if len(mask) > _LONG_MASK:
             # A long text (a traceback of many kilobytes) is held by its length and hash:
@@ -206,11 +210,16 @@ def _light_key(item: Light) -> Key | None:
             # one process only (the checks read no more than a gap's task and rule), where
             # str and bytes hashes agree.
             mask = (len(mask), hash(mask))
-        last[0], last[1] = text, mask
-    if match.kind is EventKind.TRACEBACK and not _thinnable_traceback(text, mask):
+        if len(_masks) >= _MASKS_LIMIT:
+            _masks.clear()
+        _masks[text] = mask
+    if kind is EventKind.TRACEBACK and not _thinnable_traceback(text, mask):
         return None
     # A rule's fields come in the order of its pattern's groups: no need to sort them.
-    return (task, item[VM], item[TRIAL], match.rule, *match.fields.items(), mask)
+    fields = match.fields
+    if fields:
+        return (task, item[8], item[10], match.rule, *fields.items(), mask)
+    return (task, item[8], item[10], match.rule, mask)
 
 
 # Masks longer than this are held by their length and hash.
@@ -276,14 +285,29 @@ class SpillRef:
 class IdBatch:
     """The dropped events of one thinner (one input or range) that have an insertId: the
     digest of each line's insertId and time (:func:`entry_digest`, one per line) and its
-    place (``line << 20 | entry``, lines counted from ``line_base``) in ``path``.
-    ``conflict``: two lines of it have one digest."""
+    place (``line << 20 | entry``, lines counted from ``line_base``) in ``path``, ``count``
+    of each, in the spill file at ``stored`` (:meth:`arrays`). ``conflict``: two lines of it
+    have one digest.
+
+    On disk, not in memory: 16 bytes a dropped event, 6 MB of the 1 GB dense export's
+    peak (every job's, held to the end), read back one job at a time by the checks."""
 
     path: str
     line_base: int
-    digests: array[int]
-    places: array[int]
+    stored: SpillRef
+    count: int
     conflict: bool
+
+    def arrays(self) -> tuple[array[int], array[int]]:
+        """The digests and the places."""
+        ref = self.stored
+        adopt([ref])
+        data = os.pread(_opened[ref.path], ref.length, ref.offset)
+        digests, places = array("Q"), array("q")
+        split = self.count * digests.itemsize
+        digests.frombytes(data[:split])
+        places.frombytes(data[split:])
+        return digests, places
 
 
 @dataclass(slots=True)
@@ -307,14 +331,10 @@ class Thinned:
         return Thinned(
             list(self.gaps),
             [SpillRef(s.path, s.offset, s.length, s.line_base + base) for s in self.spills],
-            [
-                IdBatch(b.path, b.line_base + base, b.digests, b.places, b.conflict)
-                for b in self.ids
-            ],
+            [IdBatch(b.path, b.line_base + base, b.stored, b.count, b.conflict) for b in self.ids],
         )
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -324,15 +344,29 @@ def entry_digest(insert_id: str, when: datetime) -> int:
     takes for one entry delivered twice): equal for equal ones, the same in every process (a
     spawned worker hashes str otherwise). Two others rarely share it, and then the checks
     only read a job back."""
-    epoch = _EPOCH if when.tzinfo is not None else _NAIVE_EPOCH
-    moment = (when - epoch) // _MICROSECOND
+    if when.tzinfo is not None:
+        # The time as a float, in C (a third of the cost of two datetime operations, once
+        # per dropped event): equal times give equal floats, and two times a microsecond
+        # apart that round alike only make the checks read a job back.
+        moment = int(when.timestamp() * 1_000_000)
+    else:
+        moment = (when - _NAIVE_EPOCH) // _MICROSECOND
     return zlib.crc32(insert_id.encode("utf-8", "surrogatepass")) << 32 | moment & 0xFFFFFFFF
 
 
 class _Segment:
     """The repeats of one key since the last anchor: the tail not yet decided."""
 
-    __slots__ = ("gap", "horizon", "lag", "last_kept", "latest", "protect_until", "tail")
+    __slots__ = (
+        "cap_until",
+        "gap",
+        "horizon",
+        "lag",
+        "last_kept",
+        "latest",
+        "protect_until",
+        "tail",
+    )
 
     def __init__(self, first: Light, anchor: datetime | None) -> None:
         when = first[WHEN]
@@ -342,6 +376,8 @@ class _Segment:
         # sticky ones are kept whatever their place.
         self.tail: list[list[Any]] = []
         self.latest = self.last_kept = when
+        # last_kept + CAP: a repeat after it ends a gap (kept), as no gap may be longer.
+        self.cap_until = _shift(when, CAP)
         self.horizon = _shift(when, -self.lag)  # older tail entries are decided
         self.protect_until = _shift(anchor, AFTER_ANCHOR) if anchor is not None else None
         # An open gap: [before, first dropped, last dropped, count].
@@ -401,7 +437,7 @@ class Thinner:
     def add_light(self, item: Light) -> None:
         """Take the next event read, as :data:`Light`."""
         key = _light_key(item)
-        when = item[WHEN]
+        when = item[0]
         if key is None:
             self.kept.append(_event(item))
             if when is not None:
@@ -415,25 +451,8 @@ class Thinner:
             self.kept.append(_event(item))
             self._seen(item, [when, None, True])
             return
-        self._push(key, segment, item)
-
-    def _seen(self, item: Light, entry: list[Any]) -> None:
-        """Remember ``item``'s tail ``entry`` by its insertId; both it and an earlier copy
-        of the same entry (same insertId, same time, another line) become sticky."""
-        insert_id = item[INSERT_ID]
-        if insert_id is None:
-            return
-        ids = _recent_ids
-        earlier = ids.get(insert_id)
-        # Two matches of one line are one entry's (dedupe tells copies by their origin).
-        if earlier is not None and earlier[0] is self and _copies(earlier[1], item):
-            earlier[2][2] = entry[2] = True
-        elif len(ids) >= _IDS_LIMIT:
-            ids.clear()
-        ids[insert_id] = (self, item, entry)
-
-    def _push(self, key: Key, segment: _Segment, item: Light) -> None:
-        when = item[WHEN]
+        # A repeat: the cost of nearly every candidate of a dense input, so written inline
+        # (no call per step) with Light's positions as numbers.
         assert when is not None
         protect = segment.protect_until
         entry = [when, item, protect is not None and when <= protect]
@@ -443,9 +462,8 @@ class Thinner:
         else:
             tail.insert(bisect.bisect_right(tail, when, key=_entry_time), entry)
         # The same entry delivered twice (same time, same insertId) is deduplicated later
-        # (classify._dedupe), which must see both: keep both (_seen, inline: it is the cost
-        # of every event).
-        insert_id = item[INSERT_ID]
+        # (classify._dedupe), which must see both: keep both (_seen).
+        insert_id = item[9]
         if insert_id is not None:
             ids = _recent_ids
             earlier = ids.get(insert_id)
@@ -472,7 +490,7 @@ class Thinner:
                 if (
                     sticky
                     or old_when < last_kept
-                    or tail[0][0] - last_kept > CAP
+                    or tail[0][0] > segment.cap_until
                     # The first repeat after the latest anchor, when the segment began
                     # before it (read out of order): a start's first checkpoint, say.
                     or (anchor is not None and last_kept < anchor <= old_when)
@@ -480,6 +498,21 @@ class Thinner:
                     self._keep(key, segment, old)
                 else:
                     self._drop(segment, old)
+
+    def _seen(self, item: Light, entry: list[Any]) -> None:
+        """Remember ``item``'s tail ``entry`` by its insertId; both it and an earlier copy
+        of the same entry (same insertId, same time, another line) become sticky."""
+        insert_id = item[INSERT_ID]
+        if insert_id is None:
+            return
+        ids = _recent_ids
+        earlier = ids.get(insert_id)
+        # Two matches of one line are one entry's (dedupe tells copies by their origin).
+        if earlier is not None and earlier[0] is self and _copies(earlier[1], item):
+            earlier[2][2] = entry[2] = True
+        elif len(ids) >= _IDS_LIMIT:
+            ids.clear()
+        ids[insert_id] = (self, item, entry)
 
     def _keep(self, key: Key, segment: _Segment, item: Light) -> None:
         self.kept.append(_event(item))
@@ -493,9 +526,10 @@ class Thinner:
             segment.gap = None
         if when > segment.last_kept:
             segment.last_kept = when
+            segment.cap_until = _shift(when, CAP)
 
     def _drop(self, segment: _Segment, item: Light) -> None:
-        when = item[WHEN]
+        when = item[0]
         assert when is not None
         gap = segment.gap
         if gap is None:
@@ -506,16 +540,18 @@ class Thinner:
             if when > gap[2]:
                 gap[2] = when
             gap[3] += 1
-        insert_id = item[INSERT_ID]
+        insert_id = item[9]
         if insert_id is not None:
-            self._path = item[PATH]
+            self._path = item[5]
             self._digests.append(entry_digest(insert_id, when))
-            self._places.append(item[LINE] << _ENTRY_BITS | item[ENTRY])
-        if not self._spilling:
+            self._places.append(item[6] << _ENTRY_BITS | item[7])
+        spilling = self._spilling
+        if not spilling:
             _waiting[id(self)] = self
-        self._spilling.append(item)
-        _count[0] += 1
-        if _count[0] >= _SPILL_BATCH:
+        spilling.append(item)
+        count = _count
+        count[0] += 1
+        if count[0] >= _SPILL_BATCH:
             for thinner in list(_waiting.values()):
                 thinner._spill()
 
@@ -576,9 +612,9 @@ class Thinner:
             if by_digest.setdefault(digest, place) != place:
                 conflict = True
         assert self._path is not None
-        return IdBatch(
-            self._path, 0, array("Q", by_digest), array("q", by_digest.values()), conflict
-        )
+        digests, places = array("Q", by_digest), array("q", by_digest.values())
+        stored = _spill_file().write_bytes(digests.tobytes() + places.tobytes())
+        return IdBatch(self._path, 0, stored, len(digests), conflict)
 
 
 # The latest events read with an insertId, of every thinner: (thinner, event, tail entry
@@ -689,6 +725,7 @@ class JobEvents:
         found.dropped = pickle.loads(dropped)  # our own worker's bytes
         for thinned in found.dropped.values():
             adopt(thinned.spills)
+            adopt(batch.stored for batch in thinned.ids)
         return found
 
 
@@ -817,7 +854,23 @@ class _SpillFile:
             os.unlink(self.path)
 
     def write(self, events: Sequence[Light]) -> SpillRef:
-        data = _encoder().encode(list(events))
+        # Each distinct rule match written once, the events naming it by its place in the
+        # batch (_Spilled): nearly every dropped event holds one of a few shared matches,
+        # whose fields and strings cost more to encode than the rest of the event.
+        places: dict[int, int] = {}
+        table: list[RuleMatch] = []
+        rows: list[_Spilled] = []
+        add = rows.append
+        for item in events:
+            match = item[3]
+            at = places.get(id(match))
+            if at is None:
+                at = places[id(match)] = len(table)
+                table.append(match)
+            add((item[0], item[1], item[2], at, *item[4:]))
+        return self.write_bytes(_encoder().encode((table, rows)))
+
+    def write_bytes(self, data: bytes) -> SpillRef:
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
@@ -877,6 +930,20 @@ def adopt(spills: Iterable[SpillRef]) -> None:
             os.unlink(ref.path)
 
 
+# A spilled event: Light with the place of its match in its batch's table.
+_Spilled = tuple[
+    datetime | None,
+    str | None,
+    str | None,
+    int,
+    str,
+    str,
+    int,
+    int,
+    str | None,
+    str | None,
+    str | None,
+]
 _codec: list[Any] = []
 
 
@@ -884,7 +951,12 @@ def _encoder() -> Any:
     if not _codec:
         import msgspec
 
-        _codec.extend([msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(list[Light])])
+        _codec.extend(
+            [
+                msgspec.msgpack.Encoder(),
+                msgspec.msgpack.Decoder(tuple[list[RuleMatch], list[_Spilled]]),
+            ]
+        )
     return _codec[0]
 
 
@@ -895,14 +967,16 @@ def restore(spills: Iterable[SpillRef]) -> list[Event]:
     events: list[Event] = []
     for ref in spills:
         adopt([ref])
-        found: list[Light] = decoder.decode(os.pread(_opened[ref.path], ref.length, ref.offset))
+        table: list[RuleMatch]
+        found: list[_Spilled]
+        table, found = decoder.decode(os.pread(_opened[ref.path], ref.length, ref.offset))
         base = ref.line_base
         events.extend(
             Event(
                 item[WHEN],
                 item[JOB],
                 item[TASK],
-                item[MATCH],
+                table[item[MATCH]],
                 item[TEXT],
                 Origin(item[PATH], item[LINE] + base, item[ENTRY]),
                 item[VM],
@@ -1041,7 +1115,7 @@ def _duplicate_dropped(events: Iterable[Event], batches: Sequence[IdBatch]) -> s
         if batch.conflict:
             return "two dropped lines of one insertId and time"
         path, base = batch.path, batch.line_base << _ENTRY_BITS
-        for digest, place in zip(batch.digests, batch.places, strict=True):
+        for digest, place in zip(*batch.arrays(), strict=True):
             place_in = (path, place + base)
             if owner.setdefault(digest, place_in) != place_in:
                 return "two dropped lines of one insertId and time"

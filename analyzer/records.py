@@ -205,8 +205,11 @@ def parse_timestamp(value: str) -> datetime:
     Raises ValueError when ``value`` is not a timestamp.
     """
     # The sink's own form, 2024-04-04T00:20:35.555006710Z, parsed without string surgery.
+    # The zone written out rather than set with replace(tzinfo=UTC): replace's keyword call
+    # cost 1.1 us of 1.35 (CPython 3.11), once per candidate line of the fast scan; the zone
+    # parsed is the same timezone.utc object.
     if _SINK_TIME.fullmatch(value):
-        return datetime.fromisoformat(value[:26]).replace(tzinfo=UTC)
+        return datetime.fromisoformat(value[:26] + "+00:00")
     return _parse_any_timestamp(value)
 
 

@@ -406,6 +406,115 @@ def test_a_thinner_keeps_first_last_and_anchors(book: RuleBook) -> None:
     assert sorted(lines + [e.origin.line for e in restored]) == list(range(1, 1003))
 
 
+_SPILL_TEXTS = [
+    "Saving checkpoint to gs://b/ckpt-12",
+    "ModuleNotFoundError: No module named 'x'",
+    "The replica workerpool0-1 exited with a non-zero status of 137. Termination reason: Error.",
+    "Traceback (most recent call last):",
+    "Task completed. Exit code (1). Exit reason (SUBPROCESS_EXCEPTION)",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_SPILL_TEXTS),
+            st.datetimes(timezones=st.just(UTC)) | st.none() | st.datetimes(),
+            st.integers(1, 1 << 30),
+            st.integers(0, 7),
+            st.text(max_size=20) | st.none(),
+        ),
+        max_size=40,
+    )
+)
+def test_a_spill_batch_reads_back_as_written(
+    book: RuleBook, rows: list[tuple[str, datetime | None, int, int, str | None]]
+) -> None:
+    # Each distinct rule match is written once per batch and named by its place: what is
+    # read back is every event as it was dropped, its own match, its time (aware, naive or
+    # none) and its line renumbered after the base.
+    from analyzer.events import Event
+    from analyzer.records import Origin
+
+    items: list[eventstore.Light] = []
+    for text, when, line, entry, insert_id in rows:
+        for match in book.match(text):
+            items.append(
+                (when, "1", "workerpool0-0", match, text, "x", line, entry, "vm", insert_id, None)
+            )
+    ref = eventstore._spill_file().write(items)
+    base = 1000
+    moved = eventstore.SpillRef(ref.path, ref.offset, ref.length, base)
+    assert eventstore.restore([moved]) == [
+        Event(i[0], i[1], i[2], i[3], i[4], Origin(i[5], i[6] + base, i[7]), i[8], i[9], i[10])
+        for i in items
+    ]
+
+
+@given(
+    st.text(max_size=30),
+    st.datetimes(timezones=st.just(UTC)) | st.datetimes(),
+    st.integers(1, 10**6),
+)
+def test_entry_digests_are_equal_for_equal_entries(
+    insert_id: str, when: datetime, microseconds: int
+) -> None:
+    from datetime import timedelta
+
+    copy = datetime.fromisoformat(when.isoformat())  # an equal datetime, another object
+    assert eventstore.entry_digest(insert_id, when) == eventstore.entry_digest(insert_id, copy)
+    try:
+        later = when + timedelta(microseconds=microseconds)
+    except OverflowError:
+        return
+    # Another time of the same insertId: another digest, where a float holds microseconds
+    # exactly (a few centuries around 1970; elsewhere two copies a few microseconds apart
+    # would only make the checks read a job back).
+    if microseconds > 1 and when.year >= 1900 and later.year <= 2200:
+        assert eventstore.entry_digest(insert_id, when) != eventstore.entry_digest(insert_id, later)
+
+
+def test_dropped_insert_ids_wait_on_disk_and_cross_the_fork(book: RuleBook) -> None:
+    # The digests of what was dropped are in the spill file, not in the Thinned that travels
+    # back from a worker (pickled), and the checks still tell a dropped copy of a kept entry.
+    import pickle
+    from datetime import timedelta
+
+    from analyzer.events import Event
+    from analyzer.records import Origin
+
+    start = datetime(2024, 3, 11, 8, tzinfo=UTC)
+
+    def event(text: str, seconds: float, line: int, insert_id: str) -> Event:
+        (match,) = book.match(text)
+        when = start + timedelta(seconds=seconds)
+        return Event(when, "1", "workerpool0-0", match, text, Origin("x", line), "vm", insert_id)
+
+    thinner = eventstore.Thinner()
+    thinner.add(event("Task completed. Exit code (0). Exit reason (SUCCEEDED)", 0, 1, "a"))
+    for step in range(1, 301):
+        thinner.add(event(f"Saving checkpoint to gs://b/ckpt-{step}", step, step + 1, f"i{step}"))
+    thinner.add(
+        event("Task completed. Exit code (1). Exit reason (SUBPROCESS_EXCEPTION)", 301, 302, "z")
+    )
+    thinner.finish()
+    (batch,) = thinner.dropped.ids
+    travelled = pickle.loads(pickle.dumps(thinner.dropped.rebased(0)))
+    assert len(pickle.dumps(batch)) < 400  # a reference, not the arrays
+    digests, places = travelled.ids[0].arrays()
+    dropped = eventstore.restore(thinner.dropped.spills)
+    assert batch.count == len(digests) == len(places) == len(dropped) > 200
+    assert sorted(places) == sorted(e.origin.line << 20 for e in dropped)
+    assert set(digests) == {
+        eventstore.entry_digest(e.insert_id or "", e.timestamp or start) for e in dropped
+    }
+    assert eventstore.inexact(thinner.kept, travelled, []) is None
+    # A kept event on another line with the insertId and time of a dropped one: a copy.
+    copy = replace(dropped[0], origin=Origin("x", 9999))
+    assert "dropped copy" in (eventstore.inexact([*thinner.kept, copy], travelled, []) or "")
+
+
 _FRAGMENTS = st.sampled_from(
     [
         "exit code ",
