@@ -109,6 +109,22 @@ def _separators(run: bytes) -> list[int]:
     return _FINDER(run)
 
 
+def bounded_reads(stream: BinaryIO, limit: int, size: int) -> Callable[[], bytes]:
+    """A function giving the next ``size`` bytes of ``stream`` each call, ``limit`` bytes in
+    all (a range's end), or to its end when ``limit`` is -1; empty when there are no more."""
+    left = limit
+
+    def read() -> bytes:
+        nonlocal left
+        if left < 0:
+            return stream.read(size)
+        chunk = stream.read(min(size, left))
+        left -= len(chunk)
+        return chunk
+
+    return read
+
+
 class Unusual(Exception):
     """The input is not in gcloud's layout (or holds an entry the plain reader skips): it is
     read by the plain reader instead."""
@@ -147,16 +163,7 @@ class GcloudJsonScanner:
 
     def scan(self, stream: BinaryIO, limit: int = -1) -> None:
         """Scan ``stream``, up to ``limit`` bytes when not -1 (a range's end)."""
-        left = limit
-
-        def read() -> bytes:
-            nonlocal left
-            if left < 0:
-                return stream.read(CHUNK_BYTES)
-            chunk = stream.read(min(CHUNK_BYTES, left))
-            left -= len(chunk)
-            return chunk
-
+        read = bounded_reads(stream, limit, CHUNK_BYTES)
         first = read()
         try:
             data = self._opening(first)

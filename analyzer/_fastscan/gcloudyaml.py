@@ -28,15 +28,14 @@ from __future__ import annotations
 import gc
 import itertools
 import re
-from collections.abc import Callable
 from typing import Any, BinaryIO
 
 import yaml
 
-from analyzer._fastscan.gcloudjson import Unusual
+from analyzer._fastscan.gcloudjson import Matches, Unusual, bounded_reads
 from analyzer._fastscan.jsonl import ScanTally, SpanTally, TextSelector, time_key
 from analyzer._fastscan.parallel import MAX_RANGE_BYTES
-from analyzer.events import Event, RuleMatch
+from analyzer.events import Event
 from analyzer.ingest.entries import INVALID_TIMESTAMP
 from analyzer.ingest.gcloud_yaml import DocumentReader, EntryLoader
 from analyzer.ingest.sniff import BOM, LOGENTRY_KEYS
@@ -61,8 +60,6 @@ from analyzer.records import (
     job_group,
     parse_timestamp,
 )
-
-Matches = Callable[[str], tuple[RuleMatch, ...]]
 
 # Read at once: ~700 entries; a run of documents is cut at its last "---" line.
 CHUNK_BYTES = 1 << 19
@@ -404,16 +401,7 @@ class GcloudYamlScanner:
 
     def scan(self, stream: BinaryIO, limit: int = -1) -> None:
         """Scan ``stream``, up to ``limit`` bytes when not -1 (a range's end)."""
-        left = limit
-
-        def read() -> bytes:
-            nonlocal left
-            if left < 0:
-                return stream.read(CHUNK_BYTES)
-            chunk = stream.read(min(CHUNK_BYTES, left))
-            left -= len(chunk)
-            return chunk
-
+        read = bounded_reads(stream, limit, CHUNK_BYTES)
         data = read()
         if self._at_start and data.startswith(BOM):
             data = data[len(BOM) :]
