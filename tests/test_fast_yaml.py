@@ -30,17 +30,12 @@ from analyzer.records import InputStats, entry_fields
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, fleet, write
 from analyzer.simulate.writers import gcloud_yaml
-from tests.test_fast_readers import _same, _written
+from tests.test_fast_readers import _same, _written, small_ranges  # noqa: F401 (a fixture)
 
 
 @pytest.fixture(scope="module")
 def book() -> RuleBook:
     return RuleBook.load()
-
-
-@pytest.fixture
-def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 300)
 
 
 def _damaged(text: str) -> bytes:
