@@ -314,11 +314,11 @@ def transcoded(stream: BinaryIO) -> tuple[BinaryIO, str | None]:
     """``stream`` as the readers read it, and through what: itself (None), its UTF-8 view
     when it is UTF-16 (the codec), and then, when it is text taken from a web page's source,
     with its ``<br>`` tags as line ends (:data:`~analyzer.ingest.webtext.WEB_TEXT`)."""
-    head, source = peeked(stream, 256)
+    # One look serves both questions; only a UTF-16 stream is looked at again, as UTF-8.
+    head, source = peeked(stream, HEAD_BYTES)
     codec = utf16_encoding(head)
     if codec is not None:
-        source = buffered(Utf8Transcoder(source, codec))
-    head, source = peeked(source, HEAD_BYTES)
+        head, source = peeked(buffered(Utf8Transcoder(source, codec)), HEAD_BYTES)
     if breaks_lines(head):
         return buffered(WebText(source)), WEB_TEXT
     return source, codec
