@@ -38,6 +38,7 @@ def analyze_sources(
     window: Window | None = None,
     dask: object = None,
     unread: Sequence[str] = (),
+    timelines: bool = True,
 ) -> Analysis:
     """Diagnose every job in ``sources`` (or only ``job``).
 
@@ -48,6 +49,9 @@ def analyze_sources(
     fail while read. ``dask`` scans the sink files on Dask workers instead of this machine's
     processes: ``"local"`` (a LocalCluster of this machine's cores), a scheduler address
     (``"tcp://HOST:PORT"``) or a ``distributed.Client``; the diagnoses are the same.
+    ``timelines`` False: each diagnosis keeps its timeline's times and counts but not the
+    events of its attempts (what the JSON and YAML reports show needs none): a run's memory
+    is then that of its largest job, whatever the number of jobs and events.
     """
     book = rules if rules is not None else RuleBook.load()
     book.new_run()  # each rule's time budget is per run
@@ -63,7 +67,16 @@ def analyze_sources(
         lang=lang,
         unread=unread,
         window=window,
+        timelines=timelines,
     )
+
+
+def _without_events(diagnosis: Diagnosis) -> Diagnosis:
+    """``diagnosis`` whose timeline keeps its times and counts but no attempt (their events:
+    about 440 B each, every job's held to the end of a run otherwise)."""
+    from dataclasses import replace
+
+    return replace(diagnosis, timeline=replace(diagnosis.timeline, attempts=()))
 
 
 def diagnose_collected(
@@ -76,20 +89,23 @@ def diagnose_collected(
     lang: str = "en",
     unread: Sequence[str] = (),
     window: Window | None = None,
+    timelines: bool = True,
 ) -> Analysis:
     """The analysis of what ``collector`` has read with ``book`` (:func:`analyze_sources`
     once its sources are read; ``analyzer.bigquery`` fills a collector from query rows).
     ``unread``: inputs that could not be opened, kept with those that failed while read;
-    ``window``: only the jobs active in it (:func:`within`)."""
+    ``window``: only the jobs active in it (:func:`within`); ``timelines``: see
+    :func:`analyze_sources`. The collector's events are let go as its jobs are diagnosed:
+    it can be diagnosed once."""
     from analyzer.policy import load_policy
     from analyzer.predict import diagnose_timeline
     from analyzer.timeline import job_timelines
 
     active_policy = policy if policy is not None else load_policy()
-    logs, stats = collector.logs(), collector.stats
+    stats = collector.stats
     unnamed = collector.without_jobs()
     missing = (*unread, *collector.unread)
-    if not logs:
+    if not collector.has_logs():
         # Nothing to diagnose, and an input no reader recognised: say so rather than "no job".
         unknown = [
             s.path for s in stats if (s.path in unnamed or not s.records) and _unrecognised(s)
@@ -100,11 +116,15 @@ def diagnose_collected(
     quiet = [f"{path}: no Vertex AI job message in it" for path in unnamed]
     pages = [f"{s.path}: {WEB_TEXT_NOTICE}" for s in stats if s.web_text]
     budget = active_policy.worker_restart_budget
+    # Job by job: each job's events are read back, diagnosed and let go before the next
+    # job's are (the collector's logs are built one at a time), so the memory of a run is
+    # that of its largest job, not of all of them (issue 19: flat from 200 MB to 1 GB).
     diagnoses = tuple(
-        diagnose_timeline(timeline, active_policy, job_spec, lang)
-        for log in logs
+        diagnosis if timelines else _without_events(diagnosis)
+        for log in collector.each_log(consume=True)
         if job is None or log.job_id == job
         for timeline in job_timelines(log, budget)
+        for diagnosis in (diagnose_timeline(timeline, active_policy, job_spec, lang),)
     )
     # A runaway pattern was cut short by its timeout: say so, since it may have missed a line;
     # one that used up its budget was not run on the rest of the inputs.

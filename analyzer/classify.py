@@ -96,14 +96,49 @@ class _JobAccumulator:
     service_records: int = 0
     # What thinning dropped from ``events`` (analyzer.eventstore); None when nothing was.
     dropped: eventstore.Thinned | None = None
+    # Kept events still on disk (a worker's, eventstore.store_kept), each batch with its place
+    # in ``events`` (before the event there): read back when the job's log is built, so that
+    # the reading process holds one job's events at a time, not every job's.
+    stored: list[tuple[int, eventstore.SpillRef]] = field(default_factory=list)
 
-    def take(self, events: list[Event], dropped: eventstore.Thinned | None) -> None:
-        """Add the (kept) ``events`` of a thinned read and what it dropped."""
+    def take(
+        self,
+        events: list[Event],
+        dropped: eventstore.Thinned | None,
+        stored: Iterable[tuple[int, eventstore.SpillRef]] = (),
+    ) -> None:
+        """Add the (kept) ``events`` of a thinned read, those of it still on disk (``stored``,
+        placed among ``events``) and what it dropped."""
+        at = len(self.events)
+        self.stored.extend((place + at, ref) for place, ref in stored)
         self.events.extend(events)
         if dropped is not None and (dropped.gaps or dropped.spills):
             if self.dropped is None:
                 self.dropped = eventstore.Thinned()
             self.dropped.merge(dropped)
+
+    @property
+    def has_events(self) -> bool:
+        """Whether any event is kept, in memory or on disk."""
+        return bool(self.events or self.stored)
+
+    def event_batches(self) -> Iterator[list[Event]]:
+        """The kept events in reading order, a batch at a time (those on disk read back)."""
+        done = 0
+        for place, ref in self.stored:
+            if place > done:
+                yield self.events[done:place]
+                done = place
+            yield eventstore.restore_kept(ref)
+        if done < len(self.events) or not self.stored:
+            yield self.events[done:]
+
+    def load(self) -> list[Event]:
+        """Every kept event in reading order, those on disk read back into memory."""
+        if self.stored:
+            self.events = [event for batch in self.event_batches() for event in batch]
+            self.stored = []
+        return self.events
 
     def observe(self, record: LogRecord) -> None:
         self.records += 1
@@ -131,7 +166,7 @@ class _JobAccumulator:
                 span.last = when
 
     def merge(self, other: _JobAccumulator) -> None:
-        self.take(other.events, other.dropped)
+        self.take(other.events, other.dropped, other.stored)
         self.records += other.records
         self.service_records += other.service_records
         for when in (other.first, other.last):
@@ -156,19 +191,20 @@ def _event_order(event: Event) -> tuple[bool, datetime, str, int]:
     return (event.timestamp is None, when, event.origin.path, event.origin.line)
 
 
-def _linked_job_id(events: Iterable[Event]) -> str | None:
+def _linked_job_id(acc: _JobAccumulator) -> str | None:
     """The job a text without job ids is about: the first line that names it (a rule's
     ``job_id`` field: the console link, ``customJobs/ID``, ``Job NAME is queued.``), else a
-    console link inside any matched text."""
-    events = list(events)
-    for event in events:
-        named = event.match.field("job_id")
-        if isinstance(named, str) and named:
-            return named
-    for event in events:
-        found = _JOB_LINK.search(event.text)
-        if found:
-            return found.group(1)
+    console link inside any matched text (of ``acc``'s events, read a batch at a time)."""
+    for batch in acc.event_batches():
+        for event in batch:
+            named = event.match.field("job_id")
+            if isinstance(named, str) and named:
+                return named
+    for batch in acc.event_batches():
+        for event in batch:
+            found = _JOB_LINK.search(event.text)
+            if found:
+                return found.group(1)
     return None
 
 
@@ -248,11 +284,12 @@ def _from_scan(scanned: RangeScan) -> dict[str | None, _JobAccumulator]:
         acc.records += count
     found = scanned.events
     if isinstance(found, eventstore.JobEvents):
-        for group, events in found.kept.items():
+        for group in dict.fromkeys([*found.kept, *found.stored]):
             acc = local.get(group)
             if acc is None:
                 acc = local[group] = _JobAccumulator()
-            acc.take(events, found.dropped.get(group))
+            stored = found.stored.get(group, ())
+            acc.take(found.kept.get(group, []), found.dropped.get(group), stored)
         return local
     for event in found:
         local[job_group(event.job_id, event.trial)].events.append(event)
@@ -269,11 +306,11 @@ def _settle(
     # input names outside them (gcloud's "Job [NAME] submitted", "jobId: NAME").
     unnamed: dict[str, _JobAccumulator] = {}
     untried = local.get(None)
-    named = _linked_job_id(untried.events) if untried is not None else None
+    named = _linked_job_id(untried) if untried is not None else None
     for group in [g for g in local if g is None or not split_job_group(g)[0]]:
         anonymous = local.pop(group)
         trial = None if group is None else split_job_group(group)[1]
-        linked = _linked_job_id(anonymous.events) or (named if trial else None)
+        linked = _linked_job_id(anonymous) or (named if trial else None)
         if linked is None:
             # A job without an id is only known inside its own input: never merge two of those.
             unnamed[job_group(path, trial) or path] = anonymous
@@ -556,56 +593,76 @@ class Collector:
         return [
             key
             for key, acc in self._jobs.items()
-            if key[0] != "" and not acc.events and not acc.spans
+            if key[0] != "" and not acc.has_events and not acc.spans
         ]
 
     def logs(self) -> list[JobLog]:
         """One :class:`JobLog` per job: sorted by job id (unnamed jobs last), events in time
         order, duplicates dropped and counted on their inputs. Inputs of
         :meth:`without_jobs` give none."""
-        from analyzer.joblog import JobLog, VmSpan
+        return list(self.each_log())
 
+    def has_logs(self) -> bool:
+        """Whether :meth:`logs` gives any (without building them)."""
+        empty = set(self._empty())
+        return any(key not in empty for key in self._jobs)
+
+    def each_log(self, *, consume: bool = False) -> Iterator[JobLog]:
+        """:meth:`logs` one at a time, each built when asked for: a job's events (read back
+        from disk when a worker scanned them) are in memory only while its log is.
+
+        ``consume``: each job's events are let go once its log is given (the collector reads
+        nothing more after that). The duplicates counted on the inputs are complete once the
+        last log is given."""
         for stats in self._stats.values():
             stats.duplicates = 0
-        logs = []
         empty = set(self._empty())
         for key in sorted(self._jobs):
-            acc = self._jobs[key]
             if key in empty:
                 continue
-            named, trial = split_job_group(key[1])
-            job_id = named if key[0] == "" else None
-            if acc.dropped is not None:
-                # A worker's first record on a VM can start it (timeline._worker): a time
-                # the later stages measure from, as an event's.
-                firsts = [s.first for per_vm in acc.spans.values() for s in per_vm.values()]
-                acc.events, restored = eventstore.settled(acc.events, acc.dropped, firsts)
-                if restored:
-                    self.restored.append(job_id)
-                    acc.dropped = None
-            events = _dedupe(sorted(acc.events, key=_event_order), self._stats)
-            spans = {
-                task: tuple(
-                    sorted(
-                        (VmSpan(vm, s.first, s.last, s.records) for vm, s in per_vm.items()),
-                        key=lambda span: span.first,
-                    )
-                )
-                for task, per_vm in sorted(acc.spans.items())
-            }
-            logs.append(
-                JobLog(
-                    job_id,
-                    tuple(events),
-                    spans,
-                    acc.records,
-                    acc.first,
-                    acc.last,
-                    trial,
-                    acc.service_records,
+            acc = self._jobs[key]
+            log = self._log(key, acc)
+            if consume:
+                # One event left: without_jobs and has_logs still see the job as one.
+                acc.events, acc.stored, acc.dropped = list(log.events[:1]), [], None
+            yield log
+
+    def _log(self, key: tuple[str, str], acc: _JobAccumulator) -> JobLog:
+        """The :class:`JobLog` of the job ``key`` (see :meth:`logs`)."""
+        from analyzer.joblog import JobLog, VmSpan
+
+        named, trial = split_job_group(key[1])
+        job_id = named if key[0] == "" else None
+        events = acc.load()
+        if acc.dropped is not None:
+            # A worker's first record on a VM can start it (timeline._worker): a time
+            # the later stages measure from, as an event's.
+            firsts = [s.first for per_vm in acc.spans.values() for s in per_vm.values()]
+            events, restored = eventstore.settled(events, acc.dropped, firsts)
+            acc.events = events
+            if restored:
+                self.restored.append(job_id)
+                acc.dropped = None
+        deduped = _dedupe(sorted(events, key=_event_order), self._stats)
+        spans = {
+            task: tuple(
+                sorted(
+                    (VmSpan(vm, s.first, s.last, s.records) for vm, s in per_vm.items()),
+                    key=lambda span: span.first,
                 )
             )
-        return logs
+            for task, per_vm in sorted(acc.spans.items())
+        }
+        return JobLog(
+            job_id,
+            tuple(deduped),
+            spans,
+            acc.records,
+            acc.first,
+            acc.last,
+            trial,
+            acc.service_records,
+        )
 
 
 def collect(

@@ -580,6 +580,7 @@ def diagnose(
                     window=window,
                     unread=unread,
                     dask=dask,
+                    timelines=output not in _WITHOUT_EVENTS,
                 )
         for notice in analysis.notices[said:]:
             say(notice)
@@ -590,6 +591,11 @@ def diagnose(
         raise SystemExit(EXIT_USAGE)
     if _fails(analysis, fail_on):
         raise SystemExit(EXIT_FAILED_JOB)
+
+
+# The reports that show no event of a job's timeline: their diagnoses keep none, so that a
+# run's memory stays that of its largest job (analyzer.api.analyze_sources' ``timelines``).
+_WITHOUT_EVENTS = frozenset({ReportFormat.json, ReportFormat.jsonl, ReportFormat.yaml})
 
 
 def _fails(analysis: object, fail_on: FailOn) -> bool:

@@ -280,6 +280,10 @@ class SpillRef:
     length: int
     line_base: int = 0
 
+    def rebased(self, base: int) -> SpillRef:
+        """The same batch, its lines counted after ``base`` more lines (a later range)."""
+        return SpillRef(self.path, self.offset, self.length, self.line_base + base)
+
 
 @dataclass(frozen=True, slots=True)
 class IdBatch:
@@ -330,7 +334,7 @@ class Thinned:
         """The same, the lines of its events counted after ``base`` lines (a later range)."""
         return Thinned(
             list(self.gaps),
-            [SpillRef(s.path, s.offset, s.length, s.line_base + base) for s in self.spills],
+            [s.rebased(base) for s in self.spills],
             [IdBatch(b.path, b.line_base + base, b.stored, b.count, b.conflict) for b in self.ids],
         )
 
@@ -655,6 +659,9 @@ class JobEvents:
         self._groups: dict[str | None, Thinner] = {}
         self._by_job: dict[tuple[str | None, str | None], Thinner] = {}
         self.kept: dict[str | None, list[Event]] = {}
+        # Kept events waiting on disk (a worker's, sent back: see :func:`store_kept`), each
+        # batch with its place among ``kept``'s events of its group (before the event there).
+        self.stored: dict[str | None, list[tuple[int, SpillRef]]] = {}
         self.dropped: dict[str | None, Thinned] = {}
 
     def append(self, event: Event) -> None:
@@ -704,24 +711,36 @@ class JobEvents:
     def extend(self, later: JobEvents, base: int) -> None:
         """Add ``later``'s groups (a scan of the range right after this one; its events'
         lines already renumbered), its spilled events' lines counted after ``base``."""
-        for group, events in later.kept.items():
-            self.kept.setdefault(group, []).extend(events)
+        for group in dict.fromkeys([*later.kept, *later.stored]):
+            events = self.kept.setdefault(group, [])
+            at = len(events)
+            stored = [(place + at, ref.rebased(base)) for place, ref in later.stored.get(group, ())]
+            if stored:
+                self.stored.setdefault(group, []).extend(stored)
+            events.extend(later.kept.get(group, ()))
             self.dropped.setdefault(group, Thinned()).merge(later.dropped[group].rebased(base))
 
-    def packed(self) -> tuple[list[tuple[str | None, list[Event]]], bytes]:
-        """What travels back from a worker: the kept events per group, and the gaps."""
+    def packed(self) -> tuple[list[tuple[str | None, bytes]], bytes]:
+        """What travels back from a worker: the kept events per group, each group's
+        msgpack-encoded apart (:func:`store_kept`), and the gaps."""
         import pickle
 
-        return list(self.kept.items()), pickle.dumps(self.dropped, pickle.HIGHEST_PROTOCOL)
+        assert not self.stored  # a worker's own scan: its events are all in memory
+        encode = _encoder().encode
+        kept = [(group, encode(events)) for group, events in self.kept.items()]
+        return kept, pickle.dumps(self.dropped, pickle.HIGHEST_PROTOCOL)
 
     @classmethod
-    def unpacked(cls, kept: list[tuple[str | None, list[Event]]], dropped: bytes) -> JobEvents:
-        """:meth:`packed`'s parts back together."""
+    def unpacked(cls, kept: list[tuple[str | None, bytes]], dropped: bytes) -> JobEvents:
+        """:meth:`packed`'s parts back together, the kept events left on disk until their
+        job is read (:func:`store_kept`)."""
         import pickle
 
         found = cls()
-        # Decoded afresh: each event's strings and match its own until shared again.
-        found.kept = {group: [compact(e) for e in events] for group, events in kept}
+        refs = store_kept([data for _, data in kept])
+        for (group, _), ref in zip(kept, refs, strict=True):
+            found.kept[group] = []
+            found.stored[group] = [(0, ref)]
         found.dropped = pickle.loads(dropped)  # our own worker's bytes
         for thinned in found.dropped.values():
             adopt(thinned.spills)
@@ -958,6 +977,46 @@ def _encoder() -> Any:
             ]
         )
     return _codec[0]
+
+
+def store_kept(batches: Sequence[bytes]) -> list[SpillRef]:
+    """Write ``batches`` (msgpack-encoded lists of a worker's kept events, one per job group)
+    to this process's spill file, in one write; where each one is.
+
+    The reading process keeps every job's events until that job is diagnosed: in memory,
+    about 440 B an event, 30 MB of the 1 GB dense export's 67,000 (and growing with the
+    input); on disk, 24 B a batch. :func:`restore_kept` reads a job's back when it is built.
+    """
+    if not batches:
+        return []
+    whole = _spill_file().write_bytes(b"".join(batches))
+    refs = []
+    offset = whole.offset
+    for data in batches:
+        refs.append(SpillRef(whole.path, offset, len(data)))
+        offset += len(data)
+    return refs
+
+
+_kept_codec: list[Any] = []
+
+
+def restore_kept(ref: SpillRef) -> list[Event]:
+    """The kept events of the batch :func:`store_kept` wrote at ``ref``, their lines
+    renumbered, sharing strings and matches as kept events do (:func:`compact`)."""
+    if not _kept_codec:
+        import msgspec
+
+        _kept_codec.append(msgspec.msgpack.Decoder(list[Event]))
+    adopt([ref])
+    found: list[Event] = _kept_codec[0].decode(os.pread(_opened[ref.path], ref.length, ref.offset))
+    base = ref.line_base
+    if base:
+        for event in found:
+            origin = event.origin
+            moved = Origin(origin.path, origin.line + base, origin.entry)
+            object.__setattr__(event, "origin", moved)  # decoded here: nothing else holds it
+    return [compact(event) for event in found]
 
 
 def restore(spills: Iterable[SpillRef]) -> list[Event]:

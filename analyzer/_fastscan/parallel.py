@@ -187,7 +187,9 @@ def line_ranges(
 _EVENTS_ENCODER = msgspec.msgpack.Encoder()
 _EVENTS_DECODER = msgspec.msgpack.Decoder(list[Event])
 _KEPT_ENCODER = _EVENTS_ENCODER
-_KEPT_DECODER = msgspec.msgpack.Decoder(list[tuple[str | None, list[Event]]])
+# Kept events travel per job group, each group's encoded apart: the reading process writes
+# them to disk as they are and reads one job's back when it is built (eventstore.store_kept).
+_KEPT_DECODER = msgspec.msgpack.Decoder(list[tuple[str | None, bytes]])
 
 
 def _open_input(path: str) -> BinaryIO:
