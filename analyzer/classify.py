@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import regex
 
-from analyzer import eventstore
+from analyzer import eventstore, longtext
 from analyzer._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
 from analyzer.errors import InputError
 from analyzer.events import Event, RuleMatch
@@ -465,6 +465,8 @@ class Collector:
     ) -> None:
         self._book = book
         self._fast = fast
+        # A run's long texts in a store of its own: an earlier run's go with its diagnoses.
+        longtext.new_run()
         # Dask's workers run elsewhere: they keep every event (thinning needs a spill file
         # this process can read back).
         self._thin = thin and cluster is None

@@ -7,6 +7,11 @@ temporary file, and its event (:class:`StoredTextEvent`, an :class:`~analyzer.ev
 in every other way) reads it back each time its ``text`` is asked for; the last few texts
 read stay in memory, since the stages ask for one event's text several times in a row.
 Equal texts are written once (every worker and attempt logs the same traceback again).
+
+Each run has a store of its own (:func:`new_run`, from every new collector): a notebook that
+diagnoses again and again does not keep every earlier run's texts. A store's events hold it,
+so the texts of an earlier run's diagnoses still read, and its file is closed (and its disk
+space freed) once the last of them is gone.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+import weakref
 from typing import Any
 
 from analyzer.events import Event
@@ -36,6 +42,9 @@ class _Store:
         # warn "unclosed" when the interpreter ends, and nothing left on disk however it ends.
         self.fd, path = tempfile.mkstemp(prefix=f"jobdoctor-texts-{self.pid}-")
         os.unlink(path)
+        # Closed when the store is gone (the last event that holds it): its disk space then.
+        self._closer = weakref.finalize(self, os.close, self.fd)
+        self._closer.atexit = False
         self.size = 0
         # By length and hash, where an equal text may already be.
         self.known: dict[tuple[int, int], tuple[int, int]] = {}
@@ -74,11 +83,18 @@ class _Store:
         return text
 
 
+# The store of this run (made on first use); empty before that and after new_run.
 _stores: list[_Store] = []
 
 
+def new_run() -> None:
+    """Keep the next long texts in a new store: those of earlier runs stay with their events
+    (and go with them), not with this process."""
+    _stores.clear()
+
+
 def _store() -> _Store | None:
-    """This process's store (made on first use), or None when no file can be made."""
+    """This run's store (made on first use), or None when no file can be made."""
     if _stores and _stores[0].pid == os.getpid():
         return _stores[0]
     try:
@@ -94,15 +110,15 @@ class StoredTextEvent(Event):
     docstring); equal to the event of the same fields. Copies (``dataclasses.replace``,
     pickling) hold their text in memory again."""
 
-    __slots__ = ("_where",)
+    __slots__ = ("_home", "_where")
+    _home: _Store  # the run's store its text is in
 
     @property
     def text(self) -> str:
         where = getattr(self, "_where", None)
         if where is None:
             return str(_TEXT_SLOT.__get__(self, Event))
-        store = _stores[0]
-        return store.read(where)
+        return self._home.read(where)
 
     @text.setter
     def text(self, value: str) -> None:
@@ -146,4 +162,5 @@ def stored(event: Event) -> Event:
         Event.__dict__[name].__set__(kept, getattr(event, name))
     _TEXT_SLOT.__set__(kept, "")
     object.__setattr__(kept, "_where", where)
+    object.__setattr__(kept, "_home", store)
     return kept
