@@ -100,17 +100,21 @@ class _JobAccumulator:
     # in ``events`` (before the event there): read back when the job's log is built, so that
     # the reading process holds one job's events at a time, not every job's.
     stored: list[tuple[int, eventstore.SpillRef]] = field(default_factory=list)
+    # What thinning dropped, still on disk (eventstore.load_dropped), read with the events.
+    dropped_stored: list[eventstore.SpillRef] = field(default_factory=list)
 
     def take(
         self,
         events: list[Event],
         dropped: eventstore.Thinned | None,
         stored: Iterable[tuple[int, eventstore.SpillRef]] = (),
+        dropped_stored: Iterable[eventstore.SpillRef] = (),
     ) -> None:
         """Add the (kept) ``events`` of a thinned read, those of it still on disk (``stored``,
-        placed among ``events``) and what it dropped."""
+        placed among ``events``) and what it dropped (some of it on disk: ``dropped_stored``)."""
         at = len(self.events)
         self.stored.extend((place + at, ref) for place, ref in stored)
+        self.dropped_stored.extend(dropped_stored)
         self.events.extend(events)
         if dropped is not None and (dropped.gaps or dropped.spills):
             if self.dropped is None:
@@ -134,10 +138,14 @@ class _JobAccumulator:
             yield self.events[done:]
 
     def load(self) -> list[Event]:
-        """Every kept event in reading order, those on disk read back into memory."""
+        """Every kept event in reading order, those on disk read back into memory (and what
+        was dropped of them, in :attr:`dropped`)."""
         if self.stored:
             self.events = [event for batch in self.event_batches() for event in batch]
             self.stored = []
+        for ref in self.dropped_stored:
+            self.take([], eventstore.load_dropped(ref))
+        self.dropped_stored = []
         return self.events
 
     def observe(self, record: LogRecord) -> None:
@@ -166,7 +174,7 @@ class _JobAccumulator:
                 span.last = when
 
     def merge(self, other: _JobAccumulator) -> None:
-        self.take(other.events, other.dropped, other.stored)
+        self.take(other.events, other.dropped, other.stored, other.dropped_stored)
         self.records += other.records
         self.service_records += other.service_records
         for when in (other.first, other.last):
@@ -284,12 +292,15 @@ def _from_scan(scanned: RangeScan) -> dict[str | None, _JobAccumulator]:
         acc.records += count
     found = scanned.events
     if isinstance(found, eventstore.JobEvents):
-        for group in dict.fromkeys([*found.kept, *found.stored]):
+        for group in dict.fromkeys([*found.kept, *found.stored, *found.dropped_stored]):
             acc = local.get(group)
             if acc is None:
                 acc = local[group] = _JobAccumulator()
             stored = found.stored.get(group, ())
-            acc.take(found.kept.get(group, []), found.dropped.get(group), stored)
+            dropped = found.dropped.get(group)
+            acc.take(
+                found.kept.get(group, []), dropped, stored, found.dropped_stored.get(group, ())
+            )
         return local
     for event in found:
         local[job_group(event.job_id, event.trial)].events.append(event)
@@ -627,6 +638,7 @@ class Collector:
             if consume:
                 # One event left: without_jobs and has_logs still see the job as one.
                 acc.events, acc.stored, acc.dropped = list(log.events[:1]), [], None
+                acc.dropped_stored = []
             yield log
 
     def _log(self, key: tuple[str, str], acc: _JobAccumulator) -> JobLog:
