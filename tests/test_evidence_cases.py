@@ -92,3 +92,20 @@ def test_no_failure_is_said_only_of_a_success(state: str, phrase: str) -> None:
     changed = dataclasses.replace(diagnosis, state=JobState(state), cause=None)
     assert cause_phrase(changed) == phrase
     assert str(changed).endswith(f" - {phrase}")
+
+
+@pytest.mark.parametrize(
+    ("sample", "phrase"),
+    [
+        ("worker-restarts-exhausted.jsonl", "recovered from worker_restarts_exhausted,"),
+        ("transient-sigsegv-retry.jsonl", "recovered from user_code_exception,"),
+        ("user-code-exit1.jsonl", "user_code_exception,"),
+    ],
+)
+def test_a_failure_a_success_got_past_reads_as_recovered(sample: str, phrase: str) -> None:
+    # A bare category beside SUCCEEDED read as the reason the job failed.
+    from analyzer.diagnosis import cause_phrase
+
+    samples = Path(__file__).resolve().parent.parent / "sample_logs"
+    [diagnosis] = analyze([samples / sample]).diagnoses
+    assert cause_phrase(diagnosis).startswith(phrase)
