@@ -640,6 +640,7 @@ def diagnose_timeline(
             lang,
             spec=spec,
             refused=next((v.refusal for v in reversed(verdicts) if v.refusal), None),
+            job_id=timeline.job_id,
         ),
         attempt_log=attempt_log,
         timeline=timeline,
