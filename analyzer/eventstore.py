@@ -13,7 +13,10 @@ written to a spill file on disk (never kept in memory), and summed up as a :clas
 Events that come within a second after an anchor, the first repeat after an anchor read out
 of order, the copies of an entry delivered twice (same insertId and time, whatever their keys)
 and one event every :data:`CAP` are kept too. Kept events share their equal strings, texts
-and matches (:func:`compact`).
+and matches (:func:`compact`). A forked worker's kept events and what it dropped travel back
+per job group and wait in the reading process's spill file until their job is built
+(:func:`store_kept`, :func:`restore_kept`, :func:`load_dropped`): that process holds one
+job's events at a time, not every job's.
 
 Until it is kept, an event is a tuple (:data:`Light`): the sink scan hands its candidates
 over so, without a record or an Event (:meth:`JobEvents.add_all`); only what is kept becomes
