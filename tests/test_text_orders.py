@@ -1,6 +1,7 @@
-"""gcloud's value() output (issue: newest-first texts read upside down).
+"""gcloud's value() and table() output (newest-first texts were read upside down).
 
-``gcloud logging read ... --format="value(textPayload)"`` (or ``value(timestamp, ...)``) prints
+``gcloud logging read ... --format="value(textPayload)"`` (or ``value(timestamp, ...)``,
+``table(timestamp, severity, textPayload)``) prints
 each entry's text, newest first, one line per line of text: no task, no job id, and in the
 first form no time. Read top down, "Job failed." came before "Job is running.", so a job with
 one attempt read as three, the last one pending, and the traceback search paired a header
@@ -21,6 +22,8 @@ from analyzer.analysis import Analysis
 from analyzer.api import analyze_sources
 from analyzer.diagnosis import Diagnosis
 from analyzer.ingest import MemorySource
+from analyzer.ingest.plain import read_plain_text
+from analyzer.records import InputStats
 from analyzer.simulate import SCENARIOS, expected, simulate, write
 
 NOTE = "its lines were read bottom up"
@@ -36,11 +39,18 @@ def _text(entry: dict[str, Any]) -> str:
     return str(payload.get("message", ""))
 
 
-def _value_output(scenario: str, *, newest_first: bool, timed: bool) -> str:
-    """What gcloud's value(textPayload) (or value(timestamp, textPayload)) prints."""
+def _value_output(scenario: str, *, newest_first: bool, timed: bool, table: bool = False) -> str:
+    """What gcloud's value(textPayload) (or value(timestamp, textPayload)) prints; with
+    ``table``, table(timestamp, severity, textPayload): a header, columns padded."""
     entries = sorted(simulate(scenario, seed=1), key=lambda e: str(e.get("timestamp", "")))
     if newest_first:
         entries.reverse()
+    if table:
+        rows = [f"{'TIMESTAMP':<32}{'SEVERITY':<10}TEXT_PAYLOAD\n"]
+        for entry in entries:
+            severity = str(entry.get("severity", "DEFAULT"))
+            rows.append(f"{entry['timestamp']:<32}{severity:<10}{_text(entry)}\n")
+        return "".join(rows)
     return "".join(
         (f"{entry['timestamp']}\t" if timed else "") + _text(entry) + "\n" for entry in entries
     )
@@ -68,6 +78,7 @@ VARIANTS = {
     "untimed-newest-first": {"newest_first": True, "timed": False},
     "timed-newest-first": {"newest_first": True, "timed": True},
     "untimed-oldest-first": {"newest_first": False, "timed": False},
+    "table-newest-first": {"newest_first": True, "timed": True, "table": True},
 }
 
 
@@ -101,6 +112,22 @@ def test_a_turned_text_says_so_in_the_json() -> None:
     (note,) = [n for n in found.notes if NOTE in n]
     assert note.startswith("value.txt holds no times")
     json.dumps(note)
+
+
+@pytest.mark.parametrize(
+    ("line", "severity", "text"),
+    [
+        ("2024-04-04T00:33:46.378623Z  ERROR   Job failed.", "ERROR", "Job failed."),
+        ("2024-04-04 00:33:47 WARNING: low disk", "WARNING", "low disk"),
+        ("2024-04-04 00:33:47 INFO | step 3", "INFO", "step 3"),
+        ("2024-04-04 00:33:47 ERRORS were 3", "DEFAULT", "ERRORS were 3"),
+        ("ERROR Job failed.", "DEFAULT", "ERROR Job failed."),  # no time: the text as it is
+    ],
+)
+def test_a_severity_after_the_time_is_the_records(line: str, severity: str, text: str) -> None:
+    stats = InputStats(path="t.txt")
+    (record,) = read_plain_text(io.BytesIO(line.encode() + b"\n"), stats)
+    assert (record.severity, record.text) == (severity, text)
 
 
 def test_a_short_text_is_not_turned_on_one_step() -> None:
