@@ -646,6 +646,9 @@ def diagnose_timeline(
             spec=spec,
             refused=next((v.refusal for v in reversed(verdicts) if v.refusal), None),
             job_id=timeline.job_id,
+            # Nothing of a job is left once another service's refusal is set aside.
+            other_service=bool(timeline.other_service)
+            and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
         ),
         attempt_log=attempt_log,
         timeline=timeline,
