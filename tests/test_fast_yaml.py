@@ -25,7 +25,7 @@ from analyzer._fastscan.gcloudyaml import (
     light_entry,
     skeleton_fields,
 )
-from analyzer.ingest.gcloud_yaml import EntryLoader, _as_entry
+from analyzer.ingest.gcloud_yaml import EntryLoader, load_entry
 from analyzer.records import InputStats, entry_fields
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, fleet, write
@@ -235,7 +235,7 @@ def test_random_entries_fast_is_plain(
 def test_the_light_entry_is_pyyamls_where_the_record_is_read(entry: dict[str, Any]) -> None:
     # Where the light reader reads a document at all, what it reads is PyYAML's.
     document = gcloud_yaml(entry).removeprefix("---\n").rstrip("\n")
-    full = yaml.load(document, Loader=EntryLoader)
+    full = load_entry(document)
     try:
         light = light_entry(document)
     except gcloudyaml._Other:
@@ -281,7 +281,7 @@ def test_the_skeletons_fields_are_pyyamls(entry: dict[str, Any]) -> None:
         return
     if fields is None:
         return
-    assert fields == entry_fields(_as_entry(yaml.load(document, Loader=EntryLoader)))
+    assert fields == entry_fields(load_entry(document))
 
 
 def test_most_random_entries_are_read_in_one_match() -> None:
