@@ -14,7 +14,6 @@ from typing import Any
 
 import orjson
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +24,7 @@ from analyzer._fastscan.gcloudyaml import (
     light_entry,
     skeleton_fields,
 )
-from analyzer.ingest.gcloud_yaml import EntryLoader, load_entry
+from analyzer.ingest.gcloud_yaml import load_entry
 from analyzer.records import InputStats, entry_fields
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, fleet, write

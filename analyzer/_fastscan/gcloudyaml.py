@@ -443,7 +443,9 @@ class GcloudYamlScanner:
             self._plainly_lines(pieces, None)
         if tail:
             self._plainly_lines([tail], None)
-        self._flush()
+        for record in self._flush():  # (the last document's: counted and matched too)
+            self._count(record)
+            self._match_all(record)
 
     def _block(self, block: bytes) -> None:
         """Whole documents and the "---" lines between them."""
