@@ -298,4 +298,27 @@ def test_most_random_entries_are_read_in_one_match() -> None:
         document = gcloud_yaml(entry).removeprefix("---\n").rstrip("\n")
         with contextlib.suppress(gcloudyaml._Other):
             taken += skeleton_fields(document) is not None
-    assert taken >= 120  # (a plain "yes" trial label, a bool to PyYAML, is handed over)
+    assert taken >= 120
+
+
+def test_a_document_too_long_to_read_lightly_is_read_plainly_to_the_end(
+    book: RuleBook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rest of the input after a document longer than _LONGEST_DOCUMENT goes to the plain
+    # reader, its last document too (it was read, then dropped, before it was counted).
+    monkeypatch.setattr(gcloudyaml, "_LONGEST_DOCUMENT", 2000)
+    monkeypatch.setattr(gcloudyaml, "CHUNK_BYTES", 700)
+    text = _written("oom", "yaml").replace("---\n", "---\n" + "logName: " + "x" * 3000 + "\n", 1)
+    found = []
+    for fast in (True, False):
+        stats = InputStats(path="x")
+        if fast:
+            scanner = GcloudYamlScanner(stats, book.may_match_texts, book.match)
+            scanner.scan(io.BytesIO(text.encode()))
+            found.append((stats.to_dict(), sum(s.records for s in scanner.tally.spans.values())))
+        else:
+            from analyzer.ingest.gcloud_yaml import read_gcloud_yaml
+
+            records = list(read_gcloud_yaml(io.BytesIO(text.encode()), stats))
+            found.append((stats.to_dict(), sum(r.timestamp is not None for r in records)))
+    assert found[0] == found[1]
