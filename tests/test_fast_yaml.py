@@ -298,7 +298,7 @@ def test_most_random_entries_are_read_in_one_match() -> None:
         document = gcloud_yaml(entry).removeprefix("---\n").rstrip("\n")
         with contextlib.suppress(gcloudyaml._Other):
             taken += skeleton_fields(document) is not None
-    assert taken >= 120
+    assert taken >= 190  # (a plain "yes" label is a string in 1.2: read in the one match too)
 
 
 def test_a_document_too_long_to_read_lightly_is_read_plainly_to_the_end(
