@@ -202,6 +202,10 @@ resource:
     task_name: 1:20
   type: ml_job
 timestamp: '2024-05-08T17:06:05Z'
+---
+textPayload: "a quoted text
+%that goes on"
+timestamp: '2024-05-08T17:06:06Z'
 """
 
 
@@ -213,11 +217,17 @@ def test_a_yaml_1_1_directive_reads_the_next_document_as_1_1(
     # Enough documents for ranges: the directive's range makes the fast scan hand it over.
     path.write_text(gcloud_yaml({"textPayload": "first", "insertId": "a"}) * 40 + _DIRECTED)
     records = _records(path)
-    texts = [record.text for record in records[-3:]]
+    texts = [record.text for record in records[-4:]]
     # 1.1 after its directive (the printer quoted 'yes' there), 1.2 without one; a string
-    # field as written either way; the directive ends the document before it.
-    assert texts == ['{"flag":true,"step":511}', '{"flag":"yes","step":777}', "yes"]
-    assert (records[-1].severity, records[-1].task) == ("on", "1:20")
+    # field as written either way; the directive ends the document before it; a "%" line not
+    # before a "---" is the document's (PyYAML takes a quoted scalar's lines unindented).
+    assert texts == [
+        '{"flag":true,"step":511}',
+        '{"flag":"yes","step":777}',
+        "yes",
+        "a quoted text %that goes on",
+    ]
+    assert (records[-2].severity, records[-2].task) == ("on", "1:20")
     (source,) = open_sources([str(path)])
     list(source.records())
     assert not source.stats.skip_reasons

@@ -217,22 +217,31 @@ class DocumentReader:
         self.stats = stats
         self._lines: list[str] = []
         self._first = 0
-        # The directive lines since the last document (%YAML 1.1, %TAG ...): the next one's.
+        # Lines beginning with "%" not yet known to be directives (they are when a "---" line
+        # follows them), and the directives of the document being gathered.
+        self._held: list[tuple[int, str]] = []
         self._directives: list[str] = []
 
     def line(self, number: int, text: str) -> LogRecord | None:
         """Take line ``number`` (its line end removed): the record of the document it ends,
         if any."""
+        if text[:1] == "%":
+            # A directive (%YAML 1.1, %TAG ...) if a "---" line follows: it then ends the
+            # document before it (PyYAML reads it so without the "..." YAML asks for) and
+            # belongs to the next. Else it is a line of the document (a quoted scalar's, which
+            # PyYAML takes unindented).
+            self._held.append((number, text))
+            return None
+        if self._held and text.rstrip() == "---":
+            held, self._held = self._held, []
+            record = self.end()
+            self._directives = [line for _, line in held]
+            self.stats.used += len(held) + 1
+            return record
+        if self._held:
+            self._unhold()
         if text.rstrip() in _MARKERS:
             record = self.end()
-            self.stats.used += 1
-            return record
-        if text[:1] == "%":
-            # A directive: "%" at a line's start, where no document's content begins (a
-            # literal or folded line is indented). It ends the document before it (PyYAML
-            # reads it so without the "..." YAML asks for) and belongs to the next.
-            record = self.end()
-            self._directives.append(text)
             self.stats.used += 1
             return record
         at_top = text[:1] not in (" ", "\t", "")
@@ -247,11 +256,20 @@ class DocumentReader:
 
     def end(self) -> LogRecord | None:
         """The record of the document gathered so far (the input ends, or a marker does)."""
+        if self._held:
+            self._unhold()
         lines, self._lines = self._lines, []
         if not lines:
             return None
         directives, self._directives = self._directives, []
         return _document(lines, self._first, self.stats, directives)
+
+    def _unhold(self) -> None:
+        for number, text in self._held:
+            if not self._lines:
+                self._first = number
+            self._lines.append(text)
+        self._held = []
 
 
 def read_gcloud_yaml(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
