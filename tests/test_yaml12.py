@@ -325,3 +325,20 @@ def test_any_text_printed_by_gclouds_own_printer_reads_back(
     data = _printed(entries).encode()
     records = list(read_gcloud_yaml(io.BytesIO(data), stats))
     assert [(r.text, r.trial) for r in records] == [(t, label or None) for t, label in texts]
+
+
+def _real_gcloud_yaml() -> list[Path]:
+    """tests/real's excerpts of gcloud's YAML (shape gcloud-yaml): none yet."""
+    real = Path(__file__).parent / "real"
+    found = []
+    for meta in sorted(real.glob("*.yaml")):
+        about = yaml.safe_load(meta.read_text(encoding="utf-8"))
+        if isinstance(about, dict) and about.get("shape") == "gcloud-yaml":
+            found.append(real / str(about["text"]))
+    return found
+
+
+@pytest.mark.parametrize("path", _real_gcloud_yaml(), ids=lambda path: path.stem)
+def test_a_real_gcloud_yaml_excerpt_reads_alike(path: Path, book: RuleBook) -> None:
+    assert _records(path)
+    _same(path, book)
