@@ -168,6 +168,8 @@ def test_a_string_field_keeps_its_text_as_written() -> None:
         "resource": {"type": "12", "labels": {"job_id": "1.50"}},
         "jsonPayload": {"step": 31},
     }
+    # A number is no time: the record has none, as from the JSON readers.
+    assert load_entry("timestamp: 1700000000") == {"timestamp": 1700000000}
     # Quoted, or tagged: what it says.
     assert load_entry("textPayload: !!int '5'\na: '5'") == {"textPayload": 5, "a": "5"}
 

@@ -119,22 +119,22 @@ Yaml11Loader.yaml_implicit_resolvers = {
     for first, resolvers in LOADER.yaml_implicit_resolvers.items()
 }
 
-# LogEntry fields that are strings in the API (proto strings, an enum's name, Timestamps,
-# map<string, string>; "*": any key of the map). gcloud prints a string that looks like a
-# number or a bool quoted ('123', 'true'), so such a field written plain comes from another
-# writer; its text is what was written (textPayload: 0x1F is the text "0x1F", not 31) where the
-# schema would make a number or a bool of it. A plain null (~, null, nothing) stays null: no text
-# was given. jsonPayload is a Struct: its values are JSON's, a number there is a number (as in a
-# sink's JSON), and its rendering says so.
+# LogEntry fields that are strings in the API (proto strings, an enum's name, map<string,
+# string>; "*": any key of the map). gcloud prints a string that looks like a number or a bool
+# quoted ('123', 'true'), so such a field written plain comes from another writer; its text is
+# what was written (textPayload: 0x1F is the text "0x1F", not 31) where the schema would make a
+# number or a bool of it. A plain null (~, null, nothing) stays null: no text was given.
+# jsonPayload is a Struct: its values are JSON's, a number there is a number (as in a sink's
+# JSON), and its rendering says so. The times are left out: a Timestamp is RFC 3339 text, and a
+# number there is no time either way; read as the number, the record has no time, as the JSON
+# readers read the same entry.
 TEXT_FIELDS: frozenset[tuple[str, ...]] = frozenset(
     {
         ("insertId",),
         ("logName",),
-        ("receiveTimestamp",),
         ("severity",),
         ("spanId",),
         ("textPayload",),
-        ("timestamp",),
         ("trace",),
         ("labels", "*"),
         ("resource", "type"),
