@@ -236,8 +236,11 @@ def test_a_yaml_1_1_directive_reads_the_next_document_as_1_1(
     _same(path, book)
 
 
-# Any text: gcloud's printer (the simulator's writer) writes it, both readers read it back.
-_CHARACTERS = st.characters(codec="utf-8", exclude_categories=("Cs",))
+# Any text: gcloud's printer (the simulator's writer) writes it, both readers read it back. But
+# U+0085: ruamel (and PyYAML's emitter, the simulator's) writes it raw inside a quoted scalar,
+# where YAML reads it as a line break and folds it to a space, so the text read is not the one
+# printed (by any YAML reader: the two readers agree, tests/test_fast_yaml.py's random entries).
+_CHARACTERS = st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="\x85")
 _TEXT = st.text(_CHARACTERS, max_size=60) | st.sampled_from(
     ["yes", "1:20", "0777", "~", "null", "a: b", "#x", "x #y", " lead", "trail ", "é", "- x"]
 )
