@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import re
 from enum import StrEnum
 from typing import Any
@@ -236,10 +237,8 @@ def _api_response(body: bytes, name: str, complete: bool) -> Format:
 def api_error(body: bytes) -> str:
     """What an error body of a Google API says: its code, status and message, in one line."""
     error: Any = None
-    try:
+    with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
         error = orjson.loads(body).get("error")
-    except (orjson.JSONDecodeError, AttributeError):
-        pass
     parts: list[str] = []
     if isinstance(error, dict):
         parts = [str(error[key]) for key in ("code", "status") if key in error]
