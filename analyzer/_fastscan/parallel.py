@@ -49,6 +49,7 @@ PARALLEL_MIN_WORK = 48 << 20
 BYTE_COST = {
     "cloud-logging-jsonl": 1.0,
     "gcloud-json": 1.7,
+    "logging-api-response": 1.7,
     "stream-logs": 3.7,
     "gcloud-yaml": 20.5,
 }
