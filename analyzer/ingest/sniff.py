@@ -169,13 +169,13 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
         return Format.EMPTY
     if body[:1] in (b"{", b"[") and (_API_RESPONSE.match(body) or _API_ERROR.match(body)):
         return _api_response(body, name, complete)
+    if complete and _EMPTY_RESPONSES.fullmatch(body):
+        # What entries:list answers when nothing matched (and no other export writes).
+        raise InputError(f"{name}: {no_entries([])}")
     # "[" alone could start a bracketed text log line ("[2022-09-21 ...] INFO").
     if body[:1] == b"[" and body[1:].lstrip()[:1] in (b"{", b"]", b""):
         return Format.GCLOUD_JSON
     if body[:1] == b"{":
-        if body.rstrip() == b"{}":
-            # What entries:list answers when nothing matched (and no other export writes).
-            raise InputError(f"{name}: {no_entries([])}")
         # A "{" alone on its line opens a pretty-printed object (entries copied from the Logs
         # Explorer, one after another): JSON values over many lines, read like an array's.
         if body.split(b"\n", 1)[0].strip() == b"{":
@@ -214,7 +214,9 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
 # The Logging API's answer to entries:list (ListLogEntriesResponse): its fields first, of one
 # response or of the first of several (a JSON array of them, or one after another). No
 # LogEntry has these fields.
-_API_RESPONSE = re.compile(rb'\[?\s*\{\s*"(?:entries|nextPageToken)"\s*:')
+_API_RESPONSE = re.compile(rb'\[?\s*(?:\{\s*\}\s*,?\s*)*\{\s*"(?:entries|nextPageToken)"\s*:')
+# Nothing but empty responses ({} is what entries:list answers when nothing matched).
+_EMPTY_RESPONSES = re.compile(rb"[\[\]{},\s]*\{\s*\}[\[\]{},\s]*")
 # Google's error body (google.rpc.Status): {"error": {"code": 403, "message": ..., "status": ...}}.
 _API_ERROR = re.compile(rb'\{\s*"error"\s*:\s*\{')
 _ERROR_MESSAGE = re.compile(rb'"message"\s*:\s*"((?:[^"\\]|\\.)*)"')
