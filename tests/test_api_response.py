@@ -264,3 +264,46 @@ def test_any_split_into_pages_reads_the_same(
     path = tmp_path / "pages.json"
     path.write_bytes(data)
     assert _analysis(path, book, fast=True) == _analysis(path, book, fast=False)
+
+
+@pytest.mark.parametrize(
+    ("pages", "more"),
+    [
+        ([{"entries": [0, 1]}, {"entries": [2]}], False),
+        ([{"entries": [0, 1], "nextPageToken": "EAA4a"}, {"entries": [2]}], False),
+        ([{"entries": [0, 1]}, {"entries": [2], "nextPageToken": "EAA4b"}], True),
+        ([{"entries": [0, 1], "nextPageToken": "EAA4a"}, {}], False),
+        ([{"entries": [0, 1], "nextPageToken": ""}], False),
+        ([{"nextPageToken": "EAA4a", "entries": [0, 1, 2]}], True),
+    ],
+)
+@pytest.mark.parametrize("layout", ["pretty", "lines", "array"])
+@pytest.mark.usefixtures("small_ranges")
+def test_a_last_page_with_a_token_says_more_pages_were_there(
+    pages: list[Entry], more: bool, layout: str, book: RuleBook, tmp_path: Path
+) -> None:
+    # entries:list answers one page at a time, oldest first: a token on the last page saved
+    # means the job's later entries (its end, maybe its failure) are not in the input.
+    entries = _entries("oom")[:3]
+    pages = [
+        {
+            key: [entries[i] for i in value] if key == "entries" else value
+            for key, value in p.items()
+        }
+        for p in pages
+    ]
+    if layout == "pretty":
+        data = _pretty(pages)
+    elif layout == "lines":
+        data = b"".join(json.dumps(page).encode() + b"\n" for page in pages)
+    else:
+        data = json.dumps(pages, indent=2).encode()
+    stats, _ = _records(data)
+    assert stats.more_pages is more
+    path = tmp_path / "pages.json"
+    path.write_bytes(data)
+    plain = _analysis(path, book, fast=False)
+    assert plain == _analysis(path, book, fast=True)
+    assert plain["inputs"][0].get("more_pages", False) is more  # type: ignore[index]
+    _, out, _ = run("diagnose", str(path))
+    assert ("has a nextPageToken: the request matched more entries" in out) is more

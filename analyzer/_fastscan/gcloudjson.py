@@ -64,7 +64,7 @@ _CUT_SEARCH_BYTES = 4 << 20
 # Records the plain reader made whose texts go through the prefilter at once (as classify's).
 _MATCH_BATCH = 1024
 # A response's nextPageToken: an opaque URL-safe string (the plain reader reads any other).
-_TOKEN_CHARS = rb'[A-Za-z0-9_\-=+/.]*"'
+_TOKEN_CHARS = rb'([A-Za-z0-9_\-=+/.]*)"'
 
 
 class _Layout:
@@ -365,6 +365,8 @@ class GcloudJsonScanner:
             raise Unusual("not the closing of gcloud's array or of the API's responses")
         close = at + 2 + layout.indent
         self._run(data[:close])
+        if layout.api and ending.group(1):
+            self.stats.more_pages = True  # the last response's nextPageToken
         # The lines after the last "}": the array's "]" (and a response's end), syntax.
         tail = len(data) - close
         after = data.count(b"\n", close) - (data.endswith(b"\n") and tail > 0)

@@ -124,6 +124,8 @@ class _Scanner:
         self.key_pieces: list[bytes] = []  # its bytes from earlier chunks
         self.after_string: bytes | None = None  # a string just closed: a key if ":" follows
         self.key = b""  # the response field whose value comes next
+        self.string_line = 0  # the line a response level's string began on
+        self.token = False  # the last response has a nextPageToken (more pages were there)
         self.forced: str | None = None  # the open element's reason, given without reading it
         self.depth = 0
         self.in_string = False
@@ -189,6 +191,11 @@ def _read(stream: BinaryIO, stats: InputStats, scan: _Scanner) -> Iterator[LogRe
     stats.lines = total
     if scan.open_depth != -1:
         ledger.entry(scan.open_line, total, TRUNCATED)
+    if scan.after_string is not None and scan.key == _TOKEN_KEY:
+        scan.token = bool(scan.after_string)  # the input ends right after the token's value
+    # The API had more entries than the input holds: its last response says where the next
+    # page begins (entries:list's answer is not cut, it is one page of several).
+    stats.more_pages = scan.token
     if scan.depth > 0:
         # gcloud and the Logs Explorer always close the array: an input that ends inside it
         # was cut short (a paste, a download stopped early), whatever entries were whole.
@@ -208,6 +215,8 @@ def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Ite
                 return
             if chunk[position : position + 1] == b":":
                 _field(scan.after_string, chunk, position, scan, ledger)
+            elif scan.key == _TOKEN_KEY:
+                scan.token = bool(scan.after_string)
             scan.after_string = None
         if scan.depth == scan.entries_depth and scan.open_depth == -1 and not scan.in_string:
             # Between two elements of the array: try the whole next element at once.
@@ -286,6 +295,7 @@ def _api_structure(char: bytes, fields: bool, scan: _Scanner) -> bool:
     if char == b"{" and (depth == 0 or depth == scan.pages_depth):
         scan.depth = scan.response_depth = depth + 1  # a response
         scan.key = b""
+        scan.token = False
         return True
     if char == b"[" and depth == 0:
         scan.depth = scan.pages_depth = 1  # an array of responses
