@@ -74,6 +74,10 @@ SHAPES: dict[str, tuple[Callable[[list[Entry]], bytes], bool]] = {
         False,
     ),
     "crlf": (lambda e: _pretty(_pages(e)).replace(b"\n", b"\r\n"), False),
+    "bodies without a line end between them": (
+        lambda e: b"".join(json.dumps(page, indent=2).encode() for page in _pages(e)),
+        False,
+    ),
     "an empty page among them": (
         lambda e: _pretty([*_pages(e)[:2], {"nextPageToken": "EAA4"}, *_pages(e)[2:]]),
         False,
