@@ -150,6 +150,7 @@ def advice_for(
     spec: JobSpec | None = None,
     refused: str | None = None,
     job_id: str | None = None,
+    other_service: bool = False,
 ) -> tuple[str, ...]:
     """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
 
@@ -157,11 +158,17 @@ def advice_for(
     a larger type of the same family. ``refused``: the API's status when it refused to create
     the job (no job exists: nothing of its logs to fetch). ``job_id``, and the project the
     cause's console link names, fill the ``jobdoctor fetch`` command the advice gives.
+    ``other_service``: the input holds only another Vertex AI service's API error (no job).
     """
     if cause is None and state is JobState.SUCCEEDED:
         return ()
     table = _load(_advice_path())
-    keys = ["none.refused"] if cause is None and refused else _keys(cause, state, policy, table)
+    if cause is None and refused:
+        keys = ["none.refused"]
+    elif cause is None and other_service:
+        keys = ["none.other-service"]
+    else:
+        keys = _keys(cause, state, policy, table)
     machine = _machine_values(cause, spec)
     if machine is not None and cause is not None and cause.category is Category.OOM:
         keys.append("oom.machine")
