@@ -14,7 +14,6 @@ from typing import Any
 
 import orjson
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +24,7 @@ from analyzer._fastscan.gcloudyaml import (
     light_entry,
     skeleton_fields,
 )
-from analyzer.ingest.gcloud_yaml import EntryLoader, _as_entry
+from analyzer.ingest.gcloud_yaml import load_entry
 from analyzer.records import InputStats, entry_fields
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, fleet, write
@@ -235,7 +234,7 @@ def test_random_entries_fast_is_plain(
 def test_the_light_entry_is_pyyamls_where_the_record_is_read(entry: dict[str, Any]) -> None:
     # Where the light reader reads a document at all, what it reads is PyYAML's.
     document = gcloud_yaml(entry).removeprefix("---\n").rstrip("\n")
-    full = yaml.load(document, Loader=EntryLoader)
+    full = load_entry(document)
     try:
         light = light_entry(document)
     except gcloudyaml._Other:
@@ -281,7 +280,7 @@ def test_the_skeletons_fields_are_pyyamls(entry: dict[str, Any]) -> None:
         return
     if fields is None:
         return
-    assert fields == entry_fields(_as_entry(yaml.load(document, Loader=EntryLoader)))
+    assert fields == entry_fields(load_entry(document))
 
 
 def test_most_random_entries_are_read_in_one_match() -> None:
@@ -299,4 +298,27 @@ def test_most_random_entries_are_read_in_one_match() -> None:
         document = gcloud_yaml(entry).removeprefix("---\n").rstrip("\n")
         with contextlib.suppress(gcloudyaml._Other):
             taken += skeleton_fields(document) is not None
-    assert taken >= 120  # (a plain "yes" trial label, a bool to PyYAML, is handed over)
+    assert taken >= 190  # (a plain "yes" label is a string in 1.2: read in the one match too)
+
+
+def test_a_document_too_long_to_read_lightly_is_read_plainly_to_the_end(
+    book: RuleBook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rest of the input after a document longer than _LONGEST_DOCUMENT goes to the plain
+    # reader, its last document too (it was read, then dropped, before it was counted).
+    monkeypatch.setattr(gcloudyaml, "_LONGEST_DOCUMENT", 2000)
+    monkeypatch.setattr(gcloudyaml, "CHUNK_BYTES", 700)
+    text = _written("oom", "yaml").replace("---\n", "---\n" + "logName: " + "x" * 3000 + "\n", 1)
+    found = []
+    for fast in (True, False):
+        stats = InputStats(path="x")
+        if fast:
+            scanner = GcloudYamlScanner(stats, book.may_match_texts, book.match)
+            scanner.scan(io.BytesIO(text.encode()))
+            found.append((stats.to_dict(), sum(s.records for s in scanner.tally.spans.values())))
+        else:
+            from analyzer.ingest.gcloud_yaml import read_gcloud_yaml
+
+            records = list(read_gcloud_yaml(io.BytesIO(text.encode()), stats))
+            found.append((stats.to_dict(), sum(r.timestamp is not None for r in records)))
+    assert found[0] == found[1]

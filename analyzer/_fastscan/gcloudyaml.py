@@ -11,16 +11,21 @@ the text's and the time's paths), into a partial entry that
 text the rule book's prefilter may match (candidates) are read again by the plain reader, so
 that their records (and events) are exactly its own.
 
-What it reads is a strict subset of YAML: where a document holds anything else (a comment, a
-sequence, an anchor, a tab, a folded block, an odd escape, a plain scalar PyYAML resolves to
-something other than a string where the record reads it, a duplicate key, a key that is no
-LogEntry field at the top...), the whole document is handed to the plain reader
+Plain scalars are resolved as the plain reader resolves them, by YAML 1.2's core schema
+(:data:`~analyzer.ingest.gcloud_yaml.CORE_SCHEMA`), the API's string fields taken as written
+(:data:`~analyzer.ingest.gcloud_yaml.TEXT_FIELDS`). What it reads is a strict subset of YAML:
+where a document holds anything else (a comment, a sequence, an anchor, a tab, a folded block,
+an odd escape, a plain scalar that is no string where the record reads it, a duplicate key, a
+key that is no LogEntry field at the top...), the whole document is handed to the plain reader
 (:class:`~analyzer.ingest.gcloud_yaml.DocumentReader`), so the records, counts, skip reasons
 and line numbers are always the plain reader's.
 
 Documents are separated by ``---`` at the start of a line, which YAML forbids inside one (a
 block scalar's lines are indented): a file can be cut into byte ranges at those lines
-(:func:`document_ranges`), read apart, each range's documents the same as in the whole.
+(:func:`document_ranges`), read apart, each range's documents the same as in the whole. A
+directive (``%YAML 1.1``, which ``--format='yaml(version=1.1)'`` writes before every entry)
+changes how the document after it is read: an input holding one is read by the plain reader
+from there (a range of it: the whole file), which reads 1.1's documents as 1.1.
 """
 
 from __future__ import annotations
@@ -30,14 +35,12 @@ import itertools
 import re
 from typing import Any, BinaryIO
 
-import yaml
-
 from analyzer._fastscan.gcloudjson import Matches, Unusual, bounded_reads
 from analyzer._fastscan.jsonl import ScanTally, SpanTally, TextSelector, time_key
 from analyzer._fastscan.parallel import MAX_RANGE_BYTES
 from analyzer.events import Event
 from analyzer.ingest.entries import INVALID_TIMESTAMP
-from analyzer.ingest.gcloud_yaml import DocumentReader, EntryLoader
+from analyzer.ingest.gcloud_yaml import DocumentReader, EntryLoader, is_text_field
 from analyzer.ingest.sniff import BOM, LOGENTRY_KEYS
 from analyzer.records import (
     AUDIT_PATH,
@@ -70,7 +73,8 @@ _MARKER = re.compile(rb"^---\n", re.MULTILINE)
 _BETWEEN = b"\n---\n"
 
 # Where the record is read (LABEL_PATHS, the texts, the times, ...) and every mapping on the
-# way: a plain scalar there must be what PyYAML makes of it, a string (else hand it over).
+# way: a plain scalar there must be a string (else hand it over), or one of the API's string
+# fields, taken as written unless it is a null (as the plain reader takes it).
 _LEAVES = (
     *(path for paths in LABEL_PATHS.values() for path in paths),
     *TEXT_KEY_PATHS,
@@ -119,48 +123,39 @@ _ESCAPES = {
     "P": "\u2029",
 }
 _STR = "tag:yaml.org,2002:str"
+_NULL = "tag:yaml.org,2002:null"
 _RESOLVERS: dict[Any, list[tuple[str, re.Pattern[str]]]] = EntryLoader.yaml_implicit_resolvers
-_CONSTRUCTOR = yaml.constructor.SafeConstructor()
-_CONSTRUCTS = {
-    "tag:yaml.org,2002:int": _CONSTRUCTOR.construct_yaml_int,
-    "tag:yaml.org,2002:float": _CONSTRUCTOR.construct_yaml_float,
-    "tag:yaml.org,2002:bool": _CONSTRUCTOR.construct_yaml_bool,
-    "tag:yaml.org,2002:null": _CONSTRUCTOR.construct_yaml_null,
-}
-# Plain scalars' fates (a string; another type PyYAML builds; None: PyYAML fails), cached.
-_FATES: dict[str, bool | None] = {}
-_MAX_FATES = 1 << 14
+# Plain scalars' tags as the plain reader's loader resolves them, cached. (Under YAML 1.2 every
+# plain scalar is built: a core-schema number always converts, unlike 1.1's "0b_" or "1:2_".)
+_TAGS: dict[str, str] = {}
+_MAX_TAGS = 1 << 14
 
 
 class _Other(Exception):
     """The document is outside the subset: the plain reader reads it."""
 
 
-def _fate(value: str) -> bool | None:
-    """True when PyYAML reads the plain scalar ``value`` as a string, False when as another
-    type it builds, None when it fails (or makes something no reader of ours expects)."""
-    fate = _FATES.get(value)
-    if fate is not None or value in _FATES:
-        return fate
+def _tag(value: str) -> str:
+    """The tag of the plain scalar ``value``: :data:`_STR` when it is a string."""
+    tag = _TAGS.get(value)
+    if tag is not None:
+        return tag
     tag = _STR
     for found, pattern in _RESOLVERS.get(value[:1], ()):
         if pattern.match(value):
             tag = found
             break
-    if tag == _STR:
-        fate = True
-    else:
-        construct = _CONSTRUCTS.get(tag)
-        fate = None
-        if construct is not None:
-            try:
-                construct(yaml.ScalarNode(tag, value))
-                fate = False
-            except (ValueError, ArithmeticError, yaml.YAMLError):
-                fate = None
-    if len(_FATES) < _MAX_FATES:
-        _FATES[value] = fate
-    return fate
+    if len(_TAGS) < _MAX_TAGS:
+        _TAGS[value] = tag
+    return tag
+
+
+def _as_read(value: str, path: tuple[str, ...]) -> None:
+    """Check that the plain scalar ``value`` at ``path`` (one the record is read at) reads as
+    the string it is: a string, or one of the API's string fields written plain (not a null)."""
+    tag = _tag(value)
+    if tag != _STR and (tag == _NULL or not is_text_field(path)):
+        raise _Other("a plain scalar that is no string where the record reads it")
 
 
 def _unescape(found: re.Match[str]) -> str:
@@ -365,9 +360,8 @@ def light_entry(text: str) -> dict[str, Any]:
             continue
         else:
             scalar, taken = _plain(value, lines, index, indent)
-            fate = _fate(scalar)
-            if fate is None or (not fate and path in _READ):
-                raise _Other("a plain scalar PyYAML reads as another type")
+            if path in _READ:
+                _as_read(scalar, path)
         mapping[key] = scalar
         index += taken
     if not root:
@@ -408,7 +402,8 @@ class GcloudYamlScanner:
         while True:
             more = read()
             if not more:
-                self._block(data)
+                if not self._directed(data, stream, limit):
+                    self._block(data)
                 return
             data += more
             cut = data.rfind(_BETWEEN)
@@ -419,8 +414,25 @@ class GcloudYamlScanner:
                     self._read_plainly(data, stream)
                     return
                 continue
+            if self._directed(data[: cut + 1], stream, limit, data):
+                return
             self._block(data[: cut + 1])
             data = data[cut + 1 :]
+
+    def _directed(
+        self, block: bytes, stream: BinaryIO, limit: int, data: bytes | None = None
+    ) -> bool:
+        """Whether ``block`` (at the start of ``data``, the bytes read and not taken) holds a
+        directive line, the rest of the input then read by the plain reader (a range:
+        :class:`Unusual`). It changes how the document after it is read (``%YAML 1.1``: by
+        YAML 1.1's schema), and which document that is, the range's or the next's, is the
+        plain reader's to tell."""
+        if block[:1] != b"%" and b"\n%" not in block:
+            return False
+        if limit >= 0:
+            raise Unusual("a YAML directive")
+        self._read_plainly(block if data is None else data, stream)
+        return True
 
     def _read_plainly(self, data: bytes, stream: BinaryIO) -> None:
         """The rest of the input, from ``data`` (at a line's start), by the plain reader."""
@@ -431,7 +443,9 @@ class GcloudYamlScanner:
             self._plainly_lines(pieces, None)
         if tail:
             self._plainly_lines([tail], None)
-        self._flush()
+        for record in self._flush():  # (the last document's: counted and matched too)
+            self._count(record)
+            self._match_all(record)
 
     def _block(self, block: bytes) -> None:
         """Whole documents and the "---" lines between them."""
@@ -666,8 +680,9 @@ _KEY = r"[A-Za-z_][\w./-]*"
 
 def _scalar(indent: int, *, generic: bool) -> str:
     """A scalar value on the line of its key at ``indent`` and the lines it goes on over. A
-    value no reader reads (``generic``) is plain only from a letter: such a value is a string,
-    a bool or a null, which PyYAML always builds (a number it may fail to)."""
+    value no reader reads (``generic``) is plain only from a letter (as under YAML 1.1, where a
+    number could fail to build: a document with other plain values is read by the line
+    reader, which takes them)."""
     deeper = f"(?= {{{indent + 1}}}| *\\n)"
     first = "[A-Za-z]" if generic else f"(?:{_FIRST}|[-?:]\\S)"
     plain = f"{first}{_plain_rest()}(?:\\n {{{indent + 1},}}{_FIRST}{_plain_rest()})*"
@@ -799,9 +814,10 @@ def _compiled() -> re.Pattern[str]:
 _UNSAFE_FIRST = frozenset("-?:,[]{}#&*!|>'\"%@` ").union(key for key in _RESOLVERS if key)
 
 
-def _value(raw: str, indent: int, last: bool) -> str:
-    """The value of a scalar whose lines the skeleton captured (``last``: its last line is the
-    document's), read as the line reader reads it; :class:`_Other` outside the subset."""
+def _value(raw: str, indent: int, last: bool, path: tuple[str, ...]) -> str:
+    """The value of a scalar at ``path`` whose lines the skeleton captured (``last``: its last
+    line is the document's), read as the line reader reads it; :class:`_Other` outside the
+    subset."""
     lines = raw.split("\n")
     first = lines[0]
     start = first[0]
@@ -811,8 +827,7 @@ def _value(raw: str, indent: int, last: bool) -> str:
         value, taken = _literal(first, lines, 0, indent, last=last)
     else:
         value, taken = _plain(first, lines, 0, indent)
-        if _fate(value) is not True:
-            raise _Other("a plain scalar PyYAML reads as another type")
+        _as_read(value, path)
     if taken != len(lines):
         raise _Other("a scalar with blank lines after it")
     return value
@@ -851,7 +866,7 @@ def skeleton_fields(text: str) -> EntryFields | str | None:
     for name, raw in [pair for pair in zip(_NAMES, found.groups(), strict=True) if pair[1]]:
         first = raw[0]
         if "\n" in raw:
-            values[name] = _value(raw, _INDENT[name], found.end(name) == end)
+            values[name] = _value(raw, _INDENT[name], found.end(name) == end, _SLOTS[name])
         elif first == "'" and raw[-1] == "'" and len(raw) > 1 and "'" not in raw[1:-1]:
             values[name] = raw[1:-1]
         elif (
@@ -863,7 +878,7 @@ def skeleton_fields(text: str) -> EntryFields | str | None:
             # Plain (as _check_plain has it), and no resolver's pattern begins so: a string.
             values[name] = raw
         else:
-            values[name] = _value(raw, _INDENT[name], found.end(name) == end)
+            values[name] = _value(raw, _INDENT[name], found.end(name) == end, _SLOTS[name])
     kind = values.get(_KIND_GROUP)
     if kind and kind not in JOB_RESOURCE_TYPES:
         return OTHER_RESOURCE + kind

@@ -177,11 +177,12 @@ def _write_logs_explorer(entries: Iterable[dict[str, Any]], out: TextIO) -> None
 
 
 class _Yaml12Resolver(yaml.resolver.BaseResolver):
-    """The YAML 1.2 core schema's implicit types, as ruamel.yaml (gcloud's printer, YAML 1.2 by
-    default) resolves them when it decides whether a string needs quotes: ``yes``, ``on``,
-    ``1:20`` and ``017`` are strings in 1.2, so gcloud writes them plain (PyYAML, a 1.1 reader,
-    then reads a bool or a number), while ``0x10``, ``1e3``, ``true``, ``null`` and timestamps
-    are quoted."""
+    """ruamel.yaml's YAML 1.2 implicit types (its resolver.py, 0.19.1), which gcloud's printer
+    (YAML 1.2 by default) consults to decide whether a string needs quotes: wider than the 1.2
+    core schema (``017``, ``1_000``, ``0b1`` and timestamps are quoted too), narrower in one
+    form (``.5e3``, a float to the core schema, is written plain). ``yes``, ``on``, ``1:20`` are
+    strings in 1.2, so gcloud writes them plain (PyYAML, a 1.1 reader, reads a bool or a
+    number)."""
 
 
 for _tag, _pattern, _first in (
@@ -190,8 +191,7 @@ for _tag, _pattern, _first in (
         "float",
         r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
         |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-        |\.[0-9_]+(?:[eE][-+][0-9]+)?
-        |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+        |[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?
         |[-+]?\.(?:inf|Inf|INF)
         |\.(?:nan|NaN|NAN))$""",
         "-+0123456789.",
@@ -200,7 +200,7 @@ for _tag, _pattern, _first in (
         "int",
         r"""^(?:[-+]?0b[0-1_]+
         |[-+]?0o?[0-7_]+
-        |[-+]?(?:0|[1-9][0-9_]*)
+        |[-+]?[0-9_]+
         |[-+]?0x[0-9a-fA-F_]+)$""",
         "-+0123456789",
     ),
