@@ -669,7 +669,7 @@ def simulate(
             "--format",
             "-f",
             help="jsonl, gcloud-json, stream-logs, logs-explorer, yaml, explorer-json, "
-            "explorer-csv, summary-lines, utf16, web-page.",
+            "explorer-csv, summary-lines, utf16, web-page, api-response.",
         ),
     ] = "jsonl",
     seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,

@@ -119,12 +119,16 @@ class InputStats:
     # True for a text taken from a web page's source, read with its <br> tags as line ends
     # (ingest.webtext): ``lines`` counts those lines.
     web_text: bool = False
+    # True when the input's last Logging API response carries a nextPageToken: the API had
+    # more entries for the request, the pages after it are not in the input.
+    more_pages: bool = False
 
     def restart(self) -> None:
         """Zero the line counts, for a source that is read again from its start."""
         self.lines = self.records = self.used = self.skipped = self.invalid_utf8 = 0
         self.skip_reasons.clear()
         self.cut_line = None
+        self.more_pages = False
 
     def add(self, other: InputStats) -> None:
         """Add the line counts of ``other`` (another part of the same input)."""
@@ -136,6 +140,7 @@ class InputStats:
         self.skip_reasons.update(other.skip_reasons)
         if other.cut_line is not None:  # only the input's last part can end inside a line
             self.cut_line = other.cut_line
+        self.more_pages |= other.more_pages  # only the input's last part reads its end
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` lines as skipped for ``reason``."""
@@ -144,7 +149,8 @@ class InputStats:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``inputs[]`` object of the JSON contract (``invalid_utf8`` only when some line
-        had to be repaired, ``cut_line`` only when the input ends inside its last line)."""
+        had to be repaired, ``cut_line`` only when the input ends inside its last line,
+        ``more_pages`` only when its last Logging API response has a nextPageToken)."""
         found: dict[str, Any] = {
             "path": self.path,
             "format": self.format,
@@ -159,6 +165,8 @@ class InputStats:
             found["invalid_utf8"] = self.invalid_utf8
         if self.cut_line is not None:
             found["cut_line"] = self.cut_line
+        if self.more_pages:
+            found["more_pages"] = True
         return found
 
 

@@ -38,7 +38,15 @@ from analyzer.simulate import SCENARIOS, encoding, expected, simulate, write
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ROOT / "tests" / "fixtures" / "shapes"
 TRIALS = ROOT / "tests" / "fixtures" / "real_shapes" / "hp-tuning-trials.jsonl"
-NEW_FORMATS = ("yaml", "explorer-json", "explorer-csv", "summary-lines", "utf16", "web-page")
+NEW_FORMATS = (
+    "yaml",
+    "explorer-json",
+    "explorer-csv",
+    "summary-lines",
+    "utf16",
+    "web-page",
+    "api-response",
+)
 # Formats whose lines carry no job id: one job per file only.
 TEXT = {"summary-lines", "utf16", "stream-logs", "web-page"}
 SINK_FORMATS = {
@@ -48,6 +56,7 @@ SINK_FORMATS = {
     "summary-lines": "logs-explorer-summary",
     "utf16": "stream-logs",
     "web-page": "stream-logs",
+    "api-response": "logging-api-response",
 }
 
 

@@ -348,6 +348,22 @@ def test_gcloud_json_fast_is_plain(
     assert (scanner.resumed_at is None) is light
 
 
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+@pytest.mark.usefixtures("small_ranges")
+def test_api_responses_fast_is_plain(scenario: str, book: RuleBook, tmp_path: Path) -> None:
+    # The Logging API's entries:list pages (simulate -f api-response), read lightly to their
+    # end: more layouts, damaged and cut ones, in tests/test_api_response.py.
+    path = tmp_path / f"{scenario}.json"
+    path.write_text(_written(scenario, "api-response"), encoding="utf-8")
+    _same(path, book)
+    scanner = GcloudJsonScanner(
+        InputStats(path=str(path)), book.may_match_texts, book.match, resume=True, api=True
+    )
+    with path.open("rb") as stream:
+        scanner.scan(stream)
+    assert scanner.resumed_at is None
+
+
 def test_entry_cuts_are_between_entries(tmp_path: Path) -> None:
     path = tmp_path / "oom.json"
     path.write_text(_written("oom", "gcloud-json"), encoding="utf-8")

@@ -1,5 +1,5 @@
-"""The fast scan of the other readers' inputs: stream-logs text, gcloud's JSON array and
-gcloud's YAML.
+"""The fast scan of the other readers' inputs: stream-logs text, gcloud's JSON array,
+gcloud's YAML and the Logging API's entries:list responses.
 
 Each is read by its light scanner (``streamlogs``, ``gcloudjson``, ``gcloudyaml``) into what the
 sink scan gives (:class:`~analyzer._fastscan.parallel.RangeScan`), so the classify stage treats
@@ -38,7 +38,10 @@ if TYPE_CHECKING:
 STREAM_LOGS = Format.STREAM_LOGS.value
 GCLOUD_JSON = Format.GCLOUD_JSON.value
 GCLOUD_YAML = Format.GCLOUD_YAML.value
-FORMATS = frozenset({STREAM_LOGS, GCLOUD_JSON, GCLOUD_YAML})
+LOGGING_API = Format.LOGGING_API.value
+FORMATS = frozenset({STREAM_LOGS, GCLOUD_JSON, GCLOUD_YAML, LOGGING_API})
+# Read in ranges that may turn out unusual (the file is then read again, record by record).
+_MAY_FAIL = (GCLOUD_JSON, GCLOUD_YAML, LOGGING_API)
 
 
 class _Scanner(Protocol):
@@ -71,6 +74,10 @@ def _scanner(form: str) -> _Scanner:
         from analyzer._fastscan.gcloudyaml import scan_gcloud_yaml
 
         return scan_gcloud_yaml
+    if form == LOGGING_API:
+        from analyzer._fastscan.gcloudjson import scan_api_response
+
+        return scan_api_response
     from analyzer._fastscan.gcloudjson import scan_gcloud_json
 
     return scan_gcloud_json
@@ -85,6 +92,10 @@ def _ranges(form: str) -> _Ranges:
         from analyzer._fastscan.gcloudyaml import document_ranges
 
         return document_ranges
+    if form == LOGGING_API:
+        from analyzer._fastscan.gcloudjson import response_ranges
+
+        return response_ranges
     from analyzer._fastscan.gcloudjson import entry_ranges
 
     return entry_ranges
@@ -204,9 +215,7 @@ def _scan_pooled(
     weights = [_task_work(task, files[owner[task[0]]]) for task in tasks]
     order = sorted(tasks, key=lambda task: -weights[task[0]])
     told: list[Share | None] = [
-        None
-        if task[1] in (GCLOUD_JSON, GCLOUD_YAML) and task[4] != -1
-        else shares.get(id(files[owner[task[0]]]))
+        None if task[1] in _MAY_FAIL and task[4] != -1 else shares.get(id(files[owner[task[0]]]))
         for task in tasks
     ]
 

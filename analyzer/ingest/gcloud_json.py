@@ -8,6 +8,13 @@ on) are used if it gave a record, else skipped with the reason; lines holding
 only array syntax (``[``, ``]``, commas) are used; other text between entries is
 skipped; an unfinished entry at the end of the input is skipped as "truncated
 JSON array".
+
+The same state machine reads the Logging API's own answer (``entries:list``'s response body,
+:func:`read_api_response`): ``{"entries": [LogEntry, ...], "nextPageToken": "..."}``, one such
+response, several one after another (a line each, or pretty-printed), or a JSON array of them.
+It steps into each response's ``entries`` array, whose elements are read as an array's are; the
+response's own syntax (``{``, ``"entries": [``, ``],``, ``"nextPageToken": "..."``, ``}``) is
+used; another field of a response is skipped, with its reason.
 """
 
 from __future__ import annotations
@@ -31,12 +38,23 @@ from analyzer.records import InputStats, LogRecord, Origin
 
 TRUNCATED = "truncated JSON array"
 OUTSIDE = "text outside the JSON array"
+# A response's field other than its entries and its nextPageToken: no part of entries:list's
+# answer (ListLogEntriesResponse has those two), so what it holds is not known to be entries.
+OTHER_FIELD = "not an entries:list response field"
+# An ``error`` object where a response's fields are: the API refused the request (a page of
+# a script's loop that failed, saved with the others).
+API_ERROR = "Logging API error response"
+_ENTRIES_KEY = b"entries"
+_TOKEN_KEY = b"nextPageToken"
+# A response level's string is kept only as long as a key of interest can be.
+_KEY_LIMIT = 32
 
 CHUNK_SIZE = 1 << 20
 
 _STRUCTURE = re.compile(rb'[{}\[\]"]')
 _STRING_STOP = re.compile(rb'["\\]')
 _ARRAY_SYNTAX = b" \t\r\n,"
+_BLANK = b" \t\r\n"
 # Array syntax up to an element's "{" alone on its line, after its indentation.
 _ELEMENT_START = re.compile(rb"[ \t\r\n,]*\n([ \t]*)\{(?=\r?\n)")
 # Any other layout: array syntax, then an element's "{"; and where an element may end.
@@ -88,9 +106,27 @@ class _Ledger:
 
 
 class _Scanner:
-    """The array's structure so far: nesting depth, string state, the element being read."""
+    """The array's structure so far: nesting depth, string state, the element being read.
 
-    def __init__(self) -> None:
+    ``api``: the input is the Logging API's responses (:func:`read_api_response`): the depths
+    outside an element are then the top level, an array of responses, a response's fields and
+    its ``entries`` array, whose elements are the entries.
+    """
+
+    def __init__(self, api: bool = False) -> None:
+        self.api = api
+        # The depth whose elements are entries: gcloud's array; for the API, a response's
+        # entries array once stepped into (-1: none is open).
+        self.entries_depth = -1 if api else 1
+        self.response_depth = -1  # inside a response's braces, -1 when outside one
+        self.pages_depth = -1  # inside an array of responses, -1 when outside one
+        self.key_from = -1  # where a response level's string began in this chunk, -1: none
+        self.key_pieces: list[bytes] = []  # its bytes from earlier chunks
+        self.after_string: bytes | None = None  # a string just closed: a key if ":" follows
+        self.key = b""  # the response field whose value comes next
+        self.string_line = 0  # the line a response level's string began on
+        self.token = False  # the last response has a nextPageToken (more pages were there)
+        self.forced: str | None = None  # the open element's reason, given without reading it
         self.depth = 0
         self.in_string = False
         self.escaped = False  # a backslash ended the previous chunk inside a string
@@ -118,8 +154,18 @@ class _Scanner:
 
 def read_gcloud_json(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Yield one record per LogEntry object of the JSON array(s) in ``stream``."""
+    return _read(stream, stats, _Scanner())
+
+
+def read_api_response(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+    """Yield one record per LogEntry object of the Logging API responses in ``stream``:
+    ``entries:list``'s response bodies, one or several (a line each, one after another, or in a
+    JSON array), their ``entries`` read as an array's elements (see the module's docstring)."""
+    return _read(stream, stats, _Scanner(api=True))
+
+
+def _read(stream: BinaryIO, stats: InputStats, scan: _Scanner) -> Iterator[LogRecord]:
     ledger = _Ledger(stats)
-    scan = _Scanner()
     path = stats.path
     last_byte = b""
     first = True
@@ -135,6 +181,9 @@ def read_gcloud_json(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]
         if scan.open_depth != -1:
             scan.pieces.append(chunk[max(scan.start, 0) :])
             scan.start = -1
+        if scan.key_from != -1:
+            _keep_key(scan, chunk[scan.key_from :])
+            scan.key_from = 0
         scan.line_at(chunk, len(chunk))
     if not last_byte:
         return
@@ -142,6 +191,11 @@ def read_gcloud_json(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]
     stats.lines = total
     if scan.open_depth != -1:
         ledger.entry(scan.open_line, total, TRUNCATED)
+    if scan.after_string is not None and scan.key == _TOKEN_KEY:
+        scan.token = bool(scan.after_string)  # the input ends right after the token's value
+    # The API had more entries than the input holds: its last response says where the next
+    # page begins (entries:list's answer is not cut, it is one page of several).
+    stats.more_pages = scan.token
     if scan.depth > 0:
         # gcloud and the Logs Explorer always close the array: an input that ends inside it
         # was cut short (a paste, a download stopped early), whatever entries were whole.
@@ -153,7 +207,18 @@ def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Ite
     size = len(chunk)
     position = 0
     while position < size:
-        if scan.depth == 1 and scan.open_depth == -1 and not scan.in_string:
+        if scan.after_string is not None:
+            # A response level's string closed: a field's name when a ":" follows it.
+            while position < size and chunk[position] in _BLANK:
+                position += 1
+            if position == size:
+                return
+            if chunk[position : position + 1] == b":":
+                _field(scan.after_string, chunk, position, scan, ledger)
+            elif scan.key == _TOKEN_KEY:
+                scan.token = bool(scan.after_string)
+            scan.after_string = None
+        if scan.depth == scan.entries_depth and scan.open_depth == -1 and not scan.in_string:
             # Between two elements of the array: try the whole next element at once.
             element = _indented_element(chunk, position) or _next_element(chunk, position)
             if element is not None:
@@ -182,11 +247,16 @@ def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Ite
                 continue
             scan.in_string = False
             position = match.end()
+            if scan.key_from != -1:
+                _keep_key(scan, chunk[scan.key_from : match.start()])
+                scan.after_string = b"".join(scan.key_pieces)
+                scan.key_from, scan.key_pieces = -1, []
             continue
 
         match = _STRUCTURE.search(chunk, position)
         stop = size if match is None else match.start()
-        if scan.open_depth == -1:
+        fields = scan.depth == scan.response_depth and scan.open_depth == -1
+        if scan.open_depth == -1 and not fields:
             _mark_stray(chunk, position, stop, scan, ledger)
         if match is None:
             return
@@ -194,15 +264,21 @@ def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Ite
         position = match.end()
         if char == b'"':
             scan.in_string = True
-            if scan.open_depth == -1:
+            if fields:
+                scan.key_from = position
+            elif scan.open_depth == -1:
                 ledger.stray.setdefault(scan.line_at(chunk, match.start()), _stray_reason(scan))
-        elif char == b"[" and scan.depth == 0 and scan.open_depth == -1:
+        elif scan.api and scan.open_depth == -1 and _api_structure(char, fields, scan):
+            continue
+        elif char == b"[" and scan.depth == 0 and scan.open_depth == -1 and not scan.api:
             scan.depth = 1  # the array itself
         elif char in (b"{", b"["):
             if scan.open_depth == -1:
                 scan.open_depth = scan.depth
                 scan.start = match.start()
                 scan.open_line = scan.line_at(chunk, match.start())
+                if fields:
+                    scan.forced = _field_reason(scan.key)
             scan.depth += 1
         elif scan.depth == 0:
             ledger.stray.setdefault(scan.line_at(chunk, match.start()), OUTSIDE)
@@ -210,6 +286,60 @@ def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Ite
             scan.depth -= 1
             if scan.depth == scan.open_depth:
                 yield from _close_element(chunk, match.start(), position, scan, ledger, path)
+
+
+def _api_structure(char: bytes, fields: bool, scan: _Scanner) -> bool:
+    """Step into or out of the API's levels for ``char`` (a bracket outside any element):
+    whether it was one of theirs (else it opens or closes an element, or is stray)."""
+    depth = scan.depth
+    if char == b"{" and (depth == 0 or depth == scan.pages_depth):
+        scan.depth = scan.response_depth = depth + 1  # a response
+        scan.key = b""
+        scan.token = False
+        return True
+    if char == b"[" and depth == 0:
+        scan.depth = scan.pages_depth = 1  # an array of responses
+        return True
+    if char == b"[" and fields and scan.key == _ENTRIES_KEY:
+        scan.depth = scan.entries_depth = depth + 1  # the response's entries
+        return True
+    if char == b"]" and depth == scan.entries_depth:
+        scan.depth -= 1
+        scan.entries_depth = -1
+        scan.key = b""
+        return True
+    if char == b"}" and fields:
+        scan.depth -= 1
+        scan.response_depth = -1
+        return True
+    if char == b"]" and depth == scan.pages_depth:
+        scan.depth -= 1
+        scan.pages_depth = -1
+        return True
+    return False
+
+
+def _keep_key(scan: _Scanner, piece: bytes) -> None:
+    """Keep ``piece`` of a response level's string, up to what a field name of interest is."""
+    if sum(map(len, scan.key_pieces)) <= _KEY_LIMIT:
+        scan.key_pieces.append(piece[: _KEY_LIMIT + 1])
+
+
+def _field(name: bytes, chunk: bytes, colon: int, scan: _Scanner, ledger: _Ledger) -> None:
+    """A response's field ``name`` (its ``:`` at ``colon``): its value comes next; the line of
+    a field that is no part of the response is skipped (a nested value's lines with it)."""
+    scan.key = name
+    reason = _field_reason(name)
+    if reason is not None:
+        ledger.stray.setdefault(scan.line_at(chunk, colon), reason)
+
+
+def _field_reason(name: bytes) -> str | None:
+    """Why a response's field ``name`` is skipped (None: it is one of the response's own; its
+    entries are stepped into, its nextPageToken is the response's syntax)."""
+    if name in (_ENTRIES_KEY, _TOKEN_KEY):
+        return None
+    return API_ERROR if name == b"error" else OTHER_FIELD
 
 
 def _indented_element(chunk: bytes, position: int) -> tuple[int, int, dict[str, Any]] | None:
@@ -283,7 +413,12 @@ def _close_element(
     scan.pieces, scan.start, scan.open_depth = [], -1, -1
     first_line, last_line = scan.open_line, scan.line_at(chunk, close)
     outcome: LogRecord | str
-    if raw[:1] != b"{":
+    forced, scan.forced = scan.forced, None
+    if forced is not None or (scan.api and scan.depth == scan.response_depth):
+        # A response's field that is not its entries: not read (an entries value that is no
+        # array is none of the response's either).
+        outcome = forced or OTHER_FIELD
+    elif raw[:1] != b"{":
         outcome = NOT_AN_ENTRY
     else:
         try:

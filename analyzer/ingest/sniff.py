@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import re
 from enum import StrEnum
+from typing import Any
+
+import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.preamble import is_preamble_bytes
@@ -25,6 +29,8 @@ class Format(StrEnum):
 
     CLOUD_LOGGING_JSONL = "cloud-logging-jsonl"
     GCLOUD_JSON = "gcloud-json"  # also the Logs Explorer's JSON download: an array too
+    # The Logging API's own answer: entries:list response bodies, {"entries": [...], ...}.
+    LOGGING_API = "logging-api-response"
     GCLOUD_YAML = "gcloud-yaml"
     STREAM_LOGS = "stream-logs"
     LOGS_EXPLORER = "logs-explorer"
@@ -161,6 +167,11 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     body = head.lstrip()
     if not body:
         return Format.EMPTY
+    if body[:1] in (b"{", b"[") and (_API_RESPONSE.match(body) or _API_ERROR.match(body)):
+        return _api_response(body, name, complete)
+    if complete and _EMPTY_RESPONSES.fullmatch(body):
+        # What entries:list answers when nothing matched (and no other export writes).
+        raise InputError(f"{name}: {no_entries([])}")
     # "[" alone could start a bracketed text log line ("[2022-09-21 ...] INFO").
     if body[:1] == b"[" and body[1:].lstrip()[:1] in (b"{", b"]", b""):
         return Format.GCLOUD_JSON
@@ -204,6 +215,81 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     if votes[best] and votes[best] * 2 >= len(filled):
         return best
     return Format.PLAIN_TEXT
+
+
+# The Logging API's answer to entries:list (ListLogEntriesResponse): its fields first, of one
+# response or of the first of several (a JSON array of them, or one after another). No
+# LogEntry has these fields.
+_API_RESPONSE = re.compile(rb'\[?\s*(?:\{\s*\}\s*,?\s*)*\{\s*"(?:entries|nextPageToken)"\s*:')
+# Nothing but empty responses ({} is what entries:list answers when nothing matched).
+_EMPTY_RESPONSES = re.compile(rb"[\[\]{},\s]*\{\s*\}[\[\]{},\s]*")
+# Google's error body (google.rpc.Status): {"error": {"code": 403, "message": ..., "status": ...}}.
+_API_ERROR = re.compile(rb'\{\s*"error"\s*:\s*\{')
+_ERROR_MESSAGE = re.compile(rb'"message"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _api_response(body: bytes, name: str, complete: bool) -> Format:
+    """:data:`Format.LOGGING_API` for the head of entries:list's response(s); an InputError
+    when it is the API's error body, or (the whole input in ``body``) responses that hold no
+    entry at all: what the API answers when nothing matched, or when it stopped searching
+    (an empty page with a nextPageToken)."""
+    if _API_ERROR.match(body):
+        raise InputError(f"{name}: {api_error(body)}")
+    if complete:
+        responses = _responses(body)
+        if responses is not None and not any(page.get("entries") for page in responses):
+            raise InputError(f"{name}: {no_entries(responses)}")
+    return Format.LOGGING_API
+
+
+def api_error(body: bytes) -> str:
+    """What an error body of a Google API says: its code, status and message, in one line."""
+    error: Any = None
+    with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+        error = orjson.loads(body).get("error")
+    parts: list[str] = []
+    if isinstance(error, dict):
+        parts = [str(error[key]) for key in ("code", "status") if key in error]
+        message = error.get("message")
+    else:  # cut, or more than the head: the message is near its start
+        found = _ERROR_MESSAGE.search(body)
+        message = found and orjson.loads(b'"' + found.group(1) + b'"')
+    said = " ".join(parts)
+    if isinstance(message, str) and message:
+        said = f"{said}: {' '.join(message.split())}" if said else " ".join(message.split())
+    return (
+        "a Logging API error response, not log entries"
+        + (f" ({said})" if said else "")
+        + ": fix the request (its credentials, project or filter) and save the response again"
+    )
+
+
+def no_entries(responses: list[dict[str, Any]]) -> str:
+    """Why responses without an entry are refused: nothing matched, or the search stopped."""
+    if any(page.get("nextPageToken") for page in responses):
+        return (
+            "the Logging API response holds no entries, but a nextPageToken: the search stopped"
+            " before it found any (entries:list answers so when searching takes long); request"
+            " the next page with that pageToken, or narrow the filter's time window"
+        )
+    return (
+        "the Logging API response holds no entries: the request's filter matched none (check"
+        " its job id, resource.type and time window)"
+    )
+
+
+def _responses(body: bytes) -> list[dict[str, Any]] | None:
+    """The responses of a whole input: one, a JSON array of them, or one a line; None when
+    it is not that (the reader then says what each line is)."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        try:
+            value = [orjson.loads(line) for line in body.splitlines() if line.strip()]
+        except orjson.JSONDecodeError:
+            return None
+    pages = value if isinstance(value, list) else [value]
+    return pages if all(isinstance(page, dict) for page in pages) else None
 
 
 def _entries_explain(lines: list[bytes], start: re.Pattern[bytes]) -> int:

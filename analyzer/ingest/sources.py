@@ -54,6 +54,10 @@ def reader_for(form: Format) -> Reader:
         from analyzer.ingest.gcloud_json import read_gcloud_json
 
         return read_gcloud_json
+    if form is Format.LOGGING_API:
+        from analyzer.ingest.gcloud_json import read_api_response
+
+        return read_api_response
     if form is Format.GCLOUD_YAML:
         from analyzer.ingest.gcloud_yaml import read_gcloud_yaml
 

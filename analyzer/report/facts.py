@@ -50,9 +50,26 @@ def cut_line(stats: InputStats) -> str | None:
     not): the entries read are whole, but what followed them is not in the input."""
     if stats.cut_line is None or CUT_SHORT in stats.skip_reasons or CUT_ROW in stats.skip_reasons:
         return None  # a line or a row cut short says it in its skip line
+    if stats.format == "logging-api-response":
+        return (
+            f"line {stats.cut_line:,}, the last, ends inside a Logging API response (its"
+            " entries or its braces not closed): the input was cut short, entries after it"
+            " are not in it"
+        )
     return (
         f"line {stats.cut_line:,}, the last, ends inside the JSON array (no closing ]): the"
         " input was cut short, entries after it are not in it"
+    )
+
+
+def more_pages_line(stats: InputStats) -> str | None:
+    """The line that says the input's last Logging API response has a nextPageToken (None
+    when it has none): the request matched more entries than the input holds."""
+    if not stats.more_pages:
+        return None
+    return (
+        "its last Logging API response has a nextPageToken: the request matched more entries,"
+        " and the pages after it are not in the input (request them with that pageToken)"
     )
 
 

@@ -35,6 +35,7 @@ from analyzer.report.facts import (
     depth_facts,
     evidence_events,
     first_line,
+    more_pages_line,
     observed_word,
     period,
     plural,
@@ -328,6 +329,8 @@ def _footer(layout: _Layout, analysis: Analysis) -> None:
             layout.folded(Text("  "), line, 4)
         if (cut := cut_line(stats)) is not None:
             layout.folded(Text("  "), _Text(f"{stats.path}: {cut}", style="dim"), 4)
+        if (more := more_pages_line(stats)) is not None:
+            layout.folded(Text("  "), _Text(f"{stats.path}: {more}", style="dim"), 4)
     for rule in analysis.disabled_rules:
         line = _Text(f"rule {rule} kept timing out and was disabled for the rest of the run")
         layout.folded(Text("  "), line, 4)

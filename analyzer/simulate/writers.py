@@ -20,6 +20,10 @@
 - ``utf16``: ``stream-logs`` redirected by Windows PowerShell: UTF-16 LE with a
   byte-order mark, CRLF line ends (see :func:`encoding`: written as text here,
   encoded by whoever writes the bytes).
+- ``api-response``: what ``curl -X POST .../v2/entries:list`` saves, a page after another (a
+  script's loop appending each response body): ``{"entries": [...], "nextPageToken": "..."}``
+  pretty-printed as the API sends it (indent 2, the API's key order), oldest first (the default
+  ``orderBy``, ``timestamp asc``), :data:`API_PAGE_SIZE` entries a page, no token on the last.
 - ``web-page``: ``stream-logs`` as a blog post's source keeps it: one physical line, each
   line end a ``<br />`` tag, ``&``, ``<``, ``>`` and quotes as entities
   (``analyzer/ingest/webtext.py``).
@@ -54,7 +58,10 @@ FORMATS = (
     "summary-lines",
     "utf16",
     "web-page",
+    "api-response",
 )
+# entries:list's default pageSize.
+API_PAGE_SIZE = 50
 _ENCODINGS = {"utf16": "utf-16-le"}
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MARKED = re.compile(r"[-/@(\"]")
@@ -99,6 +106,8 @@ def write(entries: Iterable[dict[str, Any]], fmt: str, out: TextIO, *, seed: int
         _write_explorer_csv(entries, out)
     elif fmt == "summary-lines":
         _write_summary_lines(entries, out)
+    elif fmt == "api-response":
+        _write_api_pages(entries, out, seed=seed)
     elif fmt == "utf16":
         text = io.StringIO()
         _write_stream_logs(entries, text)
@@ -289,6 +298,32 @@ def _write_explorer_csv(entries: Iterable[dict[str, Any]], out: TextIO) -> None:
     writer.writerow([_csv_cell(name) for name in header])
     for cells in rows:
         writer.writerow([_csv_cell(cells[name]) if name in cells else "" for name in header])
+
+
+def api_pages(
+    entries: Iterable[dict[str, Any]], *, page_size: int = API_PAGE_SIZE, seed: int = 0
+) -> Iterator[dict[str, Any]]:
+    """``entries`` (in time order) as entries:list's responses of ``page_size`` entries, each
+    but the last with an opaque ``nextPageToken``; none at all (``{}``) for no entries."""
+    rng = random.Random(f"pages:{seed}")
+    page: list[dict[str, Any]] = []
+    for entry in entries:
+        if len(page) == page_size:
+            yield {"entries": page, "nextPageToken": _page_token(rng)}
+            page = []
+        page.append(entry)
+    yield {"entries": page} if page else {}
+
+
+def _page_token(rng: random.Random) -> str:
+    # Tokens are opaque base64 of the API's cursor: only their alphabet matters here.
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    return "EAA4" + "".join(rng.choice(alphabet) for _ in range(120))
+
+
+def _write_api_pages(entries: Iterable[dict[str, Any]], out: TextIO, *, seed: int) -> None:
+    for page in api_pages(sorted(entries, key=entry_ns), seed=seed):
+        out.write(json.dumps(page, indent=2, ensure_ascii=False) + "\n")
 
 
 def _write_summary_lines(entries: Iterable[dict[str, Any]], out: TextIO) -> None:
