@@ -17,9 +17,10 @@ from analyzer.timeline import Attempt, WorkerTimeline, replica_task
 MESSAGE_LIMIT = 400
 
 
-# platform.md section 7: 137 (SIGKILL), or the raw signal 9 in legacy logs; alone they do not
-# prove an OOM, beside the platform's memory message they confirm it.
-_KILLED = frozenset({9, 137})
+# platform.md section 7: 137 (SIGKILL), or the raw signal 9 in legacy logs (-9 in the legacy
+# runner's own line); alone they do not prove an OOM, beside the platform's memory message
+# they confirm it.
+_KILLED = frozenset({-9, 9, 137})
 
 
 def _message(event: Event) -> str:
@@ -53,14 +54,30 @@ def _supporting(attempt: Attempt, first: Event, task: str | None) -> tuple[Origi
     return tuple(origins)
 
 
+def own_exit(event: Event) -> bool:
+    """Whether ``event`` is a replica's report of its own process's exit: the runner's exit
+    line, or a failure line with an exit code written on the replica's own log (the legacy
+    runner's ``Command '...' returned non-zero exit status -9``), which names no replica."""
+    if event.kind is EventKind.WORKER_EXITED:
+        return True
+    return (
+        event.kind is EventKind.ERROR
+        and event.match.writer is Writer.ANY
+        and event.task is not None
+        and int_field(event, "exit_code") is not None
+        and str_field(event, "replica") is None
+    )
+
+
 def cause_from_event(attempt: Attempt, event: Event, category: Category) -> Cause:
     replica = str_field(event, "replica") or str_field(event, "pool")
-    task = event.task if event.kind is EventKind.WORKER_EXITED else replica
+    exits = own_exit(event)
+    task = event.task if exits else replica
     return Cause(
         category=category,
         rule=event.match.rule,
         lang=event.match.lang,
-        replica=replica or (event.task if event.kind is EventKind.WORKER_EXITED else None),
+        replica=replica or (event.task if exits else None),
         exit_code=int_field(event, "exit_code"),
         region=str_field(event, "region"),
         message=_message(event),

@@ -18,6 +18,7 @@ from analyzer.causes import (
     cause_from_event,
     first_cause,
     int_field,
+    own_exit,
     restarts_exhausted,
     str_field,
 )
@@ -35,6 +36,7 @@ from analyzer.events import (
     Category,
     Event,
     EventKind,
+    Writer,
 )
 from analyzer.jobspec import JobSpec
 from analyzer.policy import RetryPolicy
@@ -459,12 +461,32 @@ def _evidence_notes(
             f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
             " out-of-memory message: the memory message confirms it was memory"
         )
+    if cause is not None and _runner_report_only(timeline, cause):
+        signal = f", {cause.signal}" if cause.signal else ""
+        notes.append(
+            f"{cause.replica}'s exit ({cause.exit_code}{signal}) is read from its own"
+            " runner's line; the input holds no failure message of the service, so how the"
+            " job ended is predicted and why the process ended is not shown"
+        )
     if cause is not None and cause.detail == "output-not-in-input":
         notes.append(
             "the input holds the service's messages but not the container's own output:"
             " fetch the job's whole log (jobdoctor fetch) or open the console link"
         )
     return notes
+
+
+def _runner_report_only(timeline: JobTimeline, cause: Cause) -> bool:
+    """Whether ``cause`` is a replica's own line reporting its exit (the legacy runner's
+    ``returned non-zero exit status -9``) in a job without any failure message of the
+    service (rootcause.runner_exit_only, over the whole job)."""
+    events = [e for a in timeline.attempts for e in a.events]
+    own = [e for e in events if e.origin in cause.evidence[:1]]
+    return (
+        bool(own)
+        and all(e.kind is EventKind.ERROR and own_exit(e) for e in own)
+        and not any(e.kind is EventKind.ERROR and e.match.writer is Writer.SERVICE for e in events)
+    )
 
 
 def _open_tracebacks(timeline: JobTimeline, task: str | None) -> list[str]:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 import regex
 
 from analyzer.events import LIFECYCLE_KINDS, WORKER_KINDS, Event, EventKind, Writer
+from analyzer.exitcodes import decode
 from analyzer.joblog import JobLog, VmSpan
 from analyzer.records import SERVICE_TASK, Origin
 
@@ -294,6 +295,17 @@ class _StartLines:
         return new, moved
 
 
+def _same_exit(first: int | None, second: int | None) -> bool:
+    """Whether two exit codes report one exit: equal, or the same signal in two notations
+    (the legacy runner's Python return code -9 and the service's ``9(SIGKILL)``)."""
+    if first == second:
+        return True
+    if first is None or second is None or (first >= 0 and second >= 0):
+        return False
+    signal = decode(first).signal
+    return signal is not None and signal == decode(second).signal
+
+
 def _worker(
     task: str,
     events: list[Event],
@@ -313,7 +325,7 @@ def _worker(
             exit_code = code if isinstance(code, int) else None
             # The service reports an exit the runner already logged: one exit, not two.
             reported = event.kind is EventKind.ERROR and any(
-                e.exit_code == exit_code
+                _same_exit(e.exit_code, exit_code)
                 and e.time is not None
                 and event.timestamp is not None
                 and timedelta(0) <= event.timestamp - e.time <= _SAME_RESTART
