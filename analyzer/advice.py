@@ -11,6 +11,7 @@ from analyzer.cache import remembered
 from analyzer.diagnosis import Cause, JobState
 from analyzer.errors import PolicyError
 from analyzer.events import Category
+from analyzer.exitcodes import decode
 from analyzer.jobspec import MACHINE_TYPES, JobSpec, larger_machine
 from analyzer.policy import RetryPolicy, builtin_policy_path
 
@@ -60,11 +61,11 @@ def _keys(
         return ["none.failed" if state is JobState.FAILED else "none.running"]
     if cause.detail == "user-rule":
         return ["user-rule"]
-    if cause.detail in ("output-not-in-input", "runner-exit"):
+    if cause.detail == "output-not-in-input":
         # What the exit code alone says, then how to get the output that says more.
         transient = policy.is_transient(cause.exit_code)
         return ["user_code_exception.transient"] * transient + [
-            f"user_code_exception.{cause.detail}"
+            "user_code_exception.output-not-in-input"
         ]
     if cause.detail and f"{cause.category.value}.{cause.detail}" in table:
         return [f"{cause.category.value}.{cause.detail}"]
@@ -142,6 +143,11 @@ def next_step(
     )
 
 
+def _exit_values(last_exit: tuple[str, int]) -> dict[str, object]:
+    task, code = last_exit
+    return {"replica": task, "exit_code": code, "exit_meaning": decode(code).meaning}
+
+
 def advice_for(
     cause: Cause | None,
     state: JobState,
@@ -149,17 +155,22 @@ def advice_for(
     lang: str = "en",
     spec: JobSpec | None = None,
     refused: str | None = None,
+    last_exit: tuple[str, int] | None = None,
 ) -> tuple[str, ...]:
     """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
 
     With the job's ``spec``, out-of-memory advice names the pool's machine type, its memory and
     a larger type of the same family. ``refused``: the API's status when it refused to create
-    the job (no job exists: nothing of its logs to fetch).
+    the job (no job exists: nothing of its logs to fetch). ``last_exit``: a worker (task,
+    exit code) whose non-zero exit ends its lines with nothing of the service after it, in a
+    job without a cause: what that exit shows and what it does not.
     """
     if cause is None and state is JobState.SUCCEEDED:
         return ()
     table = _load(_advice_path())
     keys = ["none.refused"] if cause is None and refused else _keys(cause, state, policy, table)
+    if cause is None and last_exit is not None and state is not JobState.SUCCEEDED:
+        keys.append("none.worker-exit")
     machine = _machine_values(cause, spec)
     if machine is not None and cause is not None and cause.category is Category.OOM:
         keys.append("oom.machine")
@@ -171,6 +182,7 @@ def advice_for(
         "replica": cause.replica if cause and cause.replica else "the replica",
         "exit_code": cause.exit_code if cause and cause.exit_code is not None else "unknown",
         "exit_meaning": cause.exit_meaning if cause and cause.exit_meaning else "meaning unknown",
+        **(_exit_values(last_exit) if cause is None and last_exit is not None else {}),
         "region": cause.region if cause and cause.region else "the region",
         "metric": _metric(cause.message) if cause else "see the message",
         "attempts": (

@@ -41,12 +41,14 @@ def str_field(event: Event, name: str) -> str | None:
 def _supporting(attempt: Attempt, first: Event, task: str | None) -> tuple[Origin, ...]:
     """The lines that back a cause: the failure, the worker's exit, the job's end."""
     origins = [first.origin]
+    exits = exit_origins(attempt)
     for event in attempt.events:
         worker_exit = (
             event.kind is EventKind.WORKER_EXITED
             and task is not None
             and event.task == task
             and (int_field(event, "exit_code") or 0) != 0
+            and event.origin in exits
         )
         job_end = event.kind in (EventKind.JOB_FAILED, EventKind.RETRIES_EXHAUSTED)
         if (worker_exit or job_end) and event.origin not in origins:
@@ -54,30 +56,21 @@ def _supporting(attempt: Attempt, first: Event, task: str | None) -> tuple[Origi
     return tuple(origins)
 
 
-def own_exit(event: Event) -> bool:
-    """Whether ``event`` is a replica's report of its own process's exit: the runner's exit
-    line, or a failure line with an exit code written on the replica's own log (the legacy
-    runner's ``Command '...' returned non-zero exit status -9``), which names no replica."""
-    if event.kind is EventKind.WORKER_EXITED:
-        return True
-    return (
-        event.kind is EventKind.ERROR
-        and event.match.writer is Writer.ANY
-        and event.task is not None
-        and int_field(event, "exit_code") is not None
-        and str_field(event, "replica") is None
-    )
+def exit_origins(attempt: Attempt) -> frozenset[Origin]:
+    """The lines of the attempt's worker exits: one line per exit, where a runner reported
+    one exit in several lines (``Command '...' returned non-zero exit status 1.`` then
+    ``Task completed. Exit code (1). ...``: timeline keeps the one that stands for it)."""
+    return frozenset(gone.origin for worker in attempt.workers for gone in worker.exits)
 
 
 def cause_from_event(attempt: Attempt, event: Event, category: Category) -> Cause:
     replica = str_field(event, "replica") or str_field(event, "pool")
-    exits = own_exit(event)
-    task = event.task if exits else replica
+    task = event.task if event.kind is EventKind.WORKER_EXITED else replica
     return Cause(
         category=category,
         rule=event.match.rule,
         lang=event.match.lang,
-        replica=replica or (event.task if exits else None),
+        replica=replica or (event.task if event.kind is EventKind.WORKER_EXITED else None),
         exit_code=int_field(event, "exit_code"),
         region=str_field(event, "region"),
         message=_message(event),

@@ -16,9 +16,9 @@ from enum import StrEnum
 from analyzer.advice import advice_for
 from analyzer.causes import (
     cause_from_event,
+    exit_origins,
     first_cause,
     int_field,
-    own_exit,
     restarts_exhausted,
     str_field,
 )
@@ -36,10 +36,11 @@ from analyzer.events import (
     Category,
     Event,
     EventKind,
-    Writer,
 )
+from analyzer.exitcodes import decode
 from analyzer.jobspec import JobSpec
 from analyzer.policy import RetryPolicy
+from analyzer.records import SERVICE_TASK
 from analyzer.rootcause import deepen, find_death
 from analyzer.timeline import (
     Attempt,
@@ -218,11 +219,14 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
         cause = restarts_exhausted(attempt, worker, policy)
     if cause is None and (failed_line or recorded is AttemptStatus.FAILED):
         # No service message: the runner's own non-zero exit is the best evidence left.
+        exits = exit_origins(attempt)
         exit_event = next(
             (
                 e
                 for e in attempt.events
-                if e.kind is EventKind.WORKER_EXITED and (int_field(e, "exit_code") or 0) != 0
+                if e.kind is EventKind.WORKER_EXITED
+                and (int_field(e, "exit_code") or 0) != 0
+                and e.origin in exits
             ),
             None,
         )
@@ -444,6 +448,15 @@ def _evidence_notes(
             )
         else:
             notes += _open_tracebacks(timeline, None)
+        if (gone := last_worker_exit(timeline)) is not None:
+            signal = decode(gone.exit_code).signal
+            how = f"{gone.exit_code}, {signal}" if signal else str(gone.exit_code)
+            when = f" at {gone.time:%Y-%m-%d %H:%M:%S}" if gone.time is not None else ""
+            notes.append(
+                f"{gone.task} exited ({how}){when} and no line of the service follows in the"
+                " input: a worker is restarted after a non-zero exit, so whether this ended"
+                " the job is not shown"
+            )
     elif cause is not None and cause.exception is None:
         # The failing replica's traceback, or the tail the service copied into its message,
         # may be in the input without its end: say what is there and what is missing.
@@ -461,13 +474,6 @@ def _evidence_notes(
             f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
             " out-of-memory message: the memory message confirms it was memory"
         )
-    if cause is not None and _runner_report_only(timeline, cause):
-        signal = f", {cause.signal}" if cause.signal else ""
-        notes.append(
-            f"{cause.replica}'s exit ({cause.exit_code}{signal}) is read from its own"
-            " runner's line; the input holds no failure message of the service, so how the"
-            " job ended is predicted and why the process ended is not shown"
-        )
     if cause is not None and cause.detail == "output-not-in-input":
         notes.append(
             "the input holds the service's messages but not the container's own output:"
@@ -476,17 +482,44 @@ def _evidence_notes(
     return notes
 
 
-def _runner_report_only(timeline: JobTimeline, cause: Cause) -> bool:
-    """Whether ``cause`` is a replica's own line reporting its exit (the legacy runner's
-    ``returned non-zero exit status -9``) in a job without any failure message of the
-    service (rootcause.runner_exit_only, over the whole job)."""
-    events = [e for a in timeline.attempts for e in a.events]
-    own = [e for e in events if e.origin in cause.evidence[:1]]
-    return (
-        bool(own)
-        and all(e.kind is EventKind.ERROR and own_exit(e) for e in own)
-        and not any(e.kind is EventKind.ERROR and e.match.writer is Writer.SERVICE for e in events)
-    )
+def last_worker_exit(timeline: JobTimeline) -> WorkerExitSeen | None:
+    """The non-zero exit that ends a worker's lines in the last attempt with no start after
+    it, in a job whose input holds no later line of the service: the process ended, and the
+    input does not show what followed (platform.md section 2: a worker that exits non-zero is
+    restarted, so the exit alone is no failure of the job). The latest such exit."""
+    if not timeline.attempts:
+        return None
+    attempt = timeline.attempts[-1]
+    found: WorkerExitSeen | None = None
+    for worker in attempt.workers:
+        gone = worker.exits[-1] if worker.exits else None
+        if gone is None or gone.exit_code in (None, 0) or gone.time is None:
+            continue
+        # (A start inferred from the worker's first record may share the exit's time.)
+        if any(s.time is not None and s.time > gone.time for s in worker.starts):
+            continue
+        later = any(
+            e.task is None or e.task == SERVICE_TASK
+            for e in attempt.events
+            if e.timestamp is not None and e.timestamp > gone.time
+        )
+        if not later and (found is None or (found.time is not None and gone.time > found.time)):
+            found = WorkerExitSeen(worker.task, gone.exit_code, gone.time)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerExitSeen:
+    """A worker's non-zero exit that ends what the input shows of it (last_worker_exit)."""
+
+    task: str
+    exit_code: int
+    time: datetime | None
+
+
+def _exit_pair(timeline: JobTimeline) -> tuple[str, int] | None:
+    gone = last_worker_exit(timeline)
+    return (gone.task, gone.exit_code) if gone is not None else None
 
 
 def _open_tracebacks(timeline: JobTimeline, task: str | None) -> list[str]:
@@ -647,6 +680,7 @@ def diagnose_timeline(
             lang,
             spec=spec,
             refused=next((v.refusal for v in reversed(verdicts) if v.refusal), None),
+            last_exit=_exit_pair(timeline) if cause is None else None,
         ),
         attempt_log=attempt_log,
         timeline=timeline,

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import regex
 
-from analyzer.causes import MESSAGE_LIMIT, cause_from_event, own_exit, with_origins
+from analyzer.causes import MESSAGE_LIMIT, cause_from_event, with_origins
 from analyzer.diagnosis import CascadeFailure, Cause
 from analyzer.events import AFTER_DEATH, DETAIL_WINDOW, Category, Event, EventKind, Writer
 from analyzer.exitcodes import decode
@@ -166,17 +166,6 @@ def _deepen_one(
         detail is None
         and exception is None
         and cause.category is Category.USER_CODE_EXCEPTION
-        and runner_exit_only(attempt, own)
-    ):
-        # The replica's own report of its exit (the legacy runner's CalledProcessError line)
-        # with no service message and no traceback: it shows how the process ended, not why,
-        # nor how the job ended; the advice of a traceback to read would speak of what is not
-        # there (a SIGKILL keeps killed-no-traceback, its own advice).
-        detail = "runner-exit"
-    elif (
-        detail is None
-        and exception is None
-        and cause.category is Category.USER_CODE_EXCEPTION
         and cause.exit_code is None
         and own
         and not any(_by_service(e) for e in (*own, *attempt.errors))
@@ -204,17 +193,6 @@ def _deepen_one(
 
 def _by_service(event: Event) -> bool:
     return event.match.writer is Writer.SERVICE
-
-
-def runner_exit_only(attempt: Attempt, own: list[Event]) -> bool:
-    """Whether the cause is a replica's own line reporting its exit code (the legacy
-    runner's ``Command '...' returned non-zero exit status -9``, written on the replica's
-    log) and the attempt holds no failure message of the service."""
-    return (
-        bool(own)
-        and all(e.kind is EventKind.ERROR and own_exit(e) for e in own)
-        and not any(_by_service(e) for e in attempt.errors)
-    )
 
 
 def _shifted(when: datetime, by: timedelta) -> datetime:

@@ -104,7 +104,7 @@ EXPECTED = {
     "runner.worker-started": (EventKind.WORKER_STARTED, None),
     "runner.worker-exited": (EventKind.WORKER_EXITED, None),
     "legacy.module-completed": (EventKind.WORKER_EXITED, None),
-    "legacy.command-failed": (EventKind.ERROR, Category.USER_CODE_EXCEPTION),
+    "legacy.command-failed": (EventKind.WORKER_EXITED, None),
     "legacy.clean-up-finished": (EventKind.TEARDOWN, None),
 }
 
