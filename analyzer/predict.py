@@ -36,6 +36,7 @@ from analyzer.events import (
     Category,
     Event,
     EventKind,
+    Writer,
 )
 from analyzer.exitcodes import decode
 from analyzer.jobspec import JobSpec
@@ -469,6 +470,8 @@ def _evidence_notes(
                 " stops before its exception line (the message is cut), so the exception is"
                 " not known"
             )
+    if cause is not None and cause.exception is not None:
+        notes += _exception_source(timeline, cause)
     if cause is not None and cause.detail == "oom-confirmed":
         notes.append(
             f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
@@ -515,6 +518,33 @@ class WorkerExitSeen:
     task: str
     exit_code: int
     time: datetime | None
+
+
+def _exception_source(timeline: JobTimeline, cause: Cause) -> list[str]:
+    """Where the cause's exception was read, when not from the replica's own lines: the
+    traceback tail the service copied into its message (platform.md sections 3 and 9)."""
+    exception = cause.exception
+    if exception is None or exception.origin is None or exception.origin not in cause.evidence[:1]:
+        return []
+    own = next(
+        (
+            e
+            for a in timeline.attempts
+            for e in a.events
+            if e.origin == exception.origin and e.match.writer is Writer.SERVICE
+        ),
+        None,
+    )
+    if own is None:
+        return []
+    whose = f"{cause.replica}'s" if cause.replica else "the replica's"
+    note = (
+        f"{exception.type} is read from the traceback the service copied into its message"
+        f" ({exception.origin}), not from {whose} own lines"
+    )
+    if HEADER not in own.text:
+        note += ": the message's top is cut, so the traceback's first lines are not in the input"
+    return [note]
 
 
 def _exit_pair(timeline: JobTimeline) -> tuple[str, int] | None:

@@ -16,7 +16,12 @@ from analyzer.exitcodes import decode
 from analyzer.policy import RetryPolicy
 from analyzer.records import Origin
 from analyzer.timeline import Attempt, replica_task
-from analyzer.tracebacks import ExceptionInfo, exception_from_events, parse_text
+from analyzer.tracebacks import (
+    ExceptionInfo,
+    exception_from_events,
+    parse_service_message,
+    parse_text,
+)
 
 # Details that are usually the echo of another replica's failure, not a failure of their own.
 _CASCADE_DETAILS = frozenset({"nccl-error", "rendezvous-timeout"})
@@ -132,11 +137,17 @@ def _deepen_one(
     # message (real lines, escaped or flattened); else the lines next to it in a paste.
     exception: ExceptionInfo | None = exception_from_events(window)
     if exception is None:
+        # The service's message: its copied tail, even when the message's top (and the
+        # tail's header) was cut; anyone else's line: a whole traceback only.
         exception = next(
             (
                 found
                 for e in own
-                if (found := parse_text(_replica_part(e.text, cause.replica), e.origin))
+                if (
+                    found := (parse_service_message if _by_service(e) else parse_text)(
+                        _replica_part(e.text, cause.replica), e.origin
+                    )
+                )
             ),
             None,
         )

@@ -68,6 +68,7 @@ def test_every_language_has_a_damaged_example(rule: Rule) -> None:
 
 EXPECTED = {
     "vertex.user-code-exception": (EventKind.ERROR, Category.USER_CODE_EXCEPTION),
+    "vertex.user-code-exception-tail": (EventKind.ERROR, Category.USER_CODE_EXCEPTION),
     "vertex.oom": (EventKind.ERROR, Category.OOM),
     "vertex.stockout": (EventKind.ERROR, Category.STOCKOUT),
     "vertex.internal-error": (EventKind.ERROR, Category.INTERNAL_ERROR),
