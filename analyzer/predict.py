@@ -400,6 +400,11 @@ def _evidence_notes(
     """What the reader should know about the evidence itself: what the input lacks, what
     was set aside, and what a tool's record of the job adds."""
     notes: list[str] = []
+    for path in timeline.reversed_paths:
+        notes.append(
+            f"{path} holds no times and its lifecycle messages run newest first (as gcloud"
+            " logging read prints them), so its lines were read bottom up"
+        )
     if timeline.pasted_part is not None:
         index, count = timeline.pasted_part
         notes.append(

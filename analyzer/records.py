@@ -196,6 +196,8 @@ class Source(Protocol):
     def records(self) -> Iterator[LogRecord]: ...
 
 
+# The zone BigQuery writes after a TIMESTAMP's text ("2024-04-04 00:33:29.951169 UTC").
+BIGQUERY_UTC = " UTC"
 _SINK_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", re.ASCII)
 
 
@@ -214,10 +216,15 @@ def parse_timestamp(value: str) -> datetime:
 
 
 def _parse_any_timestamp(value: str) -> datetime:
-    """:func:`parse_timestamp` for any RFC 3339 form (offsets, ``z``, any fraction length)."""
+    """:func:`parse_timestamp` for any RFC 3339 form (offsets, ``z``, any fraction length),
+    and BigQuery's ``2024-04-04 00:33:29.951169 UTC``."""
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
+    elif text.endswith(BIGQUERY_UTC):
+        # What `bq extract` and the BigQuery console write for a TIMESTAMP column: a sink
+        # table exported to JSON has every entry's time so (platform.md section 6).
+        text = text[: -len(BIGQUERY_UTC)] + "+00:00"
     # Python keeps microseconds: cut nanoseconds to 6 digits before parsing.
     dot = text.find(".")
     if dot != -1:

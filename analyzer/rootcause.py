@@ -4,6 +4,7 @@ code, and the initiating failure behind a cascade (platform.md sections 3, 7 and
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -106,19 +107,49 @@ def _pasted_tail(attempt: Attempt, own: list[Event]) -> ExceptionInfo | None:
     if not own or own[0].task is not None:
         return None
     here = own[0].origin
-    lines = sorted(
-        (e for e in attempt.events if e.task is None and e.origin.path == here.path),
-        key=lambda e: (e.origin.line, e.origin.entry),
+    lines = [e for e in attempt.events if e.task is None and e.origin.path == here.path]
+    # In time order: the input's line order, but bottom up for a text without times written
+    # newest first, which the timeline has turned (timeline.oldest_first).
+    turned = (
+        all(e.timestamp is None for e in lines) and lines[0].origin.line > lines[-1].origin.line
     )
+    if not turned:
+        lines.sort(key=lambda e: (e.origin.line, e.origin.entry))
+    at = next((i for i, e in enumerate(lines) if e.origin == here), None)
+    if at is None:
+        return None
+    if turned:
+        # Turned, a message's own continuation lines (the tail it copied) come before it, as
+        # does the worker's traceback: the nearest complete one before it is the one.
+        return exception_from_events(lines[:at])
+    timed = [e for e in lines if e.timestamp is not None]
+    if here in {e.origin for e in timed} and _runs_backwards(timed):
+        # Times written newest first (gcloud's value(timestamp, textPayload)): below the
+        # message are older entries, the worker's traceback upside down. In time order it
+        # is the nearest complete one before the message; else the tail the message copied,
+        # on its own continuation lines below.
+        in_time = sorted(timed, key=lambda e: (e.timestamp, -e.origin.line))
+        place = next(i for i, e in enumerate(in_time) if e.origin == here)
+        found = exception_from_events(in_time[:place])
+        if found is not None:
+            return found
     after: list[Event] = []
-    for event in lines:
-        if event.origin.line <= here.line:
-            continue
+    for event in lines[at + 1 :]:
         if event.kind is EventKind.ERROR:
             break  # the next service message: its tail is its own
         after.append(event)
-    before = [e for e in lines if e.origin.line < here.line]
-    return exception_from_events(after) or exception_from_events(before)
+    before = lines[:at]
+    # The nearest after, not the last: a text written newest first (gcloud's value() or
+    # table() output) holds older tracebacks further down, and reading on past the copied
+    # tail paired a later header with an older, unrelated exception line.
+    return exception_from_events(after, nearest_first=True) or exception_from_events(before)
+
+
+def _runs_backwards(events: list[Event]) -> bool:
+    """Whether the times of ``events``, in input order, mostly go backwards."""
+    times = [e.timestamp for e in events if e.timestamp is not None]
+    down = sum(1 for a, b in itertools.pairwise(times) if b < a)
+    return down * 2 > len(times) - 1 >= 1
 
 
 def _deepen_one(

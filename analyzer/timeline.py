@@ -13,7 +13,7 @@ container's output it is that worker's evidence (:attr:`EventKind.ECHO`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -68,6 +68,20 @@ _SERVICE_KINDS = (LIFECYCLE_KINDS - WORKER_KINDS) | {EventKind.ERROR}
 # A job's end: a later provisioning in the same id-less text is another job's (section 9).
 _JOB_END = frozenset({EventKind.JOB_SUCCEEDED, EventKind.RETRIES_EXHAUSTED})
 _NEW_JOB = frozenset({EventKind.ATTEMPT_STARTED, EventKind.JOB_QUEUED})
+# The service's lifecycle messages in the order one attempt writes them (platform.md section
+# 4): a text without times whose messages mostly step backwards is written newest first.
+_STEP_OF = {
+    EventKind.JOB_QUEUED: 0,
+    EventKind.ATTEMPT_STARTED: 0,
+    EventKind.JOB_PROVISIONING: 1,
+    EventKind.JOB_PREPARING: 2,
+    EventKind.JOB_RUNNING: 3,
+    EventKind.TEARDOWN: 4,
+    EventKind.JOB_FAILED: 5,
+    EventKind.JOB_SUCCEEDED: 5,
+    EventKind.JOB_CANCELLED: 5,
+    EventKind.RETRIES_EXHAUSTED: 6,
+}
 # The earliest time, aware, for sorting records that have none.
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
 
@@ -205,6 +219,9 @@ class JobTimeline:
     service_records: int = 0
     # (k, n): job k of n that one id-less text holds (two stream-logs runs pasted together).
     pasted_part: tuple[int, int] | None = None
+    # The inputs whose lines hold no times and were read bottom up, being written newest
+    # first (see oldest_first).
+    reversed_paths: tuple[str, ...] = ()
 
 
 def _settle_provenance(event: Event) -> Event:
@@ -525,15 +542,59 @@ def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimelin
 
 def job_timelines(log: JobLog, restart_budget: int | None = None) -> list[JobTimeline]:
     """The timeline of each job ``log`` holds (:func:`separate_jobs`), numbered when one
-    id-less text held several."""
+    id-less text held several; a text without times written newest first is read oldest
+    first (:func:`oldest_first`)."""
+    log, flipped = oldest_first(log)
     logs = separate_jobs(log)
     timelines = [build_timeline(part, restart_budget) for part in logs]
+    if flipped:
+        timelines = [replace(timeline, reversed_paths=flipped) for timeline in timelines]
     if len(timelines) == 1:
         return timelines
     return [
         replace(timeline, pasted_part=(index, len(timelines)))
         for index, timeline in enumerate(timelines, start=1)
     ]
+
+
+def newest_first(events: Sequence[Event]) -> bool:
+    """Whether ``events``, in input order, are written newest first: most steps between the
+    service's lifecycle messages go backwards (at least two of them)."""
+    steps = [
+        _STEP_OF[e.kind] for e in events if e.kind in _STEP_OF and e.task in (None, SERVICE_TASK)
+    ]
+    down = sum(1 for before, after in itertools.pairwise(steps) if after < before)
+    up = sum(1 for before, after in itertools.pairwise(steps) if after > before)
+    return down >= 2 and down > up
+
+
+def oldest_first(log: JobLog) -> tuple[JobLog, tuple[str, ...]]:
+    """``log`` with the events of each input that holds no times and is written newest first
+    read bottom up, and those inputs' paths.
+
+    ``gcloud logging read`` prints newest first, and its ``value(textPayload)`` output keeps
+    no time: read top down, "Job failed." comes before "Job is running." and a job with one
+    attempt reads as three, the last one pending. Events with a time are in time order
+    already (timed events sort first, the untimed ones follow by input and line:
+    classify's order), so only the untimed run of each input is turned. Lines of one entry
+    (a message's continuation lines) turn with it: the tracebacks they hold are read either
+    way (tracebacks.exception_from_events)."""
+    events = list(log.events)
+    flipped: list[str] = []
+    start = next((i for i, e in enumerate(events) if e.timestamp is None), len(events))
+    while start < len(events):
+        path = events[start].origin.path
+        end = start
+        while end < len(events) and events[end].origin.path == path:
+            end += 1
+        run = events[start:end]
+        if all(e.timestamp is None for e in run) and newest_first(run):
+            events[start:end] = run[::-1]
+            flipped.append(path)
+        start = end
+    if not flipped:
+        return log, ()
+    return replace(log, events=tuple(events)), tuple(flipped)
 
 
 def separate_jobs(log: JobLog) -> list[JobLog]:

@@ -233,8 +233,11 @@ def last_exception_line(events: Sequence[Event]) -> ExceptionInfo | None:
     return ExceptionInfo(_field(line, "exception"), _field(line, "message"), None, (), line.origin)
 
 
-def exception_from_events(events: Iterable[Event]) -> ExceptionInfo | None:
-    """The last complete traceback among one process's events, in time order.
+def exception_from_events(
+    events: Iterable[Event], *, nearest_first: bool = False
+) -> ExceptionInfo | None:
+    """The last complete traceback among one process's events, in time order (with
+    ``nearest_first``, the first: the one nearest the start of ``events``).
 
     An exception line counts only when a traceback header came before it: the harmless
     ``Error in sitecustomize`` ModuleNotFoundError of successful jobs has none. A traceback
@@ -242,10 +245,11 @@ def exception_from_events(events: Iterable[Event]) -> ExceptionInfo | None:
     comes in reverse: it is read backwards when it cannot be read forwards.
     """
     ordered = list(events)
-    return _exception_in_order(ordered) or _exception_in_order(ordered[::-1])
+    return _exception_in_order(ordered, stop=nearest_first) or _exception_in_order(ordered[::-1])
 
 
-def _exception_in_order(events: Iterable[Event]) -> ExceptionInfo | None:
+def _exception_in_order(events: Iterable[Event], *, stop: bool = False) -> ExceptionInfo | None:
+    """The last complete traceback read in the order of ``events``; the first with ``stop``."""
     found: ExceptionInfo | None = None
     frames: list[Frame] | None = None
     for event in events:
@@ -254,6 +258,8 @@ def _exception_in_order(events: Iterable[Event]) -> ExceptionInfo | None:
             parsed = parse_text(event.text, event.origin) if multi_line else None
             if parsed is not None:
                 found, frames = parsed, None
+                if stop:
+                    return found
             else:
                 frames = []
         elif multi_line:
@@ -279,6 +285,8 @@ def _exception_in_order(events: Iterable[Event]) -> ExceptionInfo | None:
                 event.origin,
             )
             frames = None
+            if stop:
+                return found
     return found
 
 

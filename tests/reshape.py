@@ -49,6 +49,13 @@ def go_trimmed(stamp: str) -> str:
     return stamp[:19] + ("." + fraction if fraction else "") + "Z"
 
 
+def bigquery(stamp: str) -> str:
+    """What ``bq extract`` and the BigQuery console write of a sink table's TIMESTAMP:
+    a space, microseconds with trailing zeros trimmed (no dot when none is left), ``UTC``."""
+    fraction = stamp[20:26].rstrip("0")
+    return f"{stamp[:10]} {stamp[11:19]}{'.' + fraction if fraction else ''} UTC"
+
+
 def with_offset(stamp: str, minutes: int, digits: int = 9, zulu: str = "Z") -> str:
     """The same moment written at UTC offset ``minutes`` (``zulu`` when 0 and not ``+00:00``),
     with ``digits`` fraction digits (the moment's own, cut)."""
@@ -169,6 +176,7 @@ SHAPES: dict[str, Callable[[Iterable[bytes]], Iterator[bytes]]] = {
     "isoformat": lambda lines: retime(lines, isoformat),
     "six-digits": lambda lines: retime(lines, six_digits),
     "go-trimmed": lambda lines: retime(lines, go_trimmed),
+    "bigquery": lambda lines: retime(lines, bigquery),
     "offset": lambda lines: retime(lines, lambda s: with_offset(s, 330)),
     "space-after": spaced,
     "blank-lines": blank_lines,

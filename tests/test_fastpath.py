@@ -347,6 +347,14 @@ _TIMES = [
     "2024-03-11T08:00:03.1\u0663\u0663Z",
     "2024-03-11T08:00:03.123z",
     "2024-03-11T08:00:03:123Z",
+    # BigQuery's TIMESTAMP text (a sink table exported to JSON), right and wrong
+    "2024-03-11 08:00:03.123456 UTC",
+    "2024-03-11 08:00:03 UTC",
+    "2024-03-11 08:00:03.1 UTC",
+    "2024-03-11 08:00:03.123456UTC",
+    "2024-03-11 08:00:03.123456 utc",
+    "2024-03-11 08:00:03.123456  UTC",
+    "2024-02-30 08:00:03.123456 UTC",
 ]
 _TRICKY += [
     '{"jsonPayload":{"message":"Job failed."},"labels":{},'
@@ -497,7 +505,7 @@ def test_shorter_timestamp_forms(digits: int, book: RuleBook, tmp_path: Path) ->
     _same([str(path)], book)
 
 
-@pytest.mark.parametrize("shape", ["six-digits", "isoformat", "go-trimmed"])
+@pytest.mark.parametrize("shape", ["six-digits", "isoformat", "go-trimmed", "bigquery"])
 def test_a_time_form_over_several_blocks(shape: str, book: RuleBook, tmp_path: Path) -> None:
     # The first block finds the form; the next take their timestamps in it (all of them when
     # they are of one length, each span's ends made canonical once), as each alone reads.

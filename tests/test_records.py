@@ -44,3 +44,12 @@ def test_sink_times_keep_microseconds(moment: datetime, nanos: int) -> None:
     value = f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.")
     value += f"{moment.microsecond:06d}{nanos:03d}Z"
     assert parse_timestamp(value) == general(value) == moment.replace(tzinfo=UTC)
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)))
+def test_bigquery_timestamps_name_the_same_moment(moment: datetime) -> None:
+    # What `bq extract` writes of a sink table's TIMESTAMP column, trailing zeros trimmed.
+    fraction = f"{moment.microsecond:06d}".rstrip("0")
+    value = f"{moment.year:04d}" + moment.strftime("-%m-%d %H:%M:%S")
+    value += f".{fraction} UTC" if fraction else " UTC"
+    assert parse_timestamp(value) == moment.replace(tzinfo=UTC)

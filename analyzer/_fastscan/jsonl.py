@@ -52,6 +52,7 @@ from analyzer.ingest.entries import (
 from analyzer.ingest.jsonl import BLANK_LINE
 from analyzer.ingest.sniff import BOM
 from analyzer.records import (
+    BIGQUERY_UTC,
     LABEL_PATHS,
     EntryFields,
     InputStats,
@@ -87,11 +88,14 @@ _SECONDS_TO_Z = re.compile(r"[0-5]\d\.\d{9}Z", re.ASCII).fullmatch
 # google-cloud-logging's to_api_repr() write.
 _SIX_DIGITS_UTC = re.compile(r"[0-5]\d\.\d{6}(?:Z|\+00:00)", re.ASCII).fullmatch
 # The tail of any RFC 3339 timestamp the scan reads itself, after its minute: seconds, 0 to 9
-# fraction digits, and Z, z or a whole-minute offset. What parse_timestamp reads besides (more
-# digits, "+0530", no seconds, other separators...) takes the plain functions.
+# fraction digits, and Z, z, a whole-minute offset, or BigQuery's " UTC" (a sink table
+# exported to JSON: "2024-04-04 00:33:29.951169 UTC"). What parse_timestamp reads besides
+# (more digits, "+0530", no seconds, other separators...) takes the plain functions.
 _ANY_TAIL = re.compile(
-    r"([0-5]\d)(?:\.(\d{1,9}))?(Z|z|[+-](?:[01]\d|2[0-3]):[0-5]\d)", re.ASCII
+    r"([0-5]\d)(?:\.(\d{1,9}))?(Z|z| UTC|[+-](?:[01]\d|2[0-3]):[0-5]\d)", re.ASCII
 ).fullmatch
+# The zones that are UTC itself.
+_UTC_ZONES = ("Z", "z", BIGQUERY_UTC)
 # The minute of any such timestamp: date, "T" (or "t", or a space: RFC 3339 allows them and
 # so does parse_timestamp), hour and minute.
 _MINUTE = re.compile(r"\d{4}-\d\d-\d\d[Tt ](?:[01]\d|2[0-3]):[0-5]\d:", re.ASCII).fullmatch
@@ -196,13 +200,13 @@ def canonical_times(times: list[str], form: str = FORMS[0]) -> bool:
 def utc_minute(minute: str, zone: str) -> str | None:
     """The canonical UTC minute (``2024-03-11T08:00:``) of the minute ``minute``
     (``2024-03-11T13:30:``, any separator :data:`_MINUTE` takes) written at ``zone`` (``Z``,
-    ``z`` or ``+HH:MM``/``-HH:MM``); None when it is no valid time or leaves the years
+    ``z``, `` UTC`` or ``+HH:MM``/``-HH:MM``); None when it is no valid time or leaves the years
     datetime holds (parse_timestamp refuses those too)."""
     if _MINUTE(minute) is None:
         return None
     try:
         local = datetime.fromisoformat(f"{minute[:10]}T{minute[11:16]}")
-        if zone not in ("Z", "z"):
+        if zone not in _UTC_ZONES:
             # RFC 3339 offsets are whole minutes: the seconds and fraction stay as written.
             offset = timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
             local = local - offset if zone[0] == "+" else local + offset
