@@ -16,9 +16,9 @@ from enum import StrEnum
 from analyzer.advice import advice_for
 from analyzer.causes import (
     cause_from_event,
-    exit_origins,
     first_cause,
     int_field,
+    merged_exit_lines,
     restarts_exhausted,
     str_field,
 )
@@ -220,14 +220,14 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
         cause = restarts_exhausted(attempt, worker, policy)
     if cause is None and (failed_line or recorded is AttemptStatus.FAILED):
         # No service message: the runner's own non-zero exit is the best evidence left.
-        exits = exit_origins(attempt)
+        merged = merged_exit_lines(attempt)
         exit_event = next(
             (
                 e
                 for e in attempt.events
                 if e.kind is EventKind.WORKER_EXITED
                 and (int_field(e, "exit_code") or 0) != 0
-                and e.origin in exits
+                and e.origin not in merged
             ),
             None,
         )
