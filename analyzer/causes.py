@@ -64,9 +64,7 @@ def merged_exit_lines(attempt: Attempt) -> frozenset[Origin]:
     return frozenset(
         e.origin
         for e in attempt.events
-        if e.kind is EventKind.WORKER_EXITED
-        and e.task in kept
-        and e.origin not in kept[e.task]
+        if e.kind is EventKind.WORKER_EXITED and e.task in kept and e.origin not in kept[e.task]
     )
 
 
