@@ -101,7 +101,7 @@ def diagnose_collected(
     pages = [f"{s.path}: {WEB_TEXT_NOTICE}" for s in stats if s.web_text]
     budget = active_policy.worker_restart_budget
     diagnoses = tuple(
-        diagnose_timeline(timeline, active_policy, job_spec, lang)
+        diagnose_timeline(timeline, active_policy, job_spec, lang, stats)
         for log in logs
         if job is None or log.job_id == job
         for timeline in job_timelines(log, budget)

@@ -9,6 +9,8 @@ the retry count. Each decision says which fact of platform.md it implements.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -41,7 +43,7 @@ from analyzer.events import (
 from analyzer.exitcodes import decode
 from analyzer.jobspec import JobSpec
 from analyzer.policy import RetryPolicy
-from analyzer.records import SERVICE_TASK
+from analyzer.records import SERVICE_TASK, InputStats
 from analyzer.rootcause import deepen, find_death
 from analyzer.timeline import (
     Attempt,
@@ -525,6 +527,67 @@ class WorkerExitSeen:
     time: datetime | None
 
 
+# platform.md section 6: exports written newest first (gcloud logging read's JSON array and
+# YAML documents, the Logs Explorer's JSON and CSV downloads); a Download holds at most
+# 10,000 entries. The order is also read from the job's own lines: `--order=asc` (or a paste
+# turned the other way) writes oldest first, and then a cut loses the newest ones instead.
+NEWEST_FIRST_FORMATS = frozenset({"gcloud-json", "gcloud-yaml", "logs-explorer-csv"})
+DOWNLOAD_CAP = 10_000
+
+
+def _written_newest_first(events: Sequence[Event]) -> bool:
+    """Whether ``events`` of one input, in the input's order, step back in time more often
+    than forward (at least once)."""
+    times = [
+        e.timestamp
+        for e in sorted(events, key=lambda e: (e.origin.line, e.origin.entry))
+        if e.timestamp is not None
+    ]
+    down = sum(1 for before, after in itertools.pairwise(times) if after < before)
+    up = sum(1 for before, after in itertools.pairwise(times) if after > before)
+    return down > up
+
+
+def oldest_entries_missing(timeline: JobTimeline, inputs: Sequence[InputStats]) -> list[str]:
+    """A note for each input written newest first that lost its oldest entries: cut short
+    (``cut_line``), or holding exactly the Download's 10,000 entries (more probably existed).
+    The oldest entries are a job's first attempts and restarts and its start: what the
+    diagnosis counts of them is then a lower bound. Not said of a job whose creation line
+    (queued, validated) is in the input: its beginning is there."""
+    if not inputs or any(
+        e.kind is EventKind.JOB_QUEUED for a in timeline.attempts for e in a.events
+    ):
+        return []
+    by_path: dict[str, list[Event]] = {}
+    for attempt in timeline.attempts:
+        for event in attempt.events:
+            by_path.setdefault(event.origin.path, []).append(event)
+    notes: list[str] = []
+    for stats in inputs:
+        events = by_path.get(stats.path)
+        if not events or stats.format not in NEWEST_FIRST_FORMATS:
+            continue
+        if stats.cut_line is not None:
+            why = f"is cut short (line {stats.cut_line:,}, the last, ends inside an entry)"
+        elif stats.records == DOWNLOAD_CAP:
+            why = (
+                f"holds exactly {DOWNLOAD_CAP:,} entries, the most a Logs Explorer download"
+                " holds (or a --limit), so older entries probably exist"
+            )
+        else:
+            continue
+        if not _written_newest_first(events):
+            continue
+        oldest = min((e.timestamp for e in events if e.timestamp is not None), default=None)
+        since = f" (its oldest here: {oldest:%Y-%m-%d %H:%M:%S})" if oldest is not None else ""
+        notes.append(
+            f"{stats.path} is written newest first and {why}: the entries older than its last"
+            f" are not in it and may be this job's{since}, so its attempts and restarts"
+            " counted here are lower bounds and its first attempt's start is not known"
+        )
+    return notes
+
+
 def _exception_source(timeline: JobTimeline, cause: Cause) -> list[str]:
     """Where the cause's exception was read, when not from the replica's own lines: the
     traceback tail the service copied into its message (platform.md sections 3 and 9)."""
@@ -654,13 +717,18 @@ def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[str]:
 
 
 def diagnose_timeline(
-    timeline: JobTimeline, policy: RetryPolicy, spec: JobSpec | None = None, lang: str = "en"
+    timeline: JobTimeline,
+    policy: RetryPolicy,
+    spec: JobSpec | None = None,
+    lang: str = "en",
+    inputs: Sequence[InputStats] = (),
 ) -> Diagnosis:
     """Replay ``policy`` over ``timeline`` and conclude.
 
     ``spec`` (the job's own record, ``--job-spec``) changes the policy by its ``scheduling``
     settings, names machine types in the advice, and is compared with the prediction; it is
-    ignored when it describes another job.
+    ignored when it describes another job. ``inputs``: what was read of each input (a cut,
+    its format), for the notes on what the input lacks of the job.
     """
     if spec is not None and not spec.applies_to(timeline.job_id):
         spec = None
@@ -687,6 +755,7 @@ def diagnose_timeline(
     state, final, attempts = fate.state, fate.final, fate.attempts
     notes = list(fate.notes)
     notes += _evidence_notes(timeline, verdicts, cause, state)
+    notes += oldest_entries_missing(timeline, inputs)
     if attempts == 0:
         # No attempt ran (the API refused the job, or nothing shows one began): the log of
         # attempts says so rather than listing a placeholder "#1" beside "0 attempts".
