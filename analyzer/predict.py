@@ -172,6 +172,10 @@ def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
     return status, code
 
 
+# The API's status as the Python SDK names its exceptions (google.api_core.exceptions).
+_SDK_STATUS = {"ResourceExhausted": "RESOURCE_EXHAUSTED", "InvalidArgument": "INVALID_ARGUMENT"}
+
+
 def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
     """Whether the API refused to create the job, and the cause when it was quota.
 
@@ -187,6 +191,7 @@ def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
         return None, None  # another failure is in the text: the refusal is not this job's story
     quota = next((e for e in attempt.errors if e.match.category is Category.QUOTA), None)
     status = str_field(refused, "status") or "RESOURCE_EXHAUSTED"
+    status = _SDK_STATUS.get(status, status)
     if quota is None and status != "RESOURCE_EXHAUSTED":
         return status, None
     cause = cause_from_event(attempt, quota or refused, Category.QUOTA)
@@ -402,6 +407,12 @@ def _evidence_notes(
     """What the reader should know about the evidence itself: what the input lacks, what
     was set aside, and what a tool's record of the job adds."""
     notes: list[str] = []
+    if timeline.other_service:
+        notes.append(
+            "the API error here refuses a request to another Vertex AI service (a generative"
+            " model's request quota, an endpoint's traffic), not a training job's creation:"
+            " no training job's message is in the input"
+        )
     for path in timeline.reversed_paths:
         notes.append(
             f"{path} holds no times and its lifecycle messages run newest first (as gcloud"
@@ -441,8 +452,10 @@ def _evidence_notes(
             " state a launcher printed, an echoed log) were kept as evidence, not as this"
             " job's fate"
         )
-    if cause is None and state is not JobState.SUCCEEDED:
-        # A traceback with no platform message: told, never made a cause. A bare exception
+    refused = any(v.refusal for v in verdicts)
+    if cause is None and state is not JobState.SUCCEEDED and not refused:
+        # A traceback with no platform message: told, never made a cause (a refusal at
+        # creation is the story already: the exception is the API's answer). A bare exception
         # line (a paste of a traceback's end) only when nothing else is known: in a job's
         # log it is usually the harmless "Error in sitecustomize" ModuleNotFoundError.
         events = [e for a in timeline.attempts for e in a.events]

@@ -82,6 +82,16 @@ _STEP_OF = {
     EventKind.JOB_CANCELLED: 5,
     EventKind.RETRIES_EXHAUSTED: 6,
 }
+# Vertex AI's other services answer 429 too: a generative model's per-minute request quota
+# ("generate_content_requests_per_minute_per_project_per_base_model ... base model:
+# gemini-pro"), an endpoint's traffic ("Rate of traffic exceeds capacity ... endpoint_id").
+# Those refuse a request, not a training job's creation (tests/real/gh-Open_Data_QnA-61-V,
+# gh-vertex-ai-samples-996-V, gh-langchain-google-355-V): set aside, never a job's refusal.
+_OTHER_SERVICE = regex.compile(
+    r"generate_content|online_prediction|_requests_per_minute|\bbase model\b"
+    r"|rate of traffic exceeds capacity|\bendpoint_id\b|\bdeployed_model_id\b",
+    regex.IGNORECASE,
+)
 # The earliest time, aware, for sorting records that have none.
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
 
@@ -222,6 +232,8 @@ class JobTimeline:
     # The inputs whose lines hold no times and were read bottom up, being written newest
     # first (see oldest_first).
     reversed_paths: tuple[str, ...] = ()
+    # API refusals of requests to Vertex AI's other services, set aside (other_service).
+    other_service: int = 0
 
 
 def _settle_provenance(event: Event) -> Event:
@@ -545,16 +557,28 @@ def job_timelines(log: JobLog, restart_budget: int | None = None) -> list[JobTim
     id-less text held several; a text without times written newest first is read oldest
     first (:func:`oldest_first`)."""
     log, flipped = oldest_first(log)
+    kept = tuple(e for e in log.events if not other_service(e))
+    aside = len(log.events) - len(kept)
+    if aside:
+        log = replace(log, events=kept)
     logs = separate_jobs(log)
     timelines = [build_timeline(part, restart_budget) for part in logs]
-    if flipped:
-        timelines = [replace(timeline, reversed_paths=flipped) for timeline in timelines]
+    if flipped or aside:
+        timelines = [
+            replace(timeline, reversed_paths=flipped, other_service=aside) for timeline in timelines
+        ]
     if len(timelines) == 1:
         return timelines
     return [
         replace(timeline, pasted_part=(index, len(timelines)))
         for index, timeline in enumerate(timelines, start=1)
     ]
+
+
+def other_service(event: Event) -> bool:
+    """Whether ``event`` is an API refusal of a request to another Vertex AI service (a
+    generative model's, an endpoint's: :data:`_OTHER_SERVICE`), not of a training job."""
+    return event.kind is EventKind.CREATION_REFUSED and bool(_OTHER_SERVICE.search(event.text))
 
 
 def newest_first(events: Sequence[Event]) -> bool:

@@ -3,6 +3,7 @@ plain path's analysis: the whole ``to_dict`` document, input statistics included
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gzip
 import io
@@ -792,7 +793,9 @@ def _long_text(draw: st.DrawFn) -> str:
 def test_long_texts_read_as_the_plain_path(
     data: st.DataObject, texts: list[str], shift: int
 ) -> None:
-    book = RuleBook.load()
+    # A budget no loaded machine runs out of: a rule timing out on a long text in one path
+    # and not the other (seen at load 14) is the machine, not a difference of the paths.
+    book = dataclasses.replace(RuleBook.load(), timeout=10.0)
     lines = list(_past_a_block())
     # The first long entry straddles the end of the scanner's first block, give or take.
     at, size = 0, 0

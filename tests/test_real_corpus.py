@@ -70,6 +70,11 @@ _READER_GAPS = {
 def _marked(excerpt: Excerpt) -> Any:
     if excerpt.name in _READER_GAPS:
         return pytest.param(excerpt, marks=pytest.mark.xfail(strict=True, reason="reader"))
+    # An excerpt jobdoctor misreads keeps its true expectation and says, in its own YAML
+    # (`xfail:`), what jobdoctor does wrong; strict, so the key goes when the misread is fixed.
+    misread = excerpt.meta.get("xfail")
+    if misread:
+        return pytest.param(excerpt, marks=pytest.mark.xfail(strict=True, reason=str(misread)))
     return excerpt
 
 

@@ -664,7 +664,7 @@ WHERE
     )
     AND REGEXP_MATCHES(
       folded,
-      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'
+      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\b(?P<status>ResourceExhausted): ?429\b|\b(?P<status>InvalidArgument): ?400\b|\bcode=(?P<status>INVALID_ARGUMENT|RESOURCE_EXHAUSTED)\b[^\n]*?\bFailed to create custom job\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'
     )
   )
   OR (
