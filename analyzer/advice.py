@@ -170,7 +170,8 @@ def advice_for(
     table = _load(_advice_path())
     keys = ["none.refused"] if cause is None and refused else _keys(cause, state, policy, table)
     if cause is None and last_exit is not None and state is not JobState.SUCCEEDED:
-        keys.append("none.worker-exit")
+        # In place of "the job is still in progress": the exit says the job may not be.
+        keys = [k for k in keys if k != "none.running"] + ["none.worker-exit"]
     machine = _machine_values(cause, spec)
     if machine is not None and cause is not None and cause.category is Category.OOM:
         keys.append("oom.machine")

@@ -227,7 +227,9 @@ def _deepen_one(
         exception=exception,
         evidence=evidence,
         signal=decoded.signal if decoded else cause.signal,
-        exit_meaning=_meaning(cause.category, decoded.signal, decoded.meaning) if decoded else None,
+        exit_meaning=_meaning(cause.category, decoded.signal, decoded.meaning, detail)
+        if decoded
+        else None,
         transient=policy.is_transient(cause.exit_code) if decoded else None,
     )
     return deeper, death
@@ -245,9 +247,12 @@ def _shifted(when: datetime, by: timedelta) -> datetime:
         return when
 
 
-def _meaning(category: Category, signal: str | None, meaning: str) -> str:
+def _meaning(category: Category, signal: str | None, meaning: str, detail: str | None) -> str:
     """The exit code's meaning in this cause: a SIGKILL beside the platform's out-of-memory
-    message is the OOM killer's, no longer "likely but unproven" (platform.md section 7)."""
+    message is the OOM killer's, no longer "likely but unproven" (platform.md section 7); an
+    exit with ``Termination reason: StartError`` is no status of the program (section 9)."""
+    if detail == "start-error":
+        return "the container never started: not a status the program set"
     if category is Category.OOM and signal == "SIGKILL":
         return (
             "killed (SIGKILL) by the out-of-memory killer: the platform's memory message"

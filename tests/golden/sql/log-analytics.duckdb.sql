@@ -649,7 +649,7 @@ WHERE
     STRPOS(lowered, 'failed') > 0
     AND REGEXP_MATCHES(
       folded,
-      '\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'
+      '(?:^|[^"\x27])\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'
     )
   )
   OR (

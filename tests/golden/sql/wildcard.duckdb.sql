@@ -544,7 +544,7 @@ WHERE
     STRPOS(lowered, 'failed') > 0
     AND REGEXP_MATCHES(
       folded,
-      '\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'
+      '(?:^|[^"\x27])\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'
     )
   )
   OR (
@@ -559,7 +559,7 @@ WHERE
     )
     AND REGEXP_MATCHES(
       folded,
-      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\bResourceExhausted: ?429\b|\bInvalidArgument: ?400\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'
+      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\b(?P<status>ResourceExhausted): ?429\b|\b(?P<status>InvalidArgument): ?400\b|\bcode=(?P<status>INVALID_ARGUMENT|RESOURCE_EXHAUSTED)\b[^\n]*?\bFailed to create custom job\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'
     )
   )
   OR (
