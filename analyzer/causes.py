@@ -94,7 +94,7 @@ def first_cause(attempt: Attempt) -> Cause | None:
     message for its pool is that OOM (the memory message confirms the kill); otherwise the
     first failure is the initiating one.
     """
-    found = _fullest([e for e in attempt.errors if e.match.category is not None])
+    found = [e for e in attempt.errors if e.match.category is not None]
     if not found:
         return None
     # The platform's failure messages are the service's (rules/errors.yaml); a user's error
@@ -107,14 +107,6 @@ def first_cause(attempt: Attempt) -> Cause | None:
         cause = _first_of(attempt, errors, first)
         return replace(cause, evidence=with_origins(cause.evidence, [found[0].origin]))
     return _first_of(attempt, errors, first)
-
-
-def _fullest(errors: list[Event]) -> list[Event]:
-    """``errors`` without a match that names nothing (no replica, no exit code: the tail of
-    a replica-exit message, vertex.user-code-exception-tail) beside a match of the same
-    category in the same record that does: one failure message, not two."""
-    named = {(e.origin, e.match.category) for e in errors if e.match.fields}
-    return [e for e in errors if e.match.fields or (e.origin, e.match.category) not in named]
 
 
 def _first_of(attempt: Attempt, errors: list[Event], first: Event) -> Cause:

@@ -236,6 +236,29 @@ class JobTimeline:
     other_service: int = 0
 
 
+def _fullest(events: Sequence[Event]) -> Sequence[Event]:
+    """``events`` without a failure match that names nothing (no replica, no exit code: the
+    last sentence of a replica-exit message, rule vertex.user-code-exception-tail) beside a
+    match of the same category in the same record that does: one failure message, not two
+    (one cause, one mark on the chart, one echo)."""
+    named = {
+        (e.origin, e.match.category)
+        for e in events
+        if e.kind is EventKind.ERROR and e.match.category is not None and e.match.fields
+    }
+    if not named:
+        return events
+    return tuple(
+        e
+        for e in events
+        if not (
+            e.kind is EventKind.ERROR
+            and not e.match.fields
+            and (e.origin, e.match.category) in named
+        )
+    )
+
+
 def _settle_provenance(event: Event) -> Event:
     """``event`` as the job's own, or as an echo in a worker's output.
 
@@ -506,7 +529,7 @@ def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimelin
     ``restart_budget`` (the policy's restarts per worker) lets a log with no service line be
     split into attempts from the runner's lines alone.
     """
-    events = tuple(_settle_provenance(e) for e in log.events)
+    events = tuple(_settle_provenance(e) for e in _fullest(log.events))
     worker_only = not any(
         e.kind in _SERVICE_KINDS and e.task in (None, SERVICE_TASK) for e in events
     )
