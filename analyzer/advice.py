@@ -155,15 +155,18 @@ def advice_for(
     lang: str = "en",
     spec: JobSpec | None = None,
     refused: str | None = None,
+    job_id: str | None = None,
     last_exit: tuple[str, int] | None = None,
 ) -> tuple[str, ...]:
     """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
 
     With the job's ``spec``, out-of-memory advice names the pool's machine type, its memory and
     a larger type of the same family. ``refused``: the API's status when it refused to create
-    the job (no job exists: nothing of its logs to fetch). ``last_exit``: a worker (task,
-    exit code) whose non-zero exit ends its lines with nothing of the service after it, in a
-    job without a cause: what that exit shows and what it does not.
+    the job (no job exists: nothing of its logs to fetch). ``job_id``, and the project the
+    cause's console link names, fill the ``jobdoctor fetch`` command the advice gives.
+    ``last_exit``: a worker (task, exit code) whose non-zero exit ends its lines with nothing
+    of the service after it, in a job without a cause: what that exit shows and what it does
+    not.
     """
     if cause is None and state is JobState.SUCCEEDED:
         return ()
@@ -209,4 +212,18 @@ def advice_for(
         if entry is not None:
             lines += [line.format(**values) for line in entry.get(lang) or entry["en"]]
     # A sentence that opens with the unnamed replica starts with a capital.
-    return tuple(f"T{line[1:]}" if line.startswith("the replica") else line for line in lines)
+    lines = [f"T{line[1:]}" if line.startswith("the replica") else line for line in lines]
+    # The fetch command as the user can run it: the ids the input shows, in place of the
+    # placeholders (only ids of the forms the platform gives, nothing else of the log's text).
+    if job_id and _ID.fullmatch(job_id):
+        lines = [line.replace("--job-id JOB_ID", f"--job-id {job_id}") for line in lines]
+    project = _PROJECT.search(cause.message) if cause is not None else None
+    if project is not None:
+        lines = [line.replace("--project PROJECT", f"--project {project[1]}") for line in lines]
+    return tuple(lines)
+
+
+# A job id as Vertex AI (digits) or AI Platform (a user's name) gives it.
+_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+# The project of a service error's console link (logs/viewer?project=P&resource=ml_job...).
+_PROJECT = re.compile(r"[?&]project=([a-z0-9][a-z0-9-]{4,61}[a-z0-9])(?=&|$|\s)")

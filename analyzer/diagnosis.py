@@ -275,6 +275,10 @@ def cause_phrase(diagnosis: Diagnosis) -> str:
         parts.append(f"exit {cause.exit_code}")
     if cause.region:
         parts.append(cause.region)
+    if diagnosis.state is JobState.SUCCEEDED:
+        # A failure the platform's restarts or retries got past: the job's end is a success,
+        # and a bare category beside SUCCEEDED reads as the reason it failed.
+        return "recovered from " + ", ".join(parts)
     return ", ".join(parts)
 
 

@@ -8,6 +8,7 @@ an :class:`Event` is a match placed in time, in a job, on a worker.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -70,6 +71,28 @@ class EventKind(StrEnum):
     # job's failure, an echoed stream-logs): evidence of that worker, never the job's fate
     # (platform.md section 9, provenance).
     ECHO = "echo"
+
+
+# Vertex AI's other services answer 429 too: a generative model's per-minute request quota
+# ("generate_content_requests_per_minute_per_project_per_base_model ... base model:
+# gemini-pro"), an endpoint's traffic ("Rate of traffic exceeds capacity ... endpoint_id").
+# Those refuse a request, not a training job's creation (tests/real/gh-Open_Data_QnA-61-V,
+# gh-vertex-ai-samples-996-V, gh-langchain-google-355-V).
+_OTHER_SERVICE = re.compile(
+    r"generate_content|online_prediction|_requests_per_minute|\bbase model\b"
+    r"|rate of traffic exceeds capacity|\bendpoint_id\b|\bdeployed_model_id\b",
+    re.IGNORECASE,
+)
+OTHER_SERVICE_NOTE = (
+    "the API error here refuses a request to another Vertex AI service (a generative model's"
+    " request quota, an endpoint's traffic), not a training job's creation"
+)
+
+
+def other_service_text(text: str) -> bool:
+    """Whether an API refusal's ``text`` is of a request to another Vertex AI service (a
+    generative model's, an endpoint's), not of a training job's creation."""
+    return _OTHER_SERVICE.search(text) is not None
 
 
 # The kinds whose messages mark a step of the job's life (platform.md section 4): the service's

@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer.advice import advice_for, next_step
 from analyzer.diagnosis import Cause, JobState
-from analyzer.events import LIFECYCLE_KINDS, Category, Event, EventKind, RuleMatch
+from analyzer.events import (
+    LIFECYCLE_KINDS,
+    OTHER_SERVICE_NOTE,
+    Category,
+    Event,
+    EventKind,
+    RuleMatch,
+    other_service_text,
+)
 from analyzer.exitcodes import decode
 from analyzer.policy import RetryPolicy
 from analyzer.records import LogRecord, Origin
@@ -124,6 +132,10 @@ def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en")
         )
     event = match.kind.value if category is None else f"{match.kind.value}: {category.value}"
     job_id = match.field("job_id")
+    if match.kind is EventKind.CREATION_REFUSED and other_service_text(message):
+        # As diagnose sets it aside (timeline.other_service): no training job was refused.
+        note = OTHER_SERVICE_NOTE[0].upper() + OTHER_SERVICE_NOTE[1:] + "."
+        return Explanation(message, match, None, None, note, (), also)
     return Explanation(
         message,
         match,

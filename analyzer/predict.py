@@ -35,6 +35,7 @@ from analyzer.events import (
     AFTER_DEATH,
     CHECKPOINT_INTERVAL,
     LIFECYCLE_KINDS,
+    OTHER_SERVICE_NOTE,
     Category,
     Event,
     EventKind,
@@ -408,11 +409,7 @@ def _evidence_notes(
     was set aside, and what a tool's record of the job adds."""
     notes: list[str] = []
     if timeline.other_service:
-        notes.append(
-            "the API error here refuses a request to another Vertex AI service (a generative"
-            " model's request quota, an endpoint's traffic), not a training job's creation:"
-            " no training job's message is in the input"
-        )
+        notes.append(f"{OTHER_SERVICE_NOTE}: no training job's message is in the input")
     for path in timeline.reversed_paths:
         notes.append(
             f"{path} holds no times and its lifecycle messages run newest first (as gcloud"
@@ -797,6 +794,7 @@ def diagnose_timeline(
             lang,
             spec=spec,
             refused=next((v.refusal for v in reversed(verdicts) if v.refusal), None),
+            job_id=timeline.job_id,
             last_exit=_exit_pair(timeline) if cause is None else None,
         ),
         attempt_log=attempt_log,

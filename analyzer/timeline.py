@@ -19,7 +19,14 @@ from datetime import UTC, datetime, timedelta
 
 import regex
 
-from analyzer.events import LIFECYCLE_KINDS, WORKER_KINDS, Event, EventKind, Writer
+from analyzer.events import (
+    LIFECYCLE_KINDS,
+    WORKER_KINDS,
+    Event,
+    EventKind,
+    Writer,
+    other_service_text,
+)
 from analyzer.exitcodes import decode
 from analyzer.joblog import JobLog, VmSpan
 from analyzer.records import SERVICE_TASK, Origin
@@ -82,16 +89,6 @@ _STEP_OF = {
     EventKind.JOB_CANCELLED: 5,
     EventKind.RETRIES_EXHAUSTED: 6,
 }
-# Vertex AI's other services answer 429 too: a generative model's per-minute request quota
-# ("generate_content_requests_per_minute_per_project_per_base_model ... base model:
-# gemini-pro"), an endpoint's traffic ("Rate of traffic exceeds capacity ... endpoint_id").
-# Those refuse a request, not a training job's creation (tests/real/gh-Open_Data_QnA-61-V,
-# gh-vertex-ai-samples-996-V, gh-langchain-google-355-V): set aside, never a job's refusal.
-_OTHER_SERVICE = regex.compile(
-    r"generate_content|online_prediction|_requests_per_minute|\bbase model\b"
-    r"|rate of traffic exceeds capacity|\bendpoint_id\b|\bdeployed_model_id\b",
-    regex.IGNORECASE,
-)
 # The earliest time, aware, for sorting records that have none.
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
 
@@ -600,8 +597,9 @@ def job_timelines(log: JobLog, restart_budget: int | None = None) -> list[JobTim
 
 def other_service(event: Event) -> bool:
     """Whether ``event`` is an API refusal of a request to another Vertex AI service (a
-    generative model's, an endpoint's: :data:`_OTHER_SERVICE`), not of a training job."""
-    return event.kind is EventKind.CREATION_REFUSED and bool(_OTHER_SERVICE.search(event.text))
+    generative model's, an endpoint's: :func:`~analyzer.events.other_service_text`), not of
+    a training job."""
+    return event.kind is EventKind.CREATION_REFUSED and other_service_text(event.text)
 
 
 def newest_first(events: Sequence[Event]) -> bool:

@@ -111,3 +111,42 @@ def test_no_failure_is_said_only_of_a_success(state: str, phrase: str) -> None:
     changed = dataclasses.replace(diagnosis, state=JobState(state), cause=None)
     assert cause_phrase(changed) == phrase
     assert str(changed).endswith(f" - {phrase}")
+
+
+@pytest.mark.parametrize(
+    ("sample", "phrase"),
+    [
+        ("worker-restarts-exhausted.jsonl", "recovered from worker_restarts_exhausted,"),
+        ("transient-sigsegv-retry.jsonl", "recovered from user_code_exception,"),
+        ("user-code-exit1.jsonl", "user_code_exception,"),
+    ],
+)
+def test_a_failure_a_success_got_past_reads_as_recovered(sample: str, phrase: str) -> None:
+    # A bare category beside SUCCEEDED read as the reason the job failed.
+    from analyzer.diagnosis import cause_phrase
+
+    samples = Path(__file__).resolve().parent.parent / "sample_logs"
+    [diagnosis] = analyze([samples / sample]).diagnoses
+    assert cause_phrase(diagnosis).startswith(phrase)
+
+
+@pytest.mark.parametrize(
+    ("excerpt", "command"),
+    [
+        # The console link gives the project, the message the job id.
+        (
+            "gh-tensorflow-models-6912-L.txt",
+            "jobdoctor fetch --project 86882897199 --job-id object_detection_05_29_2019_11_47_57",
+        ),
+        # gcloud's own lines name the job; no link, so the project stays to be filled in.
+        (
+            "gh-training-data-analyst-cv-vertex-create-S.txt",
+            "jobdoctor fetch --project PROJECT --job-id 3584008783828877312",
+        ),
+        ("gh-tensorflow-models-4294-L.txt", "jobdoctor fetch --project PROJECT --job-id JOB_ID"),
+    ],
+)
+def test_the_fetch_command_carries_the_ids_the_input_shows(excerpt: str, command: str) -> None:
+    real = Path(__file__).parent / "real" / excerpt
+    advice = [line for d in analyze([real]).diagnoses for line in d.advice]
+    assert any(command in line for line in advice), advice

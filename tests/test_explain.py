@@ -135,3 +135,28 @@ def test_every_template_is_explained_after_damage(
     for name, value in expected.items():
         assert result.match.fields.get(name) == value, (message, result.match.fields)
     assert result.permanent is not None and result.next_step
+
+
+@pytest.mark.parametrize(
+    ("message", "other"),
+    [
+        (
+            "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for aiplatform"
+            ".googleapis.com/generate_content_requests_per_minute_per_project_per_base_model"
+            " with base model: gemini-pro.",
+            True,
+        ),
+        (
+            "ResourceExhausted: 429 Rate of traffic exceeds capacity. Ramp your traffic up more"
+            " slowly. endpoint_id: 5484953337579175936, deployed_model_id: 5065727146094231552",
+            True,
+        ),
+        ('InvalidArgument: 400 Accelerator "NVIDIA_TESLA_K80" is not supported', False),
+    ],
+)
+def test_another_services_refusal_is_no_training_jobs(message: str, other: bool) -> None:
+    book = RuleBook.load()
+    found = explain(message, book, load_policy())
+    assert found.match is not None and found.match.kind is EventKind.CREATION_REFUSED
+    assert found.next_step is not None
+    assert ("another Vertex AI service" in found.next_step) is other

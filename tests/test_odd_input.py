@@ -144,3 +144,27 @@ def test_a_bom_then_a_long_whitespace_head_loses_nothing(
     (entry,) = report["inputs"]
     assert entry["records"] == 180 and entry["lines"] == entry["used"] + entry["skipped"]
     assert [job["state"] for job in report["jobs"]] == ["JOB_STATE_SUCCEEDED"]
+
+
+@pytest.mark.parametrize(
+    ("first", "fmt"),
+    [
+        ("x" * 100_000, "plain-text"),  # a minified blob longer than the sniffed head
+        ("ERROR\t2024-03-01 10:00:00 +0000\tworkerpool0-0\t" + "y" * 100_000, "stream-logs"),
+    ],
+)
+def test_a_first_line_longer_than_the_head(tmp_path: Path, first: str, fmt: str) -> None:
+    # With no whole line in the head, the text had been taken for stream-logs, and the job's
+    # messages after the long line were skipped as "not a stream-logs line".
+    path = tmp_path / "long-first.txt"
+    rest = (
+        "Job failed.\n"
+        if fmt == "plain-text"
+        else "INFO\t2024-03-01 10:00:01 +0000\tservice\tJob failed.\n"
+    )
+    path.write_text(first + "\n" + rest)
+    analysis = analyze([path])
+    (stats,) = analysis.inputs
+    assert stats.format == fmt
+    assert stats.lines == stats.used + stats.skipped == 2
+    assert [d.state.value for d in analysis.diagnoses] == ["JOB_STATE_FAILED"]

@@ -171,10 +171,16 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
             return Format.GCLOUD_JSON
         return Format.CLOUD_LOGGING_JSONL
     lines = body.split(b"\n", WINDOW_LINES)
+    cut = b""
     if len(lines) > WINDOW_LINES or not complete:
-        lines.pop()  # beyond the window, or cut by the head's end
+        cut = lines.pop()  # beyond the window, or cut by the head's end
     window = [line.rstrip(b"\r") for line in lines]
     filled = [line for line in window if line.strip() and not is_preamble_bytes(line)]
+    if not filled and cut.strip() and not is_preamble_bytes(cut):
+        # A first line longer than the head (a minified blob, a traceback flattened into one
+        # line): its start is all there is to go by. Read as stream-logs for want of whole
+        # lines, the job's messages after it were skipped as "not a stream-logs line".
+        filled = [cut]
     if not filled:
         # Only gcloud's own lines (a stream-logs run cut before its first row): its reader
         # skips them.
