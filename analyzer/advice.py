@@ -156,6 +156,7 @@ def advice_for(
     spec: JobSpec | None = None,
     refused: str | None = None,
     job_id: str | None = None,
+    other_service: bool = False,
     last_exit: tuple[str, int] | None = None,
 ) -> tuple[str, ...]:
     """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
@@ -164,6 +165,7 @@ def advice_for(
     a larger type of the same family. ``refused``: the API's status when it refused to create
     the job (no job exists: nothing of its logs to fetch). ``job_id``, and the project the
     cause's console link names, fill the ``jobdoctor fetch`` command the advice gives.
+    ``other_service``: the input holds only another Vertex AI service's API error (no job).
     ``last_exit``: a worker (task, exit code) whose non-zero exit ends its lines with nothing
     of the service after it, in a job without a cause: what that exit shows and what it does
     not.
@@ -171,7 +173,12 @@ def advice_for(
     if cause is None and state is JobState.SUCCEEDED:
         return ()
     table = _load(_advice_path())
-    keys = ["none.refused"] if cause is None and refused else _keys(cause, state, policy, table)
+    if cause is None and refused:
+        keys = ["none.refused"]
+    elif cause is None and other_service:
+        keys = ["none.other-service"]
+    else:
+        keys = _keys(cause, state, policy, table)
     if cause is None and last_exit is not None and state is not JobState.SUCCEEDED:
         # In place of "the job is still in progress": the exit says the job may not be.
         keys = [k for k in keys if k != "none.running"] + ["none.worker-exit"]

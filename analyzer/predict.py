@@ -191,8 +191,13 @@ def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
     if any(e.match.category is not Category.QUOTA for e in attempt.errors):
         return None, None  # another failure is in the text: the refusal is not this job's story
     quota = next((e for e in attempt.errors if e.match.category is Category.QUOTA), None)
-    status = str_field(refused, "status") or "RESOURCE_EXHAUSTED"
-    status = _SDK_STATUS.get(status, status)
+    sdk = str_field(refused, "sdk_status")
+    status = (
+        str_field(refused, "status")
+        or str_field(refused, "pipeline_status")
+        or (_SDK_STATUS.get(sdk.split(":")[0]) if sdk else None)
+        or "RESOURCE_EXHAUSTED"
+    )
     if quota is None and status != "RESOURCE_EXHAUSTED":
         return status, None
     cause = cause_from_event(attempt, quota or refused, Category.QUOTA)
@@ -795,6 +800,9 @@ def diagnose_timeline(
             spec=spec,
             refused=next((v.refusal for v in reversed(verdicts) if v.refusal), None),
             job_id=timeline.job_id,
+            # Nothing of a job is left once another service's refusal is set aside.
+            other_service=bool(timeline.other_service)
+            and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
             last_exit=_exit_pair(timeline) if cause is None else None,
         ),
         attempt_log=attempt_log,

@@ -150,3 +150,19 @@ def test_the_fetch_command_carries_the_ids_the_input_shows(excerpt: str, command
     real = Path(__file__).parent / "real" / excerpt
     advice = [line for d in analyze([real]).diagnoses for line in d.advice]
     assert any(command in line for line in advice), advice
+
+
+@pytest.mark.parametrize(
+    "excerpt",
+    [
+        "gh-Open_Data_QnA-61-V.txt",
+        "gh-vertex-ai-samples-996-V.txt",
+        "gh-langchain-google-355-V.txt",
+    ],
+)
+def test_another_services_429_gets_no_fetch_advice(excerpt: str) -> None:
+    # No training job exists: the advice had been to fetch "the job's" whole log.
+    real = Path(__file__).parent / "real" / excerpt
+    (diagnosis,) = analyze([real]).diagnoses
+    assert diagnosis.advice and diagnosis.advice[0].startswith("No training job is in the input")
+    assert not any("jobdoctor fetch" in line for line in diagnosis.advice)
