@@ -11,6 +11,7 @@ from analyzer.cache import remembered
 from analyzer.diagnosis import Cause, JobState
 from analyzer.errors import PolicyError
 from analyzer.events import Category
+from analyzer.exitcodes import decode
 from analyzer.jobspec import MACHINE_TYPES, JobSpec, larger_machine
 from analyzer.policy import RetryPolicy, builtin_policy_path
 
@@ -142,6 +143,11 @@ def next_step(
     )
 
 
+def _exit_values(last_exit: tuple[str, int]) -> dict[str, object]:
+    task, code = last_exit
+    return {"replica": task, "exit_code": code, "exit_meaning": decode(code).meaning}
+
+
 def advice_for(
     cause: Cause | None,
     state: JobState,
@@ -151,6 +157,7 @@ def advice_for(
     refused: str | None = None,
     job_id: str | None = None,
     other_service: bool = False,
+    last_exit: tuple[str, int] | None = None,
 ) -> tuple[str, ...]:
     """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
 
@@ -159,6 +166,9 @@ def advice_for(
     the job (no job exists: nothing of its logs to fetch). ``job_id``, and the project the
     cause's console link names, fill the ``jobdoctor fetch`` command the advice gives.
     ``other_service``: the input holds only another Vertex AI service's API error (no job).
+    ``last_exit``: a worker (task, exit code) whose non-zero exit ends its lines with nothing
+    of the service after it, in a job without a cause: what that exit shows and what it does
+    not.
     """
     if cause is None and state is JobState.SUCCEEDED:
         return ()
@@ -169,6 +179,9 @@ def advice_for(
         keys = ["none.other-service"]
     else:
         keys = _keys(cause, state, policy, table)
+    if cause is None and last_exit is not None and state is not JobState.SUCCEEDED:
+        # In place of "the job is still in progress": the exit says the job may not be.
+        keys = [k for k in keys if k != "none.running"] + ["none.worker-exit"]
     machine = _machine_values(cause, spec)
     if machine is not None and cause is not None and cause.category is Category.OOM:
         keys.append("oom.machine")
@@ -180,6 +193,7 @@ def advice_for(
         "replica": cause.replica if cause and cause.replica else "the replica",
         "exit_code": cause.exit_code if cause and cause.exit_code is not None else "unknown",
         "exit_meaning": cause.exit_meaning if cause and cause.exit_meaning else "meaning unknown",
+        **(_exit_values(last_exit) if cause is None and last_exit is not None else {}),
         "region": cause.region if cause and cause.region else "the region",
         "metric": _metric(cause.message) if cause else "see the message",
         "attempts": (

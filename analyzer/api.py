@@ -124,7 +124,7 @@ def diagnose_collected(
         for log in collector.each_log(consume=True)
         if job is None or log.job_id == job
         for timeline in job_timelines(log, budget)
-        for diagnosis in (diagnose_timeline(timeline, active_policy, job_spec, lang),)
+        for diagnosis in (diagnose_timeline(timeline, active_policy, job_spec, lang, stats),)
     )
     # A runaway pattern was cut short by its timeout: say so, since it may have missed a line;
     # one that used up its budget was not run on the rest of the inputs.

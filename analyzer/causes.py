@@ -17,9 +17,10 @@ from analyzer.timeline import Attempt, WorkerTimeline, replica_task
 MESSAGE_LIMIT = 400
 
 
-# platform.md section 7: 137 (SIGKILL), or the raw signal 9 in legacy logs; alone they do not
-# prove an OOM, beside the platform's memory message they confirm it.
-_KILLED = frozenset({9, 137})
+# platform.md section 7: 137 (SIGKILL), or the raw signal 9 in legacy logs (-9 in the legacy
+# runner's own line); alone they do not prove an OOM, beside the platform's memory message
+# they confirm it.
+_KILLED = frozenset({-9, 9, 137})
 
 
 def _message(event: Event) -> str:
@@ -40,17 +41,31 @@ def str_field(event: Event, name: str) -> str | None:
 def _supporting(attempt: Attempt, first: Event, task: str | None) -> tuple[Origin, ...]:
     """The lines that back a cause: the failure, the worker's exit, the job's end."""
     origins = [first.origin]
+    merged = merged_exit_lines(attempt)
     for event in attempt.events:
         worker_exit = (
             event.kind is EventKind.WORKER_EXITED
             and task is not None
             and event.task == task
             and (int_field(event, "exit_code") or 0) != 0
+            and event.origin not in merged
         )
         job_end = event.kind in (EventKind.JOB_FAILED, EventKind.RETRIES_EXHAUSTED)
         if (worker_exit or job_end) and event.origin not in origins:
             origins.append(event.origin)
     return tuple(origins)
+
+
+def merged_exit_lines(attempt: Attempt) -> frozenset[Origin]:
+    """The runner's exit lines that another line of the same exit stands for: a runner
+    reports one exit in several lines (``Command '...' returned non-zero exit status 1.``
+    then ``Task completed. Exit code (1). ...``), and the worker's timeline keeps one."""
+    kept = {worker.task: {gone.origin for gone in worker.exits} for worker in attempt.workers}
+    return frozenset(
+        e.origin
+        for e in attempt.events
+        if e.kind is EventKind.WORKER_EXITED and e.task in kept and e.origin not in kept[e.task]
+    )
 
 
 def cause_from_event(attempt: Attempt, event: Event, category: Category) -> Cause:

@@ -1,4 +1,5 @@
-"""Exit codes decoded: the signal behind ``128+n`` and legacy ``9(SIGKILL)``, and what each means.
+"""Exit codes decoded: the signal behind ``128+n``, legacy ``9(SIGKILL)`` and Python's ``-9``,
+and what each means.
 
 platform.md section 7: ``128+n`` is death by signal ``n``; prebuilt containers report the raw
 signal number (6, 11) where custom containers report 134, 139; legacy logs print ``9(SIGKILL)``.
@@ -65,9 +66,17 @@ def _signal_name(number: int) -> str | None:
 
 
 def decode(code: int, signal: str | None = None) -> ExitCode:
-    """Decode ``code``; ``signal`` is a name already given by the log (``9(SIGKILL)``)."""
+    """Decode ``code``; ``signal`` is a name already given by the log (``9(SIGKILL)``).
+
+    A negative code is Python's return code of a process a signal killed (``-9``: SIGKILL),
+    as the legacy runner's ``returned non-zero exit status -9`` prints it.
+    """
     name = signal
-    if name is None and code > 128:
+    if name is None and code < 0:
+        name = _signal_name(-code)
+        if name is None:
+            return ExitCode(code, None, f"killed by signal {-code}")
+    elif name is None and code > 128:
         name = _signal_name(code - 128)
     elif name is None and code in _RAW_SIGNALS:
         name = _signal_name(code)

@@ -71,8 +71,15 @@ class RetryPolicy:
         return (_unpickled_policy, (values,))
 
     def is_transient(self, exit_code: int | None) -> bool:
-        """Whether a user-code exit with ``exit_code`` is retried like a transient failure."""
-        return exit_code is not None and exit_code in self.transient_exit_codes
+        """Whether a user-code exit with ``exit_code`` is retried like a transient failure.
+
+        A negative code (Python's return code of a process killed by a signal, the legacy
+        runner's ``-6``) is that raw signal, as prebuilt containers report it (``6``).
+        """
+        if exit_code is None:
+            return False
+        codes = self.transient_exit_codes
+        return exit_code in codes or (exit_code < 0 and -exit_code in codes)
 
     def attempts_allowed(
         self, category: Category, exit_code: int | None = None, running: bool = True

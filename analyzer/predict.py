@@ -9,6 +9,8 @@ the retry count. Each decision says which fact of platform.md it implements.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -18,6 +20,7 @@ from analyzer.causes import (
     cause_from_event,
     first_cause,
     int_field,
+    merged_exit_lines,
     restarts_exhausted,
     str_field,
 )
@@ -36,9 +39,12 @@ from analyzer.events import (
     Category,
     Event,
     EventKind,
+    Writer,
 )
+from analyzer.exitcodes import decode
 from analyzer.jobspec import JobSpec
 from analyzer.policy import RetryPolicy
+from analyzer.records import SERVICE_TASK, InputStats
 from analyzer.rootcause import deepen, find_death
 from analyzer.timeline import (
     Attempt,
@@ -227,11 +233,14 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
         cause = restarts_exhausted(attempt, worker, policy)
     if cause is None and (failed_line or recorded is AttemptStatus.FAILED):
         # No service message: the runner's own non-zero exit is the best evidence left.
+        merged = merged_exit_lines(attempt)
         exit_event = next(
             (
                 e
                 for e in attempt.events
-                if e.kind is EventKind.WORKER_EXITED and (int_field(e, "exit_code") or 0) != 0
+                if e.kind is EventKind.WORKER_EXITED
+                and (int_field(e, "exit_code") or 0) != 0
+                and e.origin not in merged
             ),
             None,
         )
@@ -462,6 +471,15 @@ def _evidence_notes(
             )
         else:
             notes += _open_tracebacks(timeline, None)
+        if (gone := last_worker_exit(timeline)) is not None:
+            signal = decode(gone.exit_code).signal
+            how = f"{gone.exit_code}, {signal}" if signal else str(gone.exit_code)
+            when = f" at {gone.time:%Y-%m-%d %H:%M:%S}" if gone.time is not None else ""
+            notes.append(
+                f"{gone.task} exited ({how}){when} and no line of the service follows in the"
+                " input: a worker is restarted after a non-zero exit, so whether this ended"
+                " the job is not shown"
+            )
     elif cause is not None and cause.exception is None:
         # The failing replica's traceback, or the tail the service copied into its message,
         # may be in the input without its end: say what is there and what is missing.
@@ -474,6 +492,8 @@ def _evidence_notes(
                 " stops before its exception line (the message is cut), so the exception is"
                 " not known"
             )
+    if cause is not None and cause.exception is not None:
+        notes += _exception_source(timeline, cause)
     if cause is not None and cause.detail == "oom-confirmed":
         notes.append(
             f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
@@ -485,6 +505,134 @@ def _evidence_notes(
             " fetch the job's whole log (jobdoctor fetch) or open the console link"
         )
     return notes
+
+
+def last_worker_exit(timeline: JobTimeline) -> WorkerExitSeen | None:
+    """The non-zero exit that ends a worker's lines in the last attempt with no start after
+    it, in a job whose input holds no later line of the service: the process ended, and the
+    input does not show what followed (platform.md section 2: a worker that exits non-zero is
+    restarted, so the exit alone is no failure of the job). The latest such exit."""
+    if not timeline.attempts:
+        return None
+    attempt = timeline.attempts[-1]
+    found: WorkerExitSeen | None = None
+    for worker in attempt.workers:
+        gone = worker.exits[-1] if worker.exits else None
+        if gone is None or gone.exit_code in (None, 0) or gone.time is None:
+            continue
+        # (A start inferred from the worker's first record may share the exit's time.)
+        if any(s.time is not None and s.time > gone.time for s in worker.starts):
+            continue
+        later = any(
+            e.task is None or e.task == SERVICE_TASK
+            for e in attempt.events
+            if e.timestamp is not None and e.timestamp > gone.time
+        )
+        if not later and (found is None or (found.time is not None and gone.time > found.time)):
+            found = WorkerExitSeen(worker.task, gone.exit_code, gone.time)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerExitSeen:
+    """A worker's non-zero exit that ends what the input shows of it (last_worker_exit)."""
+
+    task: str
+    exit_code: int
+    time: datetime | None
+
+
+# platform.md section 6: exports written newest first (gcloud logging read's JSON array and
+# YAML documents, the Logs Explorer's JSON and CSV downloads); a Download holds at most
+# 10,000 entries. The order is also read from the job's own lines: `--order=asc` (or a paste
+# turned the other way) writes oldest first, and then a cut loses the newest ones instead.
+NEWEST_FIRST_FORMATS = frozenset({"gcloud-json", "gcloud-yaml", "logs-explorer-csv"})
+DOWNLOAD_CAP = 10_000
+
+
+def _written_newest_first(events: Sequence[Event]) -> bool:
+    """Whether ``events`` of one input, in the input's order, step back in time more often
+    than forward (at least once)."""
+    times = [
+        e.timestamp
+        for e in sorted(events, key=lambda e: (e.origin.line, e.origin.entry))
+        if e.timestamp is not None
+    ]
+    down = sum(1 for before, after in itertools.pairwise(times) if after < before)
+    up = sum(1 for before, after in itertools.pairwise(times) if after > before)
+    return down > up
+
+
+def oldest_entries_missing(timeline: JobTimeline, inputs: Sequence[InputStats]) -> list[str]:
+    """A note for each input written newest first that lost its oldest entries: cut short
+    (``cut_line``), or holding exactly the Download's 10,000 entries (more probably existed).
+    The oldest entries are a job's first attempts and restarts and its start: what the
+    diagnosis counts of them is then a lower bound. Not said of a job whose creation line
+    (queued, validated) is in the input: its beginning is there."""
+    if not inputs or any(
+        e.kind is EventKind.JOB_QUEUED for a in timeline.attempts for e in a.events
+    ):
+        return []
+    by_path: dict[str, list[Event]] = {}
+    for attempt in timeline.attempts:
+        for event in attempt.events:
+            by_path.setdefault(event.origin.path, []).append(event)
+    notes: list[str] = []
+    for stats in inputs:
+        events = by_path.get(stats.path)
+        if not events or stats.format not in NEWEST_FIRST_FORMATS:
+            continue
+        if stats.cut_line is not None:
+            why = f"is cut short (line {stats.cut_line:,}, the last, ends inside an entry)"
+        elif stats.records == DOWNLOAD_CAP:
+            why = (
+                f"holds exactly {DOWNLOAD_CAP:,} entries, the most a Logs Explorer download"
+                " holds (or a --limit), so older entries probably exist"
+            )
+        else:
+            continue
+        if not _written_newest_first(events):
+            continue
+        oldest = min((e.timestamp for e in events if e.timestamp is not None), default=None)
+        since = f" (its oldest here: {oldest:%Y-%m-%d %H:%M:%S})" if oldest is not None else ""
+        notes.append(
+            f"{stats.path} is written newest first and {why}: the entries older than its last"
+            f" are not in it and may be this job's{since}, so its attempts and restarts"
+            " counted here are lower bounds and its first attempt's start is not known"
+        )
+    return notes
+
+
+def _exception_source(timeline: JobTimeline, cause: Cause) -> list[str]:
+    """Where the cause's exception was read, when not from the replica's own lines: the
+    traceback tail the service copied into its message (platform.md sections 3 and 9)."""
+    exception = cause.exception
+    if exception is None or exception.origin is None or exception.origin not in cause.evidence[:1]:
+        return []
+    own = next(
+        (
+            e
+            for a in timeline.attempts
+            for e in a.events
+            if e.origin == exception.origin and e.match.writer is Writer.SERVICE
+        ),
+        None,
+    )
+    if own is None:
+        return []
+    whose = f"{cause.replica}'s" if cause.replica else "the replica's"
+    note = (
+        f"{exception.type} is read from the traceback the service copied into its message"
+        f" ({exception.origin}), not from {whose} own lines"
+    )
+    if HEADER not in own.text:
+        note += ": the message's top is cut, so the traceback's first lines are not in the input"
+    return [note]
+
+
+def _exit_pair(timeline: JobTimeline) -> tuple[str, int] | None:
+    gone = last_worker_exit(timeline)
+    return (gone.task, gone.exit_code) if gone is not None else None
 
 
 def _open_tracebacks(timeline: JobTimeline, task: str | None) -> list[str]:
@@ -584,13 +732,18 @@ def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[str]:
 
 
 def diagnose_timeline(
-    timeline: JobTimeline, policy: RetryPolicy, spec: JobSpec | None = None, lang: str = "en"
+    timeline: JobTimeline,
+    policy: RetryPolicy,
+    spec: JobSpec | None = None,
+    lang: str = "en",
+    inputs: Sequence[InputStats] = (),
 ) -> Diagnosis:
     """Replay ``policy`` over ``timeline`` and conclude.
 
     ``spec`` (the job's own record, ``--job-spec``) changes the policy by its ``scheduling``
     settings, names machine types in the advice, and is compared with the prediction; it is
-    ignored when it describes another job.
+    ignored when it describes another job. ``inputs``: what was read of each input (a cut,
+    its format), for the notes on what the input lacks of the job.
     """
     if spec is not None and not spec.applies_to(timeline.job_id):
         spec = None
@@ -617,6 +770,7 @@ def diagnose_timeline(
     state, final, attempts = fate.state, fate.final, fate.attempts
     notes = list(fate.notes)
     notes += _evidence_notes(timeline, verdicts, cause, state)
+    notes += oldest_entries_missing(timeline, inputs)
     if attempts == 0:
         # No attempt ran (the API refused the job, or nothing shows one began): the log of
         # attempts says so rather than listing a placeholder "#1" beside "0 attempts".
@@ -649,6 +803,7 @@ def diagnose_timeline(
             # Nothing of a job is left once another service's refusal is set aside.
             other_service=bool(timeline.other_service)
             and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
+            last_exit=_exit_pair(timeline) if cause is None else None,
         ),
         attempt_log=attempt_log,
         timeline=timeline,

@@ -17,7 +17,12 @@ from analyzer.exitcodes import decode
 from analyzer.policy import RetryPolicy
 from analyzer.records import Origin
 from analyzer.timeline import Attempt, replica_task
-from analyzer.tracebacks import ExceptionInfo, exception_from_events, parse_text
+from analyzer.tracebacks import (
+    ExceptionInfo,
+    exception_from_events,
+    parse_service_message,
+    parse_text,
+)
 
 # Details that are usually the echo of another replica's failure, not a failure of their own.
 _CASCADE_DETAILS = frozenset({"nccl-error", "rendezvous-timeout"})
@@ -163,11 +168,17 @@ def _deepen_one(
     # message (real lines, escaped or flattened); else the lines next to it in a paste.
     exception: ExceptionInfo | None = exception_from_events(window)
     if exception is None:
+        # The service's message: its copied tail, even when the message's top (and the
+        # tail's header) was cut; anyone else's line: a whole traceback only.
         exception = next(
             (
                 found
                 for e in own
-                if (found := parse_text(_replica_part(e.text, cause.replica), e.origin))
+                if (
+                    found := (parse_service_message if _by_service(e) else parse_text)(
+                        _replica_part(e.text, cause.replica), e.origin
+                    )
+                )
             ),
             None,
         )
@@ -216,7 +227,9 @@ def _deepen_one(
         exception=exception,
         evidence=evidence,
         signal=decoded.signal if decoded else cause.signal,
-        exit_meaning=_meaning(cause.category, decoded.signal, decoded.meaning) if decoded else None,
+        exit_meaning=_meaning(cause.category, decoded.signal, decoded.meaning, detail)
+        if decoded
+        else None,
         transient=policy.is_transient(cause.exit_code) if decoded else None,
     )
     return deeper, death
@@ -234,9 +247,12 @@ def _shifted(when: datetime, by: timedelta) -> datetime:
         return when
 
 
-def _meaning(category: Category, signal: str | None, meaning: str) -> str:
+def _meaning(category: Category, signal: str | None, meaning: str, detail: str | None) -> str:
     """The exit code's meaning in this cause: a SIGKILL beside the platform's out-of-memory
-    message is the OOM killer's, no longer "likely but unproven" (platform.md section 7)."""
+    message is the OOM killer's, no longer "likely but unproven" (platform.md section 7); an
+    exit with ``Termination reason: StartError`` is no status of the program (section 9)."""
+    if detail == "start-error":
+        return "the container never started: not a status the program set"
     if category is Category.OOM and signal == "SIGKILL":
         return (
             "killed (SIGKILL) by the out-of-memory killer: the platform's memory message"

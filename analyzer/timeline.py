@@ -27,6 +27,7 @@ from analyzer.events import (
     Writer,
     other_service_text,
 )
+from analyzer.exitcodes import decode
 from analyzer.joblog import JobLog, VmSpan
 from analyzer.records import SERVICE_TASK, Origin
 
@@ -36,6 +37,8 @@ _LEGACY_REPLICA = regex.compile(r"^(master|worker|ps|evaluator|chief)[\s_-]*(\d+
 
 # How close a runner start line must be to a VM change to be the same restart.
 _SAME_RESTART = timedelta(minutes=5)
+# A runner's lines reporting one exit (platform.md section 9) come this close together.
+_ONE_EXIT = timedelta(seconds=5)
 
 # Kinds that show the job is past provisioning: a later "Waiting for job to be provisioned."
 # then starts a new attempt.
@@ -230,6 +233,29 @@ class JobTimeline:
     other_service: int = 0
 
 
+def _fullest(events: Sequence[Event]) -> Sequence[Event]:
+    """``events`` without a failure match that names nothing (no replica, no exit code: the
+    last sentence of a replica-exit message, rule vertex.user-code-exception-tail) beside a
+    match of the same category in the same record that does: one failure message, not two
+    (one cause, one mark on the chart, one echo)."""
+    named = {
+        (e.origin, e.match.category)
+        for e in events
+        if e.kind is EventKind.ERROR and e.match.category is not None and e.match.fields
+    }
+    if not named:
+        return events
+    return tuple(
+        e
+        for e in events
+        if not (
+            e.kind is EventKind.ERROR
+            and not e.match.fields
+            and (e.origin, e.match.category) in named
+        )
+    )
+
+
 def _settle_provenance(event: Event) -> Event:
     """``event`` as the job's own, or as an echo in a worker's output.
 
@@ -320,6 +346,41 @@ class _StartLines:
         return new, moved
 
 
+def _one_exit(last: WorkerExit, event: Event, exit_code: int | None) -> WorkerExit | None:
+    """``last`` and the runner's exit line ``event`` as one exit, or None if they are two.
+
+    A runner reports one exit in several lines: the prebuilt container's ``Command '[...]'
+    returned non-zero exit status 1.`` then ``Task completed. Exit code (1). ...``, the legacy
+    runner's ``... exit status -9`` then ``Module completed; cleaning up.`` (no code). Lines
+    of one exit come within a second or two, with no start between them and no other code.
+    The exit keeps the later line when it gives a code (``Task completed``), else the code's.
+    """
+    if last.time is None or event.timestamp is None:
+        return None
+    if not timedelta(0) <= event.timestamp - last.time <= _ONE_EXIT:
+        return None
+    known = exit_code is not None and last.exit_code is not None
+    if known and not _same_exit(last.exit_code, exit_code):
+        return None
+    if exit_code is None:
+        return last
+    reason = event.match.field("reason")
+    return WorkerExit(
+        event.timestamp, exit_code, event.origin, reason if isinstance(reason, str) else None
+    )
+
+
+def _same_exit(first: int | None, second: int | None) -> bool:
+    """Whether two exit codes report one exit: equal, or the same signal in two notations
+    (the legacy runner's Python return code -9 and the service's ``9(SIGKILL)``)."""
+    if first == second:
+        return True
+    if first is None or second is None or (first >= 0 and second >= 0):
+        return False
+    signal = decode(first).signal
+    return signal is not None and signal == decode(second).signal
+
+
 def _worker(
     task: str,
     events: list[Event],
@@ -329,17 +390,25 @@ def _worker(
     starts: list[WorkerStart] = []
     exits: list[WorkerExit] = []
     lines = _StartLines()
+    runner_exit = False  # the last exit came from a runner's line, and no start since
     for event in events:
         if event.kind is EventKind.WORKER_STARTED:
             new, moved = lines.begins_start(event)
             if new:
                 starts.append(WorkerStart(event.timestamp, event.vm, moved, event.origin))
+                runner_exit = False
         elif event.kind in (EventKind.WORKER_EXITED, EventKind.ERROR):
             code = event.match.field("exit_code")
             exit_code = code if isinstance(code, int) else None
+            if event.kind is EventKind.WORKER_EXITED and runner_exit:
+                merged = _one_exit(exits[-1], event, exit_code)
+                if merged is not None:
+                    exits[-1] = merged
+                    continue
+            runner_exit = event.kind is EventKind.WORKER_EXITED
             # The service reports an exit the runner already logged: one exit, not two.
             reported = event.kind is EventKind.ERROR and any(
-                e.exit_code == exit_code
+                _same_exit(e.exit_code, exit_code)
                 and e.time is not None
                 and event.timestamp is not None
                 and timedelta(0) <= event.timestamp - e.time <= _SAME_RESTART
@@ -457,7 +526,7 @@ def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimelin
     ``restart_budget`` (the policy's restarts per worker) lets a log with no service line be
     split into attempts from the runner's lines alone.
     """
-    events = tuple(_settle_provenance(e) for e in log.events)
+    events = tuple(_settle_provenance(e) for e in _fullest(log.events))
     worker_only = not any(
         e.kind in _SERVICE_KINDS and e.task in (None, SERVICE_TASK) for e in events
     )

@@ -134,6 +134,42 @@ def parse_text(text: str, origin: Origin | None = None) -> ExceptionInfo | None:
     return found if found is None or origin is None else replace(found, origin=origin)
 
 
+# The service's own sentence after the traceback tail it copies into a replica-exit message.
+SERVICE_TAIL_END = "To find out more about why your job exited"
+
+
+def parse_service_message(text: str, origin: Origin | None = None) -> ExceptionInfo | None:
+    """The exception of the traceback tail the service copied into its replica-exit message.
+
+    :func:`parse_text` when the tail keeps its header. A message whose top was cut (a paste
+    without the first lines, platform.md section 9) may keep only the tail's end: frames or
+    source lines, then the exception line, then the service's own "To find out more about
+    why your job exited ..." sentence. The exception line must be the tail's last line
+    before that sentence (None otherwise: nothing is guessed from a line elsewhere).
+    """
+    found = parse_text(text, origin)
+    if found is not None or _HEADER in text:
+        return found
+    if "\\n" in text:
+        text = _ESCAPED_QUOTE.sub(r"\1", _ESCAPED_BREAK.sub("\n", text))
+    end = text.find(SERVICE_TAIL_END)
+    if end < 0:
+        return None
+    lines = [line for line in text[:end].splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None  # an exception line alone is no traceback's tail
+    last = _EXCEPTION.match(lines[-1])
+    if last is None:
+        return None
+    frames = [
+        Frame(m.group(1), int(m.group(2)), m.group(3))
+        for line in lines[:-1]
+        if (m := _FRAME.match(line)) is not None
+    ]
+    message = _TAIL_END.sub("", last.group(2) or "").strip()
+    return ExceptionInfo(last.group(1), message, user_frame(frames), tuple(frames), origin)
+
+
 def _parse_text(text: str, origin: Origin | None) -> ExceptionInfo | None:
     if _HEADER not in text:
         return None

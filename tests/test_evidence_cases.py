@@ -42,6 +42,25 @@ def test_fast_and_plain_paths_agree(case: dict[str, Any]) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        # The runner's CalledProcessError line, then "Module completed" (legacy) or "Task
+        # completed. Exit code (1)" (prebuilt containers): one exit, not two.
+        ("legacy-runner-exit1-with-service.jsonl", [1]),
+        ("legacy-runner-killed-then-oom.jsonl", [-9]),
+        ("legacy-runner-sigabrt-alone.jsonl", [-6]),
+        # The simulator's prebuilt-container runner: six of each line, six exits.
+        ("../../../sample_logs/worker-restarts-exhausted.jsonl", [1] * 6),
+    ],
+)
+def test_a_runner_reports_one_exit_once(text: str, codes: list[int]) -> None:
+    (diagnosis,) = analyze([CASES_DIR / text]).diagnoses
+    assert diagnosis.timeline is not None
+    seen = [g.exit_code for a in diagnosis.timeline.attempts for w in a.workers for g in w.exits]
+    assert [c for c in seen if c] == codes
+
+
 def test_the_text_report_says_a_refused_job_was_never_created() -> None:
     from rich.console import Console
 

@@ -20,6 +20,13 @@ from analyzer.exitcodes import decode
         (143, None, "SIGTERM", "maintenance"),
         (1, None, None, "exception"),
         (127, None, None, "not found"),
+        # Python's return code of a process a signal killed (the legacy runner's -9).
+        (-9, None, "SIGKILL", "unproven"),
+        (-9, "SIGKILL", "SIGKILL", "unproven"),
+        (-15, None, "SIGTERM", "maintenance"),
+        (-6, None, "SIGABRT", "abort"),
+        (-11, None, "SIGSEGV", "segmentation"),
+        (-40, None, None, "killed by signal 40"),
     ],
 )
 def test_decode(code: int, given: str | None, signal: str | None, word: str) -> None:

@@ -61,11 +61,8 @@ def test_the_corpus_is_large_and_cited() -> None:
 
 
 # What is not read as the excerpt shows yet: Logs Explorer CSV rows copied without their
-# header; the service's exit message of a blog's stream-logs paste (read through its `<br />`
-# tags since ingest/webtext.py) whose first line the author cut, so its traceback's SyntaxError
-# is not yet taken for the cause. Strict, so that each leaves this list when it passes.
+# header. Strict, so that each leaves this list when it passes.
 _READER_GAPS = {
-    "gh-sinaungoding-tf-od-cloud-S",
     "gh-tensorflow-models-9832-L",
 }
 

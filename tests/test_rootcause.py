@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from analyzer.api import analyze
-from analyzer.tracebacks import Frame, parse_text, user_frame
+from analyzer.tracebacks import Frame, parse_service_message, parse_text, user_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -104,3 +104,53 @@ def test_parse_text_reads_the_service_traceback_tail() -> None:
         "message": "list index out of range",
         "frame": {"file": "/app/train.py", "line": 7, "function": "main"},
     }
+
+
+_LINK = "To find out more about why your job exited please check the logs: https://x"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The message's top cut (the replica sentence and the header): frames, the source
+        # line, the exception, the service's sentence.
+        (
+            '  File "/app/train.py", line 7, in main\n    x = y[1]\n'
+            f"IndexError: list index out of range\n\n{_LINK}",
+            ("IndexError", "list index out of range", "main"),
+        ),
+        # Only a source line and its caret before the exception (gh-sinaungoding-tf-od-cloud-S).
+        (
+            "import matplotlibnmatplotlib.use('Agg')\n        ^\n"
+            f"SyntaxError: invalid syntax\n\n{_LINK}",
+            ("SyntaxError", "invalid syntax", None),
+        ),
+        # Escaped line breaks (a JSON body, the SDK's message: "...").
+        (
+            '  File \\"/app/t.py\\", line 3, in f\\n    g()\\nValueError: bad\\n\\n' + _LINK,
+            ("ValueError", "bad", "f"),
+        ),
+        # The header kept: parse_text's answer.
+        (
+            "Traceback (most recent call last):\n"
+            f'  File "/app/t.py", line 3, in f\nKeyError: 1\n\n{_LINK}',
+            ("KeyError", "1", "f"),
+        ),
+        # Nothing guessed: no service sentence after it; an exception line alone; an exception
+        # line that is not the tail's last line; a cut header-kept traceback.
+        ('  File "/app/t.py", line 3, in f\nKeyError: 1\n', None),
+        (f"KeyError: 1\n\n{_LINK}", None),
+        (f'  File "/app/t.py", line 3, in f\nKeyError: 1\n  more output\n{_LINK}', None),
+        (f'Traceback (most recent call last):\n  File "/app/t.py", line 3, in f\n{_LINK}', None),
+    ],
+)
+def test_parse_service_message_reads_a_tail_whose_top_is_cut(
+    text: str, expected: tuple[str, str, str | None] | None
+) -> None:
+    found = parse_service_message(text)
+    if expected is None:
+        assert found is None
+        return
+    assert found is not None
+    function = found.frame.function if found.frame else None
+    assert (found.type, found.message, function) == expected

@@ -68,6 +68,7 @@ def test_every_language_has_a_damaged_example(rule: Rule) -> None:
 
 EXPECTED = {
     "vertex.user-code-exception": (EventKind.ERROR, Category.USER_CODE_EXCEPTION),
+    "vertex.user-code-exception-tail": (EventKind.ERROR, Category.USER_CODE_EXCEPTION),
     "vertex.oom": (EventKind.ERROR, Category.OOM),
     "vertex.stockout": (EventKind.ERROR, Category.STOCKOUT),
     "vertex.internal-error": (EventKind.ERROR, Category.INTERNAL_ERROR),
@@ -104,6 +105,7 @@ EXPECTED = {
     "runner.worker-started": (EventKind.WORKER_STARTED, None),
     "runner.worker-exited": (EventKind.WORKER_EXITED, None),
     "legacy.module-completed": (EventKind.WORKER_EXITED, None),
+    "legacy.command-failed": (EventKind.WORKER_EXITED, None),
     "legacy.clean-up-finished": (EventKind.TEARDOWN, None),
 }
 

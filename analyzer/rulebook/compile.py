@@ -39,7 +39,10 @@ PUNCTUATION = frozenset(".,:;!?()[]{}\"'/\\。、「」")
 _SPACE = r"\s*"
 _COMMON_WORDS = frozenset({"training", "completed", "finished", "program", "memory"})
 _FINAL_STOPS = frozenset({re.escape("."), re.escape("。")})
-_EXIT_CODE_RE = re.compile(r"(\d+)(?:\s*\(\s*(SIG[A-Z0-9]+)\s*\))?")
+# "137", legacy "9(SIGKILL)", Python's return code of a process killed by a signal ("-9"), and
+# what Python 3's CalledProcessError prints for it instead ("<Signals.SIGKILL: 9>": -9).
+_EXIT_CODE_RE = re.compile(r"(-?\d+)(?:\s*\(\s*(SIG[A-Z0-9]+)\s*\))?")
+_SIGNALS_REPR_RE = re.compile(r"<\s*Signals\s*\.\s*(SIG[A-Z0-9]+)\s*:\s*(\d+)\s*>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +153,8 @@ def convert(value: str, field_type: FieldType, field: str) -> dict[str, str | in
         return {field: " ".join(folded.split())}
     if field_type is FieldType.INT:
         return {field: int(folded)}
+    if (killed := _SIGNALS_REPR_RE.fullmatch(folded)) is not None:
+        return {field: -int(killed.group(2)), "signal": killed.group(1)}
     found = _EXIT_CODE_RE.fullmatch(folded)
     if found is None:  # the placeholder's pattern admits more than digits
         digits = re.match(r"\d+", folded)

@@ -56,7 +56,9 @@ class FieldType(StrEnum):
 
     TEXT = "text"  # the normalised text: NFKC per character, invisible marks gone, one space
     INT = "int"  # a decimal integer (full-width digits allowed)
-    EXIT_CODE = "exit_code"  # "137" -> 137; legacy "9(SIGKILL)" -> 9 plus field "signal"
+    # "137" -> 137; legacy "9(SIGKILL)" -> 9 plus field "signal"; Python's return code "-9"
+    # -> -9, and "<Signals.SIGKILL: 9>" -> -9 plus field "signal"
+    EXIT_CODE = "exit_code"
 
 
 @dataclass(frozen=True, slots=True)

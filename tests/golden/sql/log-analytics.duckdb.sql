@@ -305,7 +305,7 @@ FROM (
       )
       OR REGEXP_MATCHES(
         LOWER(text),
-        '403|accelerators|ai\-platform|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|custom\-jobs|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exceeded|exception|exec|executable|exit|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
+        '403|accelerators|ai\-platform|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|command|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|custom\-jobs|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
       )
     )
 )
@@ -404,6 +404,13 @@ WHERE
     AND REGEXP_MATCHES(
       folded,
       'The\s*replica\s*(?P<REPLICA_NAME_0>(?:[A-Za-z][A-Za-z0-9]*(?:-replica)?[- ][0-9]+))\s*exited\s*with\s*a\s*non\-zero\s*status\s*of\s*(?P<EXIT_CODE_1>(?:[0-9]+(?: ?\( ?SIG[A-Z0-9]+ ?\))?))'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'exited') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'To\s*find\s*out\s*more\s*about\s*why\s*your\s*job\s*exited\s*please\s*check\s*the\s*logs'
     )
   )
   OR (
@@ -612,6 +619,20 @@ WHERE
     AND REGEXP_MATCHES(folded, '\A\s*(?:Clean\s*up\s*finished(?:\s*\.)?)\s*\z')
   )
   OR (
+    STRPOS(lowered, 'returned') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\A\s*(?:Command\s*\x27\s*(?P<COMMAND_LINE_0>(?:\S.*))\s*\x27\s*returned\s*non\-zero\s*exit\s*status\s*(?P<RETURN_CODE_1>(?:-?[0-9]+|<Signals\.SIG[A-Z0-9]+: ?[0-9]+>))(?:\s*\.)?)\s*\z'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'command') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '\A\s*(?:Command\s*\x27\s*(?P<COMMAND_LINE_0>(?:\S.*))\s*\x27\s*died\s*with\s*(?P<RETURN_CODE_1>(?:-?[0-9]+|<Signals\.SIG[A-Z0-9]+: ?[0-9]+>))(?:\s*\.)?)\s*\z'
+    )
+  )
+  OR (
     (
       STRPOS(lowered, 'jobstate') > 0
       OR STRPOS(lowered, 'job_state') > 0
@@ -628,7 +649,7 @@ WHERE
     STRPOS(lowered, 'failed') > 0
     AND REGEXP_MATCHES(
       folded,
-      '\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'
+      '(?:^|[^"\x27])\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'
     )
   )
   OR (
