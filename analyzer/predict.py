@@ -9,7 +9,6 @@ the retry count. Each decision says which fact of platform.md it implements.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -54,6 +53,7 @@ from analyzer.timeline import (
     is_primary,
     replica_task,
     restarts_by_worker,
+    steps_down_up,
 )
 from analyzer.tracebacks import (
     HEADER,
@@ -558,8 +558,7 @@ def _written_newest_first(events: Sequence[Event]) -> bool:
         for e in sorted(events, key=lambda e: (e.origin.line, e.origin.entry))
         if e.timestamp is not None
     ]
-    down = sum(1 for before, after in itertools.pairwise(times) if after < before)
-    up = sum(1 for before, after in itertools.pairwise(times) if after > before)
+    down, up = steps_down_up(times)
     return down > up
 
 

@@ -4,7 +4,6 @@ code, and the initiating failure behind a cascade (platform.md sections 3, 7 and
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -16,7 +15,7 @@ from analyzer.events import AFTER_DEATH, DETAIL_WINDOW, Category, Event, EventKi
 from analyzer.exitcodes import decode
 from analyzer.policy import RetryPolicy
 from analyzer.records import Origin
-from analyzer.timeline import Attempt, replica_task
+from analyzer.timeline import Attempt, replica_task, steps_down_up
 from analyzer.tracebacks import (
     ExceptionInfo,
     exception_from_events,
@@ -148,7 +147,7 @@ def _pasted_tail(attempt: Attempt, own: list[Event]) -> ExceptionInfo | None:
 def _runs_backwards(events: list[Event]) -> bool:
     """Whether the times of ``events``, in input order, mostly go backwards."""
     times = [e.timestamp for e in events if e.timestamp is not None]
-    down = sum(1 for a, b in itertools.pairwise(times) if b < a)
+    down, _ = steps_down_up(times)
     return down * 2 > len(times) - 1 >= 1
 
 

@@ -16,6 +16,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import regex
 
@@ -602,14 +603,25 @@ def other_service(event: Event) -> bool:
     return event.kind is EventKind.CREATION_REFUSED and other_service_text(event.text)
 
 
+def steps_down_up(values: Sequence[Any]) -> tuple[int, int]:
+    """How many of the steps between neighbours of ``values`` go down, and how many up
+    (equal neighbours count as neither): which way an input's times or lifecycle run."""
+    down = up = 0
+    for before, after in itertools.pairwise(values):
+        if after < before:
+            down += 1
+        elif after > before:
+            up += 1
+    return down, up
+
+
 def newest_first(events: Sequence[Event]) -> bool:
     """Whether ``events``, in input order, are written newest first: most steps between the
     service's lifecycle messages go backwards (at least two of them)."""
     steps = [
         _STEP_OF[e.kind] for e in events if e.kind in _STEP_OF and e.task in (None, SERVICE_TASK)
     ]
-    down = sum(1 for before, after in itertools.pairwise(steps) if after < before)
-    up = sum(1 for before, after in itertools.pairwise(steps) if after > before)
+    down, up = steps_down_up(steps)
     return down >= 2 and down > up
 
 

@@ -236,6 +236,15 @@ def test_open_sources_sniffs_the_shape(tmp_path: Path) -> None:
     assert source.stats.format == "logging-api-response"
 
 
+def _laid_out(pages: list[Entry], layout: str) -> bytes:
+    """``pages`` as saved: pretty responses one after another, one a line, or an array."""
+    if layout == "pretty":
+        return _pretty(pages)
+    if layout == "lines":
+        return b"".join(json.dumps(page).encode() + b"\n" for page in pages)
+    return json.dumps(pages, indent=2).encode()
+
+
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -256,12 +265,7 @@ def test_any_split_into_pages_reads_the_same(
         pages.append({"entries": page, "nextPageToken": "EAA4tok"} if page else {})
         if start >= len(entries):
             break
-    if layout == "pretty":
-        data = _pretty(pages)
-    elif layout == "lines":
-        data = b"".join(json.dumps(page).encode() + b"\n" for page in pages)
-    else:
-        data = json.dumps(pages, indent=2).encode()
+    data = _laid_out(pages, layout)
     stats, records = _records(data)
     assert sorted(map(_essence, records)) == _array_records(entries)
     assert stats.lines == stats.used and stats.skipped == 0
@@ -296,12 +300,7 @@ def test_a_last_page_with_a_token_says_more_pages_were_there(
         }
         for p in pages
     ]
-    if layout == "pretty":
-        data = _pretty(pages)
-    elif layout == "lines":
-        data = b"".join(json.dumps(page).encode() + b"\n" for page in pages)
-    else:
-        data = json.dumps(pages, indent=2).encode()
+    data = _laid_out(pages, layout)
     stats, _ = _records(data)
     assert stats.more_pages is more
     path = tmp_path / "pages.json"
