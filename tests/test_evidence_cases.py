@@ -130,6 +130,24 @@ def test_a_failure_a_success_got_past_reads_as_recovered(sample: str, phrase: st
     assert cause_phrase(diagnosis).startswith(phrase)
 
 
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_the_table_says_recovered_beside_succeeded(fmt: str) -> None:
+    # The table's CAUSE cell beside SUCCEEDED says what the verdict line says; the JSON
+    # keeps the bare category (the contract).
+    from tests.clirun import run
+
+    samples = Path(__file__).resolve().parent.parent / "sample_logs"
+    paths = [str(samples / s) for s in ("transient-sigsegv-retry.jsonl", "user-code-exit1.jsonl")]
+    code, out, _ = run("diagnose", *paths, "--format", fmt)
+    assert code == 0
+    rows = [line for line in out.splitlines() if "SUCCEEDED" in line]
+    failed = [line for line in out.splitlines() if "FAILED" in line and "user_code" in line]
+    assert rows and all("recovered from user_code_exception" in line for line in rows), out
+    assert failed and not any("recovered" in line for line in failed), out
+    code, out, _ = run("diagnose", *paths, "--format", "json")
+    assert '"recovered' not in out
+
+
 @pytest.mark.parametrize(
     ("excerpt", "command"),
     [

@@ -99,6 +99,11 @@ def table_rows(diagnoses: Iterable[Diagnosis]) -> list[TableRow]:
         else:
             what = cause.category.value + (f" ({cause.detail})" if cause.detail else "")
         detail = cause.detail if cause is not None else None
+        if cause is not None and diagnosis.state is JobState.SUCCEEDED:
+            # As the verdict line says it: a bare category beside SUCCEEDED reads as the
+            # reason the job failed. The detail alone would drop that word, so a cell too
+            # narrow is cut in its middle instead.
+            what, detail = f"recovered from {what}", None
         rows.append(
             TableRow(
                 job=job,
