@@ -61,6 +61,76 @@ def test_a_runner_reports_one_exit_once(text: str, codes: list[int]) -> None:
     assert [c for c in seen if c] == codes
 
 
+def _runner_log(tmp: Path, gap: float, restart: bool = False, twice: bool = False) -> Path:
+    """A Vertex job whose prebuilt-container runner reports its command's failure, then
+    ``Task completed`` ``gap`` seconds later; ``restart``: the process starts again between
+    them; ``twice``: two completion lines and no report."""
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime(2024, 4, 4, 0, 20, tzinfo=UTC)
+    lines: list[tuple[float, str, str]] = [
+        (0, "service", "Waiting for job to be provisioned."),
+        (60, "service", "Job is running."),
+        (61, "workerpool0-0", "Running command: python3 -m trainer.task"),
+        (300, "workerpool0-0", "Traceback (most recent call last):"),
+        (300, "workerpool0-0", "KeyError: 'label'"),
+    ]
+    first = "Task completed. Exit code (1). Exit reason (SUBPROCESS_EXCEPTION)"
+    report = "Command '['python3', '-m', 'trainer.task']' returned non-zero exit status 1."
+    lines.append((302, "workerpool0-0", first if twice else report))
+    if restart:
+        lines.append((302 + gap / 2, "workerpool0-0", "Running command: python3 -m trainer.task"))
+    lines.append((302 + gap, "workerpool0-0", first))
+    later = 302 + gap + 20
+    lines.append(
+        (later, "service", "The replica workerpool0-0 exited with a non-zero status of 1.")
+    )
+    lines.append((later + 10, "service", "Job failed."))
+    path = tmp / f"runner-{gap}.jsonl"
+    with path.open("w") as out:
+        for index, (seconds, task, text) in enumerate(lines):
+            when = start + timedelta(seconds=seconds)
+            entry = {
+                "insertId": f"i{index}",
+                "resource": {"type": "ml_job", "labels": {"job_id": "42", "task_name": task}},
+                "timestamp": when.isoformat().replace("+00:00", "Z"),
+                "severity": "INFO",
+            }
+            key = "textPayload" if task == "service" else "jsonPayload"
+            entry[key] = text if task == "service" else {"message": text}
+            out.write(json.dumps(entry) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("gap", [1, 30, 600])
+def test_the_runners_two_lines_of_one_exit_are_one_exit_however_far_apart(
+    tmp_path: Path, gap: int
+) -> None:
+    # Paired by fact (the same replica's next runner exit line after the report, no start
+    # between), not by a time window: a slow VM may put seconds or minutes between them, and
+    # counting two exits would charge a restart the replica never had.
+    path = _runner_log(tmp_path, gap)
+    (diagnosis,) = analyze([path]).diagnoses
+    [worker] = diagnosis.timeline.attempts[0].workers
+    assert [g.exit_code for g in worker.exits] == [1]
+    assert diagnosis.worker_restarts == {} or set(diagnosis.worker_restarts.values()) == {0}
+    assert diagnosis.cause is not None and diagnosis.cause.exit_code == 1
+    book = RuleBook.load()
+    assert collect(open_sources([str(path)]), book, fast=True) == collect(
+        open_sources([str(path)]), book, fast=False
+    )
+
+
+@pytest.mark.parametrize(("restart", "twice"), [(True, False), (False, True)])
+def test_two_exits_stay_two(tmp_path: Path, restart: bool, twice: bool) -> None:
+    # A start between the lines, or two completion lines (no report): two processes ended.
+    path = _runner_log(tmp_path, 2, restart=restart, twice=twice)
+    (diagnosis,) = analyze([path]).diagnoses
+    [worker] = diagnosis.timeline.attempts[0].workers
+    assert [g.exit_code for g in worker.exits] == [1, 1]
+
+
 def test_the_text_report_says_a_refused_job_was_never_created() -> None:
     from rich.console import Console
 
