@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 
 from analyzer.cache import remembered
-from analyzer.diagnosis import Cause, JobState
+from analyzer.diagnosis import Cause, JobState, RecordedError
 from analyzer.errors import PolicyError
 from analyzer.events import Category
 from analyzer.exitcodes import decode
@@ -158,6 +158,7 @@ def advice_for(
     job_id: str | None = None,
     other_service: bool = False,
     last_exit: tuple[str, int] | None = None,
+    recorded: RecordedError | None = None,
 ) -> tuple[str, ...]:
     """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
 
@@ -168,7 +169,8 @@ def advice_for(
     ``other_service``: the input holds only another Vertex AI service's API error (no job).
     ``last_exit``: a worker (task, exit code) whose non-zero exit ends its lines with nothing
     of the service after it, in a job without a cause: what that exit shows and what it does
-    not.
+    not. ``recorded``: the job object's own error when no category fits it (a disk
+    shortage): its rule's advice (``recorded.<rule id>``), quoting it.
     """
     if cause is None and state is JobState.SUCCEEDED:
         return ()
@@ -177,6 +179,8 @@ def advice_for(
         keys = ["none.refused"]
     elif cause is None and other_service:
         keys = ["none.other-service"]
+    elif cause is None and recorded is not None and f"recorded.{recorded.rule}" in table:
+        keys = [f"recorded.{recorded.rule}"]
     else:
         keys = _keys(cause, state, policy, table)
     if cause is None and last_exit is not None and state is not JobState.SUCCEEDED:
@@ -211,6 +215,9 @@ def advice_for(
         "message": _short(cause.message, 100) if cause else "",
         "cascade": cause.cascade[0].replica if cause and cause.cascade else "the other replicas",
         "status": refused or "",
+        # (Without its last period: the sentence quoting it has its own.)
+        "recorded": _short(recorded.message, 200).rstrip(".") if recorded else "",
+        **({"pool": recorded.pool} if recorded is not None and recorded.pool else {}),
         **(machine or {}),
     }
     lines: list[str] = []

@@ -131,6 +131,39 @@ def test_two_exits_stay_two(tmp_path: Path, restart: bool, twice: bool) -> None:
     assert [g.exit_code for g in worker.exits] == [1, 1]
 
 
+@pytest.mark.parametrize(
+    ("lines", "final"),
+    [
+        # The message alone: the job failed, its end is not in the input.
+        (
+            ["Replicas low on disk: workerpool0. Specify a larger bootDiskSizeGb and try again."],
+            False,
+        ),
+        (
+            [
+                "Replicas low on disk: workerpool0. Specify a larger bootDiskSizeGb and try again.",
+                "Job failed.",
+            ],
+            True,
+        ),
+    ],
+)
+def test_a_disk_shortage_is_quoted_not_categorised(
+    tmp_path: Path, lines: list[str], final: bool
+) -> None:
+    # No category of the contract is a disk shortage (neither host memory nor a quota): the
+    # cause stays null, the verdict, a note and the advice quote the job's error.
+    path = tmp_path / "disk.txt"
+    path.write_text("\n".join(lines) + "\n")
+    (diagnosis,) = analyze([path]).diagnoses
+    job = diagnosis.to_dict()
+    assert job["cause"] is None and job["state"] == "JOB_STATE_FAILED"
+    assert job["observed_final"] is final
+    assert str(diagnosis).endswith("- the job's error: Replicas low on disk: workerpool0")
+    assert any('"Replicas low on disk: workerpool0.' in n and ":1)" in n for n in job["notes"])
+    assert any("bootDiskSizeGb" in a and "Replicas low on disk" in a for a in job["advice"])
+
+
 def test_the_text_report_says_a_refused_job_was_never_created() -> None:
     from rich.console import Console
 

@@ -94,7 +94,10 @@ def table_rows(diagnoses: Iterable[Diagnosis]) -> list[TableRow]:
         if diagnosis.trial:
             job += f" trial {diagnosis.trial}"
         cause = diagnosis.cause
-        if cause is None:
+        if cause is None and diagnosis.recorded_error is not None:
+            # The job's own error where no category fits: its first sentence, as the verdict.
+            what = "error: " + diagnosis.recorded_error.message.split(". ")[0]
+        elif cause is None:
             what = "-"
         else:
             what = cause.category.value + (f" ({cause.detail})" if cause.detail else "")
