@@ -263,7 +263,12 @@ def observed_word(diagnosis: Diagnosis) -> str:
         return "unknown: not in the input"
     if diagnosis.state is JobState.UNSPECIFIED and diagnosis.attempts == 0:
         return "never created: the API refused it"
-    return "observed" if diagnosis.observed_final else "predicted"
+    if diagnosis.observed_final:
+        return "observed"
+    # A state replayed from a single entry (one exit line, one message) is a guess resting
+    # on that entry alone: the verdict says so.
+    lines = {e.origin for a in diagnosis.timeline.attempts for e in a.events}
+    return "predicted from one log entry" if len(lines) == 1 else "predicted"
 
 
 def plural(count: int, word: str) -> str:

@@ -326,6 +326,9 @@ _ERROR_CODE_NAMES = {
 }
 
 
+IN_PROGRESS_NOTE = "logs end while the job is still in progress"
+
+
 @dataclass(frozen=True, slots=True)
 class _Fate:
     """The job's state, whether it was read from the input, and its attempts in all."""
@@ -396,7 +399,7 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
             _IN_PROGRESS[last.status],
             False,
             observed,
-            ("logs end while the job is still in progress",),
+            (IN_PROGRESS_NOTE,),
         )
     if last.exhausted_line:
         # "Job will not be retried, max error retry attempts reached." ends the last attempt.
@@ -534,8 +537,9 @@ def _evidence_notes(
             when = f" at {gone.time:%Y-%m-%d %H:%M:%S}" if gone.time is not None else ""
             notes.append(
                 f"{gone.task} exited ({how}){when} and no line of the service follows in the"
-                " input: a worker is restarted after a non-zero exit, so whether this ended"
-                " the job is not shown"
+                " input: the platform restarts a worker after a non-zero exit, so the job is"
+                " predicted still in progress; whether this exit ended it (its restarts used"
+                " up, the job failing) is not shown"
             )
     elif cause is not None and cause.exception is None:
         # The failing replica's traceback, or the tail the service copied into its message,
@@ -825,7 +829,12 @@ def diagnose_timeline(
     fate = _fate(timeline, verdicts, policy)
     state, final, attempts = fate.state, fate.final, fate.attempts
     notes = list(fate.notes)
-    notes += _evidence_notes(timeline, verdicts, cause, state)
+    evidence = _evidence_notes(timeline, verdicts, cause, state)
+    if cause is None and _exit_pair(timeline) is not None:
+        # The worker-exit note says what the input's end shows, more exactly than "still in
+        # progress" (an exit may have ended the job): the general note yields to it.
+        notes = [n for n in notes if n != IN_PROGRESS_NOTE]
+    notes += evidence
     notes += oldest_entries_missing(timeline, inputs)
     if attempts == 0:
         # No attempt ran (the API refused the job, or nothing shows one began): the log of

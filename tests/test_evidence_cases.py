@@ -164,6 +164,20 @@ def test_a_disk_shortage_is_quoted_not_categorised(
     assert any("bootDiskSizeGb" in a and "Replicas low on disk" in a for a in job["advice"])
 
 
+def test_one_exit_line_says_what_it_shows_once() -> None:
+    # tests/real/gh-tensorflow-tensorflow-18984-L: one runner exit line and nothing after.
+    # The exit note says what that supports (the job predicted in progress, whether the exit
+    # ended it not shown); the general "logs end while ... in progress" note would say less.
+    from analyzer.predict import IN_PROGRESS_NOTE
+
+    real = Path(__file__).parent / "real" / "gh-tensorflow-tensorflow-18984-L.txt"
+    (diagnosis,) = analyze([real]).diagnoses
+    assert IN_PROGRESS_NOTE not in diagnosis.notes
+    [note] = [n for n in diagnosis.notes if "worker-replica-0 exited" in n]
+    assert "predicted still in progress" in note and "is not shown" in note
+    assert "(predicted from one log entry)" in str(diagnosis)
+
+
 def test_the_text_report_says_a_refused_job_was_never_created() -> None:
     from rich.console import Console
 
