@@ -71,6 +71,15 @@ def _keys(
         return [f"{cause.category.value}.{cause.detail}"]
     if cause.category is Category.USER_CODE_EXCEPTION and policy.is_transient(cause.exit_code):
         return ["user_code_exception.transient"]
+    if (
+        cause.category is Category.USER_CODE_EXCEPTION
+        and cause.exception is not None
+        and cause.replica is None
+        and cause.exit_code is None
+    ):
+        # Read from the end of the service's message whose first line (replica, exit
+        # status) is cut: say what the copied traceback shows, not "status unknown".
+        return ["user_code_exception.exception-tail"]
     if cause.category is Category.USER_CODE_EXCEPTION and cause.exception is not None:
         # Without a frame there is no place to name: say what is known, never a "?".
         if cause.exception.frame is None:
@@ -210,6 +219,7 @@ def advice_for(
         "where": f"{frame.file}:{frame.line} ({frame.function})"
         if frame
         else "where its traceback points",
+        "at": f" at {frame.file}:{frame.line} ({frame.function})" if frame else "",
         "detail": cause.detail if cause and cause.detail else "",
         "rule": cause.rule if cause else "",
         "message": _short(cause.message, 100) if cause else "",

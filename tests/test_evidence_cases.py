@@ -178,6 +178,15 @@ def test_one_exit_line_says_what_it_shows_once() -> None:
     assert "(predicted from one log entry)" in str(diagnosis)
 
 
+def test_a_message_cut_at_its_top_is_shown_from_its_exception() -> None:
+    # tests/real/gh-sinaungoding-tf-od-cloud-S: the service's message without its first line.
+    real = Path(__file__).parent / "real" / "gh-sinaungoding-tf-od-cloud-S.txt"
+    (diagnosis,) = analyze([real]).diagnoses
+    assert diagnosis.cause is not None
+    assert diagnosis.cause.message.startswith("… SyntaxError: invalid syntax To find out more")
+    assert not any("status unknown" in line for line in diagnosis.advice), diagnosis.advice
+
+
 def test_the_text_report_says_a_refused_job_was_never_created() -> None:
     from rich.console import Console
 
