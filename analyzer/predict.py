@@ -59,6 +59,7 @@ from analyzer.timeline import (
 )
 from analyzer.tracebacks import (
     HEADER,
+    ExceptionInfo,
     exception_from_events,
     last_exception_line,
     open_traceback,
@@ -464,6 +465,24 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
     )
 
 
+def refused_at_creation(verdicts: Sequence[_AttemptVerdict]) -> bool:
+    """Whether the API refused to create the job (no job, no attempt: platform.md section 9)."""
+    return any(v.refusal for v in verdicts)
+
+
+def seen_exception(timeline: JobTimeline, state: JobState) -> ExceptionInfo | None:
+    """The exception a job without a platform failure message shows in the input: its last
+    whole traceback's; a bare exception line (a paste of a traceback's end) only when nothing
+    else of the job is known, since in a job's log it is usually the harmless "Error in
+    sitecustomize" ModuleNotFoundError. Told in a note and the advice, never made a cause
+    (a refusal at creation is the story already: the exception is the API's answer)."""
+    events = [e for a in timeline.attempts for e in a.events]
+    seen = exception_from_events(events)
+    if seen is None and state is JobState.UNSPECIFIED:
+        seen = last_exception_line(events)
+    return seen
+
+
 def _evidence_notes(
     timeline: JobTimeline,
     verdicts: list[_AttemptVerdict],
@@ -514,16 +533,8 @@ def _evidence_notes(
             " state a launcher printed, an echoed log) were kept as evidence, not as this"
             " job's fate"
         )
-    refused = any(v.refusal for v in verdicts)
-    if cause is None and state is not JobState.SUCCEEDED and not refused:
-        # A traceback with no platform message: told, never made a cause (a refusal at
-        # creation is the story already: the exception is the API's answer). A bare exception
-        # line (a paste of a traceback's end) only when nothing else is known: in a job's
-        # log it is usually the harmless "Error in sitecustomize" ModuleNotFoundError.
-        events = [e for a in timeline.attempts for e in a.events]
-        seen = exception_from_events(events)
-        if seen is None and state is JobState.UNSPECIFIED:
-            seen = last_exception_line(events)
+    if cause is None and state is not JobState.SUCCEEDED and not refused_at_creation(verdicts):
+        seen = seen_exception(timeline, state)
         if seen is not None:
             notes.append(
                 f"the input shows {seen.type}: {seen.message} but no platform message"
@@ -876,6 +887,9 @@ def diagnose_timeline(
             and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
             last_exit=_exit_pair(timeline) if cause is None else None,
             recorded=error,
+            seen=seen_exception(timeline, state)
+            if cause is None and not refused_at_creation(verdicts)
+            else None,
         ),
         attempt_log=attempt_log,
         timeline=timeline,

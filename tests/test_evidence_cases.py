@@ -353,3 +353,22 @@ def test_a_paste_reports_one_exit_once(tmp_path: Path, lines: list[str], codes: 
     (diagnosis,) = analyze([path]).diagnoses
     seen = [g.exit_code for a in diagnosis.timeline.attempts for w in a.workers for g in w.exits]
     assert [c for c in seen if c is not None] == codes
+
+
+@pytest.mark.parametrize("lang", ["en", "ja", "he"])
+def test_a_pasted_traceback_alone_is_what_the_advice_starts_from(tmp_path: Path, lang: str) -> None:
+    # No platform message: the state is unknown, but the advice names the exception and its
+    # frame, in every language (it had said only that nothing of the job is known).
+    path = tmp_path / "paste.txt"
+    path.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/root/trainer/task.py", line 10, in <module>\n'
+        "    import tensorflow_addons\n"
+        "ModuleNotFoundError: No module named 'tensorflow_addons'\n",
+        encoding="utf-8",
+    )
+    (diagnosis,) = analyze([path], lang=lang).diagnoses
+    assert diagnosis.cause is None
+    first = diagnosis.advice[0]
+    assert "ModuleNotFoundError" in first and "/root/trainer/task.py:10" in first
+    assert any("jobdoctor fetch" in line for line in diagnosis.advice)
