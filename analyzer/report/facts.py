@@ -128,16 +128,21 @@ def span(delta: timedelta | None) -> str:
 
 
 def evidence_events(diagnosis: Diagnosis) -> list[tuple[Origin, Event | None]]:
-    """The cause's evidence lines with the events they came from (when known).
+    """The cause's evidence lines (or the job's recorded error's, when no category fits it)
+    with the events they came from (when known).
 
     The decisive message first, then the lines that back it in the order they happened, so the
     story reads top to bottom.
     """
-    if diagnosis.cause is None:
+    if diagnosis.cause is None and diagnosis.recorded_error is None:
         return []
     by_origin = {
         event.origin: event for attempt in diagnosis.timeline.attempts for event in attempt.events
     }
+    if diagnosis.cause is None:
+        assert diagnosis.recorded_error is not None
+        origin = diagnosis.recorded_error.origin
+        return [(origin, by_origin.get(origin))]
     first, *rest = [(origin, by_origin.get(origin)) for origin in diagnosis.cause.evidence]
 
     def when(item: tuple[Origin, Event | None]) -> tuple[bool, datetime]:

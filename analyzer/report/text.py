@@ -227,6 +227,10 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
     if diagnosis.cause is not None:
         layout.labelled("cause", _log_text(diagnosis.cause.message))
         _evidence(layout, diagnosis)
+    elif diagnosis.recorded_error is not None:
+        # The job's own error, where no category fits it: quoted with its line, as a cause is.
+        layout.labelled("error", _log_text(diagnosis.recorded_error.message))
+        _evidence(layout, diagnosis)
     for label, fact in depth_facts(diagnosis):
         layout.labelled(label, _log_text(fact))
     for index, attempt in enumerate(diagnosis.attempt_log):
