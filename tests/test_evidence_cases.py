@@ -372,3 +372,34 @@ def test_a_pasted_traceback_alone_is_what_the_advice_starts_from(tmp_path: Path,
     first = diagnosis.advice[0]
     assert "ModuleNotFoundError" in first and "/root/trainer/task.py:10" in first
     assert any("jobdoctor fetch" in line for line in diagnosis.advice)
+
+
+@pytest.mark.parametrize(
+    ("message", "detail"),
+    [
+        # The container runtime's reason is a memory message: the cause is memory.
+        (
+            "The replica workerpool0-0 exited with a non-zero status of 137. Termination"
+            " reason: OOMKilled.",
+            "oom-killed",
+        ),
+        # SIGKILL alone proves no memory shortage (platform.md section 7).
+        (
+            "The replica workerpool0-0 exited with a non-zero status of 137. Termination"
+            " reason: Error.",
+            "killed-no-traceback",
+        ),
+    ],
+)
+def test_a_termination_reason_of_oomkilled_is_memory(
+    tmp_path: Path, message: str, detail: str
+) -> None:
+    path = tmp_path / "paste.txt"
+    path.write_text(message + "\n", encoding="utf-8")
+    (diagnosis,) = analyze([path]).diagnoses
+    cause = diagnosis.cause
+    assert cause is not None and cause.detail == detail
+    # The platform's category (its retry policy) stays the replica's exit.
+    assert cause.category.value == "user_code_exception"
+    memory = "ran out of memory" in diagnosis.advice[0]
+    assert memory is (detail == "oom-killed")
