@@ -403,3 +403,31 @@ def test_a_termination_reason_of_oomkilled_is_memory(
     assert cause.category.value == "user_code_exception"
     memory = "ran out of memory" in diagnosis.advice[0]
     assert memory is (detail == "oom-killed")
+
+
+_SDK_JOB = "CustomJob projects/1/locations/us-central1/customJobs/42 current state:\n"
+
+
+@pytest.mark.parametrize(
+    ("states", "code", "message", "state"),
+    [
+        # The SDK raises "Job failed with:" for FAILED and CANCELLED alike.
+        (["RUNNING", "CANCELLED"], 1, "CANCELED", "CANCELLED"),
+        (
+            ["RUNNING", "FAILED"],
+            3,
+            "The replica workerpool0-0 exited with a non-zero status of 1.",
+            "FAILED",
+        ),
+        (["RUNNING"], 13, "Internal error occurred for the current attempt.", "FAILED"),
+    ],
+)
+def test_the_sdks_error_of_a_cancelled_job_is_no_failure(
+    tmp_path: Path, states: list[str], code: int, message: str, state: str
+) -> None:
+    text = "".join(f"{_SDK_JOB}JobState.JOB_STATE_{s}\n" for s in states)
+    text += f'RuntimeError: Job failed with:\ncode: {code}\nmessage: "{message}"\n'
+    path = tmp_path / "run.txt"
+    path.write_text(text, encoding="utf-8")
+    (diagnosis,) = analyze([path]).diagnoses
+    assert diagnosis.state.value == f"JOB_STATE_{state}"
