@@ -431,3 +431,32 @@ def test_the_sdks_error_of_a_cancelled_job_is_no_failure(
     path.write_text(text, encoding="utf-8")
     (diagnosis,) = analyze([path]).diagnoses
     assert diagnosis.state.value == f"JOB_STATE_{state}"
+
+
+def test_the_sdks_error_code_1_alone_is_a_cancelled_job(tmp_path: Path) -> None:
+    # The error and its code in one entry (the SDK's output logged by a launcher): code 1,
+    # google.rpc CANCELLED, with no CANCELLED state printed before it.
+    import json
+
+    def entry(number: int, text: str) -> str:
+        labels = {"job_id": "42", "task_name": "service"}
+        return json.dumps(
+            {
+                "insertId": str(number),
+                "textPayload": text,
+                "resource": {"type": "ml_job", "labels": labels},
+                "timestamp": f"2024-01-01T00:0{number}:00Z",
+                "severity": "INFO",
+            }
+        )
+
+    path = tmp_path / "run.jsonl"
+    path.write_text(
+        entry(1, f"{_SDK_JOB}JobState.JOB_STATE_RUNNING")
+        + "\n"
+        + entry(2, 'RuntimeError: Job failed with:\ncode: 1\nmessage: "CANCELED"')
+        + "\n",
+        encoding="utf-8",
+    )
+    (diagnosis,) = analyze([path]).diagnoses
+    assert diagnosis.state.value == "JOB_STATE_CANCELLED"
