@@ -188,8 +188,9 @@ def advice_for(
         keys = ["none.refused"]
     elif cause is None and other_service:
         keys = ["none.other-service"]
-    elif cause is None and recorded is not None and f"recorded.{recorded.rule}" in table:
-        keys = [f"recorded.{recorded.rule}"]
+    elif cause is None and recorded is not None:
+        specific = f"recorded.{recorded.rule}"
+        keys = [specific if specific in table else "recorded"]
     else:
         keys = _keys(cause, state, policy, table)
     if cause is None and last_exit is not None and state is not JobState.SUCCEEDED:
