@@ -187,6 +187,22 @@ def test_a_message_cut_at_its_top_is_shown_from_its_exception() -> None:
     assert not any("status unknown" in line for line in diagnosis.advice), diagnosis.advice
 
 
+@pytest.mark.parametrize(
+    ("excerpt", "start"),
+    [
+        ("gh-rstudio-cloudml-130-S.txt", "The replica master 0 exited"),  # R's str() of it
+        ("gh-vertex-ai-samples-1898-V.txt", "The replica workerpool0-0 exited"),  # SDK YAML
+        ("gh-stable-diffusion-on-gcp-12-V.txt", "The following quota metrics"),  # JSON body
+        ("gh-vertex-ai-samples-1504-V.txt", "The replica workerpool1-1 exited"),  # Cloud Build
+    ],
+)
+def test_the_cause_is_the_message_not_its_key(excerpt: str, start: str) -> None:
+    real = Path(__file__).parent / "real" / excerpt
+    (diagnosis,) = analyze([real]).diagnoses
+    assert diagnosis.cause is not None and diagnosis.cause.message.startswith(start)
+    assert not diagnosis.cause.message.endswith(('"', "',"))
+
+
 def test_the_text_report_says_a_refused_job_was_never_created() -> None:
     from rich.console import Console
 
