@@ -393,12 +393,15 @@ def _worker(
     # The exit the runner's "Command ... returned non-zero exit status N." reported, while its
     # completion line may still follow: no start and no other exit line of the replica since.
     reported_by_runner: int | None = None
+    # The last exit the replica's own lines logged, with no start since: the one a service
+    # report without a time (a paste) can only be about, when the codes agree.
+    runner_logged: int | None = None
     for event in events:
         if event.kind is EventKind.WORKER_STARTED:
             new, moved = lines.begins_start(event)
             if new:
                 starts.append(WorkerStart(event.timestamp, event.vm, moved, event.origin))
-                reported_by_runner = None
+                reported_by_runner = runner_logged = None
         elif event.kind in (EventKind.WORKER_EXITED, EventKind.ERROR):
             code = event.match.field("exit_code")
             exit_code = code if isinstance(code, int) else None
@@ -411,20 +414,33 @@ def _worker(
                         exits[pending] = merged
                         continue
             # The service reports an exit the runner already logged: one exit, not two.
-            reported = event.kind is EventKind.ERROR and any(
+            timed = event.kind is EventKind.ERROR and any(
                 _same_exit(e.exit_code, exit_code)
                 and e.time is not None
                 and event.timestamp is not None
                 and timedelta(0) <= event.timestamp - e.time <= _SAME_RESTART
                 for e in exits
             )
-            if not reported:
+            # Without times (a paste): the service reports the exit the replica's lines just
+            # logged, after them (platform.md section 9), once.
+            pasted = (
+                event.kind is EventKind.ERROR
+                and event.timestamp is None
+                and runner_logged is not None
+                and exits[runner_logged].time is None
+                and _same_exit(exits[runner_logged].exit_code, exit_code)
+            )
+            reported = timed or pasted
+            if reported:
+                runner_logged = None
+            else:
                 lines.exited = True
                 reason = event.match.field("reason")
                 if event.kind is EventKind.WORKER_EXITED and report:
                     reported_by_runner = len(exits)
                 elif event.kind is EventKind.ERROR:
                     reported_by_runner = None  # another exit came between
+                runner_logged = len(exits) if event.kind is EventKind.WORKER_EXITED else None
                 exits.append(
                     WorkerExit(
                         event.timestamp,

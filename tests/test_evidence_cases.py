@@ -326,3 +326,46 @@ def test_another_services_429_gets_no_fetch_advice(excerpt: str) -> None:
     (diagnosis,) = analyze([real]).diagnoses
     assert diagnosis.advice and diagnosis.advice[0].startswith("No training job is in the input")
     assert not any("jobdoctor fetch" in line for line in diagnosis.advice)
+
+
+@pytest.mark.parametrize(
+    ("lines", "codes"),
+    [
+        # A paste without times: the runner's report, its completion line, the service's
+        # report of the same exit after them: one exit (tests/real/gh-tensorflow-models-4578-S).
+        (
+            [
+                "E  master-replica-0 Command '['python3', '-m', 'x']' returned non-zero exit"
+                " status 1  master-replica-0",
+                "I  master-replica-0 Module completed; cleaning up.  master-replica-0",
+                "E  The replica master 0 exited with a non-zero status of 1. Termination reason:"
+                " Error.",
+            ],
+            [1],
+        ),
+        # Another code: two exits.
+        (
+            [
+                "E  master-replica-0 Command '['python3', '-m', 'x']' returned non-zero exit"
+                " status 2  master-replica-0",
+                "E  The replica master 0 exited with a non-zero status of 1.",
+            ],
+            [2, 1],
+        ),
+        # The service's report first, then the runner's: not the order of one exit.
+        (
+            [
+                "E  The replica master 0 exited with a non-zero status of 1.",
+                "E  master-replica-0 Command '['python3', '-m', 'x']' returned non-zero exit"
+                " status 1  master-replica-0",
+            ],
+            [1, 1],
+        ),
+    ],
+)
+def test_a_paste_reports_one_exit_once(tmp_path: Path, lines: list[str], codes: list[int]) -> None:
+    path = tmp_path / "paste.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (diagnosis,) = analyze([path]).diagnoses
+    seen = [g.exit_code for a in diagnosis.timeline.attempts for w in a.workers for g in w.exits]
+    assert [c for c in seen if c is not None] == codes

@@ -36,6 +36,7 @@ from analyzer.report.facts import (
     evidence_events,
     first_line,
     more_pages_line,
+    no_entry_line,
     observed_word,
     period,
     plural,
@@ -333,6 +334,8 @@ def _footer(layout: _Layout, analysis: Analysis) -> None:
             layout.folded(Text("  "), line, 4)
         if (cut := cut_line(stats)) is not None:
             layout.folded(Text("  "), _Text(f"{stats.path}: {cut}", style="dim"), 4)
+        if (empty := no_entry_line(stats)) is not None:
+            layout.folded(Text("  "), _Text(f"{stats.path}: {empty}", style="dim"), 4)
         if (more := more_pages_line(stats)) is not None:
             layout.folded(Text("  "), _Text(f"{stats.path}: {more}", style="dim"), 4)
     for rule in analysis.disabled_rules:
