@@ -173,7 +173,11 @@ def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
             # itself, not a tool's record of how the job ended: _judge_attempt reads it.)
             value = event.match.field("code")
             code = int(value) if isinstance(value, str) and value.isdigit() else code
-            status = AttemptStatus.FAILED  # the SDK prints the error of a job that failed
+            # The SDK raises "Job failed with:" for a job that ended FAILED or CANCELLED
+            # (its _JOB_ERROR_STATES): after a recorded CANCELLED it is the cancellation's
+            # error (code 1, "CANCELED"), not a failure.
+            if status is not AttemptStatus.CANCELLED:
+                status = AttemptStatus.FAILED
     return status, code
 
 
@@ -252,7 +256,14 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
             cause = cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
     cancel = attempt.first(EventKind.JOB_CANCELLED)
     if cancel is not None or recorded is AttemptStatus.CANCELLED:
-        fallback = cancel or attempt.events[-1]
+        # The line that shows it: the cancellation message, else the recorded state.
+        states = [
+            e
+            for e in attempt.events
+            if e.kind is EventKind.JOB_STATE
+            and str(e.match.field("state") or "") in ("CANCELLED", "CANCELLING")
+        ]
+        fallback = cancel or (states[-1] if states else attempt.events[-1])
         return verdict(
             AttemptStatus.CANCELLED,
             cause or cause_from_event(attempt, fallback, Category.CANCELLED),
