@@ -369,3 +369,31 @@ def test_a_paste_reports_one_exit_once(tmp_path: Path, lines: list[str], codes: 
     (diagnosis,) = analyze([path]).diagnoses
     seen = [g.exit_code for a in diagnosis.timeline.attempts for w in a.workers for g in w.exits]
     assert [c for c in seen if c is not None] == codes
+
+
+def _frames(*packages: str) -> list[Any]:
+    from analyzer.tracebacks import Frame
+
+    root = "/root/.local/lib/python3.10/site-packages"
+    return [Frame(f"{root}/{p}/m.py", i + 1, f"f{i}") for i, p in enumerate(packages)]
+
+
+@pytest.mark.parametrize(
+    ("packages", "top_cut", "expected"),
+    [
+        # The top cut: a framework called the user's package, which called a library.
+        (("pytorch_lightning", "pathograph", "pathograph", "zarr"), True, 3),
+        # The whole traceback: the entry point's package is the user's (as before).
+        (("trainer", "pytorch_lightning", "zarr"), False, 1),
+        (("trainer", "pytorch_lightning", "pathograph", "zarr"), False, 1),
+        # Cut, but no package between the ends: the entry rule again.
+        (("pytorch_lightning", "zarr"), True, 1),
+    ],
+)
+def test_the_users_frame_when_the_traceback_top_is_cut(
+    packages: tuple[str, ...], top_cut: bool, expected: int
+) -> None:
+    from analyzer.tracebacks import user_frame
+
+    frame = user_frame(_frames(*packages), top_cut=top_cut)
+    assert frame is not None and frame.line == expected
