@@ -192,8 +192,9 @@ def advice_for(
         keys = ["none.refused"]
     elif cause is None and other_service:
         keys = ["none.other-service"]
-    elif cause is None and recorded is not None and f"recorded.{recorded.rule}" in table:
-        keys = [f"recorded.{recorded.rule}"]
+    elif cause is None and recorded is not None:
+        specific = f"recorded.{recorded.rule}"
+        keys = [specific if specific in table else "recorded"]
     elif cause is None and seen is not None:
         # The traceback in the paste is what the user came with: say what it shows and what
         # is missing, rather than only "the state is unknown" or "still in progress".
@@ -253,7 +254,12 @@ def advice_for(
     # The fetch command as the user can run it: the ids the input shows, in place of the
     # placeholders (only ids of the forms the platform gives, nothing else of the log's text).
     if job_id and _ID.fullmatch(job_id):
-        lines = [line.replace("--job-id JOB_ID", f"--job-id {job_id}") for line in lines]
+        lines = [
+            line.replace("--job-id JOB_ID", f"--job-id {job_id}").replace(
+                "custom-jobs describe JOB_ID", f"custom-jobs describe {job_id}"
+            )
+            for line in lines
+        ]
     project = _PROJECT.search(cause.message) if cause is not None else None
     if project is not None:
         lines = [line.replace("--project PROJECT", f"--project {project[1]}") for line in lines]

@@ -187,6 +187,22 @@ def test_a_message_cut_at_its_top_is_shown_from_its_exception() -> None:
     assert not any("status unknown" in line for line in diagnosis.advice), diagnosis.advice
 
 
+@pytest.mark.parametrize(
+    ("excerpt", "start"),
+    [
+        ("gh-rstudio-cloudml-130-S.txt", "The replica master 0 exited"),  # R's str() of it
+        ("gh-vertex-ai-samples-1898-V.txt", "The replica workerpool0-0 exited"),  # SDK YAML
+        ("gh-stable-diffusion-on-gcp-12-V.txt", "The following quota metrics"),  # JSON body
+        ("gh-vertex-ai-samples-1504-V.txt", "The replica workerpool1-1 exited"),  # Cloud Build
+    ],
+)
+def test_the_cause_is_the_message_not_its_key(excerpt: str, start: str) -> None:
+    real = Path(__file__).parent / "real" / excerpt
+    (diagnosis,) = analyze([real]).diagnoses
+    assert diagnosis.cause is not None and diagnosis.cause.message.startswith(start)
+    assert not diagnosis.cause.message.endswith(('"', "',"))
+
+
 def test_the_text_report_says_a_refused_job_was_never_created() -> None:
     from rich.console import Console
 
@@ -460,3 +476,31 @@ def test_the_sdks_error_code_1_alone_is_a_cancelled_job(tmp_path: Path) -> None:
     )
     (diagnosis,) = analyze([path]).diagnoses
     assert diagnosis.state.value == "JOB_STATE_CANCELLED"
+
+
+def _frames(*packages: str) -> list[Any]:
+    from analyzer.tracebacks import Frame
+
+    root = "/root/.local/lib/python3.10/site-packages"
+    return [Frame(f"{root}/{p}/m.py", i + 1, f"f{i}") for i, p in enumerate(packages)]
+
+
+@pytest.mark.parametrize(
+    ("packages", "top_cut", "expected"),
+    [
+        # The top cut: a framework called the user's package, which called a library.
+        (("pytorch_lightning", "pathograph", "pathograph", "zarr"), True, 3),
+        # The whole traceback: the entry point's package is the user's (as before).
+        (("trainer", "pytorch_lightning", "zarr"), False, 1),
+        (("trainer", "pytorch_lightning", "pathograph", "zarr"), False, 1),
+        # Cut, but no package between the ends: the entry rule again.
+        (("pytorch_lightning", "zarr"), True, 1),
+    ],
+)
+def test_the_users_frame_when_the_traceback_top_is_cut(
+    packages: tuple[str, ...], top_cut: bool, expected: int
+) -> None:
+    from analyzer.tracebacks import user_frame
+
+    frame = user_frame(_frames(*packages), top_cut=top_cut)
+    assert frame is not None and frame.line == expected
