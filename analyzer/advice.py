@@ -61,11 +61,11 @@ def _keys(
         return ["none.failed" if state is JobState.FAILED else "none.running"]
     if cause.detail == "user-rule":
         return ["user-rule"]
-    if cause.detail == "output-not-in-input":
+    if cause.detail in ("output-not-in-input", "replica-lines-no-error"):
         # What the exit code alone says, then how to get the output that says more.
         transient = policy.is_transient(cause.exit_code)
         return ["user_code_exception.transient"] * transient + [
-            "user_code_exception.output-not-in-input"
+            f"user_code_exception.{cause.detail}"
         ]
     if cause.detail and f"{cause.category.value}.{cause.detail}" in table:
         return [f"{cause.category.value}.{cause.detail}"]

@@ -499,6 +499,11 @@ def _evidence_notes(
             f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
             " out-of-memory message: the memory message confirms it was memory"
         )
+    if cause is not None and cause.detail == "replica-lines-no-error":
+        notes.append(
+            f"the input holds some of {cause.replica or 'the replica'}'s own lines but no"
+            " traceback or error message behind its exit: the cause is not known"
+        )
     if cause is not None and cause.detail == "output-not-in-input":
         notes.append(
             "the input holds the service's messages but not the container's own output:"

@@ -202,7 +202,12 @@ def _deepen_one(
         # input holds the container's stream and it is empty; a paste of the service's lines
         # only lacks it, which is another thing to say. Both speak of the service's message
         # alone: a line a user's error rule matched (anyone's) is output the input does hold.
-        detail = "no-container-output" if stream else "output-not-in-input"
+        # So is a line of the replica's own (its runner's exit, its progress): the container
+        # did write, and what is missing is the error behind the exit.
+        if any(e.task == task and not _by_service(e) for e in attempt.events):
+            detail = "replica-lines-no-error"
+        else:
+            detail = "no-container-output" if stream else "output-not-in-input"
     elif (
         detail is None
         and exception is None

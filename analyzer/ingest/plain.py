@@ -5,7 +5,9 @@ without ``T``, fraction and offset; Python logging's ``,123`` milliseconds too)
 gets that time, read as UTC when it has no offset, and the rest of the line as
 its text (after a LogEntry severity word there, which becomes the record's severity); a line
 that starts with the time of day only (a console copy) gets no time, and the rest of the line
-as its text. Task and job are unknown; the severity is ``DEFAULT`` unless the line gave one.
+as its text. A line of the old Logs Viewer's copy gives its severity letter and task
+(:func:`split_viewer_line`). Otherwise task and job are unknown; the severity is ``DEFAULT``
+unless the line gave one.
 """
 
 from __future__ import annotations
@@ -63,6 +65,31 @@ def split_severity(text: str) -> tuple[str, str]:
     return match["severity"], text[match.end() :]
 
 
+# A copy of the old Logs Viewer's lines (Stackdriver, the Cloud ML Engine era): a one-letter
+# severity, two spaces, the entry's task, its message, two spaces and the task again
+# ("I  worker-replica-3 global step 52335: ...  worker-replica-3"); an entry without a task
+# label (the service's) shows its severity and message alone. Without the task the replica's
+# own lines read as nobody's, and a paste holding them as one without the container's output.
+_VIEWER_SEVERITY = re.compile(r"(?P<letter>[DIWEC])  (?=\S)")
+_VIEWER_TASK = re.compile(
+    r"(?P<task>[A-Za-z][\w.]*(?:-[A-Za-z]\w*)*-\d+) (?P<message>.*?)  (?P=task)[ \t]*"
+)
+_LETTERS = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "C": "CRITICAL"}
+
+
+def split_viewer_line(text: str) -> tuple[str, str | None, str] | None:
+    """The severity, task (None: none shown) and message of a Logs Viewer copy's line (see
+    above), or None when ``text`` is not one."""
+    match = _VIEWER_SEVERITY.match(text)
+    if match is None:
+        return None
+    rest = text[match.end() :]
+    tasked = _VIEWER_TASK.fullmatch(rest)
+    if tasked is None:
+        return _LETTERS[match["letter"]], None, rest
+    return _LETTERS[match["letter"]], tasked["task"], tasked["message"]
+
+
 def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Yield one record per non-blank line; blank lines are skipped as "blank line"."""
     for number, text in text_lines(stream, stats):
@@ -70,15 +97,17 @@ def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
             stats.skip(BLANK_LINE)
             continue
         timestamp, message = split_leading_time(text)
-        severity = "DEFAULT"
+        severity, task = "DEFAULT", None
         if timestamp is not None:
             severity, message = split_severity(message)
+        elif (viewer := split_viewer_line(text)) is not None:
+            severity, task, message = viewer
         stats.records += 1
         stats.used += 1
         yield LogRecord(
             timestamp=timestamp,
             job_id=None,
-            task=None,
+            task=task,
             severity=severity,
             text=message,
             origin=Origin(stats.path, number),
