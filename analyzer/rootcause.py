@@ -181,8 +181,14 @@ def _deepen_one(
             ),
             None,
         )
+    message = cause.message
     if exception is None:
         exception = _pasted_tail(attempt, own)
+    elif cause.replica is None and own and exception.origin == own[0].origin:
+        # The service's message with its first line (the replica, its exit status) cut: its
+        # own first line here is a source line of the copied traceback. What the message
+        # shows is its end, from the exception line on.
+        message = _from_exception_line(own[0].text, exception) or message
     details = _details(window, death, own) if cause.category is not Category.OOM else []
     detail = cause.detail or (details[0].match.detail if details else None)
     decoded = decode(cause.exit_code, cause.signal) if cause.exit_code is not None else None
@@ -227,6 +233,7 @@ def _deepen_one(
     )
     deeper = replace(
         cause,
+        message=message,
         detail=detail,
         exception=exception,
         evidence=evidence,
@@ -237,6 +244,19 @@ def _deepen_one(
         transient=policy.is_transient(cause.exit_code) if decoded else None,
     )
     return deeper, death
+
+
+def _from_exception_line(text: str, exception: ExceptionInfo) -> str | None:
+    """``text`` from the line that starts with ``exception``'s type on, in one line, marked
+    as cut at its start (``… SyntaxError: invalid syntax To find out more ...``)."""
+    lines = text.replace("\\n", "\n").splitlines()
+    start = next(
+        (i for i, line in enumerate(lines) if line.strip().startswith(exception.type)), None
+    )
+    if start is None:
+        return None
+    flat = "… " + " ".join(" ".join(lines[start:]).split())
+    return flat if len(flat) <= MESSAGE_LIMIT else flat[: MESSAGE_LIMIT - 1] + "…"
 
 
 def _by_service(event: Event) -> bool:

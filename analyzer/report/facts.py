@@ -24,6 +24,7 @@ __all__ = [
     "depth_facts",
     "evidence_events",
     "first_line",
+    "no_entry_line",
     "observed_word",
     "period",
     "plural",
@@ -59,6 +60,21 @@ def cut_line(stats: InputStats) -> str | None:
     return (
         f"line {stats.cut_line:,}, the last, ends inside the JSON array (no closing ]): the"
         " input was cut short, entries after it are not in it"
+    )
+
+
+def no_entry_line(stats: InputStats) -> str | None:
+    """The line that says an input holds no log entry at all (None when it holds one, even of
+    another resource): an empty file, blank lines, ``[]``, the Logging API's ``{}``. Read like
+    any input (exit 0); this says what an export of a filter that matched nothing looks like."""
+    if stats.records or set(stats.skip_reasons) - {"blank line"}:
+        return None
+    if stats.more_pages:
+        # entries:list answers an empty page with a token when searching took long.
+        return "holds no log entry: the Logging API stopped searching before it found any"
+    return (
+        "holds no log entry (what an export or request whose filter matched nothing holds:"
+        " check its job id, resource.type and time window)"
     )
 
 
@@ -99,16 +115,21 @@ def span(delta: timedelta | None) -> str:
 
 
 def evidence_events(diagnosis: Diagnosis) -> list[tuple[Origin, Event | None]]:
-    """The cause's evidence lines with the events they came from (when known).
+    """The cause's evidence lines (or the job's recorded error's, when no category fits it)
+    with the events they came from (when known).
 
     The decisive message first, then the lines that back it in the order they happened, so the
     story reads top to bottom.
     """
-    if diagnosis.cause is None:
+    if diagnosis.cause is None and diagnosis.recorded_error is None:
         return []
     by_origin = {
         event.origin: event for attempt in diagnosis.timeline.attempts for event in attempt.events
     }
+    if diagnosis.cause is None:
+        assert diagnosis.recorded_error is not None
+        origin = diagnosis.recorded_error.origin
+        return [(origin, by_origin.get(origin))]
     first, *rest = [(origin, by_origin.get(origin)) for origin in diagnosis.cause.evidence]
 
     def when(item: tuple[Origin, Event | None]) -> tuple[bool, datetime]:
