@@ -208,7 +208,8 @@ def advice_for(
         # In place of "the job is still in progress": the exit says the job may not be.
         keys = [k for k in keys if k != "none.running"] + ["none.worker-exit"]
     machine = _machine_values(cause, spec)
-    if machine is not None and cause is not None and cause.category is Category.OOM:
+    memory = cause is not None and (cause.category is Category.OOM or cause.detail == "oom-killed")
+    if machine is not None and memory:
         keys.append("oom.machine")
         if machine["small"]:
             keys.append("oom.small-machine")

@@ -173,9 +173,22 @@ def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
             # (A pool's error message, "Replicas low on disk: workerpool0", is the failure
             # itself, not a tool's record that the job ended: _judge_attempt reads it.)
             value = event.match.field("code")
-            code = int(value) if isinstance(value, str) and value.isdigit() else code
-            status = AttemptStatus.FAILED  # the SDK prints the error of a job that failed
+            if isinstance(value, int):
+                code = value
+            elif isinstance(value, str) and value.isdigit():
+                code = int(value)
+            # The SDK raises "Job failed with:" for a job that ended FAILED or CANCELLED alike
+            # (aiplatform jobs._JOB_ERROR_STATES): after the CANCELLED state it printed, or with
+            # error code 1 (google.rpc CANCELLED), the job was cancelled, not failed.
+            if status is not AttemptStatus.CANCELLED and code != _RPC_CANCELLED:
+                status = AttemptStatus.FAILED
+            else:
+                status = AttemptStatus.CANCELLED
     return status, code
+
+
+# google.rpc.Code CANCELLED: the job object's error code of a cancelled job.
+_RPC_CANCELLED = 1
 
 
 # The API's status as the Python SDK names its exceptions (google.api_core.exceptions).
@@ -253,7 +266,14 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
             cause = cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
     cancel = attempt.first(EventKind.JOB_CANCELLED)
     if cancel is not None or recorded is AttemptStatus.CANCELLED:
-        fallback = cancel or attempt.events[-1]
+        # The evidence: the service's line, else the state the SDK printed, else its error.
+        said = [
+            e
+            for e in attempt.events
+            if e.kind is EventKind.JOB_STATE
+            and _RECORDED_STATUS.get(str(e.match.field("state") or "")) is AttemptStatus.CANCELLED
+        ]
+        fallback = cancel or (said[-1] if said else attempt.events[-1])
         return verdict(
             AttemptStatus.CANCELLED,
             cause or cause_from_event(attempt, fallback, Category.CANCELLED),
