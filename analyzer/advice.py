@@ -192,8 +192,9 @@ def advice_for(
         keys = ["none.refused"]
     elif cause is None and other_service:
         keys = ["none.other-service"]
-    elif cause is None and recorded is not None and f"recorded.{recorded.rule}" in table:
-        keys = [f"recorded.{recorded.rule}"]
+    elif cause is None and recorded is not None:
+        specific = f"recorded.{recorded.rule}"
+        keys = [specific if specific in table else "recorded"]
     elif cause is None and seen is not None:
         # The traceback in the paste is what the user came with: say what it shows and what
         # is missing, rather than only "the state is unknown" or "still in progress".
@@ -208,7 +209,8 @@ def advice_for(
         # In place of "the job is still in progress": the exit says the job may not be.
         keys = [k for k in keys if k != "none.running"] + ["none.worker-exit"]
     machine = _machine_values(cause, spec)
-    if machine is not None and cause is not None and cause.category is Category.OOM:
+    memory = cause is not None and (cause.category is Category.OOM or cause.detail == "oom-killed")
+    if machine is not None and memory:
         keys.append("oom.machine")
         if machine["small"]:
             keys.append("oom.small-machine")
@@ -252,7 +254,12 @@ def advice_for(
     # The fetch command as the user can run it: the ids the input shows, in place of the
     # placeholders (only ids of the forms the platform gives, nothing else of the log's text).
     if job_id and _ID.fullmatch(job_id):
-        lines = [line.replace("--job-id JOB_ID", f"--job-id {job_id}") for line in lines]
+        lines = [
+            line.replace("--job-id JOB_ID", f"--job-id {job_id}").replace(
+                "custom-jobs describe JOB_ID", f"custom-jobs describe {job_id}"
+            )
+            for line in lines
+        ]
     project = _PROJECT.search(cause.message) if cause is not None else None
     if project is not None:
         lines = [line.replace("--project PROJECT", f"--project {project[1]}") for line in lines]

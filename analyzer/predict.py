@@ -169,13 +169,26 @@ def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
     for event in attempt.events:
         if event.kind is EventKind.JOB_STATE:
             status = _RECORDED_STATUS.get(str(event.match.field("state") or ""), status)
-        elif event.kind is EventKind.JOB_ERROR and not str_field(event, "pool"):
-            # (A pool's error message, "Replicas low on disk: workerpool0", is the failure
-            # itself, not a tool's record that the job ended: _judge_attempt reads it.)
+        elif event.kind is EventKind.JOB_ERROR and not _error_message(event):
+            # (The error's message, "Replicas low on disk: workerpool0", is the failure
+            # itself, not a tool's record of how the job ended: _judge_attempt reads it.)
             value = event.match.field("code")
-            code = int(value) if isinstance(value, str) and value.isdigit() else code
-            status = AttemptStatus.FAILED  # the SDK prints the error of a job that failed
+            if isinstance(value, int):
+                code = value
+            elif isinstance(value, str) and value.isdigit():
+                code = int(value)
+            # The SDK raises "Job failed with:" for a job that ended FAILED or CANCELLED alike
+            # (aiplatform jobs._JOB_ERROR_STATES): after the CANCELLED state it printed, or with
+            # error code 1 (google.rpc CANCELLED), the job was cancelled, not failed.
+            if status is not AttemptStatus.CANCELLED and code != _RPC_CANCELLED:
+                status = AttemptStatus.FAILED
+            else:
+                status = AttemptStatus.CANCELLED
     return status, code
+
+
+# google.rpc.Code CANCELLED: the job object's error code of a cancelled job.
+_RPC_CANCELLED = 1
 
 
 # The API's status as the Python SDK names its exceptions (google.api_core.exceptions).
@@ -253,19 +266,26 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
             cause = cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
     cancel = attempt.first(EventKind.JOB_CANCELLED)
     if cancel is not None or recorded is AttemptStatus.CANCELLED:
-        fallback = cancel or attempt.events[-1]
+        # The evidence: the service's line, else the state the SDK printed, else its error.
+        said = [
+            e
+            for e in attempt.events
+            if e.kind is EventKind.JOB_STATE
+            and _RECORDED_STATUS.get(str(e.match.field("state") or "")) is AttemptStatus.CANCELLED
+        ]
+        fallback = cancel or (said[-1] if said else attempt.events[-1])
         return verdict(
             AttemptStatus.CANCELLED,
             cause or cause_from_event(attempt, fallback, Category.CANCELLED),
         )
     # The job's own error message (no category fits it) is a failure too.
-    pool_error = any(e.kind is EventKind.JOB_ERROR and str_field(e, "pool") for e in attempt.events)
+    error_message = any(_error_message(e) for e in attempt.events)
     if (
         cause is not None
         or failed_line
         or exhausted_line
         or recorded is AttemptStatus.FAILED
-        or pool_error
+        or error_message
     ):
         return verdict(AttemptStatus.FAILED, cause)
     if running:
@@ -320,7 +340,7 @@ _IN_PROGRESS = {
 # run out: host memory, a quota, the boot disk ("Replicas low on disk").
 _ERROR_CODE_NAMES = {
     3: "INVALID_ARGUMENT: an error in the user's code or settings",
-    8: "RESOURCE_EXHAUSTED: a resource ran out (memory, disk or a quota)",
+    8: "RESOURCE_EXHAUSTED: a resource ran out, such as memory, disk or a quota",
     9: "FAILED_PRECONDITION",
     13: "INTERNAL: an error on the platform's side",
     14: "UNAVAILABLE",
@@ -345,25 +365,38 @@ class _Fate:
 _KEYED = re.compile(r"""^\s*(?:-\s*)?(?:"?(?:message|errorMessage)"?\s*:\s*)?["']?""")
 
 
+def _error_message(event: Event) -> bool:
+    """Whether ``event`` is the job object's error message (a ``job_error`` rule naming the
+    pool, or capturing the ``message``), not the SDK's bare record that the job failed."""
+    return event.kind is EventKind.JOB_ERROR and bool(
+        str_field(event, "pool") or str_field(event, "message")
+    )
+
+
 def recorded_error(timeline: JobTimeline) -> RecordedError | None:
-    """The job object's own error, quoted, when a rule read it as the job's error (a
-    ``job_error`` rule naming a pool, such as "Replicas low on disk: workerpool0") in the
-    last attempt: the fact a describe gives when no category fits it. The SDK's bare
-    ``Job failed with:`` names no pool and is no such message."""
+    """The job object's own error, quoted, when a rule read it as the job's error message in
+    the last attempt (a ``job_error`` rule naming a pool, such as "Replicas low on disk:
+    workerpool0", or capturing the ``message``, a legacy describe's ``errorMessage:``): the
+    fact a describe gives when no category fits it. The SDK's bare ``Job failed with:``
+    carries neither and is no such message."""
     if not timeline.attempts:
         return None
     found = next(
-        (
-            e
-            for e in reversed(timeline.attempts[-1].events)
-            if e.kind is EventKind.JOB_ERROR and str_field(e, "pool")
-        ),
+        (e for e in reversed(timeline.attempts[-1].events) if _error_message(e)),
         None,
     )
     if found is None:
         return None
-    text = " ".join(found.text.strip().splitlines()[0].split()) if found.text.strip() else ""
-    message = _KEYED.sub("", text).rstrip("'\",")
+    text = str_field(found, "message") or found.text.strip()
+    text = " ".join(text.splitlines()[0].split()) if text.strip() else ""
+    value = _KEYED.sub("", text)
+    message = value.rstrip("'\",")
+    opened = _KEYED.match(text)
+    quote = opened.group(0)[-1:] if opened else ""
+    if quote in ("'", '"') and not text.rstrip(",").endswith(quote):
+        # A quoted value whose closing quote is not on its line: YAML folded the rest onto
+        # the next one, which no rule reads: say the quote goes on.
+        message += " …"
     return RecordedError(message, found.origin, found.match.rule, str_field(found, "pool"))
 
 

@@ -187,6 +187,22 @@ def test_a_message_cut_at_its_top_is_shown_from_its_exception() -> None:
     assert not any("status unknown" in line for line in diagnosis.advice), diagnosis.advice
 
 
+@pytest.mark.parametrize(
+    ("excerpt", "start"),
+    [
+        ("gh-rstudio-cloudml-130-S.txt", "The replica master 0 exited"),  # R's str() of it
+        ("gh-vertex-ai-samples-1898-V.txt", "The replica workerpool0-0 exited"),  # SDK YAML
+        ("gh-stable-diffusion-on-gcp-12-V.txt", "The following quota metrics"),  # JSON body
+        ("gh-vertex-ai-samples-1504-V.txt", "The replica workerpool1-1 exited"),  # Cloud Build
+    ],
+)
+def test_the_cause_is_the_message_not_its_key(excerpt: str, start: str) -> None:
+    real = Path(__file__).parent / "real" / excerpt
+    (diagnosis,) = analyze([real]).diagnoses
+    assert diagnosis.cause is not None and diagnosis.cause.message.startswith(start)
+    assert not diagnosis.cause.message.endswith(('"', "',"))
+
+
 def test_the_text_report_says_a_refused_job_was_never_created() -> None:
     from rich.console import Console
 
@@ -372,3 +388,119 @@ def test_a_pasted_traceback_alone_is_what_the_advice_starts_from(tmp_path: Path,
     first = diagnosis.advice[0]
     assert "ModuleNotFoundError" in first and "/root/trainer/task.py:10" in first
     assert any("jobdoctor fetch" in line for line in diagnosis.advice)
+
+
+@pytest.mark.parametrize(
+    ("message", "detail"),
+    [
+        # The container runtime's reason is a memory message: the cause is memory.
+        (
+            "The replica workerpool0-0 exited with a non-zero status of 137. Termination"
+            " reason: OOMKilled.",
+            "oom-killed",
+        ),
+        # SIGKILL alone proves no memory shortage (platform.md section 7).
+        (
+            "The replica workerpool0-0 exited with a non-zero status of 137. Termination"
+            " reason: Error.",
+            "killed-no-traceback",
+        ),
+    ],
+)
+def test_a_termination_reason_of_oomkilled_is_memory(
+    tmp_path: Path, message: str, detail: str
+) -> None:
+    path = tmp_path / "paste.txt"
+    path.write_text(message + "\n", encoding="utf-8")
+    (diagnosis,) = analyze([path]).diagnoses
+    cause = diagnosis.cause
+    assert cause is not None and cause.detail == detail
+    # The platform's category (its retry policy) stays the replica's exit.
+    assert cause.category.value == "user_code_exception"
+    memory = "ran out of memory" in diagnosis.advice[0]
+    assert memory is (detail == "oom-killed")
+
+
+_SDK_JOB = "CustomJob projects/1/locations/us-central1/customJobs/42 current state:\n"
+
+
+@pytest.mark.parametrize(
+    ("states", "code", "message", "state"),
+    [
+        # The SDK raises "Job failed with:" for FAILED and CANCELLED alike.
+        (["RUNNING", "CANCELLED"], 1, "CANCELED", "CANCELLED"),
+        (
+            ["RUNNING", "FAILED"],
+            3,
+            "The replica workerpool0-0 exited with a non-zero status of 1.",
+            "FAILED",
+        ),
+        (["RUNNING"], 13, "Internal error occurred for the current attempt.", "FAILED"),
+    ],
+)
+def test_the_sdks_error_of_a_cancelled_job_is_no_failure(
+    tmp_path: Path, states: list[str], code: int, message: str, state: str
+) -> None:
+    text = "".join(f"{_SDK_JOB}JobState.JOB_STATE_{s}\n" for s in states)
+    text += f'RuntimeError: Job failed with:\ncode: {code}\nmessage: "{message}"\n'
+    path = tmp_path / "run.txt"
+    path.write_text(text, encoding="utf-8")
+    (diagnosis,) = analyze([path]).diagnoses
+    assert diagnosis.state.value == f"JOB_STATE_{state}"
+
+
+def test_the_sdks_error_code_1_alone_is_a_cancelled_job(tmp_path: Path) -> None:
+    # The error and its code in one entry (the SDK's output logged by a launcher): code 1,
+    # google.rpc CANCELLED, with no CANCELLED state printed before it.
+    import json
+
+    def entry(number: int, text: str) -> str:
+        labels = {"job_id": "42", "task_name": "service"}
+        return json.dumps(
+            {
+                "insertId": str(number),
+                "textPayload": text,
+                "resource": {"type": "ml_job", "labels": labels},
+                "timestamp": f"2024-01-01T00:0{number}:00Z",
+                "severity": "INFO",
+            }
+        )
+
+    path = tmp_path / "run.jsonl"
+    path.write_text(
+        entry(1, f"{_SDK_JOB}JobState.JOB_STATE_RUNNING")
+        + "\n"
+        + entry(2, 'RuntimeError: Job failed with:\ncode: 1\nmessage: "CANCELED"')
+        + "\n",
+        encoding="utf-8",
+    )
+    (diagnosis,) = analyze([path]).diagnoses
+    assert diagnosis.state.value == "JOB_STATE_CANCELLED"
+
+
+def _frames(*packages: str) -> list[Any]:
+    from analyzer.tracebacks import Frame
+
+    root = "/root/.local/lib/python3.10/site-packages"
+    return [Frame(f"{root}/{p}/m.py", i + 1, f"f{i}") for i, p in enumerate(packages)]
+
+
+@pytest.mark.parametrize(
+    ("packages", "top_cut", "expected"),
+    [
+        # The top cut: a framework called the user's package, which called a library.
+        (("pytorch_lightning", "pathograph", "pathograph", "zarr"), True, 3),
+        # The whole traceback: the entry point's package is the user's (as before).
+        (("trainer", "pytorch_lightning", "zarr"), False, 1),
+        (("trainer", "pytorch_lightning", "pathograph", "zarr"), False, 1),
+        # Cut, but no package between the ends: the entry rule again.
+        (("pytorch_lightning", "zarr"), True, 1),
+    ],
+)
+def test_the_users_frame_when_the_traceback_top_is_cut(
+    packages: tuple[str, ...], top_cut: bool, expected: int
+) -> None:
+    from analyzer.tracebacks import user_frame
+
+    frame = user_frame(_frames(*packages), top_cut=top_cut)
+    assert frame is not None and frame.line == expected
