@@ -161,3 +161,19 @@ def test_a_huge_line_costs_no_memory(fmt: str, jobs: str, tmp_path: Path) -> Non
     assert json.loads(out)["inputs"][0]["long_lines"] == [7]
     # Held whole, the line alone would be 60 MB, and its copies several times that.
     assert peak < base + 24, (base, peak)
+
+
+@pytest.mark.usefixtures("small_ranges")
+def test_a_long_line_of_text_inside_a_json_array(book: RuleBook, tmp_path: Path) -> None:
+    # Not an element: skipped as text that is no entry, marked line by line (byte by byte, a
+    # 20 MB line took 4 CPU s).
+    out = io.StringIO()
+    write(_entries(huge=False), "gcloud-json", out)
+    lines = out.getvalue().split("\n")
+    at = lines.index("  },") + 1
+    path = tmp_path / "junk.json"
+    path.write_text("\n".join([*lines[:at], _HUGE, *lines[at:]]))
+    plain = _analysis(path, book, fast=False)
+    assert _analysis(path, book, fast=True, processes=3) == plain
+    (stats,) = plain["inputs"]  # type: ignore[index]
+    assert stats["skip_reasons"] == {"not a LogEntry object": 1}
