@@ -203,6 +203,7 @@ def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
     status = (
         str_field(refused, "status")
         or str_field(refused, "pipeline_status")
+        or ("PERMISSION_DENIED" if str_field(refused, "denied") else None)
         or (_SDK_STATUS.get(sdk.split(":")[0]) if sdk else None)
         or "RESOURCE_EXHAUSTED"
     )
