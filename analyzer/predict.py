@@ -554,7 +554,8 @@ def _evidence_notes(
                 f"the input shows {seen.type}: {seen.message} but no platform message"
                 " saying it ended the job"
             )
-        else:
+        elif recorded_error(timeline) is None:
+            # (Beside the job's own error, a traceback is the tool's that printed it.)
             notes += _open_tracebacks(timeline, None)
         if (gone := last_worker_exit(timeline)) is not None:
             signal = decode(gone.exit_code).signal
