@@ -14,6 +14,7 @@ from analyzer.events import Category
 from analyzer.exitcodes import decode
 from analyzer.jobspec import MACHINE_TYPES, JobSpec, larger_machine
 from analyzer.policy import RetryPolicy, builtin_policy_path
+from analyzer.tracebacks import ExceptionInfo
 
 
 def _advice_path() -> Path:
@@ -168,6 +169,7 @@ def advice_for(
     other_service: bool = False,
     last_exit: tuple[str, int] | None = None,
     recorded: RecordedError | None = None,
+    seen: ExceptionInfo | None = None,
 ) -> tuple[str, ...]:
     """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
 
@@ -179,7 +181,9 @@ def advice_for(
     ``last_exit``: a worker (task, exit code) whose non-zero exit ends its lines with nothing
     of the service after it, in a job without a cause: what that exit shows and what it does
     not. ``recorded``: the job object's own error when no category fits it (a disk
-    shortage): its rule's advice (``recorded.<rule id>``), quoting it.
+    shortage): its rule's advice (``recorded.<rule id>``), quoting it. ``seen``: the
+    exception the input shows in a job without a failure message (predict.seen_exception):
+    the advice starts from it rather than from "nothing is known".
     """
     if cause is None and state is JobState.SUCCEEDED:
         return ()
@@ -191,17 +195,26 @@ def advice_for(
     elif cause is None and recorded is not None:
         specific = f"recorded.{recorded.rule}"
         keys = [specific if specific in table else "recorded"]
+    elif cause is None and seen is not None:
+        # The traceback in the paste is what the user came with: say what it shows and what
+        # is missing, rather than only "the state is unknown" or "still in progress".
+        keys = ["none.exception-seen"] + [
+            k
+            for k in _keys(cause, state, policy, table)
+            if k not in ("none.unknown", "none.running")
+        ]
     else:
         keys = _keys(cause, state, policy, table)
     if cause is None and last_exit is not None and state is not JobState.SUCCEEDED:
         # In place of "the job is still in progress": the exit says the job may not be.
         keys = [k for k in keys if k != "none.running"] + ["none.worker-exit"]
     machine = _machine_values(cause, spec)
-    if machine is not None and cause is not None and cause.category is Category.OOM:
+    memory = cause is not None and (cause.category is Category.OOM or cause.detail == "oom-killed")
+    if machine is not None and memory:
         keys.append("oom.machine")
         if machine["small"]:
             keys.append("oom.small-machine")
-    exception = cause.exception if cause is not None else None
+    exception = cause.exception if cause is not None else seen
     frame = exception.frame if exception is not None else None
     values: dict[str, object] = {
         "replica": cause.replica if cause and cause.replica else "the replica",

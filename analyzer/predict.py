@@ -59,6 +59,7 @@ from analyzer.timeline import (
 )
 from analyzer.tracebacks import (
     HEADER,
+    ExceptionInfo,
     exception_from_events,
     last_exception_line,
     open_traceback,
@@ -172,13 +173,22 @@ def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
             # (The error's message, "Replicas low on disk: workerpool0", is the failure
             # itself, not a tool's record of how the job ended: _judge_attempt reads it.)
             value = event.match.field("code")
-            code = int(value) if isinstance(value, str) and value.isdigit() else code
-            # The SDK raises "Job failed with:" for a job that ended FAILED or CANCELLED
-            # (its _JOB_ERROR_STATES): after a recorded CANCELLED it is the cancellation's
-            # error (code 1, "CANCELED"), not a failure.
-            if status is not AttemptStatus.CANCELLED:
+            if isinstance(value, int):
+                code = value
+            elif isinstance(value, str) and value.isdigit():
+                code = int(value)
+            # The SDK raises "Job failed with:" for a job that ended FAILED or CANCELLED alike
+            # (aiplatform jobs._JOB_ERROR_STATES): after the CANCELLED state it printed, or with
+            # error code 1 (google.rpc CANCELLED), the job was cancelled, not failed.
+            if status is not AttemptStatus.CANCELLED and code != _RPC_CANCELLED:
                 status = AttemptStatus.FAILED
+            else:
+                status = AttemptStatus.CANCELLED
     return status, code
+
+
+# google.rpc.Code CANCELLED: the job object's error code of a cancelled job.
+_RPC_CANCELLED = 1
 
 
 # The API's status as the Python SDK names its exceptions (google.api_core.exceptions).
@@ -257,14 +267,14 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
             cause = cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
     cancel = attempt.first(EventKind.JOB_CANCELLED)
     if cancel is not None or recorded is AttemptStatus.CANCELLED:
-        # The line that shows it: the cancellation message, else the recorded state.
-        states = [
+        # The evidence: the service's line, else the state the SDK printed, else its error.
+        said = [
             e
             for e in attempt.events
             if e.kind is EventKind.JOB_STATE
-            and str(e.match.field("state") or "") in ("CANCELLED", "CANCELLING")
+            and _RECORDED_STATUS.get(str(e.match.field("state") or "")) is AttemptStatus.CANCELLED
         ]
-        fallback = cancel or (states[-1] if states else attempt.events[-1])
+        fallback = cancel or (said[-1] if said else attempt.events[-1])
         return verdict(
             AttemptStatus.CANCELLED,
             cause or cause_from_event(attempt, fallback, Category.CANCELLED),
@@ -489,6 +499,24 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
     )
 
 
+def refused_at_creation(verdicts: Sequence[_AttemptVerdict]) -> bool:
+    """Whether the API refused to create the job (no job, no attempt: platform.md section 9)."""
+    return any(v.refusal for v in verdicts)
+
+
+def seen_exception(timeline: JobTimeline, state: JobState) -> ExceptionInfo | None:
+    """The exception a job without a platform failure message shows in the input: its last
+    whole traceback's; a bare exception line (a paste of a traceback's end) only when nothing
+    else of the job is known, since in a job's log it is usually the harmless "Error in
+    sitecustomize" ModuleNotFoundError. Told in a note and the advice, never made a cause
+    (a refusal at creation is the story already: the exception is the API's answer)."""
+    events = [e for a in timeline.attempts for e in a.events]
+    seen = exception_from_events(events)
+    if seen is None and state is JobState.UNSPECIFIED:
+        seen = last_exception_line(events)
+    return seen
+
+
 def _evidence_notes(
     timeline: JobTimeline,
     verdicts: list[_AttemptVerdict],
@@ -539,16 +567,8 @@ def _evidence_notes(
             " state a launcher printed, an echoed log) were kept as evidence, not as this"
             " job's fate"
         )
-    refused = any(v.refusal for v in verdicts)
-    if cause is None and state is not JobState.SUCCEEDED and not refused:
-        # A traceback with no platform message: told, never made a cause (a refusal at
-        # creation is the story already: the exception is the API's answer). A bare exception
-        # line (a paste of a traceback's end) only when nothing else is known: in a job's
-        # log it is usually the harmless "Error in sitecustomize" ModuleNotFoundError.
-        events = [e for a in timeline.attempts for e in a.events]
-        seen = exception_from_events(events)
-        if seen is None and state is JobState.UNSPECIFIED:
-            seen = last_exception_line(events)
+    if cause is None and state is not JobState.SUCCEEDED and not refused_at_creation(verdicts):
+        seen = seen_exception(timeline, state)
         if seen is not None:
             notes.append(
                 f"the input shows {seen.type}: {seen.message} but no platform message"
@@ -902,6 +922,9 @@ def diagnose_timeline(
             and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
             last_exit=_exit_pair(timeline) if cause is None else None,
             recorded=error,
+            seen=seen_exception(timeline, state)
+            if cause is None and not refused_at_creation(verdicts)
+            else None,
         ),
         attempt_log=attempt_log,
         timeline=timeline,

@@ -194,6 +194,12 @@ def _deepen_one(
     decoded = decode(cause.exit_code, cause.signal) if cause.exit_code is not None else None
     if cause.category is Category.OOM:
         detail = detail or "host-oom"
+    elif detail is None and any(e.match.field("reason") == OOM_KILLED for e in own):
+        # The container runtime's own termination reason (Kubernetes' OOMKilled: the kernel
+        # killed the container for exceeding its memory limit) is a memory message: the
+        # replica's exit stays the platform's user-code exit (its retry policy), its cause
+        # is memory.
+        detail = "oom-killed"
     elif detail is None and decoded is not None and decoded.signal == "SIGKILL" and not exception:
         detail = "killed-no-traceback"
     if (
@@ -271,12 +277,21 @@ def _shifted(when: datetime, by: timedelta) -> datetime:
         return when
 
 
+# The termination reason the container runtime gives a container the kernel killed for its
+# memory limit, which the service copies into "Termination reason: REASON".
+OOM_KILLED = "OOMKilled"
+
+
 def _meaning(category: Category, signal: str | None, meaning: str, detail: str | None) -> str:
     """The exit code's meaning in this cause: a SIGKILL beside the platform's out-of-memory
     message is the OOM killer's, no longer "likely but unproven" (platform.md section 7); an
     exit with ``Termination reason: StartError`` is no status of the program (section 9)."""
     if detail == "start-error":
         return "the container never started: not a status the program set"
+    if detail == "oom-killed":
+        return (
+            f"killed for exceeding its memory: the container's termination reason is {OOM_KILLED}"
+        )
     if category is Category.OOM and signal == "SIGKILL":
         return (
             "killed (SIGKILL) by the out-of-memory killer: the platform's memory message"

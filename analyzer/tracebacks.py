@@ -273,11 +273,19 @@ def exception_from_events(
     comes in reverse: it is read backwards when it cannot be read forwards.
     """
     ordered = list(events)
-    return _exception_in_order(ordered, stop=nearest_first) or _exception_in_order(ordered[::-1])
+    # The SDK's own RuntimeError ("Job failed with:", its job_error) is the tool's report that
+    # the job ended, raised around it in the caller's process: not the exception behind it.
+    reports = frozenset(e.origin for e in ordered if e.kind is EventKind.JOB_ERROR)
+    return _exception_in_order(ordered, reports, stop=nearest_first) or _exception_in_order(
+        ordered[::-1], reports
+    )
 
 
-def _exception_in_order(events: Iterable[Event], *, stop: bool = False) -> ExceptionInfo | None:
-    """The last complete traceback read in the order of ``events``; the first with ``stop``."""
+def _exception_in_order(
+    events: Iterable[Event], reports: frozenset[Origin] = frozenset(), *, stop: bool = False
+) -> ExceptionInfo | None:
+    """The last complete traceback read in the order of ``events``, none that ends at one of
+    ``reports``; the first with ``stop``."""
     found: ExceptionInfo | None = None
     frames: list[Frame] | None = None
     header: Event | None = None
@@ -318,6 +326,8 @@ def _exception_in_order(events: Iterable[Event], *, stop: bool = False) -> Excep
                     _field(event, "function"),
                 )
             )
+        elif event.kind is EventKind.EXCEPTION and event.origin in reports:
+            frames = None
         elif event.kind is EventKind.EXCEPTION and frames is not None:
             found = ExceptionInfo(
                 _field(event, "exception"),

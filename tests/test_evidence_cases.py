@@ -397,3 +397,110 @@ def test_the_users_frame_when_the_traceback_top_is_cut(
 
     frame = user_frame(_frames(*packages), top_cut=top_cut)
     assert frame is not None and frame.line == expected
+
+
+@pytest.mark.parametrize("lang", ["en", "ja", "he"])
+def test_a_pasted_traceback_alone_is_what_the_advice_starts_from(tmp_path: Path, lang: str) -> None:
+    # No platform message: the state is unknown, but the advice names the exception and its
+    # frame, in every language (it had said only that nothing of the job is known).
+    path = tmp_path / "paste.txt"
+    path.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/root/trainer/task.py", line 10, in <module>\n'
+        "    import tensorflow_addons\n"
+        "ModuleNotFoundError: No module named 'tensorflow_addons'\n",
+        encoding="utf-8",
+    )
+    (diagnosis,) = analyze([path], lang=lang).diagnoses
+    assert diagnosis.cause is None
+    first = diagnosis.advice[0]
+    assert "ModuleNotFoundError" in first and "/root/trainer/task.py:10" in first
+    assert any("jobdoctor fetch" in line for line in diagnosis.advice)
+
+
+@pytest.mark.parametrize(
+    ("message", "detail"),
+    [
+        # The container runtime's reason is a memory message: the cause is memory.
+        (
+            "The replica workerpool0-0 exited with a non-zero status of 137. Termination"
+            " reason: OOMKilled.",
+            "oom-killed",
+        ),
+        # SIGKILL alone proves no memory shortage (platform.md section 7).
+        (
+            "The replica workerpool0-0 exited with a non-zero status of 137. Termination"
+            " reason: Error.",
+            "killed-no-traceback",
+        ),
+    ],
+)
+def test_a_termination_reason_of_oomkilled_is_memory(
+    tmp_path: Path, message: str, detail: str
+) -> None:
+    path = tmp_path / "paste.txt"
+    path.write_text(message + "\n", encoding="utf-8")
+    (diagnosis,) = analyze([path]).diagnoses
+    cause = diagnosis.cause
+    assert cause is not None and cause.detail == detail
+    # The platform's category (its retry policy) stays the replica's exit.
+    assert cause.category.value == "user_code_exception"
+    memory = "ran out of memory" in diagnosis.advice[0]
+    assert memory is (detail == "oom-killed")
+
+
+_SDK_JOB = "CustomJob projects/1/locations/us-central1/customJobs/42 current state:\n"
+
+
+@pytest.mark.parametrize(
+    ("states", "code", "message", "state"),
+    [
+        # The SDK raises "Job failed with:" for FAILED and CANCELLED alike.
+        (["RUNNING", "CANCELLED"], 1, "CANCELED", "CANCELLED"),
+        (
+            ["RUNNING", "FAILED"],
+            3,
+            "The replica workerpool0-0 exited with a non-zero status of 1.",
+            "FAILED",
+        ),
+        (["RUNNING"], 13, "Internal error occurred for the current attempt.", "FAILED"),
+    ],
+)
+def test_the_sdks_error_of_a_cancelled_job_is_no_failure(
+    tmp_path: Path, states: list[str], code: int, message: str, state: str
+) -> None:
+    text = "".join(f"{_SDK_JOB}JobState.JOB_STATE_{s}\n" for s in states)
+    text += f'RuntimeError: Job failed with:\ncode: {code}\nmessage: "{message}"\n'
+    path = tmp_path / "run.txt"
+    path.write_text(text, encoding="utf-8")
+    (diagnosis,) = analyze([path]).diagnoses
+    assert diagnosis.state.value == f"JOB_STATE_{state}"
+
+
+def test_the_sdks_error_code_1_alone_is_a_cancelled_job(tmp_path: Path) -> None:
+    # The error and its code in one entry (the SDK's output logged by a launcher): code 1,
+    # google.rpc CANCELLED, with no CANCELLED state printed before it.
+    import json
+
+    def entry(number: int, text: str) -> str:
+        labels = {"job_id": "42", "task_name": "service"}
+        return json.dumps(
+            {
+                "insertId": str(number),
+                "textPayload": text,
+                "resource": {"type": "ml_job", "labels": labels},
+                "timestamp": f"2024-01-01T00:0{number}:00Z",
+                "severity": "INFO",
+            }
+        )
+
+    path = tmp_path / "run.jsonl"
+    path.write_text(
+        entry(1, f"{_SDK_JOB}JobState.JOB_STATE_RUNNING")
+        + "\n"
+        + entry(2, 'RuntimeError: Job failed with:\ncode: 1\nmessage: "CANCELED"')
+        + "\n",
+        encoding="utf-8",
+    )
+    (diagnosis,) = analyze([path]).diagnoses
+    assert diagnosis.state.value == "JOB_STATE_CANCELLED"

@@ -70,3 +70,19 @@ def test_the_plain_reader_gives_the_tasks() -> None:
         ("DEFAULT", None, "  undefined"),
     ]
     assert stats.used == stats.lines == len(CASES) + 1
+
+
+def test_a_terminals_colours_are_left_out() -> None:
+    # A notebook's saved outputs keep IPython's colours around a traceback's parts.
+    text = (
+        "\x1b[0;31mRuntimeError\x1b[0m      Traceback (most recent call last)\n"
+        "\x1b[0;31mRuntimeError\x1b[0m: Job failed with:\n"
+        "\x1b[1;32m   1046\x1b[0m plain \x1b[K\n"
+    )
+    stats = InputStats(path="cell.txt")
+    records = list(read_plain_text(io.BytesIO(text.encode()), stats))
+    assert [r.text for r in records] == [
+        "RuntimeError      Traceback (most recent call last)",
+        "RuntimeError: Job failed with:",
+        "   1046 plain ",
+    ]

@@ -5,9 +5,9 @@ without ``T``, fraction and offset; Python logging's ``,123`` milliseconds too)
 gets that time, read as UTC when it has no offset, and the rest of the line as
 its text (after a LogEntry severity word there, which becomes the record's severity); a line
 that starts with the time of day only (a console copy) gets no time, and the rest of the line
-as its text. A line of the old Logs Viewer's copy gives its severity letter and task
-(:func:`split_viewer_line`). Otherwise task and job are unknown; the severity is ``DEFAULT``
-unless the line gave one.
+as its text. A terminal's colour sequences are left out. A line of the old Logs Viewer's copy
+gives its severity letter and task (:func:`split_viewer_line`). Otherwise task and job are
+unknown; the severity is ``DEFAULT`` unless the line gave one.
 """
 
 from __future__ import annotations
@@ -90,9 +90,17 @@ def split_viewer_line(text: str) -> tuple[str, str | None, str] | None:
     return _LETTERS[match["letter"]], tasked["task"], tasked["message"]
 
 
+# A terminal's control sequences (ESC [ ... letter): the colours IPython, rich or a coloured
+# logger put around a traceback's parts, kept in a notebook's saved outputs and in pastes of a
+# terminal. They style the text and are none of it: read without them, a coloured
+# "RuntimeError" line is the exception line it shows.
+_ANSI_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
 def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Yield one record per non-blank line; blank lines are skipped as "blank line"."""
-    for number, text in text_lines(stream, stats):
+    for number, line in text_lines(stream, stats):
+        text = _ANSI_SEQUENCE.sub("", line) if "\x1b" in line else line
         if not text.strip():
             stats.skip(BLANK_LINE)
             continue
