@@ -371,34 +371,6 @@ def test_a_paste_reports_one_exit_once(tmp_path: Path, lines: list[str], codes: 
     assert [c for c in seen if c is not None] == codes
 
 
-def _frames(*packages: str) -> list[Any]:
-    from analyzer.tracebacks import Frame
-
-    root = "/root/.local/lib/python3.10/site-packages"
-    return [Frame(f"{root}/{p}/m.py", i + 1, f"f{i}") for i, p in enumerate(packages)]
-
-
-@pytest.mark.parametrize(
-    ("packages", "top_cut", "expected"),
-    [
-        # The top cut: a framework called the user's package, which called a library.
-        (("pytorch_lightning", "pathograph", "pathograph", "zarr"), True, 3),
-        # The whole traceback: the entry point's package is the user's (as before).
-        (("trainer", "pytorch_lightning", "zarr"), False, 1),
-        (("trainer", "pytorch_lightning", "pathograph", "zarr"), False, 1),
-        # Cut, but no package between the ends: the entry rule again.
-        (("pytorch_lightning", "zarr"), True, 1),
-    ],
-)
-def test_the_users_frame_when_the_traceback_top_is_cut(
-    packages: tuple[str, ...], top_cut: bool, expected: int
-) -> None:
-    from analyzer.tracebacks import user_frame
-
-    frame = user_frame(_frames(*packages), top_cut=top_cut)
-    assert frame is not None and frame.line == expected
-
-
 @pytest.mark.parametrize("lang", ["en", "ja", "he"])
 def test_a_pasted_traceback_alone_is_what_the_advice_starts_from(tmp_path: Path, lang: str) -> None:
     # No platform message: the state is unknown, but the advice names the exception and its
@@ -504,3 +476,31 @@ def test_the_sdks_error_code_1_alone_is_a_cancelled_job(tmp_path: Path) -> None:
     )
     (diagnosis,) = analyze([path]).diagnoses
     assert diagnosis.state.value == "JOB_STATE_CANCELLED"
+
+
+def _frames(*packages: str) -> list[Any]:
+    from analyzer.tracebacks import Frame
+
+    root = "/root/.local/lib/python3.10/site-packages"
+    return [Frame(f"{root}/{p}/m.py", i + 1, f"f{i}") for i, p in enumerate(packages)]
+
+
+@pytest.mark.parametrize(
+    ("packages", "top_cut", "expected"),
+    [
+        # The top cut: a framework called the user's package, which called a library.
+        (("pytorch_lightning", "pathograph", "pathograph", "zarr"), True, 3),
+        # The whole traceback: the entry point's package is the user's (as before).
+        (("trainer", "pytorch_lightning", "zarr"), False, 1),
+        (("trainer", "pytorch_lightning", "pathograph", "zarr"), False, 1),
+        # Cut, but no package between the ends: the entry rule again.
+        (("pytorch_lightning", "zarr"), True, 1),
+    ],
+)
+def test_the_users_frame_when_the_traceback_top_is_cut(
+    packages: tuple[str, ...], top_cut: bool, expected: int
+) -> None:
+    from analyzer.tracebacks import user_frame
+
+    frame = user_frame(_frames(*packages), top_cut=top_cut)
+    assert frame is not None and frame.line == expected

@@ -77,12 +77,12 @@ def test_a_terminals_colours_are_left_out() -> None:
     text = (
         "\x1b[0;31mRuntimeError\x1b[0m      Traceback (most recent call last)\n"
         "\x1b[0;31mRuntimeError\x1b[0m: Job failed with:\n"
-        "\x1b[1;32m   1046\x1b[0m plain \x1b[K\n"
+        "\x1b[1;32m-> 1046\x1b[0m plain \x1b[K\n"
     )
     stats = InputStats(path="cell.txt")
     records = list(read_plain_text(io.BytesIO(text.encode()), stats))
     assert [r.text for r in records] == [
         "RuntimeError      Traceback (most recent call last)",
         "RuntimeError: Job failed with:",
-        "   1046 plain ",
+        "-> 1046 plain ",
     ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import BinaryIO
 
@@ -97,10 +98,41 @@ def split_viewer_line(text: str) -> tuple[str, str | None, str] | None:
 _ANSI_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
+# A message that goes on over the indented lines after it, in a paste without times on them
+# (the error printed by a program, not a log): gRPC's error repr, "<_InactiveRpcError of RPC
+# that terminated with:" and its tab-indented "status = ...", "details = "..."" (a long
+# details string broken over lines too), "debug_error_string = ..." fields and closing ">";
+# and an exception's message that ends with a colon and goes on indented ("ResourceExhausted:
+# 429 The following quota metrics exceed quota limits:" and the metric on the next line). Read
+# one record a line, the quota metric on its own line was no part of the error the rules read.
+_GOES_ON = re.compile(
+    r"of RPC that terminated with:\s*$"
+    r"|^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exhausted|Denied|Failure|Invalid\w*)"
+    r": .*:\s*$"
+)
+# A line that goes on such a message: indented (not a traceback's frame line), or the repr's ">".
+_CONTINUES = re.compile(r"^(?:[ \t]+(?!File \")\S|>)")
+# Bounds a message so joined: a real error's fields are a few lines.
+_MOST_JOINED = 40
+
+
 def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
-    """Yield one record per non-blank line; blank lines are skipped as "blank line"."""
+    """Yield one record per non-blank line; blank lines are skipped as "blank line". A message
+    that goes on over indented lines without a time (:data:`_GOES_ON`) is one record of them
+    all, numbered by its first line."""
+    pending: LogRecord | None = None  # a message that may go on, and the lines it went on over
+    more: list[str] = []
     for number, line in text_lines(stream, stats):
         text = _ANSI_SEQUENCE.sub("", line) if "\x1b" in line else line
+        if pending is not None:
+            if len(more) < _MOST_JOINED and _CONTINUES.match(text):
+                more.append(text)
+                if text.startswith(">"):  # the end of gRPC's repr
+                    yield _joined(pending, more, stats)
+                    pending = None
+                continue
+            yield _joined(pending, more, stats)
+            pending = None
         if not text.strip():
             stats.skip(BLANK_LINE)
             continue
@@ -111,8 +143,7 @@ def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
         elif (viewer := split_viewer_line(text)) is not None:
             severity, task, message = viewer
         stats.records += 1
-        stats.used += 1
-        yield LogRecord(
+        record = LogRecord(
             timestamp=timestamp,
             job_id=None,
             task=task,
@@ -120,3 +151,20 @@ def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
             text=message,
             origin=Origin(stats.path, number),
         )
+        if _GOES_ON.search(message):
+            pending, more = record, []
+            continue
+        stats.used += 1
+        yield record
+    if pending is not None:
+        yield _joined(pending, more, stats)
+
+
+def _joined(record: LogRecord, more: list[str], stats: InputStats) -> LogRecord:
+    """``record`` with the lines its message went on over (each counted used), joined into
+    one line as the program's one message was before its printer broke it: the form the rules
+    and the cause's one-line message read (a gRPC repr as the SDK's one-line copies give it)."""
+    stats.used += 1 + len(more)
+    if not more:
+        return record
+    return replace(record, text=" ".join([record.text.rstrip(), *(line.strip() for line in more)]))

@@ -15,6 +15,7 @@ from analyzer.diagnosis import (
 from analyzer.events import Event, EventKind
 from analyzer.ingest.entries import CUT_SHORT
 from analyzer.ingest.explorer_csv import CUT_ROW
+from analyzer.ingest.lines import LONG_LINE
 from analyzer.records import InputStats, Origin
 
 __all__ = [
@@ -43,7 +44,19 @@ def skip_line(stats: InputStats, reason: str, count: int) -> str:
     if reason == CUT_ROW and stats.cut_line is not None:
         lines = "line" if count == 1 else f"{count} lines to line"
         return f"{lines} {stats.cut_line:,}, the last, {'is' if count == 1 else 'are'} {reason}"
+    if reason == LONG_LINE and len(stats.long_lines) == count:
+        # Which lines: a dump pasted in, a minified blob, to look at or cut out.
+        numbers = ", ".join(f"{number:,}" for number in stats.long_lines[:_NAMED_LINES])
+        more = ", ..." if count > _NAMED_LINES else ""
+        what = reason.removeprefix("line ")
+        if count == 1:
+            return f"line {numbers} is {what}, skipped unread"
+        return f"{count} lines ({numbers}{more}) are {what}, skipped unread"
     return f"{count} skipped: {reason}"
+
+
+# How many long lines a skip line names.
+_NAMED_LINES = 5
 
 
 def cut_line(stats: InputStats) -> str | None:
