@@ -189,7 +189,7 @@ def advice_for(
         return ()
     table = _load(_advice_path())
     if cause is None and refused:
-        keys = ["none.refused"]
+        keys = [f"none.refused.{refused}" if f"none.refused.{refused}" in table else "none.refused"]
     elif cause is None and other_service:
         keys = ["none.other-service"]
     elif cause is None and recorded is not None:

@@ -213,6 +213,7 @@ def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
     status = (
         str_field(refused, "status")
         or str_field(refused, "pipeline_status")
+        or ("PERMISSION_DENIED" if str_field(refused, "denied") else None)
         or (_SDK_STATUS.get(sdk.split(":")[0]) if sdk else None)
         or "RESOURCE_EXHAUSTED"
     )
@@ -573,7 +574,8 @@ def _evidence_notes(
                 f"the input shows {seen.type}: {seen.message} but no platform message"
                 " saying it ended the job"
             )
-        else:
+        elif recorded_error(timeline) is None:
+            # (Beside the job's own error, a traceback is the tool's that printed it.)
             notes += _open_tracebacks(timeline, None)
         if (gone := last_worker_exit(timeline)) is not None:
             signal = decode(gone.exit_code).signal

@@ -72,6 +72,7 @@ EXPECTED = {
     "vertex.oom": (EventKind.ERROR, Category.OOM),
     "vertex.disk-low": (EventKind.JOB_ERROR, None),
     "describe.error-message": (EventKind.JOB_ERROR, None),
+    "pipeline.dag-failed": (EventKind.JOB_ERROR, None),
     "vertex.stockout": (EventKind.ERROR, Category.STOCKOUT),
     "vertex.internal-error": (EventKind.ERROR, Category.INTERNAL_ERROR),
     "vertex.quota": (EventKind.ERROR, Category.QUOTA),
