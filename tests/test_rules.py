@@ -101,6 +101,7 @@ EXPECTED = {
     "sdk.job-error": (EventKind.JOB_ERROR, None),
     "api.creation-refused": (EventKind.CREATION_REFUSED, None),
     "job.named": (EventKind.JOB_NAMED, None),
+    "sdk.other-job-named": (EventKind.JOB_NAMED, None),
     "container.detail.start-error": (EventKind.DETAIL, Category.USER_CODE_EXCEPTION),
     "vertex.retries-exhausted": (EventKind.RETRIES_EXHAUSTED, None),
     "legacy.job-queued": (EventKind.JOB_QUEUED, None),
