@@ -12,6 +12,7 @@ building a log counts on the inputs (duplicate entries) comes back with them and
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -75,14 +76,21 @@ def each_diagnosis(
     results: list[_Done | None] = [None] * len(groups)
     duplicates: Counter[str] = Counter()
     after = 0  # the next group to give, in job order
-    for index, found in run_forked(groups, work, count):
-        duplicates.update(found.duplicates)
-        results[index] = found
-        while after < len(groups) and (ready := results[after]) is not None:
-            results[after] = None
-            collector.restored.extend(ready.restored)
-            yield from ready.diagnoses
-            after += 1
+    # What the scan left (the rule book, the collector) is shared with the workers
+    # copy-on-write: out of the cyclic collector's reach, which would otherwise touch, and so
+    # copy, every page of it in every process.
+    gc.freeze()
+    try:
+        for index, found in run_forked(groups, work, count):
+            duplicates.update(found.duplicates)
+            results[index] = found
+            while after < len(groups) and (ready := results[after]) is not None:
+                results[after] = None
+                collector.restored.extend(ready.restored)
+                yield from ready.diagnoses
+                after += 1
+    finally:
+        gc.unfreeze()
     collector.let_go(keys)
     for stats in collector.stats:
         stats.duplicates = duplicates[stats.path]
