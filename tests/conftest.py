@@ -64,3 +64,21 @@ def _fork_as_the_command_does() -> Iterator[None]:
         yield
     finally:
         processes.fork_is_safe = original
+
+
+# Tests that leave a Python thread running for the rest of the session: the storage emulator
+# (a session fixture's HTTP server) and distributed's IO loop, which a closed Client leaves.
+# After them every run over processes in that xdist worker spawns its workers (see above), so
+# they run last.
+_LEAVE_THREADS_RUNNING = ("tests/test_dask.py::",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Items that leave threads running go to the end, each group in its collected order."""
+
+    def last(item: pytest.Item) -> bool:
+        return "storage_emulator" in getattr(item, "fixturenames", ()) or item.nodeid.startswith(
+            _LEAVE_THREADS_RUNNING
+        )
+
+    items.sort(key=last)
