@@ -8,12 +8,13 @@ from functools import cache
 from pathlib import Path
 
 from analyzer.cache import remembered
-from analyzer.diagnosis import Cause, JobState
+from analyzer.diagnosis import Cause, JobState, RecordedError
 from analyzer.errors import PolicyError
 from analyzer.events import Category
 from analyzer.exitcodes import decode
 from analyzer.jobspec import MACHINE_TYPES, JobSpec, larger_machine
 from analyzer.policy import RetryPolicy, builtin_policy_path
+from analyzer.tracebacks import ExceptionInfo
 
 
 def _advice_path() -> Path:
@@ -61,16 +62,25 @@ def _keys(
         return ["none.failed" if state is JobState.FAILED else "none.running"]
     if cause.detail == "user-rule":
         return ["user-rule"]
-    if cause.detail == "output-not-in-input":
+    if cause.detail in ("output-not-in-input", "replica-lines-no-error"):
         # What the exit code alone says, then how to get the output that says more.
         transient = policy.is_transient(cause.exit_code)
         return ["user_code_exception.transient"] * transient + [
-            "user_code_exception.output-not-in-input"
+            f"user_code_exception.{cause.detail}"
         ]
     if cause.detail and f"{cause.category.value}.{cause.detail}" in table:
         return [f"{cause.category.value}.{cause.detail}"]
     if cause.category is Category.USER_CODE_EXCEPTION and policy.is_transient(cause.exit_code):
         return ["user_code_exception.transient"]
+    if (
+        cause.category is Category.USER_CODE_EXCEPTION
+        and cause.exception is not None
+        and cause.replica is None
+        and cause.exit_code is None
+    ):
+        # Read from the end of the service's message whose first line (replica, exit
+        # status) is cut: say what the copied traceback shows, not "status unknown".
+        return ["user_code_exception.exception-tail"]
     if cause.category is Category.USER_CODE_EXCEPTION and cause.exception is not None:
         # Without a frame there is no place to name: say what is known, never a "?".
         if cause.exception.frame is None:
@@ -158,6 +168,8 @@ def advice_for(
     job_id: str | None = None,
     other_service: bool = False,
     last_exit: tuple[str, int] | None = None,
+    recorded: RecordedError | None = None,
+    seen: ExceptionInfo | None = None,
 ) -> tuple[str, ...]:
     """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
 
@@ -168,7 +180,10 @@ def advice_for(
     ``other_service``: the input holds only another Vertex AI service's API error (no job).
     ``last_exit``: a worker (task, exit code) whose non-zero exit ends its lines with nothing
     of the service after it, in a job without a cause: what that exit shows and what it does
-    not.
+    not. ``recorded``: the job object's own error when no category fits it (a disk
+    shortage): its rule's advice (``recorded.<rule id>``), quoting it. ``seen``: the
+    exception the input shows in a job without a failure message (predict.seen_exception):
+    the advice starts from it rather than from "nothing is known".
     """
     if cause is None and state is JobState.SUCCEEDED:
         return ()
@@ -177,17 +192,29 @@ def advice_for(
         keys = ["none.refused"]
     elif cause is None and other_service:
         keys = ["none.other-service"]
+    elif cause is None and recorded is not None:
+        specific = f"recorded.{recorded.rule}"
+        keys = [specific if specific in table else "recorded"]
+    elif cause is None and seen is not None:
+        # The traceback in the paste is what the user came with: say what it shows and what
+        # is missing, rather than only "the state is unknown" or "still in progress".
+        keys = ["none.exception-seen"] + [
+            k
+            for k in _keys(cause, state, policy, table)
+            if k not in ("none.unknown", "none.running")
+        ]
     else:
         keys = _keys(cause, state, policy, table)
     if cause is None and last_exit is not None and state is not JobState.SUCCEEDED:
         # In place of "the job is still in progress": the exit says the job may not be.
         keys = [k for k in keys if k != "none.running"] + ["none.worker-exit"]
     machine = _machine_values(cause, spec)
-    if machine is not None and cause is not None and cause.category is Category.OOM:
+    memory = cause is not None and (cause.category is Category.OOM or cause.detail == "oom-killed")
+    if machine is not None and memory:
         keys.append("oom.machine")
         if machine["small"]:
             keys.append("oom.small-machine")
-    exception = cause.exception if cause is not None else None
+    exception = cause.exception if cause is not None else seen
     frame = exception.frame if exception is not None else None
     values: dict[str, object] = {
         "replica": cause.replica if cause and cause.replica else "the replica",
@@ -206,11 +233,15 @@ def advice_for(
         "where": f"{frame.file}:{frame.line} ({frame.function})"
         if frame
         else "where its traceback points",
+        "at": f" at {frame.file}:{frame.line} ({frame.function})" if frame else "",
         "detail": cause.detail if cause and cause.detail else "",
         "rule": cause.rule if cause else "",
         "message": _short(cause.message, 100) if cause else "",
         "cascade": cause.cascade[0].replica if cause and cause.cascade else "the other replicas",
         "status": refused or "",
+        # (Without its last period: the sentence quoting it has its own.)
+        "recorded": _short(recorded.message, 200).rstrip(".") if recorded else "",
+        **({"pool": recorded.pool} if recorded is not None and recorded.pool else {}),
         **(machine or {}),
     }
     lines: list[str] = []
@@ -223,7 +254,12 @@ def advice_for(
     # The fetch command as the user can run it: the ids the input shows, in place of the
     # placeholders (only ids of the forms the platform gives, nothing else of the log's text).
     if job_id and _ID.fullmatch(job_id):
-        lines = [line.replace("--job-id JOB_ID", f"--job-id {job_id}") for line in lines]
+        lines = [
+            line.replace("--job-id JOB_ID", f"--job-id {job_id}").replace(
+                "custom-jobs describe JOB_ID", f"custom-jobs describe {job_id}"
+            )
+            for line in lines
+        ]
     project = _PROJECT.search(cause.message) if cause is not None else None
     if project is not None:
         lines = [line.replace("--project PROJECT", f"--project {project[1]}") for line in lines]

@@ -22,6 +22,7 @@ from analyzer.rulebook import RULE_BUDGET_SECONDS, RuleBook
 if TYPE_CHECKING:
     from analyzer.analysis import Analysis, DiagnosisList
     from analyzer.diagnosis import Diagnosis
+    from analyzer.joblog import JobLog
     from analyzer.jobspec import JobSpec
     from analyzer.live.window import Window
     from analyzer.policy import RetryPolicy
@@ -90,13 +91,16 @@ def diagnose_collected(
     unread: Sequence[str] = (),
     window: Window | None = None,
     timelines: bool = True,
+    processes: int | None = None,
 ) -> Analysis:
     """The analysis of what ``collector`` has read with ``book`` (:func:`analyze_sources`
     once its sources are read; ``analyzer.bigquery`` fills a collector from query rows).
     ``unread``: inputs that could not be opened, kept with those that failed while read;
     ``window``: only the jobs active in it (:func:`within`); ``timelines``: see
-    :func:`analyze_sources`. The collector's events are let go as its jobs are diagnosed:
-    it can be diagnosed once."""
+    :func:`analyze_sources`; ``processes``: how many diagnose its jobs (None: several when
+    they hold many events, :mod:`analyzer.diagnosing`). The collector's events are let go as
+    its jobs are diagnosed: it can be diagnosed once."""
+    from analyzer.diagnosing import each_diagnosis
     from analyzer.policy import load_policy
     from analyzer.predict import diagnose_timeline
     from analyzer.timeline import job_timelines
@@ -116,16 +120,20 @@ def diagnose_collected(
     quiet = [f"{path}: no Vertex AI job message in it" for path in unnamed]
     pages = [f"{s.path}: {WEB_TEXT_NOTICE}" for s in stats if s.web_text]
     budget = active_policy.worker_restart_budget
+
     # Job by job: each job's events are read back, diagnosed and let go before the next
     # job's are (the collector's logs are built one at a time), so the memory of a run is
     # that of its largest job, not of all of them (issue 19: flat from 200 MB to 1 GB).
-    diagnoses = tuple(
-        diagnosis if timelines else _without_events(diagnosis)
-        for log in collector.each_log(consume=True)
-        if job is None or log.job_id == job
-        for timeline in job_timelines(log, budget)
-        for diagnosis in (diagnose_timeline(timeline, active_policy, job_spec, lang, stats),)
-    )
+    # Jobs with many events are built and diagnosed by several processes
+    # (analyzer.diagnosing), in the same order.
+    def diagnosed(log: JobLog) -> Iterator[Diagnosis]:
+        if job is not None and log.job_id != job:
+            return
+        for timeline in job_timelines(log, budget):
+            diagnosis = diagnose_timeline(timeline, active_policy, job_spec, lang, stats)
+            yield diagnosis if timelines else _without_events(diagnosis)
+
+    diagnoses = tuple(each_diagnosis(collector, diagnosed, processes))
     # A runaway pattern was cut short by its timeout: say so, since it may have missed a line;
     # one that used up its budget was not run on the rest of the inputs.
     disabled = set(book.disabled)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import regex
+
 from analyzer.diagnosis import Cause
 from analyzer.events import Category, Event, EventKind, Writer
 from analyzer.policy import RetryPolicy
@@ -23,8 +25,21 @@ MESSAGE_LIMIT = 400
 _KILLED = frozenset({-9, 9, 137})
 
 
+# The key and quote a tool printed the job's error message under (a describe's YAML
+# `message: '...'`, a JSON body's `"message": "..."`, R's `$ errorMessage : chr "..."`, behind
+# Cloud Build's `Step #4: `): the cause's message is the message itself.
+_WRAPPER = regex.compile(
+    r"""^(?:Step #\d+: ?)?(?:\$ ?errorMessage ?: ?chr |"?(?:message|errorMessage)"?: ?)(["'])"""
+)
+
+
 def _message(event: Event) -> str:
     text = " ".join(event.text.strip().splitlines()[0].split()) if event.text.strip() else ""
+    wrapped = _WRAPPER.match(text)
+    if wrapped is not None:
+        text = text[wrapped.end() :]
+        quote = wrapped.group(1)
+        text = text.removesuffix(",").removesuffix(quote)
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
 
 

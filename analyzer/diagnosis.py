@@ -128,6 +128,18 @@ class AttemptOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordedError:
+    """The job object's own error as a tool printed it (a describe's ``error.message``),
+    when no category of the contract fits it (a disk shortage): quoted, with its line, in
+    place of a cause. ``rule`` is the rule that read it, ``pool`` the pool it names."""
+
+    message: str
+    origin: Origin
+    rule: str
+    pool: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SpecCheck:
     """The job's recorded state and error code (from ``--job-spec``) against the prediction."""
 
@@ -160,6 +172,9 @@ class Diagnosis:
     notes: tuple[str, ...] = ()
     lost_work: timedelta | None = None
     job_spec: SpecCheck | None = None
+    # Not in to_dict(): the JSON carries it in notes and advice (cause stays null: no
+    # category fits).
+    recorded_error: RecordedError | None = None
 
     @property
     def trial(self) -> str | None:
@@ -248,7 +263,12 @@ def observed_word(diagnosis: Diagnosis) -> str:
         return "unknown: not in the input"
     if diagnosis.state is JobState.UNSPECIFIED and diagnosis.attempts == 0:
         return "never created: the API refused it"
-    return "observed" if diagnosis.observed_final else "predicted"
+    if diagnosis.observed_final:
+        return "observed"
+    # A state replayed from a single entry (one exit line, one message) is a guess resting
+    # on that entry alone: the verdict says so.
+    lines = {e.origin for a in diagnosis.timeline.attempts for e in a.events}
+    return "predicted from one log entry" if len(lines) == 1 else "predicted"
 
 
 def plural(count: int, word: str) -> str:
@@ -263,6 +283,10 @@ def cause_phrase(diagnosis: Diagnosis) -> str:
         # paste cut before the failure would otherwise read as a clean run).
         if diagnosis.state is JobState.SUCCEEDED:
             return "no failure"
+        if diagnosis.state is JobState.FAILED and diagnosis.recorded_error is not None:
+            # Its first sentence says what ran out ("Replicas low on disk: workerpool0").
+            first = diagnosis.recorded_error.message.split(". ")[0]
+            return f"the job's error: {_clipped(first)}"
         if diagnosis.state is JobState.FAILED:
             return "no failure message the rules know"
         return "no failure message"
@@ -280,6 +304,10 @@ def cause_phrase(diagnosis: Diagnosis) -> str:
         # and a bare category beside SUCCEEDED reads as the reason it failed.
         return "recovered from " + ", ".join(parts)
     return ", ".join(parts)
+
+
+def _clipped(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def verdict_line(diagnosis: Diagnosis) -> str:

@@ -9,6 +9,7 @@ the retry count. Each decision says which fact of platform.md it implements.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -28,6 +29,7 @@ from analyzer.diagnosis import (
     Cause,
     Diagnosis,
     JobState,
+    RecordedError,
     SpecCheck,
 )
 from analyzer.events import (
@@ -57,6 +59,7 @@ from analyzer.timeline import (
 )
 from analyzer.tracebacks import (
     HEADER,
+    ExceptionInfo,
     exception_from_events,
     last_exception_line,
     open_traceback,
@@ -166,11 +169,26 @@ def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
     for event in attempt.events:
         if event.kind is EventKind.JOB_STATE:
             status = _RECORDED_STATUS.get(str(event.match.field("state") or ""), status)
-        elif event.kind is EventKind.JOB_ERROR:
+        elif event.kind is EventKind.JOB_ERROR and not _error_message(event):
+            # (The error's message, "Replicas low on disk: workerpool0", is the failure
+            # itself, not a tool's record of how the job ended: _judge_attempt reads it.)
             value = event.match.field("code")
-            code = int(value) if isinstance(value, str) and value.isdigit() else code
-            status = AttemptStatus.FAILED  # the SDK prints the error of a job that failed
+            if isinstance(value, int):
+                code = value
+            elif isinstance(value, str) and value.isdigit():
+                code = int(value)
+            # The SDK raises "Job failed with:" for a job that ended FAILED or CANCELLED alike
+            # (aiplatform jobs._JOB_ERROR_STATES): after the CANCELLED state it printed, or with
+            # error code 1 (google.rpc CANCELLED), the job was cancelled, not failed.
+            if status is not AttemptStatus.CANCELLED and code != _RPC_CANCELLED:
+                status = AttemptStatus.FAILED
+            else:
+                status = AttemptStatus.CANCELLED
     return status, code
+
+
+# google.rpc.Code CANCELLED: the job object's error code of a cancelled job.
+_RPC_CANCELLED = 1
 
 
 # The API's status as the Python SDK names its exceptions (google.api_core.exceptions).
@@ -248,12 +266,27 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
             cause = cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
     cancel = attempt.first(EventKind.JOB_CANCELLED)
     if cancel is not None or recorded is AttemptStatus.CANCELLED:
-        fallback = cancel or attempt.events[-1]
+        # The evidence: the service's line, else the state the SDK printed, else its error.
+        said = [
+            e
+            for e in attempt.events
+            if e.kind is EventKind.JOB_STATE
+            and _RECORDED_STATUS.get(str(e.match.field("state") or "")) is AttemptStatus.CANCELLED
+        ]
+        fallback = cancel or (said[-1] if said else attempt.events[-1])
         return verdict(
             AttemptStatus.CANCELLED,
             cause or cause_from_event(attempt, fallback, Category.CANCELLED),
         )
-    if cause is not None or failed_line or exhausted_line or recorded is AttemptStatus.FAILED:
+    # The job's own error message (no category fits it) is a failure too.
+    error_message = any(_error_message(e) for e in attempt.events)
+    if (
+        cause is not None
+        or failed_line
+        or exhausted_line
+        or recorded is AttemptStatus.FAILED
+        or error_message
+    ):
         return verdict(AttemptStatus.FAILED, cause)
     if running:
         return verdict(AttemptStatus.RUNNING)
@@ -303,14 +336,18 @@ _IN_PROGRESS = {
     AttemptStatus.PENDING: JobState.PENDING,
     AttemptStatus.QUEUED: JobState.QUEUED,
 }
-# The job object's error codes (google.rpc.Code) the SDK prints, in words.
+# The job object's error codes (google.rpc.Code) the SDK prints, in words. 8 is any resource
+# run out: host memory, a quota, the boot disk ("Replicas low on disk").
 _ERROR_CODE_NAMES = {
     3: "INVALID_ARGUMENT: an error in the user's code or settings",
-    8: "RESOURCE_EXHAUSTED: out of memory or quota",
+    8: "RESOURCE_EXHAUSTED: a resource ran out, such as memory, disk or a quota",
     9: "FAILED_PRECONDITION",
     13: "INTERNAL: an error on the platform's side",
     14: "UNAVAILABLE",
 }
+
+
+IN_PROGRESS_NOTE = "logs end while the job is still in progress"
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +358,46 @@ class _Fate:
     final: bool
     attempts: int
     notes: tuple[str, ...] = ()
+
+
+# A key and its quotes around a value, as a describe's YAML or a JSON body writes the job's
+# error message (`  message: 'Replicas low on disk: ...`): not the message's own text.
+_KEYED = re.compile(r"""^\s*(?:-\s*)?(?:"?(?:message|errorMessage)"?\s*:\s*)?["']?""")
+
+
+def _error_message(event: Event) -> bool:
+    """Whether ``event`` is the job object's error message (a ``job_error`` rule naming the
+    pool, or capturing the ``message``), not the SDK's bare record that the job failed."""
+    return event.kind is EventKind.JOB_ERROR and bool(
+        str_field(event, "pool") or str_field(event, "message")
+    )
+
+
+def recorded_error(timeline: JobTimeline) -> RecordedError | None:
+    """The job object's own error, quoted, when a rule read it as the job's error message in
+    the last attempt (a ``job_error`` rule naming a pool, such as "Replicas low on disk:
+    workerpool0", or capturing the ``message``, a legacy describe's ``errorMessage:``): the
+    fact a describe gives when no category fits it. The SDK's bare ``Job failed with:``
+    carries neither and is no such message."""
+    if not timeline.attempts:
+        return None
+    found = next(
+        (e for e in reversed(timeline.attempts[-1].events) if _error_message(e)),
+        None,
+    )
+    if found is None:
+        return None
+    text = str_field(found, "message") or found.text.strip()
+    text = " ".join(text.splitlines()[0].split()) if text.strip() else ""
+    value = _KEYED.sub("", text)
+    message = value.rstrip("'\",")
+    opened = _KEYED.match(text)
+    quote = opened.group(0)[-1:] if opened else ""
+    if quote in ("'", '"') and not text.rstrip(",").endswith(quote):
+        # A quoted value whose closing quote is not on its line: YAML folded the rest onto
+        # the next one, which no rule reads: say the quote goes on.
+        message += " …"
+    return RecordedError(message, found.origin, found.match.rule, str_field(found, "pool"))
 
 
 def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryPolicy) -> _Fate:
@@ -356,18 +433,35 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
             _IN_PROGRESS[last.status],
             False,
             observed,
-            ("logs end while the job is still in progress",),
+            (IN_PROGRESS_NOTE,),
         )
     if last.exhausted_line:
         # "Job will not be retried, max error retry attempts reached." ends the last attempt.
         return _Fate(JobState.FAILED, True, observed)
     if last.cause is None:
-        return _Fate(
-            JobState.FAILED,
-            last.recorded_end,
-            observed,
-            ("the attempt failed without a failure message the rules know",),
-        )
+        error = recorded_error(timeline)
+        if error is None:
+            return _Fate(
+                JobState.FAILED,
+                last.recorded_end,
+                observed,
+                ("the attempt failed without a failure message the rules know",),
+            )
+        notes = [
+            f'the job\'s own error: "{error.message}" ({error.origin});'
+            " none of jobdoctor's cause categories (user_code_exception, oom, quota, ...) is"
+            " this failure, so the cause is left empty"
+        ]
+        final = last.recorded_end or last.failed_line
+        lifecycle = any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events)
+        if not final:
+            notes.append("logs end before the job's last line; outcome predicted")
+        elif not lifecycle:
+            notes.append(
+                "the input is the job's record (its state and error), not its log: how many"
+                " attempts ran is not shown (1 is counted)"
+            )
+        return _Fate(JobState.FAILED, final, observed, tuple(notes))
     # disableRetries only stops retries of internal errors once the job was running.
     allowed = policy.attempts_allowed(last.cause.category, last.cause.exit_code, last.running)
     if last.recorded_end:
@@ -402,6 +496,24 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
         observed,
         ("logs end before the job's last line; outcome predicted",),
     )
+
+
+def refused_at_creation(verdicts: Sequence[_AttemptVerdict]) -> bool:
+    """Whether the API refused to create the job (no job, no attempt: platform.md section 9)."""
+    return any(v.refusal for v in verdicts)
+
+
+def seen_exception(timeline: JobTimeline, state: JobState) -> ExceptionInfo | None:
+    """The exception a job without a platform failure message shows in the input: its last
+    whole traceback's; a bare exception line (a paste of a traceback's end) only when nothing
+    else of the job is known, since in a job's log it is usually the harmless "Error in
+    sitecustomize" ModuleNotFoundError. Told in a note and the advice, never made a cause
+    (a refusal at creation is the story already: the exception is the API's answer)."""
+    events = [e for a in timeline.attempts for e in a.events]
+    seen = exception_from_events(events)
+    if seen is None and state is JobState.UNSPECIFIED:
+        seen = last_exception_line(events)
+    return seen
 
 
 def _evidence_notes(
@@ -454,16 +566,8 @@ def _evidence_notes(
             " state a launcher printed, an echoed log) were kept as evidence, not as this"
             " job's fate"
         )
-    refused = any(v.refusal for v in verdicts)
-    if cause is None and state is not JobState.SUCCEEDED and not refused:
-        # A traceback with no platform message: told, never made a cause (a refusal at
-        # creation is the story already: the exception is the API's answer). A bare exception
-        # line (a paste of a traceback's end) only when nothing else is known: in a job's
-        # log it is usually the harmless "Error in sitecustomize" ModuleNotFoundError.
-        events = [e for a in timeline.attempts for e in a.events]
-        seen = exception_from_events(events)
-        if seen is None and state is JobState.UNSPECIFIED:
-            seen = last_exception_line(events)
+    if cause is None and state is not JobState.SUCCEEDED and not refused_at_creation(verdicts):
+        seen = seen_exception(timeline, state)
         if seen is not None:
             notes.append(
                 f"the input shows {seen.type}: {seen.message} but no platform message"
@@ -477,8 +581,9 @@ def _evidence_notes(
             when = f" at {gone.time:%Y-%m-%d %H:%M:%S}" if gone.time is not None else ""
             notes.append(
                 f"{gone.task} exited ({how}){when} and no line of the service follows in the"
-                " input: a worker is restarted after a non-zero exit, so whether this ended"
-                " the job is not shown"
+                " input: the platform restarts a worker after a non-zero exit, so the job is"
+                " predicted still in progress; whether this exit ended it (its restarts used"
+                " up, the job failing) is not shown"
             )
     elif cause is not None and cause.exception is None:
         # The failing replica's traceback, or the tail the service copied into its message,
@@ -498,6 +603,11 @@ def _evidence_notes(
         notes.append(
             f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
             " out-of-memory message: the memory message confirms it was memory"
+        )
+    if cause is not None and cause.detail == "replica-lines-no-error":
+        notes.append(
+            f"the input holds some of {cause.replica or 'the replica'}'s own lines but no"
+            " traceback or error message behind its exit: the cause is not known"
         )
     if cause is not None and cause.detail == "output-not-in-input":
         notes.append(
@@ -768,7 +878,12 @@ def diagnose_timeline(
     fate = _fate(timeline, verdicts, policy)
     state, final, attempts = fate.state, fate.final, fate.attempts
     notes = list(fate.notes)
-    notes += _evidence_notes(timeline, verdicts, cause, state)
+    evidence = _evidence_notes(timeline, verdicts, cause, state)
+    if cause is None and _exit_pair(timeline) is not None:
+        # The worker-exit note says what the input's end shows, more exactly than "still in
+        # progress" (an exit may have ended the job): the general note yields to it.
+        notes = [n for n in notes if n != IN_PROGRESS_NOTE]
+    notes += evidence
     notes += oldest_entries_missing(timeline, inputs)
     if attempts == 0:
         # No attempt ran (the API refused the job, or nothing shows one began): the log of
@@ -777,6 +892,7 @@ def diagnose_timeline(
     retries = max(0, attempts - 1)
     notes += _work_notes(timeline, [work for work, _ in works])
     timed = [w.lost for w, _ in works if w.lost is not None]
+    error = recorded_error(timeline) if cause is None and state is JobState.FAILED else None
     check = _spec_check(spec, state, cause) if spec is not None else None
     if check is not None and not check.agrees:
         notes.append(
@@ -803,10 +919,15 @@ def diagnose_timeline(
             other_service=bool(timeline.other_service)
             and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
             last_exit=_exit_pair(timeline) if cause is None else None,
+            recorded=error,
+            seen=seen_exception(timeline, state)
+            if cause is None and not refused_at_creation(verdicts)
+            else None,
         ),
         attempt_log=attempt_log,
         timeline=timeline,
         notes=tuple(notes),
         lost_work=sum(timed, timedelta()) if timed else None,
         job_spec=check,
+        recorded_error=error,
     )

@@ -122,6 +122,8 @@ class InputStats:
     # True when the input's last Logging API response carries a nextPageToken: the API had
     # more entries for the request, the pages after it are not in the input.
     more_pages: bool = False
+    # The numbers of the lines longer than any log entry (ingest.lines.LONG_LINE), read past.
+    long_lines: list[int] = field(default_factory=list)
 
     def restart(self) -> None:
         """Zero the line counts, for a source that is read again from its start."""
@@ -129,6 +131,7 @@ class InputStats:
         self.skip_reasons.clear()
         self.cut_line = None
         self.more_pages = False
+        self.long_lines.clear()
 
     def add(self, other: InputStats) -> None:
         """Add the line counts of ``other`` (another part of the same input)."""
@@ -141,6 +144,7 @@ class InputStats:
         if other.cut_line is not None:  # only the input's last part can end inside a line
             self.cut_line = other.cut_line
         self.more_pages |= other.more_pages  # only the input's last part reads its end
+        self.long_lines += other.long_lines  # renumbered by the caller, as its events are
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count ``count`` lines as skipped for ``reason``."""
@@ -150,7 +154,8 @@ class InputStats:
     def to_dict(self) -> dict[str, Any]:
         """The ``inputs[]`` object of the JSON contract (``invalid_utf8`` only when some line
         had to be repaired, ``cut_line`` only when the input ends inside its last line,
-        ``more_pages`` only when its last Logging API response has a nextPageToken)."""
+        ``more_pages`` only when its last Logging API response has a nextPageToken, ``long_lines``
+        only when a line was longer than any log entry)."""
         found: dict[str, Any] = {
             "path": self.path,
             "format": self.format,
@@ -167,6 +172,8 @@ class InputStats:
             found["cut_line"] = self.cut_line
         if self.more_pages:
             found["more_pages"] = True
+        if self.long_lines:
+            found["long_lines"] = list(self.long_lines)
         return found
 
 

@@ -181,13 +181,25 @@ def _deepen_one(
             ),
             None,
         )
+    message = cause.message
     if exception is None:
         exception = _pasted_tail(attempt, own)
+    elif cause.replica is None and own and exception.origin == own[0].origin:
+        # The service's message with its first line (the replica, its exit status) cut: its
+        # own first line here is a source line of the copied traceback. What the message
+        # shows is its end, from the exception line on.
+        message = _from_exception_line(own[0].text, exception) or message
     details = _details(window, death, own) if cause.category is not Category.OOM else []
     detail = cause.detail or (details[0].match.detail if details else None)
     decoded = decode(cause.exit_code, cause.signal) if cause.exit_code is not None else None
     if cause.category is Category.OOM:
         detail = detail or "host-oom"
+    elif detail is None and any(e.match.field("reason") == OOM_KILLED for e in own):
+        # The container runtime's own termination reason (Kubernetes' OOMKilled: the kernel
+        # killed the container for exceeding its memory limit) is a memory message: the
+        # replica's exit stays the platform's user-code exit (its retry policy), its cause
+        # is memory.
+        detail = "oom-killed"
     elif detail is None and decoded is not None and decoded.signal == "SIGKILL" and not exception:
         detail = "killed-no-traceback"
     if (
@@ -202,7 +214,12 @@ def _deepen_one(
         # input holds the container's stream and it is empty; a paste of the service's lines
         # only lacks it, which is another thing to say. Both speak of the service's message
         # alone: a line a user's error rule matched (anyone's) is output the input does hold.
-        detail = "no-container-output" if stream else "output-not-in-input"
+        # So is a line of the replica's own (its runner's exit, its progress): the container
+        # did write, and what is missing is the error behind the exit.
+        if any(e.task == task and not _by_service(e) for e in attempt.events):
+            detail = "replica-lines-no-error"
+        else:
+            detail = "no-container-output" if stream else "output-not-in-input"
     elif (
         detail is None
         and exception is None
@@ -222,6 +239,7 @@ def _deepen_one(
     )
     deeper = replace(
         cause,
+        message=message,
         detail=detail,
         exception=exception,
         evidence=evidence,
@@ -232,6 +250,19 @@ def _deepen_one(
         transient=policy.is_transient(cause.exit_code) if decoded else None,
     )
     return deeper, death
+
+
+def _from_exception_line(text: str, exception: ExceptionInfo) -> str | None:
+    """``text`` from the line that starts with ``exception``'s type on, in one line, marked
+    as cut at its start (``… SyntaxError: invalid syntax To find out more ...``)."""
+    lines = text.replace("\\n", "\n").splitlines()
+    start = next(
+        (i for i, line in enumerate(lines) if line.strip().startswith(exception.type)), None
+    )
+    if start is None:
+        return None
+    flat = "… " + " ".join(" ".join(lines[start:]).split())
+    return flat if len(flat) <= MESSAGE_LIMIT else flat[: MESSAGE_LIMIT - 1] + "…"
 
 
 def _by_service(event: Event) -> bool:
@@ -246,12 +277,21 @@ def _shifted(when: datetime, by: timedelta) -> datetime:
         return when
 
 
+# The termination reason the container runtime gives a container the kernel killed for its
+# memory limit, which the service copies into "Termination reason: REASON".
+OOM_KILLED = "OOMKilled"
+
+
 def _meaning(category: Category, signal: str | None, meaning: str, detail: str | None) -> str:
     """The exit code's meaning in this cause: a SIGKILL beside the platform's out-of-memory
     message is the OOM killer's, no longer "likely but unproven" (platform.md section 7); an
     exit with ``Termination reason: StartError`` is no status of the program (section 9)."""
     if detail == "start-error":
         return "the container never started: not a status the program set"
+    if detail == "oom-killed":
+        return (
+            f"killed for exceeding its memory: the container's termination reason is {OOM_KILLED}"
+        )
     if category is Category.OOM and signal == "SIGKILL":
         return (
             "killed (SIGKILL) by the out-of-memory killer: the platform's memory message"

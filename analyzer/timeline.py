@@ -38,8 +38,6 @@ _LEGACY_REPLICA = regex.compile(r"^(master|worker|ps|evaluator|chief)[\s_-]*(\d+
 
 # How close a runner start line must be to a VM change to be the same restart.
 _SAME_RESTART = timedelta(minutes=5)
-# A runner's lines reporting one exit (platform.md section 9) come this close together.
-_ONE_EXIT = timedelta(seconds=5)
 
 # Kinds that show the job is past provisioning: a later "Waiting for job to be provisioned."
 # then starts a new attempt.
@@ -348,18 +346,19 @@ class _StartLines:
 
 
 def _one_exit(last: WorkerExit, event: Event, exit_code: int | None) -> WorkerExit | None:
-    """``last`` and the runner's exit line ``event`` as one exit, or None if they are two.
+    """``last``, the runner's report that the command failed, and ``event``, the same
+    runner's completion line, as one exit; None if they are two.
 
-    A runner reports one exit in several lines: the prebuilt container's ``Command '[...]'
+    A runner reports one exit in two lines: the prebuilt container's ``Command '[...]'
     returned non-zero exit status 1.`` then ``Task completed. Exit code (1). ...``, the legacy
-    runner's ``... exit status -9`` then ``Module completed; cleaning up.`` (no code). Lines
-    of one exit come within a second or two, with no start between them and no other code.
-    The exit keeps the later line when it gives a code (``Task completed``), else the code's.
+    runner's ``... exit status -9`` then ``Module completed; cleaning up.`` (no code). The
+    caller pairs them by fact, not by time (a loaded VM can put many seconds between them):
+    the completion line is the same replica's next runner exit line after the report, with
+    no start between. Two codes that differ are two exits. The exit keeps the later line when
+    it gives a code (``Task completed``), else the report's.
     """
-    if last.time is None or event.timestamp is None:
-        return None
-    if not timedelta(0) <= event.timestamp - last.time <= _ONE_EXIT:
-        return None
+    if last.time is not None and event.timestamp is not None and event.timestamp < last.time:
+        return None  # a completion before the report is of an earlier process
     known = exit_code is not None and last.exit_code is not None
     if known and not _same_exit(last.exit_code, exit_code):
         return None
@@ -391,33 +390,57 @@ def _worker(
     starts: list[WorkerStart] = []
     exits: list[WorkerExit] = []
     lines = _StartLines()
-    runner_exit = False  # the last exit came from a runner's line, and no start since
+    # The exit the runner's "Command ... returned non-zero exit status N." reported, while its
+    # completion line may still follow: no start and no other exit line of the replica since.
+    reported_by_runner: int | None = None
+    # The last exit the replica's own lines logged, with no start since: the one a service
+    # report without a time (a paste) can only be about, when the codes agree.
+    runner_logged: int | None = None
     for event in events:
         if event.kind is EventKind.WORKER_STARTED:
             new, moved = lines.begins_start(event)
             if new:
                 starts.append(WorkerStart(event.timestamp, event.vm, moved, event.origin))
-                runner_exit = False
+                reported_by_runner = runner_logged = None
         elif event.kind in (EventKind.WORKER_EXITED, EventKind.ERROR):
             code = event.match.field("exit_code")
             exit_code = code if isinstance(code, int) else None
-            if event.kind is EventKind.WORKER_EXITED and runner_exit:
-                merged = _one_exit(exits[-1], event, exit_code)
-                if merged is not None:
-                    exits[-1] = merged
-                    continue
-            runner_exit = event.kind is EventKind.WORKER_EXITED
+            report = event.match.field("command") is not None  # the runner's failure report
+            if event.kind is EventKind.WORKER_EXITED and reported_by_runner is not None:
+                pending, reported_by_runner = reported_by_runner, None
+                if not report:
+                    merged = _one_exit(exits[pending], event, exit_code)
+                    if merged is not None:
+                        exits[pending] = merged
+                        continue
             # The service reports an exit the runner already logged: one exit, not two.
-            reported = event.kind is EventKind.ERROR and any(
+            timed = event.kind is EventKind.ERROR and any(
                 _same_exit(e.exit_code, exit_code)
                 and e.time is not None
                 and event.timestamp is not None
                 and timedelta(0) <= event.timestamp - e.time <= _SAME_RESTART
                 for e in exits
             )
-            if not reported:
+            # Without times (a paste): the service reports the exit the replica's lines just
+            # logged, after them (platform.md section 9), once.
+            pasted = (
+                event.kind is EventKind.ERROR
+                and event.timestamp is None
+                and runner_logged is not None
+                and exits[runner_logged].time is None
+                and _same_exit(exits[runner_logged].exit_code, exit_code)
+            )
+            reported = timed or pasted
+            if reported:
+                runner_logged = None
+            else:
                 lines.exited = True
                 reason = event.match.field("reason")
+                if event.kind is EventKind.WORKER_EXITED and report:
+                    reported_by_runner = len(exits)
+                elif event.kind is EventKind.ERROR:
+                    reported_by_runner = None  # another exit came between
+                runner_logged = len(exits) if event.kind is EventKind.WORKER_EXITED else None
                 exits.append(
                     WorkerExit(
                         event.timestamp,

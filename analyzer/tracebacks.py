@@ -69,16 +69,32 @@ class ExceptionInfo:
         }
 
 
-def user_frame(frames: Sequence[Frame]) -> Frame | None:
+def user_frame(frames: Sequence[Frame], top_cut: bool = False) -> Frame | None:
     """The deepest frame in the user's own code.
 
     Library frames live under site-packages, dist-packages or the interpreter's lib directory;
     but prebuilt containers pip-install the user's package into site-packages too, so the
     package of the entry point (the first frame outside the interpreter's own modules) counts
     as the user's. Falls back to the deepest frame when none looks like user code.
+
+    ``top_cut``: the traceback's first frames are not in the text (the service's ``[...]``, a
+    message cut at its top), so the first visible frame is no entry point: often a framework
+    that called the user's code (pytorch_lightning's trainer), which called a library that
+    raised (zarr). A package between the first visible frame's and the deepest frame's is
+    then the user's (tests/real/gh-pathograph-dl-latest-vertex-failure-V).
     """
     if not frames:
         return None
+    if top_cut:
+        packages = [m.group(1) if (m := _PACKAGE.search(f.file)) else None for f in frames]
+        ends = {packages[0], packages[-1]}
+        between = [
+            frame
+            for frame, package in zip(frames, packages, strict=True)
+            if package is not None and package not in ends
+        ]
+        if between:
+            return between[-1]
     own: set[str] = set()
     for frame in frames:
         if re.search(r"/lib/python\d[\d.]*/[^/]+$|^<frozen ", frame.file):
@@ -92,6 +108,10 @@ def user_frame(frames: Sequence[Frame]) -> Frame | None:
         if (package and package.group(1) in own) or not _LIBRARY.search(frame.file):
             return frame
     return frames[-1]
+
+
+# The service's own mark where it cut a traceback's top out of its message.
+_ELIDED = "[...]"
 
 
 # Inside a quoted message (the SDK's `message: "..."`, a JSON body) line breaks and quotes
@@ -167,7 +187,9 @@ def parse_service_message(text: str, origin: Origin | None = None) -> ExceptionI
         if (m := _FRAME.match(line)) is not None
     ]
     message = _TAIL_END.sub("", last.group(2) or "").strip()
-    return ExceptionInfo(last.group(1), message, user_frame(frames), tuple(frames), origin)
+    return ExceptionInfo(
+        last.group(1), message, user_frame(frames, top_cut=True), tuple(frames), origin
+    )
 
 
 def _parse_text(text: str, origin: Origin | None) -> ExceptionInfo | None:
@@ -192,7 +214,8 @@ def _parse_flattened(text: str, origin: Origin | None) -> ExceptionInfo | None:
         return None
     ending = endings[-1]
     message = _TAIL_END.sub("", ending.group(2) or "").strip()
-    return ExceptionInfo(ending.group(1), message, user_frame(frames), tuple(frames), origin)
+    frame = user_frame(frames, top_cut=_ELIDED in text[: found[0].start()] if found else False)
+    return ExceptionInfo(ending.group(1), message, frame, tuple(frames), origin)
 
 
 def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
@@ -202,6 +225,7 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
     if at < 0:
         return None
     frames: list[Frame] = []
+    cut = False  # the service's "[...]" before the first frame: the top is not here
     # The lines after the last line holding the header: a suffix cut where no line boundary
     # is has the same line boundaries after the cut (no pass over the lines before).
     for line in text[at:].splitlines()[1:]:
@@ -211,10 +235,14 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
             continue
         if line.startswith("    "):  # four spaces: a source line, not the end
             continue
+        if not frames and line.strip() == _ELIDED:
+            cut = True
+            continue
         found = _EXCEPTION.match(line)
         if found:
             message = _TAIL_END.sub("", found.group(2) or "").strip()
-            return ExceptionInfo(found.group(1), message, user_frame(frames), tuple(frames), origin)
+            frame_at = user_frame(frames, top_cut=cut)
+            return ExceptionInfo(found.group(1), message, frame_at, tuple(frames), origin)
     return None
 
 
@@ -245,13 +273,23 @@ def exception_from_events(
     comes in reverse: it is read backwards when it cannot be read forwards.
     """
     ordered = list(events)
-    return _exception_in_order(ordered, stop=nearest_first) or _exception_in_order(ordered[::-1])
+    # The SDK's own RuntimeError ("Job failed with:", its job_error) is the tool's report that
+    # the job ended, raised around it in the caller's process: not the exception behind it.
+    reports = frozenset(e.origin for e in ordered if e.kind is EventKind.JOB_ERROR)
+    return _exception_in_order(ordered, reports, stop=nearest_first) or _exception_in_order(
+        ordered[::-1], reports
+    )
 
 
-def _exception_in_order(events: Iterable[Event], *, stop: bool = False) -> ExceptionInfo | None:
-    """The last complete traceback read in the order of ``events``; the first with ``stop``."""
+def _exception_in_order(
+    events: Iterable[Event], reports: frozenset[Origin] = frozenset(), *, stop: bool = False
+) -> ExceptionInfo | None:
+    """The last complete traceback read in the order of ``events``, none that ends at one of
+    ``reports``; the first with ``stop``."""
     found: ExceptionInfo | None = None
     frames: list[Frame] | None = None
+    header: Event | None = None
+    cut = False  # the traceback's top is not in the input (no header, or a gap before frames)
     for event in events:
         multi_line = "\n" in event.text.strip()
         if event.kind is EventKind.TRACEBACK:
@@ -261,12 +299,24 @@ def _exception_in_order(events: Iterable[Event], *, stop: bool = False) -> Excep
                 if stop:
                     return found
             else:
-                frames = []
+                frames, header, cut = [], event, False
         elif multi_line:
             continue
         elif event.kind is EventKind.FRAME:
             # A cut export may lack the header: frames then an exception still make a
             # traceback (the harmless sitecustomize ModuleNotFoundError has no frame).
+            if not frames:
+                # No header at all, or, in a paste without times (one line a record), a
+                # line between the header and the first frame (the service's "[...]"): the
+                # first frames are not here. (In an export, other processes' entries and
+                # multi-line entries put gaps between one traceback's lines.)
+                cut = frames is None or (
+                    header is not None
+                    and header.timestamp is None
+                    and event.timestamp is None
+                    and header.origin.path == event.origin.path
+                    and event.origin.line - header.origin.line > 1
+                )
             frames = [] if frames is None else frames
             line = _field(event, "line")
             frames.append(
@@ -276,11 +326,13 @@ def _exception_in_order(events: Iterable[Event], *, stop: bool = False) -> Excep
                     _field(event, "function"),
                 )
             )
+        elif event.kind is EventKind.EXCEPTION and event.origin in reports:
+            frames = None
         elif event.kind is EventKind.EXCEPTION and frames is not None:
             found = ExceptionInfo(
                 _field(event, "exception"),
                 _field(event, "message"),
-                user_frame(frames),
+                user_frame(frames, top_cut=cut),
                 tuple(frames),
                 event.origin,
             )

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     assert isinstance(guard, blockdecode._Guard)
     with open(path, "rb") as stream:
         blocks = list(jsonl.read_blocks(stream))
-    views = [memoryview(data)[:end] for data, end in blocks]
+    views = [memoryview(data)[:end] for data, end, _ in blocks]
 
     def timed(name: str, work: Callable[[], object]) -> None:
         best = min(_cpu(work) for _ in range(args.runs))
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                 pass
 
     def checks() -> None:
-        for (data, end), view in zip(blocks, views, strict=True):
+        for (data, end, _), view in zip(blocks, views, strict=True):
             guard.shape(data, end, view)
             guard.valid_utf8(data, view)
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
     scanner = jsonl.JsonlScanner(InputStats(path=path), book.may_match_texts)
     texts = []
-    for data, end in blocks:
+    for data, end, _ in blocks:
         entries = blockdecode.decode_block(data, end)
         if entries is not None:
             texts.append(scanner._lean(entries, {}, careful=False)[0])

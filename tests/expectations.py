@@ -131,6 +131,8 @@ def check(analysis: Analysis, expect: dict[str, Any], text: str) -> None:
         assert str(expect["exception"].get("message", "")) in seen.message
 
     for diagnosis in analysis.diagnoses:
+        # A cause always comes with what to do (an advice key the table lacks gave none).
+        assert diagnosis.cause is None or diagnosis.advice, diagnosis.cause
         for line in diagnosis.advice:
             assert "?" not in line.replace("?project=", ""), line
             assert "None" not in line, line

@@ -215,7 +215,9 @@ def test_spawned_workers_share_the_tasks_with_this_process() -> None:
         assert not fork_is_safe()
         pids = Counter(pid for _, pid in run_forked(list(range(200)), _pid, 3))
         assert dict(run_forked(list(range(50)), _square, 2)) == {n: n * n for n in range(50)}
-    assert len(pids) == 3 and os.getpid() in pids
+    # This process and spawned workers each took tasks (on a loaded machine a worker's
+    # interpreter may start after the others took every task: at least one worker then).
+    assert 2 <= len(pids) <= 3 and os.getpid() in pids
 
 
 def test_spawned_streamed_workers_get_every_item_whole() -> None:

@@ -7,6 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,8 +27,9 @@ def _expected_end(content: bytes, start: int, limit: int) -> int:
 
 
 def _check(blocks: list[Block], content: bytes, start: int, end: int) -> None:
-    assert b"".join(data[:stop] for data, stop in blocks) == content[start:end]
-    for index, (data, stop) in enumerate(blocks):
+    assert not any(block.long_line for block in blocks)
+    assert b"".join(data[:stop] for data, stop, _ in blocks) == content[start:end]
+    for index, (data, stop, _) in enumerate(blocks):
         assert 0 < stop <= len(data)
         if index < len(blocks) - 1:
             assert data[stop - 1 : stop] == b"\n"  # every block but the last ends a line
@@ -118,3 +120,68 @@ def test_a_line_longer_than_many_blocks(tmp_path: Path) -> None:
     path.write_bytes(content)
     with open(path, "rb") as stream:
         _check(list(read_blocks(stream, 7)), content, 0, len(content))
+
+
+# Lines longer than a log entry can be (issue: a 100 MB line held whole cost 400-600 MB).
+_WITH_LONG = st.lists(
+    st.one_of(
+        st.binary(max_size=12).map(lambda line: line.replace(b"\n", b"")),
+        st.integers(13, 120).map(lambda size: b"L" * size),
+    ),
+    max_size=20,
+).flatmap(lambda lines: st.sampled_from([b"\n".join(lines), b"\n".join(lines) + b"\n"]))
+_LONG = b"<long>"
+
+
+def _lines_of(blocks: list[Block]) -> list[bytes]:
+    lines: list[bytes] = []
+    for block in blocks:
+        if block.long_line:
+            assert block.data == b"" and block.end == 0
+            lines.append(_LONG)
+        else:
+            assert 0 < block.end <= len(block.data)
+            lines += block.data[: block.end].splitlines(keepends=True)
+    return lines
+
+
+def _expected_lines(content: bytes, longest: int) -> list[bytes]:
+    return [
+        _LONG if len(line.removesuffix(b"\n")) > longest else line
+        for line in content.splitlines(keepends=True)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    content=_WITH_LONG,
+    block_bytes=st.integers(1, 40),
+    longest=st.integers(12, 40),
+    start_fraction=st.floats(0, 1),
+    limit=st.integers(-1, 200),
+    kind=st.sampled_from(["file", "stream", "memory"]),
+)
+def test_a_line_longer_than_any_entry_is_read_past(
+    content: bytes,
+    block_bytes: int,
+    longest: int,
+    start_fraction: float,
+    limit: int,
+    kind: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    start = int(len(content) * start_fraction) if kind == "file" else 0
+    end = _expected_end(content, start, limit)
+    if kind == "file":
+        path = tmp_path_factory.mktemp("long") / "lines.jsonl"
+        path.write_bytes(content)
+        with open(path, "rb") as stream:
+            stream.seek(start)
+            blocks = list(read_blocks(stream, block_bytes, limit, longest))
+            # Reading stops at the same place: the next range starts right after.
+            assert stream.tell() >= end or stream.tell() == len(content)
+    elif kind == "stream":
+        blocks = list(read_blocks(_Unseekable(content), block_bytes, limit, longest))
+    else:
+        blocks = list(read_blocks(io.BytesIO(content), block_bytes, limit, longest))
+    assert _lines_of(blocks) == _expected_lines(content[start:end], longest)

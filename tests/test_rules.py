@@ -70,6 +70,8 @@ EXPECTED = {
     "vertex.user-code-exception": (EventKind.ERROR, Category.USER_CODE_EXCEPTION),
     "vertex.user-code-exception-tail": (EventKind.ERROR, Category.USER_CODE_EXCEPTION),
     "vertex.oom": (EventKind.ERROR, Category.OOM),
+    "vertex.disk-low": (EventKind.JOB_ERROR, None),
+    "describe.error-message": (EventKind.JOB_ERROR, None),
     "vertex.stockout": (EventKind.ERROR, Category.STOCKOUT),
     "vertex.internal-error": (EventKind.ERROR, Category.INTERNAL_ERROR),
     "vertex.quota": (EventKind.ERROR, Category.QUOTA),

@@ -52,6 +52,7 @@ from analyzer._fastscan.jsonl import (
 )
 from analyzer._fastscan.parallel import MAX_RANGE_BYTES
 from analyzer.events import Event, RuleMatch
+from analyzer.ingest.lines import LONGEST_LINE
 from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, LogRecord, Origin, job_group
 
@@ -245,6 +246,10 @@ class GcloudJsonScanner:
                         # last range ending there is an array cut short (the plain reader's).
                         self._closing(data, limit >= 0 and bool(stream.read(1)))
                         return
+                    if len(data) > LONGEST_LINE + CHUNK_BYTES:
+                        # No cut this far: an entry longer than any log entry (or no entry
+                        # at all), the plain reader's to skip without holding it.
+                        raise Unusual("no entry's end within the longest an entry can be")
                     data += more
                     continue
                 # The entries up to the last cut's "}"; the rest begins with an entry's "{".
@@ -426,6 +431,13 @@ class GcloudJsonScanner:
         where its separators are), read as sink lines: the scanner, their counts, the
         separators and how many entries there are."""
         layout = self._layout
+        if len(run) > LONGEST_LINE:
+            # An entry longer than any log entry is the plain reader's to skip (from its "{"
+            # to its "}", as it measures them).
+            starts = [0, *(at + len(layout.separator) - 1 for at in between)]
+            ends = [*(at + layout.indent + 2 for at in between), len(run)]
+            if any(end - start > LONGEST_LINE for start, end in zip(starts, ends, strict=True)):
+                raise Unusual("an entry longer than any log entry")
         rewritten = bytearray(run.replace(b"\n", b"\t"))
         for at in between:
             rewritten[at : at + len(layout.as_line_end)] = layout.as_line_end

@@ -41,6 +41,7 @@ from analyzer._fastscan.parallel import MAX_RANGE_BYTES
 from analyzer.events import Event
 from analyzer.ingest.entries import INVALID_TIMESTAMP
 from analyzer.ingest.gcloud_yaml import DocumentReader, EntryLoader, is_text_field
+from analyzer.ingest.lines import LONGEST_LINE, skip_long_line
 from analyzer.ingest.sniff import BOM, LOGENTRY_KEYS
 from analyzer.records import (
     AUDIT_PATH,
@@ -437,9 +438,18 @@ class GcloudYamlScanner:
     def _read_plainly(self, data: bytes, stream: BinaryIO) -> None:
         """The rest of the input, from ``data`` (at a line's start), by the plain reader."""
         tail = b""
+        dropping = False  # the line in ``tail`` is longer than any log entry: not kept whole
         for chunk in itertools.chain((data,), iter(lambda: stream.read(CHUNK_BYTES), b"")):
+            if dropping:
+                end = chunk.find(b"\n")
+                if end == -1:
+                    continue
+                chunk, dropping = chunk[end:], False
             pieces = (tail + chunk).split(b"\n")
             tail = pieces.pop()
+            if len(tail) > LONGEST_LINE:
+                # Kept one byte longer than the longest, which still reads as too long.
+                tail, dropping = tail[: LONGEST_LINE + 1], True
             self._plainly_lines(pieces, None)
         if tail:
             self._plainly_lines([tail], None)
@@ -489,6 +499,8 @@ class GcloudYamlScanner:
         for number, (first, lines, text, segment) in enumerate(documents):
             stats.lines += lines
             try:
+                if len(segment) > LONGEST_LINE and _has_long_line(segment):
+                    raise _Other("a line longer than any log entry: the plain reader skips it")
                 if text is None:
                     text = segment.decode("utf-8")
                     if _ODD.search(text) is not None:
@@ -571,6 +583,9 @@ class GcloudYamlScanner:
             else:
                 at = number
                 number += 1
+            if len(raw) > LONGEST_LINE:
+                skip_long_line(stats, at)  # as text_lines does: not given to the reader
+                continue
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -936,3 +951,8 @@ def _time_key(value: str) -> str:
     if _SINK_TIME.fullmatch(value) and len(_MINUTES) < _MAX_MINUTES:
         _MINUTES.add(value[:16])
     return key
+
+
+def _has_long_line(segment: bytes) -> bool:
+    """Whether a line of ``segment`` is longer than any log entry's can be."""
+    return any(len(line) > LONGEST_LINE for line in segment.split(b"\n"))

@@ -50,6 +50,7 @@ from analyzer.ingest.entries import (
     record_or_reason,
 )
 from analyzer.ingest.jsonl import BLANK_LINE
+from analyzer.ingest.lines import LONGEST_LINE, read_past_line, skip_long_line
 from analyzer.ingest.sniff import BOM
 from analyzer.records import (
     BIGQUERY_UTC,
@@ -602,6 +603,12 @@ class JsonlScanner:
             chosen.sort(key=_line_of)
         self.tally.candidates.extend(chosen)
 
+    def skip_long_line(self, number: int) -> None:
+        """Count line ``number``, longer than any log entry (read past, never held), as
+        :func:`~analyzer.ingest.jsonl.read_jsonl` does."""
+        self.stats.lines += 1
+        skip_long_line(self.stats, number)
+
     def feed(self, lines: Sequence[bytes], first_number: int, open_end: bool = False) -> None:
         """Scan ``lines`` (without their line endings) one by one; the first is
         ``first_number``; ``open_end``: the last is the input's last and had no line end.
@@ -739,7 +746,9 @@ def _record_line(record: LogRecord) -> int:
 
 
 class Block(NamedTuple):
-    """A block of whole lines: the first ``end`` bytes of ``data``.
+    """A block of whole lines: the first ``end`` bytes of ``data``; or, ``long_line`` True
+    (``data`` empty), one line longer than any log entry, read past
+    (:data:`~analyzer.ingest.lines.LONGEST_LINE`), which the scanner counts as skipped.
 
     ``data`` is what one read returned; it may go on with the start of the next line, which
     the next block reads again. Cutting a read at its last line end without copying it halves
@@ -749,46 +758,92 @@ class Block(NamedTuple):
 
     data: bytes
     end: int
+    long_line: bool = False
+
+
+LONG_LINE_BLOCK = Block(b"", 0, True)
 
 
 def read_blocks(
-    stream: BinaryIO, block_bytes: int = BLOCK_BYTES, limit: int = -1
+    stream: BinaryIO, block_bytes: int = BLOCK_BYTES, limit: int = -1, longest: int = LONGEST_LINE
 ) -> Iterator[Block]:
-    """``stream`` in blocks of about ``block_bytes`` that end at line ends (``\\n``).
+    """``stream`` in blocks of about ``block_bytes`` that end at line ends (``\\n``), a line
+    longer than ``longest`` bytes (without its ``\\n``) given as :data:`LONG_LINE_BLOCK`
+    instead, read past without being held.
 
     Only the input's last line may lack its ``\\n``. With ``limit`` >= 0, reading stops at the
     first line end at or after ``limit`` bytes.
     """
+    # No line longer than ``longest`` fits in one read: each is seen being carried over.
+    block_bytes = min(block_bytes, longest)
     # A file is read again from the cut; a stream that cannot seek (stdin, gzip) carries the
     # start of the next line over and joins it to the next read.
     rewind = isinstance(stream, io.BufferedReader | io.FileIO | io.BytesIO) and stream.seekable()
-    carried: list[bytes] = []
+    carried: list[bytes] = []  # the start of the line the last read ended inside
+    held = 0  # its bytes
     remaining = limit
-    while remaining != 0:
-        chunk = stream.read(block_bytes if remaining < 0 else min(block_bytes, remaining))
-        if not chunk:
-            break
+    after = b""  # read past a long line's end by a stream that cannot seek back, still to cut
+    while remaining != 0 or after:
+        if after:
+            chunk, after = after, b""  # counted in ``remaining`` when read
+        else:
+            chunk = stream.read(block_bytes if remaining < 0 else min(block_bytes, remaining))
+            if not chunk:
+                break
+            if remaining > 0 and not rewind:  # a stream's bytes count when read
+                remaining = max(0, remaining - len(chunk))
+        first = chunk.find(b"\n") if carried else 0
+        if carried and first != -1 and held + first > longest:
+            # The carried line ends here, longer than a log entry can be: dropped.
+            carried.clear()
+            held = 0
+            after = chunk[first + 1 :]
+            if rewind:  # a file's count to where it is read again from
+                if remaining > 0:
+                    remaining = max(0, remaining - first - 1)
+                if after:
+                    stream.seek(-len(after), io.SEEK_CUR)
+                    after = b""
+            yield LONG_LINE_BLOCK
+            continue
         cut = chunk.rfind(b"\n") + 1
+        if rewind and remaining > 0:
+            remaining = max(0, remaining - (cut or len(chunk)))
         if cut == 0:  # no line end: a line longer than a block, or the limit fell in it
             carried.append(chunk)
-            remaining = max(0, remaining - len(chunk)) if remaining > 0 else remaining
+            held += len(chunk)
+            if held > longest:
+                # Longer than a log entry can be: read past the rest of it without holding it.
+                beyond = read_past_line(stream)
+                if remaining > 0:
+                    remaining = max(0, remaining - beyond)
+                carried.clear()
+                held = 0
+                yield LONG_LINE_BLOCK
             continue
         rest = len(chunk) - cut
         if rest and rewind:
             stream.seek(-rest, io.SEEK_CUR)
-        if remaining > 0:
-            remaining = max(0, remaining - (cut if rewind else len(chunk)))
         if carried:
             carried.append(chunk)
             data = b"".join(carried)
             carried.clear()
         else:
             data = chunk
+        held = 0
         if rest and not rewind:
             carried.append(chunk[cut:])
+            held = rest
         yield Block(data, len(data) - rest)
     if remaining == 0 and carried:
-        carried.append(stream.readline())  # the limit fell inside this line: finish it
-    if carried:
+        # The limit fell inside this line: finish it, unless it is too long to be an entry.
+        end = stream.readline(longest - held + 1)
+        carried.append(end)
+        held += len(end) - end.endswith(b"\n")
+        if held > longest:
+            read_past_line(stream)
+    if carried and held > longest:
+        yield LONG_LINE_BLOCK
+    elif carried:
         data = b"".join(carried)
         yield Block(data, len(data))

@@ -26,6 +26,7 @@ from analyzer import eventstore
 from analyzer._fastscan import blockdecode
 from analyzer._fastscan.jsonl import JsonlScanner, ScanTally, read_blocks
 from analyzer.events import Event, RuleMatch
+from analyzer.ingest.lines import LONGEST_LINE, read_past_line
 from analyzer.ingest.sources import open_file
 from analyzer.ingest.streams import decompressed
 from analyzer.processes import run_forked, run_streamed, tell_progress
@@ -137,7 +138,11 @@ def _scan_blocks(
     on_bytes: Callable[[int], None] | None,
 ) -> None:
     number = 1
-    for data, end in read_blocks(stream, limit=limit):
+    for data, end, long_line in read_blocks(stream, limit=limit):
+        if long_line:
+            scanner.skip_long_line(number)
+            number += 1
+            continue
         number += scanner.feed_block(data, number, end)
         for record, found in scanner.tally.candidates:
             for match in book.match(record.text) if found is None else found:
@@ -171,7 +176,7 @@ def line_ranges(
 
             def line_end(offset: int) -> int:
                 stream.seek(offset)
-                stream.readline()
+                read_past_line(stream)  # a line longer than any entry is not held
                 return stream.tell()
 
         while True:
@@ -281,10 +286,20 @@ def _chunks(stream: BinaryIO) -> Iterator[tuple[bytes | memoryview, ...]]:
     the end of the line the previous read cut, then this read up to its last line end. Only the
     last chunk may end without a line end."""
     carried = b""
+    dropping = False  # the carried line is longer than any log entry: the rest is not kept
     while chunk := stream.read(CHUNK_BYTES):
+        if dropping:
+            end = chunk.find(b"\n")
+            if end == -1:
+                continue
+            chunk, dropping = chunk[end:], False  # from the long line's line end
         cut = chunk.rfind(b"\n") + 1
         if cut == 0:  # a line longer than a chunk
             carried += chunk
+            if len(carried) > LONGEST_LINE:
+                # Kept one byte longer than a log entry can be, which the worker's read_blocks
+                # still skips as too long, and not a byte more.
+                carried, dropping = carried[: LONGEST_LINE + 1], True
             continue
         yield (carried, memoryview(chunk)[:cut])
         carried = chunk[cut:]
@@ -583,6 +598,7 @@ def _append(merged: RangeScan, later: RangeScan) -> None:
     base = merged.stats.lines
     if later.stats.cut_line is not None:  # the input's last line, cut short
         later.stats.cut_line += base
+    later.stats.long_lines = [number + base for number in later.stats.long_lines]
     merged.stats.add(later.stats)
     merged.tally.merge(later.tally)
     for event in later.events:

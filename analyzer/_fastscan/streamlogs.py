@@ -35,6 +35,7 @@ from typing import BinaryIO
 from analyzer._fastscan.jsonl import ScanTally, SpanTally, read_blocks, time_key
 from analyzer._fastscan.parallel import MAX_RANGE_BYTES
 from analyzer.events import Event, RuleMatch
+from analyzer.ingest.lines import read_past_line, skip_long_line
 from analyzer.ingest.preamble import is_preamble
 from analyzer.ingest.sniff import BOM, SEVERITIES
 from analyzer.ingest.stream_logs import (
@@ -129,6 +130,13 @@ class StreamLogsScanner:
         # The last span counted, looked up again only when the key changes.
         self._span_key: tuple[str | None, str | None] = (None, "\x00")
         self._span = SpanTally("", "", 0)
+
+    def skip_long_line(self) -> None:
+        """Count the next line, longer than any log entry (read past, never held), as the
+        plain reader does: skipped, the message being read going on after it."""
+        self._number += 1
+        self.stats.lines += 1
+        skip_long_line(self.stats, self._number)
 
     def feed_block(self, data: bytes, end: int) -> None:
         """Scan the whole lines of ``data[:end]`` (the last ``\\n`` optional)."""
@@ -573,7 +581,10 @@ def scan_stream_logs(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for data, end in read_blocks(stream, limit=limit):
+        for data, end, long_line in read_blocks(stream, limit=limit):
+            if long_line:
+                scanner.skip_long_line()
+                continue
             scanner.feed_block(data, end)
             if on_bytes is not None:
                 on_bytes(end)
@@ -633,7 +644,7 @@ def safe_ranges(path: str, size: int, smallest: int, processes: int) -> list[tup
             if target >= size:
                 break
             stream.seek(target - 1)
-            stream.readline()  # to the end of the line holding byte target - 1
+            read_past_line(stream)  # to the end of the line holding byte target - 1
             at = stream.tell()
             previous = b""
             if at < size:
@@ -646,7 +657,8 @@ def safe_ranges(path: str, size: int, smallest: int, processes: int) -> list[tup
                 previous = before[start:] if start or not reach else b""
             cut = None
             while at < size and at - target < _CUT_SEARCH_BYTES:
-                line = stream.readline()
+                # (A line longer than the search ends it: no more of it is read.)
+                line = stream.readline(_CUT_SEARCH_BYTES + 1)
                 if starts_record(previous, line):
                     cut = at
                     break

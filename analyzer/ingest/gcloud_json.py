@@ -33,6 +33,7 @@ from analyzer.ingest.entries import (
     load_json_repairing,
     record_or_reason,
 )
+from analyzer.ingest.lines import LONGEST_LINE
 from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, LogRecord, Origin
 
@@ -48,6 +49,8 @@ _ENTRIES_KEY = b"entries"
 _TOKEN_KEY = b"nextPageToken"
 # A response level's string is kept only as long as a key of interest can be.
 _KEY_LIMIT = 32
+# An element longer than any log entry (ingest.lines.LONGEST_LINE): skipped, never held whole.
+LONG_ENTRY = "entry longer than any log entry"
 
 CHUNK_SIZE = 1 << 20
 
@@ -131,6 +134,7 @@ class _Scanner:
         self.in_string = False
         self.escaped = False  # a backslash ended the previous chunk inside a string
         self.pieces: list[bytes] = []  # the open element's bytes from earlier chunks
+        self.held = 0  # their length, while no longer than a log entry can be
         self.start = -1  # offset of the open element in the current chunk, -1 if earlier/none
         self.open_depth = -1  # depth outside the open element, -1 when none is open
         self.open_line = 0
@@ -179,7 +183,15 @@ def _read(stream: BinaryIO, stats: InputStats, scan: _Scanner) -> Iterator[LogRe
         scan.counted = 0
         yield from _scan_chunk(chunk, scan, ledger, path)
         if scan.open_depth != -1:
-            scan.pieces.append(chunk[max(scan.start, 0) :])
+            if scan.held <= LONGEST_LINE:
+                piece = chunk[max(scan.start, 0) :]
+                scan.pieces.append(piece)
+                scan.held += len(piece)
+            if scan.held > LONGEST_LINE:
+                # Longer than a log entry can be: its bytes are let go as they come, and
+                # the element is skipped with its reason when it closes.
+                scan.pieces = []
+                scan.forced = scan.forced or LONG_ENTRY
             scan.start = -1
         if scan.key_from != -1:
             _keep_key(scan, chunk[scan.key_from :])
@@ -408,9 +420,14 @@ def _stray_reason(scan: _Scanner) -> str:
 def _close_element(
     chunk: bytes, close: int, end: int, scan: _Scanner, ledger: _Ledger, path: str
 ) -> Iterator[LogRecord]:
-    scan.pieces.append(chunk[max(scan.start, 0) : end])
-    raw = b"".join(scan.pieces)
-    scan.pieces, scan.start, scan.open_depth = [], -1, -1
+    last = chunk[max(scan.start, 0) : end]
+    if scan.held + len(last) > LONGEST_LINE:
+        scan.forced = scan.forced or LONG_ENTRY
+        raw = b""
+    else:
+        scan.pieces.append(last)
+        raw = b"".join(scan.pieces)
+    scan.pieces, scan.start, scan.open_depth, scan.held = [], -1, -1, 0
     first_line, last_line = scan.open_line, scan.line_at(chunk, close)
     outcome: LogRecord | str
     forced, scan.forced = scan.forced, None

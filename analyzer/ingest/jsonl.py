@@ -18,6 +18,7 @@ from analyzer.ingest.entries import (
     load_json_repairing,
     record_or_reason,
 )
+from analyzer.ingest.lines import capped_lines, skip_long_line
 from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, LogRecord, Origin
 
@@ -28,9 +29,12 @@ def read_jsonl(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Yield one record per LogEntry line of ``stream``, counting every line in ``stats``."""
     path = stats.path
     number = 0
-    for raw in stream:
+    for raw in capped_lines(stream):
         number += 1
         stats.lines += 1
+        if raw is None:
+            skip_long_line(stats, number)
+            continue
         if number == 1 and raw.startswith(BOM):
             raw = raw[len(BOM) :]
         if not raw.strip():

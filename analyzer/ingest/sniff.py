@@ -167,11 +167,12 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     body = head.lstrip()
     if not body:
         return Format.EMPTY
-    if body[:1] in (b"{", b"[") and (_API_RESPONSE.match(body) or _API_ERROR.match(body)):
-        return _api_response(body, name, complete)
-    if complete and _EMPTY_RESPONSES.fullmatch(body):
-        # What entries:list answers when nothing matched (and no other export writes).
-        raise InputError(f"{name}: {no_entries([])}")
+    if body[:1] in (b"{", b"[") and (_API_ERROR.match(body) or _api_fields(body)):
+        return _api_response(body, name)
+    if _EMPTY_RESPONSES.fullmatch(body):
+        # What entries:list answers when nothing matched (and no other export writes): read
+        # as responses, as an empty gcloud array is read (an input that holds no entry).
+        return Format.LOGGING_API
     # "[" alone could start a bracketed text log line ("[2022-09-21 ...] INFO").
     if body[:1] == b"[" and body[1:].lstrip()[:1] in (b"{", b"]", b""):
         return Format.GCLOUD_JSON
@@ -217,10 +218,14 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     return Format.PLAIN_TEXT
 
 
-# The Logging API's answer to entries:list (ListLogEntriesResponse): its fields first, of one
-# response or of the first of several (a JSON array of them, or one after another). No
-# LogEntry has these fields.
-_API_RESPONSE = re.compile(rb'\[?\s*(?:\{\s*\}\s*,?\s*)*\{\s*"(?:entries|nextPageToken)"\s*:')
+# The Logging API's answer to entries:list (ListLogEntriesResponse): an object with an
+# ``entries`` array or a ``nextPageToken``, in any order and beside other fields (a saved body
+# may have been rewritten, jq -S sorting its keys, or wrapped by a tool), and none of a
+# LogEntry's: one response, the first of several, or the first of a JSON array of them.
+_RESPONSE_KEYS = frozenset({b"entries", b"nextPageToken"})
+# A JSON input's tokens, as far as the fields of its first objects go: strings (escapes and
+# all) and the syntax around them.
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
 # Nothing but empty responses ({} is what entries:list answers when nothing matched).
 _EMPTY_RESPONSES = re.compile(rb"[\[\]{},\s]*\{\s*\}[\[\]{},\s]*")
 # Google's error body (google.rpc.Status): {"error": {"code": 403, "message": ..., "status": ...}}.
@@ -228,17 +233,39 @@ _API_ERROR = re.compile(rb'\{\s*"error"\s*:\s*\{')
 _ERROR_MESSAGE = re.compile(rb'"message"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
-def _api_response(body: bytes, name: str, complete: bool) -> Format:
+def _api_fields(body: bytes) -> bool:
+    """Whether the top-level objects of ``body`` (those of a top-level array, if it is one)
+    are entries:list responses, by the fields the head shows of them: one of a response's,
+    none of a LogEntry's. Only a head naming one of a response's fields is walked."""
+    if b'"entries"' not in body and b'"nextPageToken"' not in body:
+        return False
+    level = 1 if body[:1] == b"{" else 2  # a response's fields: the depth of its keys
+    depth = 0
+    names: set[bytes] = set()
+    key: bytes | None = None
+    for token in _JSON_TOKENS.finditer(body):
+        text = token.group()
+        if text in (b"{", b"["):
+            if depth == level - 1 and text == b"[":
+                return False  # an array where a response's object is
+            depth += 1
+        elif text in (b"}", b"]"):
+            depth -= 1
+        elif text == b":" and key is not None:
+            names.add(key)
+        key = text[1:-1] if text[:1] == b'"' and depth == level else None
+    return bool(names & _RESPONSE_KEYS) and not any(
+        name.decode("utf-8", "replace") in LOGENTRY_KEYS for name in names
+    )
+
+
+def _api_response(body: bytes, name: str) -> Format:
     """:data:`Format.LOGGING_API` for the head of entries:list's response(s); an InputError
-    when it is the API's error body, or (the whole input in ``body``) responses that hold no
-    entry at all: what the API answers when nothing matched, or when it stopped searching
-    (an empty page with a nextPageToken)."""
+    when it is the API's error body. Responses that hold no entry at all (what the API answers
+    when nothing matched, or when it stopped searching: an empty page with a nextPageToken) are
+    read as any input without entries is: no job, the run says so."""
     if _API_ERROR.match(body):
         raise InputError(f"{name}: {api_error(body)}")
-    if complete:
-        responses = _responses(body)
-        if responses is not None and not any(page.get("entries") for page in responses):
-            raise InputError(f"{name}: {no_entries(responses)}")
     return Format.LOGGING_API
 
 
@@ -262,34 +289,6 @@ def api_error(body: bytes) -> str:
         + (f" ({said})" if said else "")
         + ": fix the request (its credentials, project or filter) and save the response again"
     )
-
-
-def no_entries(responses: list[dict[str, Any]]) -> str:
-    """Why responses without an entry are refused: nothing matched, or the search stopped."""
-    if any(page.get("nextPageToken") for page in responses):
-        return (
-            "the Logging API response holds no entries, but a nextPageToken: the search stopped"
-            " before it found any (entries:list answers so when searching takes long); request"
-            " the next page with that pageToken, or narrow the filter's time window"
-        )
-    return (
-        "the Logging API response holds no entries: the request's filter matched none (check"
-        " its job id, resource.type and time window)"
-    )
-
-
-def _responses(body: bytes) -> list[dict[str, Any]] | None:
-    """The responses of a whole input: one, a JSON array of them, or one a line; None when
-    it is not that (the reader then says what each line is)."""
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        try:
-            value = [orjson.loads(line) for line in body.splitlines() if line.strip()]
-        except orjson.JSONDecodeError:
-            return None
-    pages = value if isinstance(value, list) else [value]
-    return pages if all(isinstance(page, dict) for page in pages) else None
 
 
 def _entries_explain(lines: list[bytes], start: re.Pattern[bytes]) -> int:

@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 from analyzer.errors import InputError
 from analyzer.ingest.jsonl import read_jsonl
+from analyzer.ingest.lines import capped_lines, skip_long_line
 from analyzer.ingest.paths import STDIN, TimeWindow, expand_paths, special_file
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format, mentions_platform, sniff
 from analyzer.ingest.streams import (
@@ -36,9 +37,12 @@ Reader = Callable[[BinaryIO, InputStats], Iterator[LogRecord]]
 
 def _read_empty(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     # An input of only blank lines has nothing to read, but its lines still count.
-    for _ in stream:
+    for raw in capped_lines(stream):
         stats.lines += 1
-        stats.skip(BLANK_LINE)
+        if raw is None:  # blank, but longer than any log entry: still not held
+            skip_long_line(stats, stats.lines)
+        else:
+            stats.skip(BLANK_LINE)
     yield from ()
 
 

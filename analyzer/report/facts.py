@@ -15,6 +15,7 @@ from analyzer.diagnosis import (
 from analyzer.events import Event, EventKind
 from analyzer.ingest.entries import CUT_SHORT
 from analyzer.ingest.explorer_csv import CUT_ROW
+from analyzer.ingest.lines import LONG_LINE
 from analyzer.records import InputStats, Origin
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "depth_facts",
     "evidence_events",
     "first_line",
+    "no_entry_line",
     "observed_word",
     "period",
     "plural",
@@ -42,7 +44,19 @@ def skip_line(stats: InputStats, reason: str, count: int) -> str:
     if reason == CUT_ROW and stats.cut_line is not None:
         lines = "line" if count == 1 else f"{count} lines to line"
         return f"{lines} {stats.cut_line:,}, the last, {'is' if count == 1 else 'are'} {reason}"
+    if reason == LONG_LINE and len(stats.long_lines) == count:
+        # Which lines: a dump pasted in, a minified blob, to look at or cut out.
+        numbers = ", ".join(f"{number:,}" for number in stats.long_lines[:_NAMED_LINES])
+        more = ", ..." if count > _NAMED_LINES else ""
+        what = reason.removeprefix("line ")
+        if count == 1:
+            return f"line {numbers} is {what}, skipped unread"
+        return f"{count} lines ({numbers}{more}) are {what}, skipped unread"
     return f"{count} skipped: {reason}"
+
+
+# How many long lines a skip line names.
+_NAMED_LINES = 5
 
 
 def cut_line(stats: InputStats) -> str | None:
@@ -59,6 +73,21 @@ def cut_line(stats: InputStats) -> str | None:
     return (
         f"line {stats.cut_line:,}, the last, ends inside the JSON array (no closing ]): the"
         " input was cut short, entries after it are not in it"
+    )
+
+
+def no_entry_line(stats: InputStats) -> str | None:
+    """The line that says an input holds no log entry at all (None when it holds one, even of
+    another resource): an empty file, blank lines, ``[]``, the Logging API's ``{}``. Read like
+    any input (exit 0); this says what an export of a filter that matched nothing looks like."""
+    if stats.records or set(stats.skip_reasons) - {"blank line"}:
+        return None
+    if stats.more_pages:
+        # entries:list answers an empty page with a token when searching took long.
+        return "holds no log entry: the Logging API stopped searching before it found any"
+    return (
+        "holds no log entry (what an export or request whose filter matched nothing holds:"
+        " check its job id, resource.type and time window)"
     )
 
 
@@ -99,16 +128,21 @@ def span(delta: timedelta | None) -> str:
 
 
 def evidence_events(diagnosis: Diagnosis) -> list[tuple[Origin, Event | None]]:
-    """The cause's evidence lines with the events they came from (when known).
+    """The cause's evidence lines (or the job's recorded error's, when no category fits it)
+    with the events they came from (when known).
 
     The decisive message first, then the lines that back it in the order they happened, so the
     story reads top to bottom.
     """
-    if diagnosis.cause is None:
+    if diagnosis.cause is None and diagnosis.recorded_error is None:
         return []
     by_origin = {
         event.origin: event for attempt in diagnosis.timeline.attempts for event in attempt.events
     }
+    if diagnosis.cause is None:
+        assert diagnosis.recorded_error is not None
+        origin = diagnosis.recorded_error.origin
+        return [(origin, by_origin.get(origin))]
     first, *rest = [(origin, by_origin.get(origin)) for origin in diagnosis.cause.evidence]
 
     def when(item: tuple[Origin, Event | None]) -> tuple[bool, datetime]:

@@ -46,8 +46,11 @@ def render_markdown(analysis: Analysis) -> str:
         out += _overview(ordered)
     for diagnosis in ordered:
         out += [f"## {_cell(verdict_line(diagnosis))}", ""]
-        if diagnosis.cause is not None:
-            out += [f"> {_cell(diagnosis.cause.message)}", ""]
+        quoted = diagnosis.cause.message if diagnosis.cause is not None else None
+        if quoted is None and diagnosis.recorded_error is not None:
+            quoted = diagnosis.recorded_error.message  # the job's own error: no category fits
+        if quoted is not None:
+            out += [f"> {_cell(quoted)}", ""]
             out += ["Evidence:", ""]
             for origin, event in evidence_events(diagnosis):
                 text = first_line(event.text) if event else ""

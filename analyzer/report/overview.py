@@ -94,11 +94,19 @@ def table_rows(diagnoses: Iterable[Diagnosis]) -> list[TableRow]:
         if diagnosis.trial:
             job += f" trial {diagnosis.trial}"
         cause = diagnosis.cause
-        if cause is None:
+        if cause is None and diagnosis.recorded_error is not None:
+            # The job's own error where no category fits: its first sentence, as the verdict.
+            what = "error: " + diagnosis.recorded_error.message.split(". ")[0]
+        elif cause is None:
             what = "-"
         else:
             what = cause.category.value + (f" ({cause.detail})" if cause.detail else "")
         detail = cause.detail if cause is not None else None
+        if cause is not None and diagnosis.state is JobState.SUCCEEDED:
+            # As the verdict line says it: a bare category beside SUCCEEDED reads as the
+            # reason the job failed. The detail alone would drop that word, so a cell too
+            # narrow is cut in its middle instead.
+            what, detail = f"recovered from {what}", None
         rows.append(
             TableRow(
                 job=job,

@@ -36,6 +36,7 @@ from analyzer.report.facts import (
     evidence_events,
     first_line,
     more_pages_line,
+    no_entry_line,
     observed_word,
     period,
     plural,
@@ -226,6 +227,10 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
     if diagnosis.cause is not None:
         layout.labelled("cause", _log_text(diagnosis.cause.message))
         _evidence(layout, diagnosis)
+    elif diagnosis.recorded_error is not None:
+        # The job's own error, where no category fits it: quoted with its line, as a cause is.
+        layout.labelled("error", _log_text(diagnosis.recorded_error.message))
+        _evidence(layout, diagnosis)
     for label, fact in depth_facts(diagnosis):
         layout.labelled(label, _log_text(fact))
     for index, attempt in enumerate(diagnosis.attempt_log):
@@ -329,6 +334,8 @@ def _footer(layout: _Layout, analysis: Analysis) -> None:
             layout.folded(Text("  "), line, 4)
         if (cut := cut_line(stats)) is not None:
             layout.folded(Text("  "), _Text(f"{stats.path}: {cut}", style="dim"), 4)
+        if (empty := no_entry_line(stats)) is not None:
+            layout.folded(Text("  "), _Text(f"{stats.path}: {empty}", style="dim"), 4)
         if (more := more_pages_line(stats)) is not None:
             layout.folded(Text("  "), _Text(f"{stats.path}: {more}", style="dim"), 4)
     for rule in analysis.disabled_rules:

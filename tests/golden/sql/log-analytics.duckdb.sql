@@ -305,7 +305,7 @@ FROM (
       )
       OR REGEXP_MATCHES(
         LOWER(text),
-        '403|accelerators|ai\-platform|arguments|attempts|barrier|bus|cancelled|checkpoint|clean|cleaning|command|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|custom\-jobs|customjobs|directory|distbackenderror|diststoreerror|enospc|error|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
+        '403|accelerators|ai\-platform|arguments|attempts|barrier|bootdisksizegb|bus|cancelled|checkpoint|clean|cleaning|command|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|custom\-jobs|customjobs|directory|distbackenderror|diststoreerror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
       )
     )
 )
@@ -432,6 +432,13 @@ WHERE
     AND REGEXP_MATCHES(
       folded,
       'Replicas\s*low\s*on\s*memory\s*:\s*(?P<POOL_NAME_0>(?:workerpool[0-9]+|master|worker|ps|evaluator))\s*\.\s*Specify\s*a\s*machine\s*with\s*larger\s*memory\s*and\s*try\s*again(?:\s*\.)?'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'bootdisksizegb') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Replicas\s*low\s*on\s*disk\s*:\s*(?P<POOL_NAME_0>(?:workerpool[0-9]+|master|worker|ps|evaluator))\s*\.\s*Specify\s*a\s*larger\s*bootDiskSizeGb'
     )
   )
   OR (
@@ -651,6 +658,10 @@ WHERE
       folded,
       '(?:^|[^"\x27])\b(?:Job|Training) failed with:(?: ?(?:Step #\d+: ?)?code: ?(?P<code>\d+)\b)?'
     )
+  )
+  OR (
+    STRPOS(lowered, 'errormessage') > 0
+    AND REGEXP_MATCHES(folded, '^errorMessage: ?(?P<message>\S.*)$')
   )
   OR (
     (
