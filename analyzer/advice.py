@@ -167,6 +167,7 @@ def advice_for(
     refused: str | None = None,
     job_id: str | None = None,
     other_service: bool = False,
+    other_jobs: bool = False,
     last_exit: tuple[str, int] | None = None,
     recorded: RecordedError | None = None,
     seen: ExceptionInfo | None = None,
@@ -177,7 +178,8 @@ def advice_for(
     a larger type of the same family. ``refused``: the API's status when it refused to create
     the job (no job exists: nothing of its logs to fetch). ``job_id``, and the project the
     cause's console link names, fill the ``jobdoctor fetch`` command the advice gives.
-    ``other_service``: the input holds only another Vertex AI service's API error (no job).
+    ``other_service``: the input holds only another Vertex AI service's API error (no job);
+    ``other_jobs``: only another kind of job's states (batch prediction: timeline.other_jobs).
     ``last_exit``: a worker (task, exit code) whose non-zero exit ends its lines with nothing
     of the service after it, in a job without a cause: what that exit shows and what it does
     not. ``recorded``: the job object's own error when no category fits it (a disk
@@ -189,9 +191,11 @@ def advice_for(
         return ()
     table = _load(_advice_path())
     if cause is None and refused:
-        keys = ["none.refused"]
+        keys = [f"none.refused.{refused}" if f"none.refused.{refused}" in table else "none.refused"]
     elif cause is None and other_service:
         keys = ["none.other-service"]
+    elif cause is None and other_jobs:
+        keys = ["none.other-jobs"]
     elif cause is None and recorded is not None:
         specific = f"recorded.{recorded.rule}"
         keys = [specific if specific in table else "recorded"]

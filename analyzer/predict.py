@@ -213,6 +213,7 @@ def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
     status = (
         str_field(refused, "status")
         or str_field(refused, "pipeline_status")
+        or ("PERMISSION_DENIED" if str_field(refused, "denied") else None)
         or (_SDK_STATUS.get(sdk.split(":")[0]) if sdk else None)
         or "RESOURCE_EXHAUSTED"
     )
@@ -527,6 +528,11 @@ def _evidence_notes(
     notes: list[str] = []
     if timeline.other_service:
         notes.append(f"{OTHER_SERVICE_NOTE}: no training job's message is in the input")
+    if timeline.other_jobs:
+        notes.append(
+            f"{timeline.other_jobs} state or error line(s) follow a batch prediction job's name"
+            " (batchPredictionJobs/ID) and are that job's, not a training job's: set aside"
+        )
     for path in timeline.reversed_paths:
         notes.append(
             f"{path} holds no times and its lifecycle messages run newest first (as gcloud"
@@ -573,7 +579,8 @@ def _evidence_notes(
                 f"the input shows {seen.type}: {seen.message} but no platform message"
                 " saying it ended the job"
             )
-        else:
+        elif recorded_error(timeline) is None:
+            # (Beside the job's own error, a traceback is the tool's that printed it.)
             notes += _open_tracebacks(timeline, None)
         if (gone := last_worker_exit(timeline)) is not None:
             signal = decode(gone.exit_code).signal
@@ -917,6 +924,8 @@ def diagnose_timeline(
             job_id=timeline.job_id,
             # Nothing of a job is left once another service's refusal is set aside.
             other_service=bool(timeline.other_service)
+            and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
+            other_jobs=bool(timeline.other_jobs)
             and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
             last_exit=_exit_pair(timeline) if cause is None else None,
             recorded=error,

@@ -230,6 +230,9 @@ class JobTimeline:
     reversed_paths: tuple[str, ...] = ()
     # API refusals of requests to Vertex AI's other services, set aside (other_service).
     other_service: int = 0
+    # States and errors of other kinds of Vertex AI jobs (batch prediction), set aside
+    # (other_jobs).
+    other_jobs: int = 0
 
 
 def _fullest(events: Sequence[Event]) -> Sequence[Event]:
@@ -601,15 +604,17 @@ def job_timelines(log: JobLog, restart_budget: int | None = None) -> list[JobTim
     id-less text held several; a text without times written newest first is read oldest
     first (:func:`oldest_first`)."""
     log, flipped = oldest_first(log)
-    kept = tuple(e for e in log.events if not other_service(e))
-    aside = len(log.events) - len(kept)
-    if aside:
+    others = other_jobs(log.events)
+    kept = tuple(e for e in log.events if not other_service(e) and e.origin not in others)
+    aside = len(log.events) - len(kept) - len(others)
+    if aside or others:
         log = replace(log, events=kept)
     logs = separate_jobs(log)
     timelines = [build_timeline(part, restart_budget) for part in logs]
-    if flipped or aside:
+    if flipped or aside or others:
         timelines = [
-            replace(timeline, reversed_paths=flipped, other_service=aside) for timeline in timelines
+            replace(timeline, reversed_paths=flipped, other_service=aside, other_jobs=len(others))
+            for timeline in timelines
         ]
     if len(timelines) == 1:
         return timelines
@@ -617,6 +622,24 @@ def job_timelines(log: JobLog, restart_budget: int | None = None) -> list[JobTim
         replace(timeline, pasted_part=(index, len(timelines)))
         for index, timeline in enumerate(timelines, start=1)
     ]
+
+
+def other_jobs(events: Sequence[Event]) -> set[Origin]:
+    """The records of the states and errors another kind of Vertex AI job printed: those that
+    follow, in the input, a batch prediction job's name (rule sdk.other-job-named) with no
+    training job named between (a listing of a project's batch prediction jobs prints each
+    one's ``name:`` then its ``state: JobState.JOB_STATE_X``: not a training job's fate)."""
+    aside: set[Origin] = set()
+    other = False
+    for event in sorted(events, key=lambda e: (e.origin.path, e.origin.line, e.origin.entry)):
+        if event.kind is EventKind.JOB_NAMED:
+            if event.match.field("other_job") is not None:
+                other = True
+            elif event.match.field("job_id") is not None:
+                other = False
+        elif other and event.kind in (EventKind.JOB_STATE, EventKind.JOB_ERROR):
+            aside.add(event.origin)
+    return aside
 
 
 def other_service(event: Event) -> bool:

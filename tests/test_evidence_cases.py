@@ -504,3 +504,19 @@ def test_the_users_frame_when_the_traceback_top_is_cut(
 
     frame = user_frame(_frames(*packages), top_cut=top_cut)
     assert frame is not None and frame.line == expected
+
+
+def test_a_batch_prediction_jobs_states_are_set_aside(tmp_path: Path) -> None:
+    # A listing prints each batch prediction job's name, then its state: not a training
+    # job's. A training job named after it has its own state again.
+    path = tmp_path / "listing.txt"
+    path.write_text(
+        " name: projects/1/locations/us-central1/batchPredictionJobs/3212526685756850176\n"
+        " state: JobState.JOB_STATE_SUCCEEDED\n"
+        "CustomJob projects/1/locations/us-central1/customJobs/42 current state:\n"
+        "JobState.JOB_STATE_FAILED\n",
+        encoding="utf-8",
+    )
+    (diagnosis,) = analyze([path]).diagnoses
+    assert diagnosis.job_id == "42" and diagnosis.state.value == "JOB_STATE_FAILED"
+    assert diagnosis.timeline.other_jobs == 1

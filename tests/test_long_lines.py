@@ -20,8 +20,10 @@ from typing import Any
 import pytest
 
 from analyzer.api import analyze
+from analyzer.classify import collect
 from analyzer.ingest.gcloud_json import LONG_ENTRY
 from analyzer.ingest.lines import LONG_LINE, LONGEST_LINE
+from analyzer.ingest.sources import StreamSource
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import simulate, write
 from tests.test_every_shape import _verdicts
@@ -161,3 +163,36 @@ def test_a_huge_line_costs_no_memory(fmt: str, jobs: str, tmp_path: Path) -> Non
     assert json.loads(out)["inputs"][0]["long_lines"] == [7]
     # Held whole, the line alone would be 60 MB, and its copies several times that.
     assert peak < base + 24, (base, peak)
+
+
+@pytest.mark.usefixtures("small_ranges")
+def test_a_long_line_of_text_inside_a_json_array(book: RuleBook, tmp_path: Path) -> None:
+    # Not an element: skipped as text that is no entry, marked line by line (byte by byte, a
+    # 20 MB line took 4 CPU s).
+    out = io.StringIO()
+    write(_entries(huge=False), "gcloud-json", out)
+    lines = out.getvalue().split("\n")
+    at = lines.index("  },") + 1
+    path = tmp_path / "junk.json"
+    path.write_text("\n".join([*lines[:at], _HUGE, *lines[at:]]))
+    plain = _analysis(path, book, fast=False)
+    assert _analysis(path, book, fast=True, processes=3) == plain
+    (stats,) = plain["inputs"]  # type: ignore[index]
+    assert stats["skip_reasons"] == {"not a LogEntry object": 1}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "stream-logs"])
+def test_a_stream_cut_into_chunks_for_workers(fmt: str, book: RuleBook, tmp_path: Path) -> None:
+    # stdin read by forked workers: the chunker keeps a long line to one byte past the longest,
+    # which the workers still skip as too long.
+    path = _written(fmt, tmp_path / f"long.{fmt}", huge=True)
+    data = path.read_bytes() + path.read_bytes()  # two chunks at least
+    found = []
+    for fast, processes in ((False, 1), (True, 2)):
+        logs, stats = collect(
+            [StreamSource(io.BytesIO(data), "-")], book, fast=fast, processes=processes
+        )
+        found.append((logs, [s.to_dict() for s in stats]))
+    assert found[0] == found[1]
+    first, second = found[1][1][0]["long_lines"]
+    assert second - first == data.count(b"\n") // 2

@@ -408,9 +408,15 @@ def _mark_stray(chunk: bytes, start: int, stop: int, scan: _Scanner, ledger: _Le
     gap = chunk[start:stop]
     if not gap.strip(_ARRAY_SYNTAX):
         return
-    for offset, byte in enumerate(gap):
-        if byte not in _ARRAY_SYNTAX:
-            ledger.stray.setdefault(scan.line_at(chunk, start + offset), _stray_reason(scan))
+    # Each line's first byte that is no array syntax marks that line: line by line, not byte
+    # by byte (a 20 MB line of text between two entries took 4 CPU s byte by byte).
+    reason = _stray_reason(scan)
+    offset = start
+    for piece in gap.split(b"\n"):
+        text = piece.lstrip(_ARRAY_SYNTAX)
+        if text:
+            ledger.stray.setdefault(scan.line_at(chunk, offset + len(piece) - len(text)), reason)
+        offset += len(piece) + 1
 
 
 def _stray_reason(scan: _Scanner) -> str:

@@ -18,7 +18,7 @@ from analyzer.ingest.entries import (
     load_json_repairing,
     record_or_reason,
 )
-from analyzer.ingest.lines import capped_lines, skip_long_line
+from analyzer.ingest.lines import LONGEST_LINE, read_past_line, skip_long_line
 from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, LogRecord, Origin
 
@@ -29,10 +29,12 @@ def read_jsonl(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Yield one record per LogEntry line of ``stream``, counting every line in ``stats``."""
     path = stats.path
     number = 0
-    for raw in capped_lines(stream):
+    readline = stream.readline  # (capped_lines inline, as in text_lines)
+    while raw := readline(LONGEST_LINE + 1):
         number += 1
         stats.lines += 1
-        if raw is None:
+        if len(raw) > LONGEST_LINE and not raw.endswith(b"\n"):
+            read_past_line(stream)
             skip_long_line(stats, number)
             continue
         if number == 1 and raw.startswith(BOM):

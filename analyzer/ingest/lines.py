@@ -57,9 +57,13 @@ def text_lines(stream: BinaryIO, stats: InputStats) -> Iterator[tuple[int, str]]
     removed. A line longer than any log entry is counted as skipped (:data:`LONG_LINE`) and
     not yielded.
     """
-    for raw in capped_lines(stream):
+    # capped_lines, written inline: a generator between this one and the stream cost 2% of a
+    # text reader's instructions (callgrind, 5 MB of stream-logs read plainly).
+    readline = stream.readline
+    while raw := readline(LONGEST_LINE + 1):
         stats.lines += 1
-        if raw is None:
+        if len(raw) > LONGEST_LINE and not raw.endswith(b"\n"):
+            read_past_line(stream)
             skip_long_line(stats, stats.lines)
             continue
         if stats.lines == 1 and raw.startswith(BOM):

@@ -36,6 +36,8 @@ class Format(StrEnum):
     LOGS_EXPLORER = "logs-explorer"
     EXPLORER_CSV = "logs-explorer-csv"
     EXPLORER_SUMMARY = "logs-explorer-summary"
+    # gcloud ai custom-jobs list (or ai-platform jobs list) as a table: states, not logs.
+    JOBS_LIST = "gcloud-jobs-list"
     PLAIN_TEXT = "plain-text"
     EMPTY = "empty"
 
@@ -203,6 +205,10 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
         raise InputError(f"{name}: {HEADLESS_CSV}")
     if _yaml_documents(filled):
         return Format.GCLOUD_YAML
+    from analyzer.ingest.jobs_list import is_jobs_list  # (it reads lines, which need BOM)
+
+    if is_jobs_list(filled):
+        return Format.JOBS_LIST
     # How many of the lines each text format explains: stream-logs prefixes every line; an
     # entry of the Logs Explorer's copy or summary goes on over the lines after its first (the
     # task, a traceback), once its first entry starts near the top.

@@ -82,6 +82,10 @@ def reader_for(form: Format) -> Reader:
         from analyzer.ingest.explorer import read_logs_explorer
 
         return read_logs_explorer
+    if form is Format.JOBS_LIST:
+        from analyzer.ingest.jobs_list import read_jobs_list
+
+        return read_jobs_list
     if form is Format.PLAIN_TEXT:
         from analyzer.ingest.plain import read_plain_text
 

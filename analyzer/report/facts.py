@@ -25,6 +25,7 @@ __all__ = [
     "depth_facts",
     "evidence_events",
     "first_line",
+    "jobs_list_line",
     "no_entry_line",
     "observed_word",
     "period",
@@ -88,6 +89,17 @@ def no_entry_line(stats: InputStats) -> str | None:
     return (
         "holds no log entry (what an export or request whose filter matched nothing holds:"
         " check its job id, resource.type and time window)"
+    )
+
+
+def jobs_list_line(stats: InputStats) -> str | None:
+    """The line that says an input is a list of jobs (None when it is not): it shows each
+    job's state, not what happened to it, so no cause can be read from it."""
+    if stats.format != "gcloud-jobs-list":
+        return None
+    return (
+        "a list of jobs shows each job's state, not its cause: diagnose a job's own logs"
+        " (gcloud ai custom-jobs stream-logs ID, or jobdoctor fetch) to see why it failed"
     )
 
 

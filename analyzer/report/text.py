@@ -35,6 +35,7 @@ from analyzer.report.facts import (
     depth_facts,
     evidence_events,
     first_line,
+    jobs_list_line,
     more_pages_line,
     no_entry_line,
     observed_word,
@@ -334,6 +335,8 @@ def _footer(layout: _Layout, analysis: Analysis) -> None:
             layout.folded(Text("  "), line, 4)
         if (cut := cut_line(stats)) is not None:
             layout.folded(Text("  "), _Text(f"{stats.path}: {cut}", style="dim"), 4)
+        if (listed := jobs_list_line(stats)) is not None:
+            layout.folded(Text("  "), _Text(f"{stats.path}: {listed}", style="dim"), 4)
         if (empty := no_entry_line(stats)) is not None:
             layout.folded(Text("  "), _Text(f"{stats.path}: {empty}", style="dim"), 4)
         if (more := more_pages_line(stats)) is not None:

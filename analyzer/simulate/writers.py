@@ -247,7 +247,15 @@ class _GcloudDumper(
         _Yaml12Resolver.__init__(self)
 
 
+# Line breaks of YAML 1.1 other than "\n": ruamel (gcloud's printer) never puts one raw inside
+# a literal block, as PyYAML would: a multi-line text holding one is double-quoted and escaped
+# ("yes\n\L"); a one-line text, single-quoted, as PyYAML writes it too.
+_OTHER_BREAKS = re.compile("[\x85\u2028\u2029]")
+
+
 def _text(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
+    if "\n" in value and _OTHER_BREAKS.search(value):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 

@@ -305,7 +305,7 @@ FROM (
       )
       OR REGEXP_MATCHES(
         LOWER(text),
-        '403|accelerators|ai\-platform|arguments|attempts|barrier|bootdisksizegb|bus|cancelled|checkpoint|clean|cleaning|command|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|custom\-jobs|customjobs|directory|distbackenderror|diststoreerror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
+        '403|accelerators|ai\-platform|arguments|attempts|barrier|batchpredictionjobs|bootdisksizegb|bus|cancelled|checkpoint|clean|cleaning|command|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|custom\-jobs|customjobs|dag|directory|distbackenderror|diststoreerror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissiondenied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
       )
     )
 )
@@ -664,6 +664,13 @@ WHERE
     AND REGEXP_MATCHES(folded, '^errorMessage: ?(?P<message>\S.*)$')
   )
   OR (
+    STRPOS(lowered, 'dag') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '(?P<message>The DAG failed because some tasks failed\. ?The failed tasks are: ?\[(?P<tasks>[^\]]+)\][^"]*)'
+    )
+  )
+  OR (
     (
       STRPOS(lowered, 'resource_exhausted') > 0
       OR STRPOS(lowered, 'invalid_argument') > 0
@@ -672,11 +679,16 @@ WHERE
       OR STRPOS(lowered, 'exceeded') > 0
       OR STRPOS(lowered, 'creating') > 0
       OR STRPOS(lowered, 'quota') > 0
+      OR STRPOS(lowered, 'permissiondenied') > 0
     )
     AND REGEXP_MATCHES(
       folded,
-      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\b(?P<sdk_status>ResourceExhausted: ?429|InvalidArgument: ?400)\b|\bcode=(?P<pipeline_status>INVALID_ARGUMENT|RESOURCE_EXHAUSTED)\b(?:\S* ){0,60}?\S*?\bFailed to create custom job\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'
+      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\b(?P<sdk_status>ResourceExhausted: ?429|InvalidArgument: ?400)\b|\bcode=(?P<pipeline_status>INVALID_ARGUMENT|RESOURCE_EXHAUSTED)\b(?:\S* ){0,60}?\S*?\bFailed to create custom job\b|\b(?P<denied>PermissionDenied: ?403) Permission denied on resource project\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'
     )
+  )
+  OR (
+    STRPOS(lowered, 'batchpredictionjobs') > 0
+    AND REGEXP_MATCHES(folded, '\bbatchPredictionJobs/(?P<other_job>[0-9]+)\b')
   )
   OR (
     (
