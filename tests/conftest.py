@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,3 +37,48 @@ def sink_trees(storage_emulator: Any, tmp_path_factory: pytest.TempPathFactory) 
         storage_emulator.upload_tree(BUCKET, f"{name}/", local)
         trees[name] = Tree(name, local, f"gs://{BUCKET}/{name}/")
     return trees
+
+
+# In the test process the workers are forked unless a Python thread runs, as `jobdoctor` forks
+# them. fork_is_safe() also counts the threads Python does not know (a Jupyter kernel's
+# libzmq ones), and here there always are some that are not the program's: xdist's worker
+# runs execnet's I/O thread, and modules the suite imports start their own (duckdb's pool in
+# test_bigquery_sql, pyarrow's jemalloc thread through google.cloud.bigquery). So every run over
+# processes in the suite spawned a new interpreter per worker, 0.1-0.3 s each, most of the
+# suite's time, and tested the spawned path where the command forks. Those threads are idle
+# and the workers take none of their locks. A thread a test starts still makes the workers
+# spawn (test_fork_safety, test_progress), test_processes chooses the start itself, and
+# test_fork_safety runs the real check of library threads in fresh interpreters.
+def _no_other_python_thread() -> bool:
+    """:func:`analyzer.processes.fork_is_safe` without the count of non-Python threads."""
+    return threading.active_count() <= 1
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fork_as_the_command_does() -> Iterator[None]:
+    from analyzer import processes
+
+    original = processes.fork_is_safe
+    processes.fork_is_safe = _no_other_python_thread
+    try:
+        yield
+    finally:
+        processes.fork_is_safe = original
+
+
+# Tests that leave a Python thread running for the rest of the session: the storage emulator
+# (a session fixture's HTTP server) and distributed's IO loop, which a closed Client leaves.
+# After them every run over processes in that xdist worker spawns its workers (see above), so
+# they run last.
+_LEAVE_THREADS_RUNNING = ("tests/test_dask.py::",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Items that leave threads running go to the end, each group in its collected order."""
+
+    def last(item: pytest.Item) -> bool:
+        return "storage_emulator" in getattr(item, "fixturenames", ()) or item.nodeid.startswith(
+            _LEAVE_THREADS_RUNNING
+        )
+
+    items.sort(key=last)

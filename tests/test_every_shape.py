@@ -10,6 +10,7 @@ a whitespace head) are built here from its output or the fixtures in ``fixtures/
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import json
 import os
@@ -65,6 +66,8 @@ def book() -> RuleBook:
     return RuleBook.load()
 
 
+# The simulator's text is a pure function of its arguments: made once per worker, not per case.
+@functools.cache
 def _written(scenario: str, fmt: str, seed: int = 1) -> bytes:
     out = io.StringIO()
     write(simulate(scenario, seed=seed), fmt, out, seed=seed)

@@ -7,6 +7,7 @@ named elsewhere in the file, other zones, damaged lines; compact, truncated, mix
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import itertools
@@ -86,6 +87,8 @@ def _streamed(data: bytes, name: str, book: RuleBook, *, fast: bool) -> object:
     return Analysis(tuple(stats), diagnoses).to_dict()
 
 
+# The simulator's text is a pure function of its arguments: made once per worker, not per case.
+@functools.cache
 def _written(scenario: str, fmt: str, seed: int = 1) -> str:
     out = io.StringIO()
     write(simulate(scenario, seed=seed), fmt, out, seed=seed)
