@@ -499,6 +499,15 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
     )
 
 
+def _service_lifecycle(timeline: JobTimeline) -> bool:
+    """Whether the input holds any of the service's lifecycle messages of the job."""
+    return any(
+        e.kind in LIFECYCLE_KINDS and e.match.writer is Writer.SERVICE
+        for a in timeline.attempts
+        for e in a.events
+    )
+
+
 def refused_at_creation(verdicts: Sequence[_AttemptVerdict]) -> bool:
     """Whether the API refused to create the job (no job, no attempt: platform.md section 9)."""
     return any(v.refusal for v in verdicts)
@@ -929,8 +938,13 @@ def diagnose_timeline(
             and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
             last_exit=_exit_pair(timeline) if cause is None else None,
             recorded=error,
+            # Only where nothing of the service's says how the job went: beside "Job is
+            # running." and later lines, a traceback the job lived through (a data loader's
+            # harmless one at shutdown) is not what the advice should start from.
             seen=seen_exception(timeline, state)
-            if cause is None and not refused_at_creation(verdicts)
+            if cause is None
+            and not refused_at_creation(verdicts)
+            and not _service_lifecycle(timeline)
             else None,
         ),
         attempt_log=attempt_log,

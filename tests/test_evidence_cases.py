@@ -520,3 +520,39 @@ def test_a_batch_prediction_jobs_states_are_set_aside(tmp_path: Path) -> None:
     (diagnosis,) = analyze([path]).diagnoses
     assert diagnosis.job_id == "42" and diagnosis.state.value == "JOB_STATE_FAILED"
     assert diagnosis.timeline.other_jobs == 1
+
+
+def test_a_traceback_the_running_job_lived_through_does_not_lead_the_advice(
+    tmp_path: Path,
+) -> None:
+    # "Job is running." and a worker's traceback after it, then more lines: the job went on,
+    # so the advice is the in-progress one, not "fix this exception".
+    import json
+
+    def entry(number: int, task: str, text: str) -> str:
+        labels = {"job_id": "42", "task_name": task}
+        key = "textPayload" if task == "service" else "jsonPayload"
+        value: object = text if task == "service" else {"message": text}
+        return json.dumps(
+            {
+                "insertId": str(number),
+                key: value,
+                "resource": {"type": "ml_job", "labels": labels},
+                "timestamp": f"2024-01-01T00:{number:02d}:00Z",
+                "severity": "INFO",
+            }
+        )
+
+    lines = [
+        entry(1, "service", "Waiting for job to be provisioned."),
+        entry(2, "service", "Job is running."),
+        entry(3, "workerpool0-0", "Traceback (most recent call last):"),
+        entry(4, "workerpool0-0", '  File "/app/train.py", line 3, in <module>'),
+        entry(5, "workerpool0-0", "AttributeError: 'X' object has no attribute 'y'"),
+        entry(6, "workerpool0-0", "step 100 loss 0.3"),
+    ]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (diagnosis,) = analyze([path]).diagnoses
+    assert not diagnosis.advice[0].startswith("The input shows")
+    assert any("AttributeError" in note for note in diagnosis.notes)
