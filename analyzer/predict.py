@@ -531,9 +531,11 @@ def _evidence_notes(
     verdicts: list[_AttemptVerdict],
     cause: Cause | None,
     state: JobState,
+    seen: ExceptionInfo | None,
 ) -> list[str]:
     """What the reader should know about the evidence itself: what the input lacks, what
-    was set aside, and what a tool's record of the job adds."""
+    was set aside, and what a tool's record of the job adds. ``seen``: the exception the
+    input shows in a job without a failure message (:func:`seen_exception`)."""
     notes: list[str] = []
     if timeline.other_service:
         notes.append(f"{OTHER_SERVICE_NOTE}: no training job's message is in the input")
@@ -582,7 +584,6 @@ def _evidence_notes(
             " job's fate"
         )
     if cause is None and state is not JobState.SUCCEEDED and not refused_at_creation(verdicts):
-        seen = seen_exception(timeline, state)
         if seen is not None:
             notes.append(
                 f"the input shows {seen.type}: {seen.message} but no platform message"
@@ -894,7 +895,15 @@ def diagnose_timeline(
     fate = _fate(timeline, verdicts, policy)
     state, final, attempts = fate.state, fate.final, fate.attempts
     notes = list(fate.notes)
-    evidence = _evidence_notes(timeline, verdicts, cause, state)
+    seen = (
+        seen_exception(timeline, state)
+        if cause is None and state is not JobState.SUCCEEDED and not refused_at_creation(verdicts)
+        else None
+    )
+    evidence = _evidence_notes(timeline, verdicts, cause, state, seen)
+    # Nothing of a job is left once another service's refusal, or another kind of job's
+    # states, are set aside.
+    lifecycle = any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events)
     if cause is None and _exit_pair(timeline) is not None:
         # The worker-exit note says what the input's end shows, more exactly than "still in
         # progress" (an exit may have ended the job): the general note yields to it.
@@ -931,21 +940,14 @@ def diagnose_timeline(
             spec=spec,
             refused=next((v.refusal for v in reversed(verdicts) if v.refusal), None),
             job_id=timeline.job_id,
-            # Nothing of a job is left once another service's refusal is set aside.
-            other_service=bool(timeline.other_service)
-            and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
-            other_jobs=bool(timeline.other_jobs)
-            and not any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events),
+            other_service=bool(timeline.other_service) and not lifecycle,
+            other_jobs=bool(timeline.other_jobs) and not lifecycle,
             last_exit=_exit_pair(timeline) if cause is None else None,
             recorded=error,
             # Only where nothing of the service's says how the job went: beside "Job is
             # running." and later lines, a traceback the job lived through (a data loader's
             # harmless one at shutdown) is not what the advice should start from.
-            seen=seen_exception(timeline, state)
-            if cause is None
-            and not refused_at_creation(verdicts)
-            and not _service_lifecycle(timeline)
-            else None,
+            seen=None if _service_lifecycle(timeline) else seen,
         ),
         attempt_log=attempt_log,
         timeline=timeline,
