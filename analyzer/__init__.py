@@ -17,14 +17,14 @@ __version__ = "0.1.0"
 
 # Loaded on first use: pandas must not load with the package (`jobdoctor explain` starts fast).
 _LAZY = {
-    "Analysis": "analyzer.analysis",
+    "Analysis": "analyzer.pipeline.analysis",
     "analyze": "analyzer.api",
     "diagnose": "analyzer.api",
-    "Diagnosis": "analyzer.diagnosis",
+    "Diagnosis": "analyzer.verdict.diagnosis",
     "read_logs": "analyzer.frames",
     "diagnose_frame": "analyzer.frames",
     "jobs_frame": "analyzer.frames",
-    "DiagnosisList": "analyzer.analysis",
+    "DiagnosisList": "analyzer.pipeline.analysis",
 }
 __all__ = [
     "Analysis",
@@ -38,10 +38,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from analyzer.analysis import Analysis, DiagnosisList
     from analyzer.api import analyze, diagnose
-    from analyzer.diagnosis import Diagnosis
     from analyzer.frames import diagnose_frame, jobs_frame, read_logs
+    from analyzer.pipeline.analysis import Analysis, DiagnosisList
+    from analyzer.verdict.diagnosis import Diagnosis
 
 
 def __dir__() -> list[str]:

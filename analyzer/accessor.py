@@ -4,8 +4,8 @@ A frame from :func:`analyzer.frames.read_logs`, from BigQuery (a Log Router sink
 columns renamed) or from anywhere else works, as long as it has the columns ``timestamp``,
 ``job_id``, ``task``, ``severity`` and ``text``; ``path``, ``line``, ``vm``, ``trial`` and
 ``insert_id`` are used when present. The accessor keeps no state: every call turns the rows
-into :class:`~analyzer.records.LogRecord` through :class:`FrameSource`, an in-memory
-:class:`~analyzer.records.Source`, and runs the same pipeline as files do::
+into :class:`~analyzer.ingest.records.LogRecord` through :class:`FrameSource`, an in-memory
+:class:`~analyzer.ingest.records.Source`, and runs the same pipeline as files do::
 
     df.jobdoctor.classify()    # one row per (record, rule match)
     df.jobdoctor.diagnose()    # one row per job, as analyzer.frames.diagnose_frame
@@ -21,13 +21,13 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.analysis import Analysis, DiagnosisList
 from analyzer.api import analyze_sources
-from analyzer.classify import classify_sources
-from analyzer.errors import InputError
-from analyzer.policy import load_policy
-from analyzer.records import InputStats, LogRecord, Origin
+from analyzer.classify.collector import classify_sources
+from analyzer.core.errors import InputError
+from analyzer.ingest.records import InputStats, LogRecord, Origin
+from analyzer.pipeline.analysis import Analysis, DiagnosisList
 from analyzer.rulebook import RuleBook
+from analyzer.verdict.policy import load_policy
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("timestamp", "job_id", "task", "severity", "text")
 OPTIONAL_COLUMNS: tuple[str, ...] = ("path", "line", "vm", "trial", "insert_id")
@@ -82,7 +82,7 @@ def _timestamps(column: pd.Series[Any]) -> list[datetime | None]:
 
 
 class FrameSource:
-    """The rows of a record frame as a :class:`~analyzer.records.Source`, in row order.
+    """The rows of a record frame as a :class:`~analyzer.ingest.records.Source`, in row order.
 
     Rows without text are skipped with the reason ``no text``. A row without ``path`` and
     ``line`` cites ``<dataframe>`` and its position (1-based) as its origin.
@@ -154,7 +154,7 @@ def _check_columns(frame: pd.DataFrame) -> None:
 class JobDoctorAccessor:
     """``df.jobdoctor``: classify and diagnose a frame of log records (keeps no state).
 
-    Raises :class:`~analyzer.errors.InputError` when the frame lacks a required column.
+    Raises :class:`~analyzer.core.errors.InputError` when the frame lacks a required column.
     """
 
     def __init__(self, frame: pd.DataFrame) -> None:
@@ -162,7 +162,7 @@ class JobDoctorAccessor:
         self._frame = frame
 
     def sources(self) -> list[FrameSource]:
-        """The frame as :class:`~analyzer.records.Source` objects, one per ``path``.
+        """The frame as :class:`~analyzer.ingest.records.Source` objects, one per ``path``.
 
         Split by input path (in order of first appearance) so that a frame of many files
         is read as those files are: a stream-logs file without a job id takes it from its
@@ -214,7 +214,7 @@ class JobDoctorAccessor:
         return frame
 
     def analyze(self, rules_dirs: Sequence[Path] = (), policy_path: Path | None = None) -> Analysis:
-        """The full :class:`~analyzer.analysis.Analysis` of the frame's records."""
+        """The full :class:`~analyzer.pipeline.analysis.Analysis` of the frame's records."""
         return analyze_sources(
             self.sources(),
             rules=RuleBook.load(tuple(rules_dirs)),

@@ -11,21 +11,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyzer.classify import Cluster, Collector
-from analyzer.errors import InputError
+from analyzer.classify.collector import Cluster, Collector
+from analyzer.core.errors import InputError
 from analyzer.ingest import Format, open_sources
-from analyzer.records import NO_MESSAGE, InputStats, Source
+from analyzer.ingest.records import NO_MESSAGE, InputStats, Source
 from analyzer.rulebook import RULE_BUDGET_SECONDS, RuleBook
 
 # What turns the scanned logs into diagnoses is imported while the scan runs (see
 # _load_diagnosing), not here: a third of start-up, out of the way of the scan.
 if TYPE_CHECKING:
-    from analyzer.analysis import Analysis, DiagnosisList
-    from analyzer.diagnosis import Diagnosis
-    from analyzer.joblog import JobLog
-    from analyzer.jobspec import JobSpec
-    from analyzer.live.window import Window
-    from analyzer.policy import RetryPolicy
+    from analyzer.classify.joblog import JobLog
+    from analyzer.engines.live.window import Window
+    from analyzer.pipeline.analysis import Analysis, DiagnosisList
+    from analyzer.verdict.diagnosis import Diagnosis
+    from analyzer.verdict.jobspec import JobSpec
+    from analyzer.verdict.policy import RetryPolicy
 
 
 def analyze_sources(
@@ -94,16 +94,17 @@ def diagnose_collected(
     processes: int | None = None,
 ) -> Analysis:
     """The analysis of what ``collector`` has read with ``book`` (:func:`analyze_sources`
-    once its sources are read; ``analyzer.bigquery`` fills a collector from query rows).
+    once its sources are read; ``analyzer.engines.bigquery`` fills a collector from query rows).
     ``unread``: inputs that could not be opened, kept with those that failed while read;
     ``window``: only the jobs active in it (:func:`within`); ``timelines``: see
     :func:`analyze_sources`; ``processes``: how many diagnose its jobs (None: several when
-    they hold many events, :mod:`analyzer.diagnosing`). The collector's events are let go as
+    they hold many events, :mod:`analyzer.pipeline.diagnosing`). The collector's events are let go
+    as
     its jobs are diagnosed: it can be diagnosed once."""
-    from analyzer.diagnosing import each_diagnosis
-    from analyzer.policy import load_policy
-    from analyzer.predict import diagnose_timeline
-    from analyzer.timeline import job_timelines
+    from analyzer.pipeline.diagnosing import each_diagnosis
+    from analyzer.timeline.attempts import job_timelines
+    from analyzer.verdict.policy import load_policy
+    from analyzer.verdict.predict import diagnose_timeline
 
     active_policy = policy if policy is not None else load_policy()
     stats = collector.stats
@@ -125,7 +126,7 @@ def diagnose_collected(
     # job's are (the collector's logs are built one at a time), so the memory of a run is
     # that of its largest job, not of all of them (issue 19: flat from 200 MB to 1 GB).
     # Jobs with many events are built and diagnosed by several processes
-    # (analyzer.diagnosing), in the same order.
+    # (analyzer.pipeline.diagnosing), in the same order.
     def diagnosed(log: JobLog) -> Iterator[Diagnosis]:
         if job is not None and log.job_id != job:
             return
@@ -149,7 +150,7 @@ def diagnose_collected(
     kept: tuple[str, ...] = ()
     if window is not None:
         diagnoses, kept = within(diagnoses, window)
-    from analyzer.analysis import Analysis
+    from analyzer.pipeline.analysis import Analysis
 
     return Analysis(
         tuple(stats),
@@ -192,7 +193,7 @@ def dask_cluster(dask: object) -> Iterator[Cluster | None]:
     if dask is None:
         yield None
         return
-    from analyzer.cluster import DaskCluster
+    from analyzer.engines.dask import DaskCluster
 
     with DaskCluster(dask) as cluster:
         yield cluster
@@ -203,7 +204,7 @@ def window_of(since: str | None, start: str | None, end: str | None) -> Window |
     them is given (the whole tree is read)."""
     if since is None and start is None and end is None:
         return None
-    from analyzer.live.window import parse_window
+    from analyzer.engines.live.window import parse_window
 
     return parse_window(since, start, end)
 
@@ -241,20 +242,16 @@ def __getattr__(name: str) -> Any:
     # The stage types, importable from here as before, loaded on first use: not before the
     # workers fork (see _load_diagnosing).
     if name in ("Analysis", "DiagnosisList"):
-        import analyzer.analysis
+        import analyzer.pipeline.analysis
 
-        return getattr(analyzer.analysis, name)
+        return getattr(analyzer.pipeline.analysis, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _load_diagnosing() -> None:
     """Import and read what diagnosing needs; called while worker processes scan the inputs."""
-    import analyzer.analysis
-    import analyzer.changes
-    import analyzer.predict
-    import analyzer.report  # noqa: F401
-    from analyzer.advice import load_advice
-    from analyzer.policy import load_policy
+    from analyzer.verdict.advice import load_advice
+    from analyzer.verdict.policy import load_policy
 
     load_policy()
     load_advice()
@@ -299,8 +296,8 @@ def analyze(
     the analysis' :attr:`~Analysis.unread` and the others are diagnosed; InputError only
     when no input at all can be read.
     """
-    from analyzer.jobspec import load_job_spec
-    from analyzer.policy import load_policy
+    from analyzer.verdict.jobspec import load_job_spec
+    from analyzer.verdict.policy import load_policy
 
     book = RuleBook.load(tuple(Path(d) for d in rules_dirs))
     policy = load_policy(Path(policy_path) if policy_path is not None else None)
@@ -371,7 +368,7 @@ def diagnose(
         end=end,
         dask=dask,
     )
-    from analyzer.analysis import DiagnosisList
+    from analyzer.pipeline.analysis import DiagnosisList
 
     return DiagnosisList(analysis.diagnoses)
 
@@ -390,15 +387,16 @@ def follow_job(
 ) -> Diagnosis | None:
     """Poll a job's logs, diagnose after every poll and report what changed, until it ends.
 
-    ``on_change`` gets the sentences of :func:`~analyzer.changes.describe_changes` and the new
+    ``on_change`` gets the sentences of :func:`~analyzer.report.changes.describe_changes` and the
+    new
     diagnosis. Returns the last diagnosis (None if no log line arrived). Ctrl-C stops cleanly.
     """
-    from analyzer.changes import describe_changes
-    from analyzer.live import LiveQuery, follow, parse_window
-    from analyzer.policy import load_policy
-    from analyzer.predict import diagnose_timeline
-    from analyzer.records import LogRecord
-    from analyzer.timeline import build_timeline
+    from analyzer.engines.live import LiveQuery, follow, parse_window
+    from analyzer.ingest.records import LogRecord
+    from analyzer.report.changes import describe_changes
+    from analyzer.timeline.attempts import build_timeline
+    from analyzer.verdict.policy import load_policy
+    from analyzer.verdict.predict import diagnose_timeline
 
     book = rules if rules is not None else RuleBook.load()
     active_policy = policy if policy is not None else load_policy()

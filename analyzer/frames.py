@@ -22,15 +22,15 @@ import pandas as pd
 
 from analyzer import accessor as _accessor  # noqa: F401 - registers df.jobdoctor
 from analyzer.api import PathsLike, analyze, flatten_paths
-from analyzer.diagnosis import Diagnosis, JobState
-from analyzer.errors import InputError
-from analyzer.events import Category
+from analyzer.classify.events import Category
+from analyzer.core.errors import InputError
 from analyzer.ingest import read_records
-from analyzer.jobspec import JobSpec
 from analyzer.report.fleet import JOB_COLUMNS, job_summary
+from analyzer.verdict.diagnosis import Diagnosis, JobState
+from analyzer.verdict.jobspec import JobSpec
 
 if TYPE_CHECKING:
-    from analyzer.bigquery import BigQuerySource
+    from analyzer.engines.bigquery import BigQuerySource
 
 # The columns of a record frame; the first five are what the accessor requires.
 RECORD_COLUMNS: tuple[str, ...] = (
@@ -56,7 +56,7 @@ def read_logs(*paths: PathsLike) -> pd.DataFrame:
     (``compute.googleapis.com/resource_id``), ``trial`` and ``insert_id``, which the
     accessor uses to see VM moves and drop duplicates. Holds every record in memory: for
     the per-job view of many files use :func:`diagnose_frame`. Raises
-    :class:`~analyzer.errors.InputError` for an input that cannot be read.
+    :class:`~analyzer.core.errors.InputError` for an input that cannot be read.
     """
     columns: dict[str, list[object]] = {name: [] for name in RECORD_COLUMNS}
     for record in read_records(flatten_paths(paths)):
@@ -133,10 +133,10 @@ def diagnose_frame(
     input that cannot be read is skipped with a :class:`UnreadInputWarning` naming it, and
     listed in ``frame.attrs["unread"]``; the others are diagnosed. ``bigquery="P.D.TABLE"``
     with ``since`` (or ``start`` and ``end``) reads a BigQuery table instead, as ``jobdoctor
-    diagnose --bigquery`` does (also: an :class:`analyzer.bigquery.BigQuerySource` given as
+    diagnose --bigquery`` does (also: an :class:`analyzer.engines.bigquery.BigQuerySource` given as
     the path).
     """
-    from analyzer.jobspec import load_job_spec
+    from analyzer.verdict.jobspec import load_job_spec
 
     spec_path = Path(job_spec) if job_spec is not None else None
     spec = load_job_spec(spec_path) if spec_path is not None else None
@@ -145,9 +145,9 @@ def diagnose_frame(
     # A table is the one thing given that is neither a path nor a list of paths.
     tables = [p for p in paths if not isinstance(p, str | Path | Iterable)]
     if bigquery is not None or tables:
-        from analyzer.bigquery import analyze_bigquery, bigquery_source
-        from analyzer.policy import load_policy
+        from analyzer.engines.bigquery import analyze_bigquery, bigquery_source
         from analyzer.rulebook import RuleBook
+        from analyzer.verdict.policy import load_policy
 
         if bigquery is not None:
             tables.append(

@@ -27,9 +27,9 @@ DEFAULT_FILE = HERE / "out" / "fleet-200000000-seed0.jsonl"
 _SCAN = """
 import sys, time
 sys.path.insert(0, {root!r})
-from analyzer._fastscan import blockdecode
-from analyzer._fastscan.parallel import scan_stream
-from analyzer.records import InputStats
+from analyzer.classify._fastscan import blockdecode
+from analyzer.classify._fastscan.parallel import scan_stream
+from analyzer.ingest.records import InputStats
 from analyzer.rulebook import RuleBook
 book = RuleBook.load()
 book.may_match_texts(["warm up"])

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import orjson
 
-from analyzer._fastscan import blockdecode
-from analyzer._fastscan.jsonl import BLOCK_BYTES, JsonlScanner
-from analyzer.records import InputStats
+from analyzer.classify._fastscan import blockdecode
+from analyzer.classify._fastscan.jsonl import BLOCK_BYTES, JsonlScanner
+from analyzer.ingest.records import InputStats
 from analyzer.rulebook import RuleBook
 
 DEFAULT = Path(__file__).resolve().parent / "out" / "fleet-200000000-seed0.jsonl"

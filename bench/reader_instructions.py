@@ -6,7 +6,7 @@ method, for every reader): a figure that does not move with the machine's load.
 WAY is one of:
 
 - ``fast``: the fast scan of FILE as ``jobdoctor`` reads it in one process
-  (``analyzer._fastscan.scan``: sink JSONL, stream-logs text, gcloud JSON and YAML);
+  (``analyzer.classify._fastscan.scan``: sink JSONL, stream-logs text, gcloud JSON and YAML);
 - ``plain``: the record-by-record reading (``fast=False``'s, prefilter batches on), the tally
   of each record kept as the classify stage keeps it;
 - ``careful``, ``careful-stream-logs``, ``careful-gcloud-json``, ``careful-gcloud-yaml``: the
@@ -36,7 +36,7 @@ import sys, time
 sys.path.insert(0, {root!r})
 sys.path.insert(0, {baselines!r})
 from analyzer.rulebook import RuleBook
-from analyzer._fastscan import blockdecode
+from analyzer.classify._fastscan import blockdecode
 book = RuleBook.load()
 book.may_match_texts(["warm up"])
 blockdecode.available()
@@ -44,7 +44,7 @@ path = {path!r}
 """
 _WAYS = {
     "fast": """
-from analyzer._fastscan import scan
+from analyzer.classify._fastscan import scan
 from analyzer.ingest import open_sources
 sources = open_sources([path])
 time.sleep(0)
@@ -54,7 +54,7 @@ assert found is not None, "the fast scan did not take this input"
 print(found.stats.records)
 """,
     "plain": """
-from analyzer.classify import _read_source
+from analyzer.classify.collector import _read_source
 from analyzer.ingest import open_sources
 (source,) = open_sources([path])
 time.sleep(0)

@@ -156,14 +156,14 @@ def harness_rss_mb() -> float:
 
 def jobdoctor_command() -> list[str]:
     """How a user runs jobdoctor: its console script beside this interpreter (``python -m
-    analyzer.cli`` where there is none). ``-m`` puts runpy's frames under every call, and on
+    analyzer.cli.app`` where there is none). ``-m`` puts runpy's frames under every call, and on
     CPython 3.11 that moved the nested imports across the end of a chunk of the frame stack,
     which is then mapped and unmapped for each module: about 1,000 more page faults and
     10-15 ms more CPU per run (perf, on ``diagnose`` of a small file), the harness's cost."""
     script = Path(sys.executable).with_name("jobdoctor")
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
-    return [sys.executable, "-m", "analyzer.cli"]
+    return [sys.executable, "-m", "analyzer.cli.app"]
 
 
 def commands(path: Path) -> dict[str, list[str] | None]:

@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 import msgspec
 
-from analyzer import eventstore
-from analyzer._fastscan import blockdecode, jsonl
-from analyzer._fastscan.parallel import scan_stream
-from analyzer.records import AUDIT_PATH, JOB_RESOURCE_TYPES, RESOURCE_TYPE_PATH, InputStats
+from analyzer.classify import eventstore
+from analyzer.classify._fastscan import blockdecode, jsonl
+from analyzer.classify._fastscan.parallel import scan_stream
+from analyzer.ingest.records import AUDIT_PATH, JOB_RESOURCE_TYPES, RESOURCE_TYPE_PATH, InputStats
 from analyzer.rulebook import RuleBook
 
 DEFAULT_FILE = Path(__file__).resolve().parent / "out" / "fleet-200000000-seed0.jsonl"

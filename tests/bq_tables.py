@@ -5,11 +5,11 @@
 values: no label that is not a string, a timestamp always); the equality tests give the very
 same stored entries to the file path, as JSONL. A sink table's schema is inferred from the
 entries it holds, as a sink infers it: a column per path the entries have, the user's keys
-renamed by the sink's rule (:func:`analyzer.bigquery.columns.sink_column`); so an entry that
+renamed by the sink's rule (:func:`analyzer.engines.bigquery.columns.sink_column`); so an entry that
 carries a value under a path of the mapping table only makes that column, and the queries
 must read it.
 
-:func:`path_cases` makes, from the mapping table of :mod:`analyzer.records`, one case per
+:func:`path_cases` makes, from the mapping table of :mod:`analyzer.ingest.records`, one case per
 path (every entry carries its value only there) and one per pair of paths with a precedence
 (the first carries the value, the second a decoy; or the first an empty label): a path added
 to the table is a new case.
@@ -28,13 +28,13 @@ from urllib.parse import unquote
 
 import orjson
 
-from analyzer.bigquery.columns import (
+from analyzer.engines.bigquery.columns import (
     STRING_MAPS,
     log_analytics_place,
     sink_column,
     sink_name,
 )
-from analyzer.records import (
+from analyzer.ingest.records import (
     AUDIT_PATH,
     INSERT_ID_PATH,
     JOB_RESOURCE_TYPES,
@@ -155,7 +155,7 @@ def as_stored(entry: object) -> dict[str, Any] | None:
             _put(stored, keyed, labels)
     # The payload keeps only the table's paths (its text keys, attrs.tag). With no text
     # anywhere a file reader gives the payload itself as the text, which a sink table cannot
-    # give without reading every payload column (see analyzer.bigquery.tables): then
+    # give without reading every payload column (see analyzer.engines.bigquery.tables): then
     # nothing of it is kept.
     if not any(isinstance(_at(stored, path), str) for path in TEXT_KEY_PATHS):
         stored.pop(PAYLOAD_PATH[0], None)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from analyzer.cli import app
+from analyzer.cli.app import app
 
 runner = CliRunner()
 
@@ -30,12 +30,12 @@ def modules_loaded(
     """The modules a run of ``jobdoctor ARGS`` loaded in a fresh interpreter, stdout a pipe;
     its stdout and stderr (which ends with the modules' names). Through the whole app, the
     app of just the command run (``one_command``, ``command_app``), or as the console script
-    runs it (``console``: parsed without typer when it can be, ``analyzer.console.run``)."""
+    runs it (``console``: parsed without typer when it can be, ``analyzer.cli.console.run``)."""
     if console:
-        entry = "from analyzer.console import run\nsys.argv[:] = ['jobdoctor', *args]\nrun()"
+        entry = "from analyzer.cli.console import run\nsys.argv[:] = ['jobdoctor', *args]\nrun()"
     else:
         app = "command_app(args)" if one_command else "app"
-        entry = f"from analyzer.cli import app, command_app\n{app}(args)"
+        entry = f"from analyzer.cli.app import app, command_app\n{app}(args)"
     code = (
         "import sys\n"
         f"args = {list(args)!r}\n"

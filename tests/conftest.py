@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from analyzer.cache import CACHE_ENV
+from analyzer.core.cache import CACHE_ENV
 
 # The tests (and the CLI runs they start) keep their cache apart from the user's.
 os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="jobdoctor-test-cache-")
@@ -50,13 +50,13 @@ def sink_trees(storage_emulator: Any, tmp_path_factory: pytest.TempPathFactory) 
 # spawn (test_fork_safety, test_progress), test_processes chooses the start itself, and
 # test_fork_safety runs the real check of library threads in fresh interpreters.
 def _no_other_python_thread() -> bool:
-    """:func:`analyzer.processes.fork_is_safe` without the count of non-Python threads."""
+    """:func:`analyzer.core.processes.fork_is_safe` without the count of non-Python threads."""
     return threading.active_count() <= 1
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _fork_as_the_command_does() -> Iterator[None]:
-    from analyzer import processes
+    from analyzer.core import processes
 
     original = processes.fork_is_safe
     processes.fork_is_safe = _no_other_python_thread

@@ -293,7 +293,7 @@ def corpus(seed: int, count: int) -> Iterator[Case]:
 
 
 def _record_keys(data: bytes) -> list[tuple[object, ...]] | None:
-    from analyzer.errors import InputError
+    from analyzer.core.errors import InputError
     from analyzer.ingest import MemorySource
 
     try:
@@ -308,10 +308,10 @@ def check_input(case: Case, folder: Path) -> list[str]:
     or refused it in one line, accounted for every line, kept every record it should, and
     rendered every report, in time."""
     from analyzer.api import analyze
-    from analyzer.errors import InputError
+    from analyzer.cli.report_command import render_fleet
+    from analyzer.core.errors import InputError
     from analyzer.ingest import MemorySource
     from analyzer.report import render_json, render_markdown
-    from analyzer.report.cli_report import render_fleet
     from analyzer.report.text import render_text
 
     wrong: list[str] = []

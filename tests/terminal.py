@@ -39,7 +39,7 @@ def run_in_terminal(
     stderr_on_terminal: bool = False,
     stdout_file: Path | None = None,
 ) -> TerminalRun:
-    """``python -m analyzer.cli ARGS`` with stdout (and, if asked, stderr) on a pty ``width``
+    """``python -m analyzer.cli.app ARGS`` with stdout (and, if asked, stderr) on a pty ``width``
     columns wide; ``stdin`` a file to read from, or ``feed``: chunks written to a pipe, each
     followed by a pause in seconds (a slow writer); else nothing. ``stdout_file``: stdout goes
     there instead (a redirection), stderr staying on the terminal."""
@@ -53,7 +53,7 @@ def run_in_terminal(
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
     environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     environ.update(env or {})
-    command = [sys.executable, "-m", "analyzer.cli", *args]
+    command = [sys.executable, "-m", "analyzer.cli.app", *args]
     source: Any = stdin.open("rb") if stdin is not None else subprocess.DEVNULL
     if feed:
         source = subprocess.PIPE

@@ -21,13 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer._fastscan.gcloudjson import GcloudJsonScanner, response_ranges
-from analyzer.errors import InputError
+from analyzer.classify._fastscan.gcloudjson import GcloudJsonScanner, response_ranges
+from analyzer.core.errors import InputError
 from analyzer.ingest import open_sources
 from analyzer.ingest.gcloud_json import API_ERROR, OTHER_FIELD, TRUNCATED, read_api_response
+from analyzer.ingest.records import InputStats, LogRecord
 from analyzer.ingest.sniff import Format, sniff
 from analyzer.ingest.sources import reader_for
-from analyzer.records import InputStats, LogRecord
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, simulate, write
 from analyzer.simulate.writers import api_pages

@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from analyzer.api import analyze, analyze_sources
-from analyzer.cli import app
-from analyzer.errors import InputError
+from analyzer.cli.app import app
+from analyzer.core.errors import InputError
 from analyzer.ingest import open_sources
 
 ROOT = Path(__file__).resolve().parents[1]

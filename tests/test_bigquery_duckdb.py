@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 duckdb = pytest.importorskip("duckdb", reason="the bigquery extra is not installed")
 
 from analyzer.api import analyze_sources  # noqa: E402
-from analyzer.bigquery import DuckDBEngine, analyze_bigquery, bigquery_source  # noqa: E402
+from analyzer.engines.bigquery import DuckDBEngine, analyze_bigquery, bigquery_source  # noqa: E402
 from analyzer.ingest import open_sources  # noqa: E402
 from analyzer.ingest.entries import load_json  # noqa: E402
 from analyzer.rulebook import RuleBook  # noqa: E402
@@ -244,7 +244,7 @@ def test_partitioned_per_job_tables(tmp_path: Path) -> None:
 def test_log_analytics_sql_golden(dialect: str) -> None:
     import os
 
-    from analyzer.bigquery import sql_text
+    from analyzer.engines.bigquery import sql_text
 
     connection = duckdb.connect()
     load_duckdb(connection, PROJECT, DATASET, stored_entries(simulate("success", seed=1)))

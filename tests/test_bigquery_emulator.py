@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 pytest.importorskip("bqemulator", reason="bqemulator (test extra) is not installed")
 pytest.importorskip("google.cloud.bigquery", reason="the bigquery extra is not installed")
 
-from analyzer.cli import app
+from analyzer.cli.app import app
 from analyzer.simulate import fleet, simulate
 from tests.bq_tables import load_emulator, load_emulator_log_analytics, stored_entries
 from tests.bqemulator_server import running_emulator
@@ -286,7 +286,7 @@ def test_a_fleet_frame_straight_from_bigquery(
     from pandas.testing import assert_frame_equal
 
     from analyzer import diagnose_frame
-    from analyzer.bigquery import bigquery_source
+    from analyzer.engines.bigquery import bigquery_source
 
     monkeypatch.setenv("JOBDOCTOR_BIGQUERY_ENDPOINT", emulator["url"])
     table = f"{PROJECT}.{DATASET}.ml_googleapis_com_*"
@@ -303,9 +303,9 @@ def test_a_fleet_frame_straight_from_bigquery(
 
 @pytest.mark.parametrize("shape", [f"{PATHS}.ml_googleapis_com_*", f"{PATHS_VIEW}._AllLogs"])
 def test_every_path_reads_as_a_file_reads_it(emulator: dict[str, Any], shape: str) -> None:
-    from analyzer.bigquery.engines import BigQueryEngine
-    from analyzer.bigquery.queries import entries_query, parameters
-    from analyzer.bigquery.tables import TableRef, adapter_for
+    from analyzer.engines.bigquery.engines import BigQueryEngine
+    from analyzer.engines.bigquery.queries import entries_query, parameters
+    from analyzer.engines.bigquery.tables import TableRef, adapter_for
 
     engine = BigQueryEngine(PROJECT, emulator["url"])
     ref = TableRef.parse(f"{PROJECT}.{shape}")

@@ -223,8 +223,8 @@ def test_bad_table_reference() -> None:
 def test_an_endpoint_that_is_down_is_one_error() -> None:
     import socket
 
-    from analyzer.bigquery import BigQueryEngine, TableRef
-    from analyzer.errors import SourceError
+    from analyzer.core.errors import SourceError
+    from analyzer.engines.bigquery import BigQueryEngine, TableRef
 
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))

@@ -1,4 +1,4 @@
-"""Every path of the mapping table (``analyzer.records``) reads from tables as from a file.
+"""Every path of the mapping table (``analyzer.ingest.records``) reads from tables as from a file.
 
 The cases of :func:`tests.bq_tables.path_cases` (a field carried at one path only, or at two
 paths with a precedence) and the resource cases, each with jobs of its own, in one corpus:
@@ -21,11 +21,11 @@ import pytest
 
 duckdb = pytest.importorskip("duckdb", reason="the bigquery extra is not installed")
 
-from analyzer.bigquery import DuckDBEngine  # noqa: E402
-from analyzer.bigquery.columns import log_analytics_place, sink_column  # noqa: E402
-from analyzer.bigquery.queries import entries_query, parameters  # noqa: E402
-from analyzer.bigquery.tables import TableRef, adapter_for  # noqa: E402
-from analyzer.records import TIME_PATHS, entry_fields, parse_timestamp  # noqa: E402
+from analyzer.engines.bigquery import DuckDBEngine  # noqa: E402
+from analyzer.engines.bigquery.columns import log_analytics_place, sink_column  # noqa: E402
+from analyzer.engines.bigquery.queries import entries_query, parameters  # noqa: E402
+from analyzer.engines.bigquery.tables import TableRef, adapter_for  # noqa: E402
+from analyzer.ingest.records import TIME_PATHS, entry_fields, parse_timestamp  # noqa: E402
 from analyzer.simulate import simulate  # noqa: E402
 from tests.bq_tables import (  # noqa: E402
     TABLE_PATHS,
@@ -101,7 +101,9 @@ def _table_record(row: dict[str, Any]) -> tuple[object, ...]:
     time: datetime = row["time"]
     return (
         row["insert_id"],
-        "DEFAULT" if row["severity"] is None else row["severity"],  # as analyzer.bigquery.run
+        "DEFAULT"
+        if row["severity"] is None
+        else row["severity"],  # as analyzer.engines.bigquery.run
         time,
         row["job"],
         row["trial"],

@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 duckdb = pytest.importorskip("duckdb", reason="the bigquery extra is not installed")
 pytest.importorskip("re2", reason="the bigquery extra is not installed")
 
-from analyzer.bigquery.cost import (  # noqa: E402
+from analyzer.core.errors import InputError, SourceError  # noqa: E402
+from analyzer.engines.bigquery.cost import (  # noqa: E402
     check_estimate,
     format_bytes,
     on_demand_price,
     parse_bytes,
 )
-from analyzer.bigquery.dialects import to_duckdb  # noqa: E402
-from analyzer.bigquery.queries import folded, sql_string  # noqa: E402
-from analyzer.bigquery.re2rules import compile_rules, python_only_problems, to_re2  # noqa: E402
-from analyzer.bigquery.tables import TableRef  # noqa: E402
-from analyzer.errors import InputError, SourceError  # noqa: E402
+from analyzer.engines.bigquery.dialects import to_duckdb  # noqa: E402
+from analyzer.engines.bigquery.queries import folded, sql_string  # noqa: E402
+from analyzer.engines.bigquery.re2rules import compile_rules, python_only_problems, to_re2  # noqa: E402
+from analyzer.engines.bigquery.tables import TableRef  # noqa: E402
 from analyzer.rulebook import RuleBook, check_rules  # noqa: E402
 from analyzer.rulebook.normalize import INVISIBLE  # noqa: E402
 
@@ -226,11 +226,11 @@ def test_the_core_install_imports_none_of_the_extra() -> None:
     root = Path(__file__).resolve().parents[1]
     code = (
         "import sys\n"
-        "from analyzer.cli import app\n"
+        "from analyzer.cli.app import app\n"
         "from typer.testing import CliRunner\n"
         "result = CliRunner().invoke(app, ['diagnose', 'sample_logs/success.jsonl'])\n"
         "assert result.exit_code == 0, result.output\n"
-        "import analyzer.bigquery\n"
+        "import analyzer.engines.bigquery\n"
         "heavy = [m for m in ('google.cloud.bigquery', 'sqlglot', 'duckdb', 're2')"
         " if m in sys.modules]\n"
         "print(heavy)\n"
@@ -242,8 +242,8 @@ def test_the_core_install_imports_none_of_the_extra() -> None:
 
 
 def test_a_template_without_a_literal_word_sees_every_text(tmp_path: Any) -> None:
-    from analyzer.bigquery import DuckDBEngine, bigquery_source
-    from analyzer.bigquery.run import build_plan
+    from analyzer.engines.bigquery import DuckDBEngine, bigquery_source
+    from analyzer.engines.bigquery.run import build_plan
     from analyzer.simulate import simulate
     from tests.bq_tables import load_duckdb, stored_entries
 
@@ -293,7 +293,7 @@ def test_a_template_without_a_literal_word_sees_every_text(tmp_path: Any) -> Non
     ],
 )
 def test_the_sinks_column_names(path: tuple[str, ...], column: str) -> None:
-    from analyzer.bigquery.columns import sink_column
+    from analyzer.engines.bigquery.columns import sink_column
 
     assert sink_column(path) == column
 
@@ -308,14 +308,14 @@ def test_the_sinks_column_names(path: tuple[str, ...], column: str) -> None:
     ],
 )
 def test_the_log_analytics_places(path: tuple[str, ...], place: tuple[str, object]) -> None:
-    from analyzer.bigquery.columns import log_analytics_place
+    from analyzer.engines.bigquery.columns import log_analytics_place
 
     assert log_analytics_place(path) == place
 
 
 def test_a_payload_key_that_is_no_identifier_is_read_inside_the_json() -> None:
-    from analyzer.bigquery.columns import json_member
-    from analyzer.bigquery.tables import _json_string
+    from analyzer.engines.bigquery.columns import json_member
+    from analyzer.engines.bigquery.tables import _json_string
 
     sql = (
         f"SELECT {_json_string(json_member('j', ('x-y', 'z')))} AS a,"

@@ -20,19 +20,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from analyzer._fastscan import blockdecode
-from analyzer._fastscan import jsonl as fastjsonl
-from analyzer._fastscan.blockdecode import decode_block
-from analyzer.analysis import Analysis
-from analyzer.classify import collect
+from analyzer.classify._fastscan import blockdecode
+from analyzer.classify._fastscan import jsonl as fastjsonl
+from analyzer.classify._fastscan.blockdecode import decode_block
+from analyzer.classify.collector import collect
 from analyzer.ingest import open_sources
 from analyzer.ingest.entries import InvalidJson, load_json
-from analyzer.policy import load_policy
-from analyzer.predict import diagnose_timeline
-from analyzer.records import InputStats
+from analyzer.ingest.records import InputStats
+from analyzer.pipeline.analysis import Analysis
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import fleet
-from analyzer.timeline import build_timeline
+from analyzer.timeline.attempts import build_timeline
+from analyzer.verdict.policy import load_policy
+from analyzer.verdict.predict import diagnose_timeline
 
 needs_hyperscan = pytest.mark.skipif(
     not blockdecode.available(), reason="hyperscan is not installed: no block decoding"

@@ -12,10 +12,11 @@ from types import MappingProxyType
 
 import pytest
 
-from analyzer import cache, policy
-from analyzer._fastscan import blockdecode
-from analyzer.policy import RetryPolicy
+from analyzer.classify._fastscan import blockdecode
+from analyzer.core import cache
 from analyzer.rulebook import RuleBook, loader
+from analyzer.verdict import policy
+from analyzer.verdict.policy import RetryPolicy
 
 SAMPLE_TEXTS = [
     "The replica workerpool0-0 exited with a non-zero status of 137. "
@@ -232,7 +233,8 @@ def test_the_builtin_policy_and_advice_are_read_without_yaml_the_second_time(
     # What a diagnosis loads while the workers scan; PyYAML's import alone is ~11 ms.
     program = (
         "import sys; from analyzer import api; api._load_diagnosing();"
-        "from analyzer.advice import _load, _advice_path; from analyzer.policy import load_policy;"
+        "from analyzer.verdict.advice import _load, _advice_path;"
+        "from analyzer.verdict.policy import load_policy;"
         "print('yaml' in sys.modules, len(_load(_advice_path())),"
         " load_policy().max_worker_restarts)"
     )

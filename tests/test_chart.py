@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from analyzer.api import diagnose
-from analyzer.chart import (
+from analyzer.report.chart import (
     MarkKind,
     failure_buckets,
     failures_svg,
@@ -16,7 +16,7 @@ from analyzer.chart import (
     timeline_marks,
     timeline_svg,
 )
-from analyzer.diagnosis import Diagnosis
+from analyzer.verdict.diagnosis import Diagnosis
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 T0 = datetime(2024, 4, 15, 12, 0, tzinfo=UTC)

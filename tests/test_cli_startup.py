@@ -1,5 +1,5 @@
 """``jobdoctor diagnose`` starts fast (issue 19): the console script parses a file diagnosis
-without typer (analyzer.console), typer builds only the command it runs, and a diagnosis of a
+without typer (analyzer.cli.console), typer builds only the command it runs, and a diagnosis of a
 small sink file loads the scan and the stages it needs, not typer, the other commands, formats
 or readers' machinery (rich, YAML, the Markdown report, Cloud Storage's thread pool)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analyzer.cli import app, command_app
+from analyzer.cli.app import app, command_app
 from tests.clirun import modules_loaded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +24,7 @@ COMMANDS = sorted(
 NOT_LOADED = [
     "typer",
     "click",
-    "analyzer.cli",
+    "analyzer.cli.app",
     "rich",
     "yaml",
     "pandas",
@@ -34,14 +34,14 @@ NOT_LOADED = [
     "analyzer.report.markdown",
     "analyzer.report.text",
     "analyzer.report.html",
-    "analyzer.explain",
-    "analyzer.live",
-    "analyzer.bigquery",
+    "analyzer.verdict.explain",
+    "analyzer.engines.live",
+    "analyzer.engines.bigquery",
     "analyzer.frames",
     "analyzer.rulebook.loader",
     "analyzer.ingest.stream_logs",
-    "analyzer._fastscan.streamlogs",
-    "analyzer._fastscan.gcloudjson",
+    "analyzer.classify._fastscan.streamlogs",
+    "analyzer.classify._fastscan.gcloudjson",
 ]
 
 
@@ -88,7 +88,7 @@ def test_diagnose_of_a_small_file_loads_only_what_it_needs(sample: str, tmp_path
     _loaded("diagnose", "--format", "json", str(path))  # the caches written
     loaded = _loaded("diagnose", "--format", "json", str(path))
     # Read by the fast scan (else the check below would pass vacuously)...
-    assert {"analyzer._fastscan.jsonl", "msgspec", "analyzer.report.json"} <= loaded
+    assert {"analyzer.classify._fastscan.jsonl", "msgspec", "analyzer.report.json"} <= loaded
     # ...and nothing of the other commands, formats and sources.
     found = sorted(m for m in loaded for name in NOT_LOADED if _within(m, name))
     assert found == []

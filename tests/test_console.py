@@ -1,4 +1,4 @@
-"""The console script's quick parser (analyzer.console) answers as the typer app does: for
+"""The console script's quick parser (analyzer.cli.console) answers as the typer app does: for
 each command line of a table, its output and exit code are those of the typer app; it parses
 what a file diagnosis needs and leaves everything else to typer; and its table of options
 is the typer command's."""
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from analyzer.cli import app, command_app
-from analyzer.console import DIAGNOSE_OPTIONS, FLAG, PATH, PATHS, TEXT, quick_command
+from analyzer.cli.app import app, command_app
+from analyzer.cli.console import DIAGNOSE_OPTIONS, FLAG, PATH, PATHS, TEXT, quick_command
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
@@ -79,7 +79,7 @@ TYPER = [
 
 _RUN = (
     "import sys\n"
-    "from analyzer.console import leave, run\n"
+    "from analyzer.cli.console import leave, run\n"
     "route, sys.argv[:] = sys.argv[1], ['jobdoctor', *sys.argv[2:]]\n"
     "leave(run(quick=route == 'quick'))\n"
 )

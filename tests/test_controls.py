@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analyzer.analysis import DiagnosisList
 from analyzer.api import analyze
-from analyzer.cli import app
-from analyzer.controls import marked_html, visible
-from analyzer.report.cli_report import render_fleet
+from analyzer.cli.app import app
+from analyzer.cli.report_command import render_fleet
+from analyzer.pipeline.analysis import DiagnosisList
+from analyzer.report.controls import marked_html, visible
 
 ROOT = Path(__file__).resolve().parents[1]
 # What a hostile line carries: a clipboard write, a window title, a screen clear, a one-byte
@@ -122,6 +122,6 @@ def test_nor_in_the_html_report_and_notebook(leaking_log: Path) -> None:
 
 
 def test_the_json_report_keeps_the_text_as_logged(leaking_log: Path) -> None:
-    # A machine format: what the log said, for scripts (documented in analyzer.controls).
+    # A machine format: what the log said, for scripts (documented in analyzer.report.controls).
     result = CliRunner().invoke(app, ["diagnose", "--format", "json", str(leaking_log)])
     assert SECRET in result.stdout

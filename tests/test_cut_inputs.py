@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.classify import collect
-from analyzer.errors import InputError
+from analyzer.classify.collector import collect
+from analyzer.core.errors import InputError
 from analyzer.ingest import open_sources
 from analyzer.ingest.entries import CUT_SHORT, INVALID_JSON
+from analyzer.ingest.records import InputStats
 from analyzer.ingest.sources import StreamSource, damage_line
-from analyzer.records import InputStats
 from analyzer.report.facts import skip_line
 from analyzer.rulebook import RuleBook
 from tests.clirun import run
@@ -59,7 +59,7 @@ ENDS = [
 def test_a_last_line_cut_short_is_named_by_both_readers(
     data: bytes, reason: str, book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer._fastscan.parallel as parallel
+    import analyzer.classify._fastscan.parallel as parallel
 
     monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 64 << 10)  # several ranges, two processes
     path = tmp_path / "cut.jsonl"
@@ -145,7 +145,7 @@ def _gcloud_cut(inside: bool) -> bytes:
 def test_a_json_array_cut_short_says_so_on_both_readers(
     inside: bool, book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer._fastscan.parallel as parallel
+    import analyzer.classify._fastscan.parallel as parallel
 
     monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 20_000)
     data = _gcloud_cut(inside)

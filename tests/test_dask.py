@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer import cluster as dask_cluster
 from analyzer.api import analyze
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
+from analyzer.engines import dask as dask_cluster
 from analyzer.simulate.fleet import fleet
 from tests.clirun import run
 from tests.sink_trees import BUCKET
@@ -144,7 +144,7 @@ def test_dask_local_on_the_simulated_fleet(sink_trees: dict[str, Any]) -> None:
         [
             sys.executable,
             "-m",
-            "analyzer.cli",
+            "analyzer.cli.app",
             "diagnose",
             "--format",
             "json",

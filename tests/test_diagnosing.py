@@ -1,4 +1,4 @@
-"""Diagnosing a collector's jobs in several processes (analyzer.diagnosing) gives what one
+"""Diagnosing a collector's jobs in several processes (analyzer.pipeline.diagnosing) gives what one
 process gives: the same diagnoses in the same order (timelines and their events too), the
 same duplicates counted on the inputs, the same jobs read back from the spill files; and
 with another thread running (no fork), one process does it all alike."""
@@ -13,11 +13,11 @@ from typing import Any
 import orjson
 import pytest
 
-import analyzer._fastscan.parallel as parallel
-from analyzer import diagnosing
+import analyzer.classify._fastscan.parallel as parallel
 from analyzer.api import diagnose_collected
-from analyzer.classify import Collector
+from analyzer.classify.collector import Collector
 from analyzer.ingest import open_sources
+from analyzer.pipeline import diagnosing
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, write
 from analyzer.simulate.plan import merge_jobs
@@ -107,7 +107,7 @@ def test_many_events_decide_for_several_processes(
     inputs: list[str], book: RuleBook, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # By default several processes diagnose only when the jobs hold many events.
-    import analyzer.processes as processes
+    import analyzer.core.processes as processes
 
     forked: list[int] = []
     original = processes.run_forked

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import typer.main
 
-from analyzer.cli import app
+from analyzer.cli.app import app
 from tests.terminal import run_in_terminal
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Thinning repeated events (analyzer.eventstore) changes no diagnosis: whole analyses and
+"""Thinning repeated events (analyzer.classify.eventstore) changes no diagnosis: whole analyses and
 every diagnosis field but the timeline's own event lists are the unthinned ones, on
 event-dense inputs, fast and plain, in one process and several, in time order or not; and
 what is kept stays bounded as repeats grow. Rule answers shared by texts of one digit mask
@@ -18,19 +18,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import analyzer._fastscan.parallel as parallel
-from analyzer import eventstore
+import analyzer.classify._fastscan.parallel as parallel
 from analyzer.api import Analysis
-from analyzer.classify import Collector
-from analyzer.diagnosis import Diagnosis
-from analyzer.events import EventKind
+from analyzer.classify import eventstore
+from analyzer.classify.collector import Collector
+from analyzer.classify.events import EventKind
 from analyzer.ingest import open_sources
-from analyzer.policy import load_policy
-from analyzer.predict import diagnose_timeline
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, dense_fleet, write
 from analyzer.simulate.plan import merge_jobs
-from analyzer.timeline import build_timeline
+from analyzer.timeline.attempts import build_timeline
+from analyzer.verdict.diagnosis import Diagnosis
+from analyzer.verdict.policy import load_policy
+from analyzer.verdict.predict import diagnose_timeline
 
 _T0 = datetime(2024, 3, 11, 8, tzinfo=UTC)
 
@@ -316,8 +316,8 @@ def test_a_copy_under_another_rule_is_counted(book: RuleBook, tmp_path: Path) ->
 def test_complete_multi_line_tracebacks_are_thinned(book: RuleBook, tmp_path: Path) -> None:
     # The same complete traceback in one text at every step: its repeats are thinned (it
     # used to be an anchor, keeping everything around each one); one cut short is not.
-    from analyzer.events import Event
-    from analyzer.records import Origin
+    from analyzer.classify.events import Event
+    from analyzer.ingest.records import Origin
 
     def event(text: str, line: int) -> Event:
         (match,) = [m for m in book.match(text) if m.kind is EventKind.TRACEBACK]
@@ -371,8 +371,8 @@ def test_a_thinner_keeps_first_last_and_anchors(book: RuleBook) -> None:
     # Direct: what one thinner keeps of a long run of repeats between two anchors.
     from datetime import UTC, datetime, timedelta
 
-    from analyzer.events import Event
-    from analyzer.records import Origin
+    from analyzer.classify.events import Event
+    from analyzer.ingest.records import Origin
 
     start = datetime(2024, 3, 11, 8, tzinfo=UTC)
 
@@ -434,8 +434,8 @@ def test_a_spill_batch_reads_back_as_written(
     # Each distinct rule match is written once per batch and named by its place: what is
     # read back is every event as it was dropped, its own match, its time (aware, naive or
     # none) and its line renumbered after the base.
-    from analyzer.events import Event
-    from analyzer.records import Origin
+    from analyzer.classify.events import Event
+    from analyzer.ingest.records import Origin
 
     items: list[eventstore.Light] = []
     for text, when, line, entry, insert_id in rows:
@@ -481,8 +481,8 @@ def test_dropped_insert_ids_wait_on_disk_and_cross_the_fork(book: RuleBook) -> N
     import pickle
     from datetime import timedelta
 
-    from analyzer.events import Event
-    from analyzer.records import Origin
+    from analyzer.classify.events import Event
+    from analyzer.ingest.records import Origin
 
     start = datetime(2024, 3, 11, 8, tzinfo=UTC)
 

@@ -23,18 +23,18 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from analyzer._fastscan import blockdecode
-from analyzer.analysis import Analysis
 from analyzer.api import analyze, analyze_sources
-from analyzer.classify import collect
-from analyzer.cli import app
-from analyzer.diagnosis import Diagnosis
-from analyzer.errors import InputError
+from analyzer.classify._fastscan import blockdecode
+from analyzer.classify.collector import collect
+from analyzer.cli.app import app
+from analyzer.core.errors import InputError
 from analyzer.ingest import MemorySource, open_sources
-from analyzer.jobspec import load_job_spec, parse_job_spec
-from analyzer.records import entry_fields
+from analyzer.ingest.records import entry_fields
+from analyzer.pipeline.analysis import Analysis
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, encoding, expected, simulate, write
+from analyzer.verdict.diagnosis import Diagnosis
+from analyzer.verdict.jobspec import load_job_spec, parse_job_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ROOT / "tests" / "fixtures" / "shapes"
@@ -494,7 +494,7 @@ def test_a_whitespace_head_loses_no_record(blank: bytes, tmp_path: Path) -> None
     assert stats.lines == stats.used + stats.skipped
     # stdin too (a stream: its head is kept and replayed).
     done = subprocess.run(
-        [sys.executable, "-m", "analyzer.cli", "diagnose", "--format", "json", "-"],
+        [sys.executable, "-m", "analyzer.cli.app", "diagnose", "--format", "json", "-"],
         input=blank + export,
         capture_output=True,
         check=True,

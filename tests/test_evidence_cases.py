@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from analyzer.api import analyze
-from analyzer.classify import collect
+from analyzer.classify.collector import collect
 from analyzer.ingest import open_sources
 from analyzer.rulebook import RuleBook
 from tests.expectations import check
@@ -168,7 +168,7 @@ def test_one_exit_line_says_what_it_shows_once() -> None:
     # tests/real/gh-tensorflow-tensorflow-18984-L: one runner exit line and nothing after.
     # The exit note says what that supports (the job predicted in progress, whether the exit
     # ended it not shown); the general "logs end while ... in progress" note would say less.
-    from analyzer.predict import IN_PROGRESS_NOTE
+    from analyzer.verdict.predict import IN_PROGRESS_NOTE
 
     real = Path(__file__).parent / "real" / "gh-tensorflow-tensorflow-18984-L.txt"
     (diagnosis,) = analyze([real]).diagnoses
@@ -246,7 +246,7 @@ def test_no_failure_is_said_only_of_a_success(state: str, phrase: str) -> None:
     # paste cut before the failure): the verdict says what is missing, not "no failure".
     import dataclasses
 
-    from analyzer.diagnosis import JobState, cause_phrase
+    from analyzer.verdict.diagnosis import JobState, cause_phrase
 
     samples = Path(__file__).resolve().parent.parent / "sample_logs"
     [diagnosis] = analyze([samples / "success.jsonl"]).diagnoses
@@ -265,7 +265,7 @@ def test_no_failure_is_said_only_of_a_success(state: str, phrase: str) -> None:
 )
 def test_a_failure_a_success_got_past_reads_as_recovered(sample: str, phrase: str) -> None:
     # A bare category beside SUCCEEDED read as the reason the job failed.
-    from analyzer.diagnosis import cause_phrase
+    from analyzer.verdict.diagnosis import cause_phrase
 
     samples = Path(__file__).resolve().parent.parent / "sample_logs"
     [diagnosis] = analyze([samples / sample]).diagnoses
@@ -479,7 +479,7 @@ def test_the_sdks_error_code_1_alone_is_a_cancelled_job(tmp_path: Path) -> None:
 
 
 def _frames(*packages: str) -> list[Any]:
-    from analyzer.tracebacks import Frame
+    from analyzer.verdict.tracebacks import Frame
 
     root = "/root/.local/lib/python3.10/site-packages"
     return [Frame(f"{root}/{p}/m.py", i + 1, f"f{i}") for i, p in enumerate(packages)]
@@ -500,7 +500,7 @@ def _frames(*packages: str) -> list[Any]:
 def test_the_users_frame_when_the_traceback_top_is_cut(
     packages: tuple[str, ...], top_cut: bool, expected: int
 ) -> None:
-    from analyzer.tracebacks import user_frame
+    from analyzer.verdict.tracebacks import user_frame
 
     frame = user_frame(_frames(*packages), top_cut=top_cut)
     assert frame is not None and frame.line == expected

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.exitcodes import decode
+from analyzer.timeline.exitcodes import decode
 
 
 @pytest.mark.parametrize(

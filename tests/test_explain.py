@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.events import EventKind
-from analyzer.explain import explain
-from analyzer.policy import load_policy
+from analyzer.classify.events import EventKind
 from analyzer.rulebook import RuleBook
+from analyzer.verdict.explain import explain
+from analyzer.verdict.policy import load_policy
 
 BOOK = RuleBook.load()
 POLICY = load_policy()

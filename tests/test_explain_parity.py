@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.advice import _advice_path, _load
-from analyzer.events import EventKind
-from analyzer.explain import explain
-from analyzer.policy import load_policy
+from analyzer.classify.events import EventKind
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.model import Rule
+from analyzer.verdict.advice import _advice_path, _load
+from analyzer.verdict.explain import explain
+from analyzer.verdict.policy import load_policy
 
 BOOK = RuleBook.load()
 POLICY = load_policy()

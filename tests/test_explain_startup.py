@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from analyzer.cli import ColorMode, _explanation_lines, _print_lines, _styled
-from analyzer.commands import console
-from analyzer.explain import explain
-from analyzer.policy import load_policy
+from analyzer.cli.app import ColorMode, _explanation_lines, _print_lines, _styled
+from analyzer.cli.commands import console
 from analyzer.rulebook import RuleBook
+from analyzer.verdict.explain import explain
+from analyzer.verdict.policy import load_policy
 from tests.clirun import modules_loaded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,17 +35,17 @@ MESSAGES = sorted(
 # and the policy come from the cache), and off a terminal rich.
 NOT_LOADED = [
     "msgspec",
-    "analyzer._fastscan",
-    "analyzer.processes",
+    "analyzer.classify._fastscan",
+    "analyzer.core.processes",
     "analyzer.ingest",
-    "analyzer.classify",
+    "analyzer.classify.collector",
     "pandas",
     "yaml",
 ]
 
 
 def _plain(lines: list[list[tuple[str, str]]]) -> str:
-    # What the command writes off a terminal (analyzer.cli.explain).
+    # What the command writes off a terminal (analyzer.cli.app.explain).
     return "".join("".join(piece for piece, _ in line) + "\n" for line in lines)
 
 
@@ -87,9 +87,9 @@ def _loaded(*args: str) -> set[str]:
     ids=["lifecycle", "error"],
 )
 def test_explain_loads_only_what_it_needs(message: str) -> None:
-    _loaded("explain", message)  # the rule book and policy cached (analyzer.cache)
+    _loaded("explain", message)  # the rule book and policy cached (analyzer.core.cache)
     loaded = _loaded("explain", message)
-    assert "analyzer.explain" in loaded
+    assert "analyzer.verdict.explain" in loaded
     found = sorted(m for m in loaded for name in [*NOT_LOADED, "rich"] if _within(m, name))
     assert found == []
 
@@ -97,10 +97,10 @@ def test_explain_loads_only_what_it_needs(message: str) -> None:
 def test_version_loads_no_stage() -> None:
     loaded = _loaded("--version")
     assert sorted(m for m in loaded if m.startswith("analyzer.")) == [
-        "analyzer.cli",
-        "analyzer.commands",
-        "analyzer.console",
-        "analyzer.errors",
+        "analyzer.cli.app",
+        "analyzer.cli.commands",
+        "analyzer.cli.console",
+        "analyzer.core.errors",
     ]
     assert not any(_within(m, "rich") for m in loaded)
 

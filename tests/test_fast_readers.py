@@ -21,21 +21,21 @@ from pathlib import Path
 import orjson
 import pytest
 
-from analyzer import _fastscan
-from analyzer._fastscan import parallel
-from analyzer._fastscan.gcloudjson import GcloudJsonScanner, entry_ranges
-from analyzer._fastscan.streamlogs import StreamLogsScanner, safe_ranges, starts_record
-from analyzer.analysis import Analysis
 from analyzer.api import analyze
-from analyzer.classify import classify_records, classify_sources, collect
+from analyzer.classify import _fastscan
+from analyzer.classify._fastscan import parallel
+from analyzer.classify._fastscan.gcloudjson import GcloudJsonScanner, entry_ranges
+from analyzer.classify._fastscan.streamlogs import StreamLogsScanner, safe_ranges, starts_record
+from analyzer.classify.collector import classify_records, classify_sources, collect
 from analyzer.ingest import open_sources
+from analyzer.ingest.records import InputStats
 from analyzer.ingest.sources import StreamSource
-from analyzer.policy import load_policy
-from analyzer.predict import diagnose_timeline
-from analyzer.records import InputStats
+from analyzer.pipeline.analysis import Analysis
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, encoding, expected, fleet, simulate, write
-from analyzer.timeline import build_timeline
+from analyzer.timeline.attempts import build_timeline
+from analyzer.verdict.policy import load_policy
+from analyzer.verdict.predict import diagnose_timeline
 from tests.test_every_shape import FOREIGN, LEGACY_PREAMBLE, PREAMBLE, TRIALS, _verdicts
 
 

@@ -1,4 +1,5 @@
-"""gcloud's YAML read by the fast scan (``analyzer._fastscan.gcloudyaml``) gives exactly the
+"""gcloud's YAML read by the fast scan (``analyzer.classify._fastscan.gcloudyaml``) gives exactly
+the
 plain reader's analysis, in one process, over byte ranges in three and from a stream: every
 scenario as gcloud writes it and damaged, random entries of odd strings, a fleet; and the light
 reader reads gcloud's layout itself (hands few documents to PyYAML)."""
@@ -17,15 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer._fastscan import gcloudyaml, parallel
-from analyzer._fastscan.gcloudyaml import (
+from analyzer.classify._fastscan import gcloudyaml, parallel
+from analyzer.classify._fastscan.gcloudyaml import (
     GcloudYamlScanner,
     document_ranges,
     light_entry,
     skeleton_fields,
 )
 from analyzer.ingest.gcloud_yaml import load_entry
-from analyzer.records import InputStats, entry_fields
+from analyzer.ingest.records import InputStats, entry_fields
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, fleet, write
 from analyzer.simulate.writers import gcloud_yaml

@@ -21,22 +21,22 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from analyzer._fastscan import blockdecode
-from analyzer._fastscan import jsonl as fastjsonl
-from analyzer._fastscan.parallel import line_ranges, scan_stream
-from analyzer.analysis import Analysis
 from analyzer.api import diagnose_collected
-from analyzer.classify import Collector, classify_records, classify_sources, collect
+from analyzer.classify._fastscan import blockdecode
+from analyzer.classify._fastscan import jsonl as fastjsonl
+from analyzer.classify._fastscan.parallel import line_ranges, scan_stream
+from analyzer.classify.collector import Collector, classify_records, classify_sources, collect
 from analyzer.ingest import open_sources
+from analyzer.ingest.records import InputStats
 from analyzer.ingest.sources import StreamSource
-from analyzer.policy import load_policy
-from analyzer.predict import diagnose_timeline
-from analyzer.records import InputStats
+from analyzer.pipeline.analysis import Analysis
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.normalize import INVISIBLE, fold
 from analyzer.rulebook.prefilter import _unchanged_by_fold
 from analyzer.simulate import SCENARIOS, fleet, simulate, write
-from analyzer.timeline import build_timeline
+from analyzer.timeline.attempts import build_timeline
+from analyzer.verdict.policy import load_policy
+from analyzer.verdict.predict import diagnose_timeline
 from tests import reshape
 
 SAMPLES = sorted(Path(__file__).resolve().parent.parent.joinpath("sample_logs").iterdir())
@@ -87,7 +87,7 @@ def test_fleet_split_across_processes(book: RuleBook, tmp_path: Path) -> None:
     with path.open("wb") as stream:
         stream.writelines(fleet(3_000_000, seed=random.randrange(1000)))
     # Small ranges: many cuts, each renumbered after the ones before it.
-    import analyzer._fastscan.parallel as parallel
+    import analyzer.classify._fastscan.parallel as parallel
 
     smallest = parallel.MIN_RANGE_BYTES
     parallel.MIN_RANGE_BYTES = 256 << 10
@@ -428,7 +428,7 @@ def test_stdin_takes_the_fast_path_too(
 ) -> None:
     # A sink export piped in (gsutil cat ... | jobdoctor diagnose -): read as it comes, by
     # forked workers in chunks (small here: many of them) when there are several processes.
-    import analyzer._fastscan.parallel as parallel
+    import analyzer.classify._fastscan.parallel as parallel
 
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 20_000)
     lines = list(fleet(300_000, seed=16))
@@ -454,7 +454,7 @@ def test_stdin_takes_the_fast_path_too(
 def test_one_compressed_file_is_scanned_by_workers_as_it_comes(
     book: RuleBook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer._fastscan.parallel as parallel
+    import analyzer.classify._fastscan.parallel as parallel
 
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 50_000)
     path = tmp_path / "one.jsonl.gz"
@@ -476,7 +476,7 @@ def test_an_export_cut_inside_its_last_line(
 ) -> None:
     # A copy stopped early ends inside an entry: the same skip reason and cut line both ways,
     # in one process and in ranges on two.
-    import analyzer._fastscan.parallel as parallel
+    import analyzer.classify._fastscan.parallel as parallel
 
     monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 40_000)
     lines = list(fleet(150_000, seed=19))

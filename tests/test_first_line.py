@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzer.classify import _FIRST_LINE
+from analyzer.classify.collector import _FIRST_LINE
 
 _TEXT = st.text(
     alphabet=st.sampled_from(

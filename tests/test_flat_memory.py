@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import longtext
-from analyzer._fastscan import parallel
 from analyzer.api import analyze_sources, diagnose
-from analyzer.classify import Collector
+from analyzer.classify import longtext
+from analyzer.classify._fastscan import parallel
+from analyzer.classify.collector import Collector
 from analyzer.ingest import open_sources
 from analyzer.report.json import render_json, render_jsonl, render_yaml
 from analyzer.rulebook import RuleBook

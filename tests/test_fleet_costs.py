@@ -16,15 +16,15 @@ import pytest
 from typer.testing import CliRunner
 
 from analyzer.api import analyze_sources
-from analyzer.cli import app
-from analyzer.diagnosis import Diagnosis
-from analyzer.errors import InputError
+from analyzer.cli.app import app
+from analyzer.cli.report_command import report_command
+from analyzer.core.errors import InputError
 from analyzer.ingest import open_sources
-from analyzer.jobspec import JobSpec, parse_job_spec
-from analyzer.report.cli_report import report_command
 from analyzer.report.fleet import FLEET_SCHEMA, FleetSummary, job_summary, summarize
 from analyzer.report.html import render_html
 from analyzer.rulebook import RuleBook
+from analyzer.verdict.diagnosis import Diagnosis
+from analyzer.verdict.jobspec import JobSpec, parse_job_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
@@ -103,7 +103,7 @@ def test_time_lost_per_cause_kind(kind: str, sample: str, lost: float) -> None:
 
 def test_a_success_with_restarts_loses_only_the_work_redone() -> None:
     # Moved twice by maintenance, then succeeded: not the attempt's hours, only the work
-    # redone after each restart since its last checkpoint (analyzer.work's figure).
+    # redone after each restart since its last checkpoint (analyzer.verdict.work's figure).
     (diagnosis,) = diagnoses_of(SAMPLES / "vm-maintenance-restart.json")
     (attempt,) = diagnosis.attempt_log
     assert attempt.outcome == "succeeded" and attempt.lost_work is not None
@@ -235,7 +235,7 @@ def test_html_is_refused_on_a_real_terminal() -> None:
     import pty
 
     leader, follower = pty.openpty()
-    command = [sys.executable, "-m", "analyzer.cli", "report", str(SAMPLES / "success.jsonl")]
+    command = [sys.executable, "-m", "analyzer.cli.app", "report", str(SAMPLES / "success.jsonl")]
     with subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE) as proc:
         os.close(follower)
         _, err = proc.communicate(timeout=60)

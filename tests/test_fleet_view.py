@@ -21,9 +21,9 @@ from rich.cells import cell_len
 from rich.console import Console
 from typer.testing import CliRunner
 
-from analyzer.analysis import Analysis
 from analyzer.api import analyze
-from analyzer.cli import app
+from analyzer.cli.app import app
+from analyzer.pipeline.analysis import Analysis
 from analyzer.report.facts import evidence_events, first_line
 from analyzer.report.overview import fleet_order
 from analyzer.report.text import render_table, render_text, shorten_middle

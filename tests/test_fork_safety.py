@@ -26,15 +26,15 @@ from typing import Any
 import pytest
 
 from analyzer.api import Analysis
-from analyzer.classify import collect
-from analyzer.events import RuleMatch
+from analyzer.classify.collector import collect
+from analyzer.classify.events import RuleMatch
+from analyzer.core.processes import fork_is_safe, run_forked, run_streamed
 from analyzer.ingest import open_sources
-from analyzer.policy import load_policy
-from analyzer.predict import diagnose_timeline
-from analyzer.processes import fork_is_safe, run_forked, run_streamed
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import fleet
-from analyzer.timeline import build_timeline
+from analyzer.timeline.attempts import build_timeline
+from analyzer.verdict.policy import load_policy
+from analyzer.verdict.predict import diagnose_timeline
 
 ROOT = Path(__file__).resolve().parents[1]
 # Long enough for any spawned worker to start on a loaded 2-core machine; a forked worker
@@ -137,7 +137,7 @@ def test_a_thread_makes_forking_unsafe() -> None:
     # In a fresh interpreter: this test process may run threads of other tests' servers.
     code = (
         "import threading\n"
-        "from analyzer.processes import fork_is_safe\n"
+        "from analyzer.core.processes import fork_is_safe\n"
         "print(fork_is_safe())\n"
         "stop = threading.Event()\n"
         "threading.Thread(target=stop.wait).start()\n"
@@ -152,7 +152,7 @@ def test_a_thread_python_does_not_know_makes_forking_unsafe() -> None:
     pytest.importorskip("zmq", reason="pyzmq comes with ipykernel, in the test extra")
     code = (
         "import threading, zmq\n"
-        "from analyzer.processes import fork_is_safe\n"
+        "from analyzer.core.processes import fork_is_safe\n"
         "print(fork_is_safe())\n"
         "context = zmq.Context()\n"
         "socket = context.socket(zmq.PUB)\n"
@@ -172,7 +172,7 @@ def _python(code: str) -> list[str]:
 def test_a_diagnosis_with_a_thread_holding_a_lock_is_the_same(
     book: RuleBook, fleet_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer._fastscan.parallel as parallel
+    import analyzer.classify._fastscan.parallel as parallel
 
     # Many ranges: the workers surely match lines while the thread holds the lock.
     monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 256 << 10)
@@ -185,7 +185,7 @@ def test_a_diagnosis_with_a_thread_holding_a_lock_is_the_same(
 def test_a_streamed_scan_with_a_thread_holding_a_lock_is_the_same(
     book: RuleBook, fleet_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer._fastscan.parallel as parallel
+    import analyzer.classify._fastscan.parallel as parallel
 
     # One gzip file: read here and handed to the workers in chunks, many of them.
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 256 << 10)
@@ -241,7 +241,7 @@ def test_work_of_main_is_done_here() -> None:
     # A notebook cell's function: pickled by name, and a new interpreter's __main__ lacks it.
     code = (
         "import os, threading\n"
-        "from analyzer.processes import run_forked\n"
+        "from analyzer.core.processes import run_forked\n"
         "def pid(value):\n"
         "    return value, os.getpid()\n"
         "threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
@@ -269,8 +269,8 @@ def test_a_parallel_diagnosis_in_a_jupyter_kernel(fleet_file: Path) -> None:
     cell = (
         "import sys, warnings\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "import analyzer._fastscan.parallel as parallel\n"
-        "from analyzer.processes import fork_is_safe\n"
+        "import analyzer.classify._fastscan.parallel as parallel\n"
+        "from analyzer.core.processes import fork_is_safe\n"
         "from analyzer.rulebook import RuleBook\n"
         "from tests.test_fork_safety import _analysis\n"
         "parallel.MIN_RANGE_BYTES = 256 << 10\n"

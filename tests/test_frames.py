@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analyzer.analysis import DiagnosisList
 from analyzer.api import diagnose
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.frames import RECORD_COLUMNS, diagnose_frame, jobs_frame, read_logs
 from analyzer.ingest import read_records
+from analyzer.pipeline.analysis import DiagnosisList
 from analyzer.report.fleet import JOB_COLUMNS
 from analyzer.simulate import simulate, write
 
@@ -224,9 +224,9 @@ def test_diagnosis_list_to_frame_is_the_job_frame() -> None:
 
 def test_pandas_is_not_imported_by_the_package_the_cli_or_the_reports() -> None:
     code = (
-        "import sys, analyzer, analyzer.api, analyzer.chart, analyzer.report.html, "
-        "analyzer.report.fleet, analyzer.report.cli_report\n"
-        "import analyzer.cli\n"
+        "import sys, analyzer, analyzer.api, analyzer.report.chart, analyzer.report.html, "
+        "analyzer.report.fleet, analyzer.cli.report_command\n"
+        "import analyzer.cli.app\n"
         "assert 'pandas' not in sys.modules, 'pandas imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -15,10 +15,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from analyzer.engines.live.window import parse_window
 from analyzer.frames import diagnose_frame
 from analyzer.ingest import gcs
 from analyzer.ingest.paths import in_window, sink_hour
-from analyzer.live.window import parse_window
 from tests.clirun import run
 from tests.sink_trees import BUCKET
 from tests.storage_emulator import ENV, RefusingServer
@@ -195,7 +195,7 @@ def test_a_caller_without_the_viewer_role_is_told_which_role() -> None:
 def _cli(env: dict[str, str], *args: str, code: str = "") -> subprocess.CompletedProcess[str]:
     """The CLI in a process of its own (a fresh client, its own environment)."""
     script = (
-        f"import sys; {code}from analyzer.cli import main;"
+        f"import sys; {code}from analyzer.cli.app import main;"
         " sys.argv = ['jobdoctor', *sys.argv[1:]]; main()"
     )
     return subprocess.run(
@@ -234,7 +234,7 @@ def test_without_the_extra_it_says_what_to_install() -> None:
 
 def test_nothing_of_cloud_storage_or_dask_is_imported_unless_used() -> None:
     code = (
-        "import sys; from analyzer.api import analyze; import analyzer.cli;"
+        "import sys; from analyzer.api import analyze; import analyzer.cli.app;"
         " analyze(['sample_logs/success.jsonl']);"
         " print(sorted(m for m in sys.modules if m.startswith("
         "('google.cloud.storage', 'google.auth', 'distributed', 'dask'))))"
@@ -255,7 +255,8 @@ def test_a_terminal_sees_objects_and_bytes_of_the_listed_total(
     total = sum(p.stat().st_size for p in objects)
     leader, follower = pty.openpty()
     script = (
-        "import sys; from analyzer.cli import main; sys.argv = ['jobdoctor', *sys.argv[1:]]; main()"
+        "import sys; from analyzer.cli.app import main; "
+        "sys.argv = ['jobdoctor', *sys.argv[1:]]; main()"
     )
     with subprocess.Popen(
         [sys.executable, "-c", script, "diagnose", "--format", "json", tree.uri],

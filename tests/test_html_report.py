@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from analyzer.analysis import DiagnosisList
 from analyzer.api import analyze, diagnose
-from analyzer.errors import InputError
-from analyzer.report.cli_report import report_command
+from analyzer.cli.report_command import report_command
+from analyzer.core.errors import InputError
+from analyzer.pipeline.analysis import DiagnosisList
 from analyzer.report.fleet import CSV_COLUMNS, JOB_COLUMNS, summarize, summarize_analysis
 from analyzer.report.html import REPORT_TITLE, diagnosis_repr_html, job_anchors
 from analyzer.simulate import simulate, write

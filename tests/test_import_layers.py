@@ -9,7 +9,12 @@ import sys
 import pytest
 
 # What a stage must not load: the fast scan, the process pool and their native libraries.
-READING_MACHINERY = ("msgspec", "hyperscan", "analyzer._fastscan", "analyzer.processes")
+READING_MACHINERY = (
+    "msgspec",
+    "hyperscan",
+    "analyzer.classify._fastscan",
+    "analyzer.core.processes",
+)
 
 
 def _loaded(module: str) -> set[str]:
@@ -24,12 +29,12 @@ def _loaded(module: str) -> set[str]:
 @pytest.mark.parametrize(
     "module",
     [
-        "analyzer.joblog",
-        "analyzer.timeline",
-        "analyzer.predict",
-        "analyzer.diagnosis",
-        "analyzer.analysis",
-        "analyzer.explain",
+        "analyzer.classify.joblog",
+        "analyzer.timeline.attempts",
+        "analyzer.verdict.predict",
+        "analyzer.verdict.diagnosis",
+        "analyzer.pipeline.analysis",
+        "analyzer.verdict.explain",
         "analyzer.report.text",
         "analyzer.report.html",
     ],
@@ -39,10 +44,13 @@ def test_later_stages_load_no_reading_machinery(module: str) -> None:
     assert not loaded & set(READING_MACHINERY), sorted(loaded & set(READING_MACHINERY))
 
 
-@pytest.mark.parametrize("module", ["analyzer.joblog", "analyzer.analysis", "analyzer.diagnosis"])
+@pytest.mark.parametrize(
+    "module",
+    ["analyzer.classify.joblog", "analyzer.pipeline.analysis", "analyzer.verdict.diagnosis"],
+)
 def test_stage_types_import_neither_the_api_nor_the_reports(module: str) -> None:
     loaded = _loaded(module)
-    above = {"analyzer.api", "analyzer.classify", "analyzer.cli"} | {
+    above = {"analyzer.api", "analyzer.classify.collector", "analyzer.cli.app"} | {
         name for name in loaded if name.startswith("analyzer.report")
     }
     assert not loaded & above, sorted(loaded & above)
@@ -50,4 +58,4 @@ def test_stage_types_import_neither_the_api_nor_the_reports(module: str) -> None
 
 def test_the_reading_stage_does_load_the_fast_scan() -> None:
     # The check above would pass vacuously if the names were wrong.
-    assert {"analyzer._fastscan", "msgspec"} <= _loaded("analyzer.classify")
+    assert {"analyzer.classify._fastscan", "msgspec"} <= _loaded("analyzer.classify.collector")

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.ingest import MemorySource, open_sources, read_records
-from analyzer.records import InputStats, LogRecord, Source
+from analyzer.ingest.records import InputStats, LogRecord, Source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 JOB = "8501620632646057984"

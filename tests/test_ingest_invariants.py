@@ -16,7 +16,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.ingest import MemorySource, gcloud_json, stream_logs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from analyzer.api import analyze
-from analyzer.jobspec import larger_machine, parse_job_spec
+from analyzer.verdict.jobspec import larger_machine, parse_job_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from analyzer.errors import SourceError
-from analyzer.live import (
+from analyzer.core.errors import SourceError
+from analyzer.engines.live import (
     Backoff,
     FollowEnd,
     LiveQuery,
@@ -29,9 +29,9 @@ from analyzer.live import (
     follow,
     parse_window,
 )
-from analyzer.live.client import ENDPOINT_ENV
-from analyzer.live.source import SKIP_NO_TEXT, Cursor
-from analyzer.records import LogRecord, Origin, record_from_entry
+from analyzer.engines.live.client import ENDPOINT_ENV
+from analyzer.engines.live.source import SKIP_NO_TEXT, Cursor
+from analyzer.ingest.records import LogRecord, Origin, record_from_entry
 from tests.logging_server import Failure, LoggingServer, load_entries
 
 FIXTURE = Path(__file__).parent / "fixtures" / "live" / "failed_job.jsonl"
@@ -272,7 +272,7 @@ def test_log_entry_objects_give_the_same_records(entries: list[dict[str, Any]]) 
     from google.cloud.logging import Client, Resource
     from google.cloud.logging_v2._helpers import entry_from_resource
 
-    from analyzer.live.source import api_json
+    from analyzer.engines.live.source import api_json
 
     client = Client(project=PROJECT, credentials=AnonymousCredentials(), _use_grpc=False)
     # Loggers given up front: building one otherwise probes the GCE metadata server.
@@ -383,8 +383,8 @@ def test_no_credentials_anywhere(tmp_path: Path) -> None:
     env.update(CLOUDSDK_CONFIG=str(tmp_path), NO_GCE_CHECK="true")
     script = (
         "from datetime import UTC, datetime\n"
-        "from analyzer.errors import SourceError\n"
-        "from analyzer.live import LiveQuery, LiveSource, Window\n"
+        "from analyzer.core.errors import SourceError\n"
+        "from analyzer.engines.live import LiveQuery, LiveSource, Window\n"
         "w = Window(datetime(2024, 5, 6, tzinfo=UTC), datetime(2024, 5, 7, tzinfo=UTC))\n"
         "try:\n"
         f"    list(LiveSource(LiveQuery({PROJECT!r}, {JOB!r}, w)).records())\n"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analyzer.cli import app
-from analyzer.redact import redact
+from analyzer.cli.app import app
+from analyzer.report.redact import redact
 from tests.logging_server import Failure, LoggingServer, load_entries
 
 pytest.importorskip("google.cloud.logging")
@@ -110,7 +110,7 @@ def test_an_http_401_of_the_api_is_credentials_rejected() -> None:
     # What the client raises after its own token refresh was answered 401 again.
     from google.api_core import exceptions as api
 
-    from analyzer.live.errors import translate
+    from analyzer.engines.live.errors import translate
 
     error = translate(
         api.Unauthorized(f"Request had invalid credentials: Bearer {TOKEN}"),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analyzer.cli import app
+from analyzer.cli.app import app
 from tests.logging_server import LoggingServer, load_entries
 
 pytest.importorskip("google.cloud.logging")

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from analyzer.api import analyze
-from analyzer.classify import collect
+from analyzer.classify.collector import collect
 from analyzer.ingest.gcloud_json import LONG_ENTRY
 from analyzer.ingest.lines import LONG_LINE, LONGEST_LINE
 from analyzer.ingest.sources import StreamSource
@@ -126,7 +126,7 @@ _BIG = 60 << 20  # a line of 60 MB: 240-360 MB of memory to hold before
 
 def _peak_rss_mb(args: list[str], env: dict[str, str]) -> tuple[int, bytes]:
     code = (
-        "import sys\nfrom analyzer.cli import main\n"
+        "import sys\nfrom analyzer.cli.app import main\n"
         "sys.argv[:] = ['jobdoctor', *sys.argv[1:]]\nmain()"
     )
     process = subprocess.Popen(

@@ -16,9 +16,9 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer import eventstore, longtext, tracebacks
-from analyzer.events import Event, RuleMatch
-from analyzer.records import Origin
+from analyzer.classify import eventstore, longtext
+from analyzer.classify.events import Event, RuleMatch
+from analyzer.ingest.records import Origin
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.compile import MatchTimeout, find
 from analyzer.rulebook.normalize import normalize_with_offsets
@@ -29,6 +29,7 @@ from analyzer.rulebook.windows import (
     space_bound,
     window_plan,
 )
+from analyzer.verdict import tracebacks
 from tests import reshape
 
 BOOK = RuleBook.load()
@@ -287,7 +288,7 @@ def test_a_long_traceback_reads_as_line_by_line() -> None:
 
 
 def test_a_remembered_traceback_keeps_each_origin() -> None:
-    from analyzer.records import Origin
+    from analyzer.ingest.records import Origin
 
     text = reshape.long_traceback(random.Random(2), 10_000)
     first = tracebacks.parse_text(text, Origin("a", 1))

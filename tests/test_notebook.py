@@ -13,7 +13,7 @@ import pytest
 
 import analyzer
 from analyzer import diagnose, diagnose_frame
-from analyzer.chart import label_extent, place_labels, timeline_svg
+from analyzer.report.chart import label_extent, place_labels, timeline_svg
 from analyzer.report.html import diagnosis_repr_html
 
 ROOT = Path(__file__).resolve().parents[1]

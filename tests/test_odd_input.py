@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from analyzer.api import analyze, diagnose
-from analyzer.chart import failure_buckets, time_ticks
-from analyzer.cli import app
-from analyzer.report.cli_report import render_fleet
+from analyzer.cli.app import app
+from analyzer.cli.report_command import render_fleet
+from analyzer.report.chart import failure_buckets, time_ticks
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_logs" / "user-code-exit1.jsonl"
@@ -79,8 +79,8 @@ def test_a_death_at_the_last_instant_is_diagnosed(tmp_path: Path) -> None:
 def test_a_worker_start_without_a_timestamp_beside_timed_ones(tmp_path: Path) -> None:
     lines = (ROOT / "sample_logs" / "worker-restarts-exhausted.jsonl").read_text().splitlines()
     entries = [json.loads(line) for line in lines]
-    from analyzer.classify import classify_sources
-    from analyzer.events import EventKind
+    from analyzer.classify.collector import classify_sources
+    from analyzer.classify.events import EventKind
     from analyzer.ingest import MemorySource
     from analyzer.rulebook import RuleBook
 
@@ -111,7 +111,7 @@ def test_a_full_disk_under_stdout_is_one_line_and_exit_2(args: list[str]) -> Non
     # Small outputs stay in the buffer until the last flush: that one must not be lost either.
     with FULL.open("wb") as full:
         done = subprocess.run(
-            [sys.executable, "-c", "from analyzer.cli import main; main()", *args],
+            [sys.executable, "-c", "from analyzer.cli.app import main; main()", *args],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.diagnosis import Diagnosis, JobState
-from analyzer.errors import PolicyError
-from analyzer.events import Category, Event, EventKind, RuleMatch
-from analyzer.joblog import JobLog, VmSpan
-from analyzer.policy import RetryPolicy, load_policy
-from analyzer.predict import diagnose_timeline
-from analyzer.records import Origin
-from analyzer.timeline import build_timeline, replica_task
+from analyzer.classify.events import Category, Event, EventKind, RuleMatch
+from analyzer.classify.joblog import JobLog, VmSpan
+from analyzer.core.errors import PolicyError
+from analyzer.ingest.records import Origin
+from analyzer.timeline.attempts import build_timeline, replica_task
+from analyzer.verdict.diagnosis import Diagnosis, JobState
+from analyzer.verdict.policy import RetryPolicy, load_policy
+from analyzer.verdict.predict import diagnose_timeline
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 POLICY = load_policy()

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from analyzer.processes import Start, WorkerDied, run_forked, run_streamed
+from analyzer.core.processes import Start, WorkerDied, run_forked, run_streamed
 
 # Forked workers, and spawned ones (what a process running other threads starts).
 START: list[Start] = ["fork", "spawn"]
@@ -116,7 +116,7 @@ def test_stopping_early_reaps_the_workers(start: Start) -> None:
 
 
 def test_process_count_where_fork_or_affinity_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from analyzer._fastscan.parallel import PARALLEL_MIN_WORK, processes_for
+    from analyzer.classify._fastscan.parallel import PARALLEL_MIN_WORK, processes_for
 
     monkeypatch.delenv("JOBDOCTOR_JOBS", raising=False)
     big = PARALLEL_MIN_WORK * 4

@@ -13,9 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from analyzer.classify import Collector, classify_sources
+from analyzer.classify.collector import Collector, classify_sources
 from analyzer.ingest import open_sources
-from analyzer.progress import gzip_size, reading_progress
+from analyzer.ingest.progress import gzip_size, reading_progress
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import FORMATS, encoding, fleet, write
 from tests.terminal import run_in_terminal
@@ -191,7 +191,7 @@ def test_light_scans_in_ranges_add_up(
     monkeypatch: pytest.MonkeyPatch,
     fmt: str,
 ) -> None:
-    import analyzer._fastscan.parallel as parallel
+    import analyzer.classify._fastscan.parallel as parallel
 
     monkeypatch.setattr(parallel, "MIN_RANGE_BYTES", 256 << 10)  # many ranges, two processes
     out = io.StringIO()
@@ -260,7 +260,7 @@ def test_explain_says_it_reads_stdin_on_a_terminal() -> None:
     import subprocess
 
     leader, follower = pty.openpty()
-    command = [sys.executable, "-m", "analyzer.cli", "explain"]
+    command = [sys.executable, "-m", "analyzer.cli.app", "explain"]
     with subprocess.Popen(
         command, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     ) as proc:

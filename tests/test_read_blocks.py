@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer._fastscan.blockdecode import count_lines
-from analyzer._fastscan.jsonl import Block, read_blocks
+from analyzer.classify._fastscan.blockdecode import count_lines
+from analyzer.classify._fastscan.jsonl import Block, read_blocks
 
 
 def _expected_end(content: bytes, start: int, limit: int) -> int:

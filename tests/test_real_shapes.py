@@ -54,7 +54,7 @@ def test_legacy_sigkill_is_decoded() -> None:
 
 
 def test_tuning_trials_are_diagnosed_apart_on_both_paths() -> None:
-    from analyzer.classify import collect
+    from analyzer.classify.collector import collect
     from analyzer.ingest import open_sources
     from analyzer.rulebook import RuleBook
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzer.records import _parse_any_timestamp, parse_timestamp
+from analyzer.ingest.records import _parse_any_timestamp, parse_timestamp
 
 SINK_FORM = "2024-02-29T23:59:59.123456789Z"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.analysis import Analysis
 from analyzer.api import analyze
-from analyzer.records import InputStats
+from analyzer.ingest.records import InputStats
+from analyzer.pipeline.analysis import Analysis
 from analyzer.report import render_json
 
 SAMPLES = sorted(Path(__file__).resolve().parent.parent.joinpath("sample_logs").iterdir())

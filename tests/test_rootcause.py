@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from analyzer.api import analyze
-from analyzer.tracebacks import Frame, parse_service_message, parse_text, user_frame
+from analyzer.verdict.tracebacks import Frame, parse_service_message, parse_text, user_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,8 +70,8 @@ def test_lost_work_is_summed_over_restarts() -> None:
 
 
 def test_advice_names_the_finer_cause_in_every_language() -> None:
-    from analyzer.advice import advice_for
-    from analyzer.policy import load_policy
+    from analyzer.verdict.advice import advice_for
+    from analyzer.verdict.policy import load_policy
 
     job = _job("cuda-oom.jsonl.gz")
     for lang in ("en", "ja", "he"):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.errors import RuleError
+from analyzer.core.errors import RuleError
 from analyzer.rulebook import RuleBook, check_rules
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rules_bad"

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.classify import collect
+from analyzer.classify.collector import collect
 from analyzer.ingest import open_sources
 from analyzer.rulebook import RuleBook, normalize
 from analyzer.rulebook.model import MatchExample, Rule

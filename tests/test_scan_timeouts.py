@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import analyzer._fastscan.parallel as parallel
-from analyzer.classify import collect
+import analyzer.classify._fastscan.parallel as parallel
+from analyzer.classify.collector import collect
 from analyzer.ingest import open_sources
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import fleet

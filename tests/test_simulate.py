@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from analyzer.errors import InputError
-from analyzer.records import Origin, parse_timestamp, record_from_entry
+from analyzer.core.errors import InputError
+from analyzer.ingest.records import Origin, parse_timestamp, record_from_entry
 from analyzer.simulate import SCENARIOS, expected, fleet, simulate, write
 from analyzer.simulate.regenerate import main as regenerate
 

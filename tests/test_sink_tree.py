@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
+from analyzer.engines.live.window import Window
 from analyzer.ingest import open_sources
 from analyzer.ingest.paths import in_window, sink_hour
-from analyzer.live.window import Window
-from analyzer.records import parse_timestamp
+from analyzer.ingest.records import parse_timestamp
 from analyzer.simulate import simulate
 from analyzer.simulate.tree import write_sink_tree
 from analyzer.simulate.writers import sink_lines

@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from analyzer.analysis import Analysis
 from analyzer.api import analyze_sources
-from analyzer.diagnosis import Diagnosis
 from analyzer.ingest import MemorySource
 from analyzer.ingest.plain import read_plain_text
-from analyzer.records import InputStats
+from analyzer.ingest.records import InputStats
+from analyzer.pipeline.analysis import Analysis
 from analyzer.simulate import SCENARIOS, expected, simulate, write
+from analyzer.verdict.diagnosis import Diagnosis
 
 NOTE = "its lines were read bottom up"
 # What a text without a task column cannot carry: restarts are per worker, so a worker's

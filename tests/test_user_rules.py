@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analyzer.cli import app
+from analyzer.cli.app import app
 from analyzer.rulebook import check_rules
 
 ROOT = Path(__file__).resolve().parents[1]

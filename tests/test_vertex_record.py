@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from analyzer.cli import app
-from analyzer.errors import SourceError
-from analyzer.live.errors import Backoff
-from analyzer.live.vertex import read_custom_job
+from analyzer.cli.app import app
+from analyzer.core.errors import SourceError
+from analyzer.engines.live.errors import Backoff
+from analyzer.engines.live.vertex import read_custom_job
 from tests.logging_server import Failure, LoggingServer, load_entries
 from tests.vertex_server import (
     VertexServer,

@@ -9,7 +9,7 @@ import io
 import pytest
 
 from analyzer.ingest.plain import read_plain_text, split_viewer_line
-from analyzer.records import InputStats
+from analyzer.ingest.records import InputStats
 
 CASES = [
     (

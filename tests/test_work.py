@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from analyzer.diagnosis import Diagnosis
-from analyzer.events import Category, Event, EventKind, RuleMatch
-from analyzer.joblog import JobLog
-from analyzer.policy import load_policy
-from analyzer.predict import diagnose_timeline
-from analyzer.records import Origin
-from analyzer.timeline import build_timeline
+from analyzer.classify.events import Category, Event, EventKind, RuleMatch
+from analyzer.classify.joblog import JobLog
+from analyzer.ingest.records import Origin
+from analyzer.timeline.attempts import build_timeline
+from analyzer.verdict.diagnosis import Diagnosis
+from analyzer.verdict.policy import load_policy
+from analyzer.verdict.predict import diagnose_timeline
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -16,10 +16,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer._fastscan import parallel
+from analyzer.classify._fastscan import parallel
 from analyzer.ingest import open_sources
 from analyzer.ingest.gcloud_yaml import EntryLoader, Yaml11Loader, load_entry, read_gcloud_yaml
-from analyzer.records import InputStats, LogRecord
+from analyzer.ingest.records import InputStats, LogRecord
 from analyzer.rulebook import RuleBook
 from analyzer.simulate.writers import gcloud_yaml
 from tests.test_fast_readers import _same

@@ -1,12 +1,12 @@
-"""The ingest stage: any log export in, a stream of :class:`~analyzer.records.LogRecord` out.
+"""The ingest stage: any log export in, a stream of :class:`~analyzer.ingest.records.LogRecord` out.
 
 :func:`open_sources` expands paths (files, ``-``, directories, globs), sniffs
 each input's format (:class:`Format`) from its first bytes, gzip included, and
-returns one :class:`~analyzer.records.Source` per input. Reading never loads a
+returns one :class:`~analyzer.ingest.records.Source` per input. Reading never loads a
 whole file and accounts for every physical line in the source's ``stats``:
 ``lines == used + skipped`` once its records are exhausted, with a reason for
 every skipped line. Bad content never raises; only an input that cannot be
-opened, or that is binary, raises :class:`~analyzer.errors.InputError`, up front.
+opened, or that is binary, raises :class:`~analyzer.core.errors.InputError`, up front.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.records import LogRecord, Origin, entry_fields, record_from_fields
+from analyzer.ingest.records import LogRecord, Origin, entry_fields, record_from_fields
 
 INVALID_JSON = "invalid JSON"
 # The input's last line, without its line end, holding the start of a JSON object that the

@@ -21,8 +21,8 @@ from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
 from analyzer.ingest.preamble import is_preamble, preamble_record
+from analyzer.ingest.records import InputStats, LogRecord, Origin, parse_timestamp
 from analyzer.ingest.sniff import SEVERITIES, SUMMARY_LINE
-from analyzer.records import InputStats, LogRecord, Origin, parse_timestamp
 
 BEFORE_FIRST_ENTRY = "text before the first Logs Explorer entry"
 

@@ -13,7 +13,7 @@ A cell whose text a spreadsheet could take for a formula or a date (``'2026-03-3
 starts with an apostrophe, the spreadsheet's "this is text" mark: it is removed.
 
 Each row is rebuilt into a nested LogEntry dict and read by the one mapping
-(:func:`~analyzer.records.entry_fields`). Every physical line is accounted for: the header's
+(:func:`~analyzer.ingest.records.entry_fields`). Every physical line is accounted for: the header's
 lines are used, a row's lines are used if it gave a record, else skipped with the reason.
 """
 
@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 
 from analyzer.ingest.entries import record_or_reason
 from analyzer.ingest.lines import text_lines
-from analyzer.records import InputStats, LogRecord, Origin
+from analyzer.ingest.records import InputStats, LogRecord, Origin
 
 BLANK_LINE = "blank line"
 BAD_CSV = "unreadable CSV row"

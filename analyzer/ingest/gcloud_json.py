@@ -34,8 +34,8 @@ from analyzer.ingest.entries import (
     record_or_reason,
 )
 from analyzer.ingest.lines import LONGEST_LINE
+from analyzer.ingest.records import InputStats, LogRecord, Origin
 from analyzer.ingest.sniff import BOM
-from analyzer.records import InputStats, LogRecord, Origin
 
 TRUNCATED = "truncated JSON array"
 OUTSIDE = "text outside the JSON array"

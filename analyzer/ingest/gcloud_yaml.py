@@ -20,12 +20,12 @@ from typing import Any, BinaryIO
 
 import yaml
 
+from analyzer.core.yamlload import LOADER
 from analyzer.ingest.entries import NOT_AN_ENTRY, record_or_reason
 from analyzer.ingest.lines import text_lines
 from analyzer.ingest.preamble import GCLOUD_PREAMBLE, is_preamble
+from analyzer.ingest.records import InputStats, LogRecord, Origin
 from analyzer.ingest.sniff import LOGENTRY_KEYS
-from analyzer.records import InputStats, LogRecord, Origin
-from analyzer.yamlload import LOADER
 
 INVALID_YAML = "invalid YAML"
 BLANK_LINE = "blank line"
@@ -210,7 +210,8 @@ class DocumentReader:
     """The reader's state between lines: the lines of the document being gathered.
 
     What follows a ``---`` line is read the same whatever came before it (the marker ends the
-    document before it): the fast scan (``analyzer._fastscan.gcloudyaml``) hands the documents
+    document before it): the fast scan (``analyzer.classify._fastscan.gcloudyaml``) hands the
+    documents
     it does not read itself to a fresh reader, line by line, and gets this reader's answer."""
 
     def __init__(self, stats: InputStats) -> None:

@@ -12,7 +12,7 @@ Objects are streamed through the real ``google-cloud-storage`` client in ranged 
 :data:`CHUNK_BYTES`, never whole. The client takes the user's Application Default
 Credentials, or ``STORAGE_EMULATOR_HOST`` (anonymous) for an emulator or a test. Needs the
 ``gcs`` extra; nothing of it is imported before a ``gs://`` path is given. Every failure is
-one :class:`~analyzer.errors.InputError` line saying what to do.
+one :class:`~analyzer.core.errors.InputError` line saying what to do.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.ingest.paths import (
     TimeWindow,
     _name_key,
@@ -32,10 +32,10 @@ from analyzer.ingest.paths import (
     in_window,
     sink_hour,
 )
+from analyzer.ingest.records import InputStats, LogRecord
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format
 from analyzer.ingest.sources import Sniffed, _records, _sniff_stream
 from analyzer.ingest.streams import GZIP_MAGIC
-from analyzer.records import InputStats, LogRecord
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
 from analyzer.ingest.preamble import is_preamble, preamble_record
-from analyzer.records import InputStats, LogRecord, Origin
+from analyzer.ingest.records import InputStats, LogRecord, Origin
 
 NOT_A_ROW = "not a row of the jobs list"
 BLANK_LINE = "blank line"

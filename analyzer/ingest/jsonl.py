@@ -2,7 +2,7 @@
 
 Entries may be out of order and duplicated; both are kept as they are (a later
 stage drops duplicate ``insertId``s). This is the plain reader, a full record per
-line: the fast scan (``analyzer._fastscan``) reads sink files without one, and is
+line: the fast scan (``analyzer.classify._fastscan``) reads sink files without one, and is
 tested against it.
 """
 
@@ -19,8 +19,8 @@ from analyzer.ingest.entries import (
     record_or_reason,
 )
 from analyzer.ingest.lines import LONGEST_LINE, read_past_line, skip_long_line
+from analyzer.ingest.records import InputStats, LogRecord, Origin
 from analyzer.ingest.sniff import BOM
-from analyzer.records import InputStats, LogRecord, Origin
 
 BLANK_LINE = "blank line"
 

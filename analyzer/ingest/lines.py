@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from analyzer.ingest.records import InputStats
 from analyzer.ingest.sniff import BOM
-from analyzer.records import InputStats
 
 # Cloud Logging refuses a LogEntry over about 256 KiB (an audit entry: 512 KiB; the Logging
 # quotas page), so no export holds a line of one entry much longer: JSON-escaping every byte

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 STDIN = "-"
 
@@ -31,7 +31,7 @@ _SINK_HOUR = re.compile(
 
 
 class TimeWindow(Protocol):
-    """A half-open UTC range ``[start, end)`` (``analyzer.live.Window`` is one)."""
+    """A half-open UTC range ``[start, end)`` (``analyzer.engines.live.Window`` is one)."""
 
     @property
     def start(self) -> datetime: ...

@@ -19,8 +19,8 @@ from datetime import datetime
 from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
+from analyzer.ingest.records import InputStats, LogRecord, Origin, parse_timestamp
 from analyzer.ingest.sniff import CLOCK_LINE, SEVERITIES
-from analyzer.records import InputStats, LogRecord, Origin, parse_timestamp
 
 BLANK_LINE = "blank line"
 

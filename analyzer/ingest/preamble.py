@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from analyzer.records import InputStats, LogRecord, Origin
+from analyzer.ingest.records import InputStats, LogRecord, Origin
 
 GCLOUD_PREAMBLE = "gcloud preamble or trailer"
 

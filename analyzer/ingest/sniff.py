@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.ingest.preamble import is_preamble_bytes
 
 BOM = codecs.BOM_UTF8

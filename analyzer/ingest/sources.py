@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import BinaryIO
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.ingest.jsonl import read_jsonl
 from analyzer.ingest.lines import capped_lines, skip_long_line
 from analyzer.ingest.paths import STDIN, TimeWindow, expand_paths, special_file
+from analyzer.ingest.records import InputStats, LogRecord, Source
 from analyzer.ingest.sniff import SNIFF_LIMIT, Format, mentions_platform, sniff
 from analyzer.ingest.streams import (
     BUFFER_SIZE,
@@ -27,7 +28,6 @@ from analyzer.ingest.streams import (
     transcoded,
 )
 from analyzer.ingest.webtext import WEB_TEXT
-from analyzer.records import InputStats, LogRecord, Source
 
 STDIN_NAME = "<stdin>"
 BLANK_LINE = "blank line"

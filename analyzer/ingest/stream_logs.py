@@ -21,8 +21,8 @@ from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
 from analyzer.ingest.preamble import is_preamble, preamble_record
+from analyzer.ingest.records import SERVICE_TASK, InputStats, LogRecord, Origin
 from analyzer.ingest.sniff import SEVERITIES
-from analyzer.records import SERVICE_TASK, InputStats, LogRecord, Origin
 
 ENDPOINT_BANNER = "gcloud endpoint banner"
 BLANK_LINE = "blank line"

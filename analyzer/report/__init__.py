@@ -1,4 +1,4 @@
-"""Reports of an :class:`~analyzer.analysis.Analysis`: terminal text, JSON and Markdown.
+"""Reports of an :class:`~analyzer.pipeline.analysis.Analysis`: terminal text, JSON and Markdown.
 
 ``render_text`` and ``render_markdown`` are imported on first use: the first brings in rich,
 which the JSON and Markdown reports do not need (a sixth of the start-up of ``diagnose

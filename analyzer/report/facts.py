@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from analyzer.diagnosis import (
+from analyzer.classify.events import Event, EventKind
+from analyzer.ingest.entries import CUT_SHORT
+from analyzer.ingest.explorer_csv import CUT_ROW
+from analyzer.ingest.lines import LONG_LINE
+from analyzer.ingest.records import InputStats, Origin
+from analyzer.verdict.diagnosis import (
     Diagnosis,
     cause_phrase,
     observed_word,
@@ -12,11 +17,6 @@ from analyzer.diagnosis import (
     short_state,
     verdict_line,
 )
-from analyzer.events import Event, EventKind
-from analyzer.ingest.entries import CUT_SHORT
-from analyzer.ingest.explorer_csv import CUT_ROW
-from analyzer.ingest.lines import LONG_LINE
-from analyzer.records import InputStats, Origin
 
 __all__ = [
     "cause_phrase",

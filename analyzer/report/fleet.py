@@ -1,6 +1,6 @@
 """The fleet summary: what many jobs cost, by cause; rendered as Markdown, CSV and JSON here.
 
-:func:`summarize` turns the diagnoses of an :class:`~analyzer.analysis.Analysis` into a
+:func:`summarize` turns the diagnoses of an :class:`~analyzer.pipeline.analysis.Analysis` into a
 :class:`FleetSummary`: one :class:`JobSummary` per job (also the rows of
 ``analyzer.frames.diagnose_frame``), counts and shares by category and detail, retries and
 restarts spent, time lost, machine- and accelerator-hours, the worst jobs, and every failed
@@ -12,7 +12,7 @@ What the costs mean (:data:`TIME_LOST_DEFINITION` is printed in every report):
 - *time lost*: the wall-clock time of every failed attempt (start to end, whatever failed:
   a stockout's wait for capacity counts as much as a crash), plus, in attempts that did not
   fail, the work redone after worker restarts (since the last checkpoint when one was logged:
-  :mod:`analyzer.work`). Predicted attempts that the logs do not show cost nothing here.
+  :mod:`analyzer.verdict.work`). Predicted attempts that the logs do not show cost nothing here.
 - *machine-hours*: each worker's time from its first to its last line in each attempt, summed
   (one worker is one VM); *accelerator-hours* weigh each worker by its pool's accelerator
   count, known only from the job's record (``--job-spec`` or the live record).
@@ -28,15 +28,15 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from analyzer.controls import visible
-from analyzer.diagnosis import Diagnosis, JobState
-from analyzer.events import Category
-from analyzer.records import InputStats
+from analyzer.classify.events import Category
+from analyzer.ingest.records import InputStats
+from analyzer.report.controls import visible
 from analyzer.report.facts import clock, span, verdict_line
+from analyzer.verdict.diagnosis import Diagnosis, JobState
 
 if TYPE_CHECKING:
-    from analyzer.analysis import Analysis
-    from analyzer.jobspec import JobSpec
+    from analyzer.pipeline.analysis import Analysis
+    from analyzer.verdict.jobspec import JobSpec
 
 _CATEGORIES = frozenset(c.value for c in Category)
 # The outcomes of an attempt that failed: its whole wall-clock time was lost.
@@ -55,7 +55,7 @@ class JobSummary:
 
     ``trial`` is the hyperparameter-tuning trial (None for a plain job); ``restarts`` sums
     ``worker_restarts``; ``time_lost`` is :func:`time_lost`; ``lost_work`` is the diagnosis's
-    work lost since checkpoints (see :mod:`analyzer.work`); ``machine_hours`` and
+    work lost since checkpoints (see :mod:`analyzer.verdict.work`); ``machine_hours`` and
     ``accelerator_hours`` are :func:`machine_hours` (the latter None without the job's
     record); ``path`` is the input the cause's evidence (else the job's first line) is in;
     ``verdict`` is the one-line verdict of the text report.
@@ -317,7 +317,7 @@ def summarize(
 def summarize_analysis(
     analysis: Analysis, worst: int = WORST_JOBS, job_spec: JobSpec | None = None
 ) -> FleetSummary:
-    """The fleet summary of an :class:`~analyzer.analysis.Analysis`."""
+    """The fleet summary of an :class:`~analyzer.pipeline.analysis.Analysis`."""
     return summarize(analysis.diagnoses, analysis.inputs, worst, job_spec)
 
 

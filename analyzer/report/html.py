@@ -5,7 +5,7 @@ font or image fetched, and a Content-Security-Policy that forbids both even if s
 through unescaped. Every piece of log text, job id and task name goes through
 ``html.escape``, and its control characters and bidi overrides are shown marked.
 :func:`diagnosis_html` is one job's card (verdict, cause, evidence, attempts, timeline chart,
-advice); :class:`~analyzer.analysis.DiagnosisList` shows a list of them in Jupyter.
+advice); :class:`~analyzer.pipeline.analysis.DiagnosisList` shows a list of them in Jupyter.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from analyzer.chart import failures_svg, timeline_svg, tone_colour
-from analyzer.controls import marked_html
-from analyzer.diagnosis import Diagnosis, JobState
+from analyzer.report.chart import failures_svg, timeline_svg, tone_colour
+from analyzer.report.controls import marked_html
 from analyzer.report.facts import (
     clock,
     evidence_events,
@@ -35,6 +34,7 @@ from analyzer.report.fleet import (
     summarize,
 )
 from analyzer.report.overview import summary_line
+from analyzer.verdict.diagnosis import Diagnosis, JobState
 
 if TYPE_CHECKING:
     pass
@@ -99,7 +99,7 @@ _CSS = """
 
 def _e(value: object) -> str:
     """Escaped text of ``value`` (``-`` for None), its control characters and bidi
-    overrides shown marked (:func:`~analyzer.controls.marked_html`) rather than obeyed."""
+    overrides shown marked (:func:`~analyzer.report.controls.marked_html`) rather than obeyed."""
     return marked_html("-" if value is None else str(value))
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 if TYPE_CHECKING:
-    from analyzer.analysis import Analysis
+    from analyzer.pipeline.analysis import Analysis
 
 
 def render_json(analysis: Analysis, added: Mapping[str, object] | None = None) -> str:

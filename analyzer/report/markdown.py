@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from analyzer.controls import visible
-from analyzer.diagnosis import Diagnosis
+from analyzer.report.controls import visible
 from analyzer.report.facts import (
     clock,
     depth_facts,
@@ -16,9 +15,10 @@ from analyzer.report.facts import (
     verdict_line,
 )
 from analyzer.report.overview import TABLE_HEADER, fleet_order, row_cells, summary_line, table_rows
+from analyzer.verdict.diagnosis import Diagnosis
 
 if TYPE_CHECKING:
-    from analyzer.analysis import Analysis
+    from analyzer.pipeline.analysis import Analysis
 
 
 def _cell(text: str) -> str:

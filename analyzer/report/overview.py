@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from analyzer.diagnosis import Diagnosis, JobState
 from analyzer.report.facts import clock, plural, short_state
+from analyzer.verdict.diagnosis import Diagnosis, JobState
 
 # Worst first: what failed, what ended without succeeding, what is still under way, success.
 _STATE_RANK: dict[JobState, int] = {

@@ -11,7 +11,7 @@ message) to fit one row. Written to a file or a pipe, lines are never folded: on
 line, for ``grep``.
 
 Log text is shown with its control characters escaped and its secrets cut out
-(:func:`analyzer.controls.visible`, through :func:`_log_text`).
+(:func:`analyzer.report.controls.visible`, through :func:`_log_text`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
-from analyzer.controls import visible
-from analyzer.diagnosis import Diagnosis, JobState
-from analyzer.events import Event
+from analyzer.classify.events import Event
+from analyzer.report.controls import visible
 from analyzer.report.facts import (
     cause_phrase,
     clock,
@@ -52,9 +51,10 @@ from analyzer.report.overview import (
     summary_line,
     table_rows,
 )
+from analyzer.verdict.diagnosis import Diagnosis, JobState
 
 if TYPE_CHECKING:
-    from analyzer.analysis import Analysis
+    from analyzer.pipeline.analysis import Analysis
 
 _STATE_STYLE = {
     JobState.SUCCEEDED: "bold green",

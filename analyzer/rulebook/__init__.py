@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     # check_rules brings the YAML loader, which a run reading its rules from the cache
-    # (analyzer.cache) does without.
+    # (analyzer.core.cache) does without.
     if name == "check_rules":
         from analyzer.rulebook.check import check_rules
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import regex
 
-from analyzer import __version__, cache
-from analyzer.errors import RuleError
-from analyzer.events import RuleMatch
+from analyzer import __version__
+from analyzer.classify.events import RuleMatch
+from analyzer.core import cache
+from analyzer.core.errors import RuleError
 from analyzer.rulebook.compile import MatchTimeout, find
 from analyzer.rulebook.model import Rule
 from analyzer.rulebook.normalize import normalize_with_offsets
@@ -148,7 +149,8 @@ class RuleBook:
         if builtin:
             layers.append([builtin_rules_dir()])
         layers.append([Path(d) for d in extra_dirs])
-        # The same rule files, code and regex version: the book built last time (analyzer.cache).
+        # The same rule files, code and regex version: the book built last time
+        # (analyzer.core.cache).
         name = cache.key(
             __version__,
             regex.__version__,

@@ -18,7 +18,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
-from analyzer.events import Category, EventKind, Writer
+from analyzer.classify.events import Category, EventKind, Writer
+from analyzer.core.yamlload import NotARegularFile, read_config
 from analyzer.rulebook._regex import compile_pattern
 from analyzer.rulebook._regex import error as RegexError
 from analyzer.rulebook.compile import PLACEHOLDER_RE, PUNCTUATION, best_literal, template_source
@@ -35,7 +36,6 @@ from analyzer.rulebook.model import (
 )
 from analyzer.rulebook.normalize import normalize
 from analyzer.rulebook.yamlnodes import Node, parse
-from analyzer.yamlload import NotARegularFile, read_config
 
 # Other data that lives next to the rules (the policy profile, the advice texts).
 RESERVED_FILES = frozenset({"policy.yaml", "policy.yml", "advice.yaml", "advice.yml"})

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from analyzer.events import Category, EventKind, Writer
+from analyzer.classify.events import Category, EventKind, Writer
 from analyzer.rulebook._regex import Pattern
 
 Severity = Literal["error", "warning"]

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress
 from typing import Any, cast
 
-from analyzer import cache
+from analyzer.core import cache
 from analyzer.rulebook.model import Rule
 from analyzer.rulebook.normalize import INVISIBLE, fold
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from analyzer.core.yamlload import compose, first_alias
 from analyzer.rulebook.model import Location, Problem
-from analyzer.yamlload import compose, first_alias
 
 Scalar = str | int | float | bool | None
 

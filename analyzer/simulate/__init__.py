@@ -21,7 +21,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.simulate.fleet import dense_fleet, fleet
 from analyzer.simulate.plan import Expected, merge_jobs
 from analyzer.simulate.scenarios import SCENARIOS, Scenario
@@ -56,7 +56,7 @@ def simulate(scenario: str, seed: int = 0) -> Iterator[dict[str, Any]]:
     """The LogEntry dicts of ``scenario`` in true time order, generated lazily.
 
     Deterministic for a seed; several jobs are interleaved for ``project-wide``.
-    Raises :class:`~analyzer.errors.InputError` for an unknown scenario name.
+    Raises :class:`~analyzer.core.errors.InputError` for an unknown scenario name.
     """
     return merge_jobs(_scenario(scenario).plans(seed))
 

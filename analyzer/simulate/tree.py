@@ -22,7 +22,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 
 # About one entry in this many is delivered late, into the hour's _A0 file.
 _LATE_ONE_IN = 40

@@ -44,7 +44,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from analyzer.errors import InputError
+from analyzer.core.errors import InputError
 from analyzer.simulate.entries import HOUR, SECOND, entry_ns, entry_task, entry_text
 
 FORMATS = (

@@ -1,0 +1,733 @@
+"""The classify stage: stream records through the rule book and keep only what matters per job.
+
+Most records match no rule. For those only cheap per-worker bookkeeping is kept (first and
+last time seen on each VM), so memory grows with the number of jobs, workers and matched
+events, never with the size of the input. Matched events that repeat (a checkpoint at every
+step, the same harmless traceback again and again) are thinned as they are read
+(``analyzer.classify.eventstore``: the same diagnoses; ``thin=False`` keeps every event).
+
+Sink JSONL files, stream-logs text and gcloud JSON files take the fast scan
+(``analyzer.classify._fastscan``: the bookkeeping kept from light lines with timestamps as strings,
+full
+records only for lines a rule may match, large inputs read by several processes); this module
+turns what it found into the same per-job accumulators as the plain reading. The result is
+identical to the plain path's (``tests/test_fastpath.py``, ``tests/test_fast_readers.py``);
+``fast=False`` reads record by record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+import regex
+
+from analyzer.classify import eventstore, longtext
+from analyzer.classify._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
+from analyzer.classify.events import Event, RuleMatch
+from analyzer.core.errors import InputError
+from analyzer.ingest import FileSource
+from analyzer.ingest.progress import meter_for, records_counted, source_size
+from analyzer.ingest.records import (
+    SERVICE_TASK,
+    InputStats,
+    LogRecord,
+    Origin,
+    Source,
+    job_group,
+    parse_timestamp,
+    split_job_group,
+)
+from analyzer.ingest.sources import StreamSource, damage_line
+
+if TYPE_CHECKING:
+    from analyzer.classify.joblog import JobLog, SpanSummary, VmSpan
+
+__all__ = [
+    "Cluster",
+    "Collector",
+    "JobLog",
+    "Matcher",
+    "SpanSummary",
+    "VmSpan",
+    "classify_records",
+    "classify_sources",
+    "collect",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The stage types of what Collector.logs gives load with it: the scan, and the worker
+    # processes forked for it, build none (their classes were 13M instructions of the start-up
+    # before the fork of the 200 MB fleet, callgrind).
+    if name in ("JobLog", "SpanSummary", "VmSpan"):
+        import analyzer.classify.joblog
+
+        return getattr(analyzer.classify.joblog, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# A text's first line: up to the first of the line boundaries str.splitlines() knows.
+_FIRST_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
+# The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
+_JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
+# Records whose texts go through the prefilter at once (_matched): enough to amortise a
+# Hyperscan scan, few enough that a batch of records stays small.
+_MATCH_BATCH = 1024
+
+
+@dataclass(slots=True)
+class _Span:
+    first: datetime
+    last: datetime
+    records: int = 0
+
+
+@dataclass(slots=True)
+class _JobAccumulator:
+    events: list[Event] = field(default_factory=list)
+    spans: dict[str, dict[str | None, _Span]] = field(default_factory=dict)
+    records: int = 0
+    first: datetime | None = None
+    last: datetime | None = None
+    service_records: int = 0
+    # What thinning dropped from ``events`` (analyzer.classify.eventstore); None when nothing was.
+    dropped: eventstore.Thinned | None = None
+    # Kept events still on disk (a worker's, eventstore.store_kept), each batch with its place
+    # in ``events`` (before the event there): read back when the job's log is built, so that
+    # the reading process holds one job's events at a time, not every job's.
+    stored: list[tuple[int, eventstore.SpillRef]] = field(default_factory=list)
+    # What thinning dropped, still on disk (eventstore.load_dropped), read with the events.
+    dropped_stored: list[eventstore.SpillRef] = field(default_factory=list)
+
+    def take(
+        self,
+        events: list[Event],
+        dropped: eventstore.Thinned | None,
+        stored: Iterable[tuple[int, eventstore.SpillRef]] = (),
+        dropped_stored: Iterable[eventstore.SpillRef] = (),
+    ) -> None:
+        """Add the (kept) ``events`` of a thinned read, those of it still on disk (``stored``,
+        placed among ``events``) and what it dropped (some of it on disk: ``dropped_stored``)."""
+        at = len(self.events)
+        self.stored.extend((place + at, ref) for place, ref in stored)
+        self.dropped_stored.extend(dropped_stored)
+        self.events.extend(events)
+        if dropped is not None and (dropped.gaps or dropped.spills):
+            if self.dropped is None:
+                self.dropped = eventstore.Thinned()
+            self.dropped.merge(dropped)
+
+    @property
+    def has_events(self) -> bool:
+        """Whether any event is kept, in memory or on disk."""
+        return bool(self.events or self.stored)
+
+    def event_batches(self) -> Iterator[list[Event]]:
+        """The kept events in reading order, a batch at a time (those on disk read back)."""
+        done = 0
+        for place, ref in self.stored:
+            if place > done:
+                yield self.events[done:place]
+                done = place
+            yield eventstore.restore_kept(ref)
+        if done < len(self.events) or not self.stored:
+            yield self.events[done:]
+
+    def load(self) -> list[Event]:
+        """Every kept event in reading order, those on disk read back into memory (and what
+        was dropped of them, in :attr:`dropped`)."""
+        if self.stored:
+            self.events = [event for batch in self.event_batches() for event in batch]
+            self.stored = []
+        for ref in self.dropped_stored:
+            self.take([], eventstore.load_dropped(ref))
+        self.dropped_stored = []
+        return self.events
+
+    def observe(self, record: LogRecord) -> None:
+        self.records += 1
+        if record.task == SERVICE_TASK:
+            self.service_records += 1
+        when = record.timestamp
+        if when is None:
+            return
+        if self.first is None or when < self.first:
+            self.first = when
+        if self.last is None or when > self.last:
+            self.last = when
+        task = record.task
+        if task is None or task == SERVICE_TASK:
+            return
+        per_vm = self.spans.setdefault(task, {})
+        span = per_vm.get(record.vm)
+        if span is None:
+            per_vm[record.vm] = _Span(when, when, 1)
+        else:
+            span.records += 1
+            if when < span.first:
+                span.first = when
+            elif when > span.last:
+                span.last = when
+
+    def merge(self, other: _JobAccumulator) -> None:
+        self.take(other.events, other.dropped, other.stored, other.dropped_stored)
+        self.records += other.records
+        self.service_records += other.service_records
+        for when in (other.first, other.last):
+            if when is not None:
+                self.first = when if self.first is None else min(self.first, when)
+                self.last = when if self.last is None else max(self.last, when)
+        for task, per_vm in other.spans.items():
+            mine = self.spans.setdefault(task, {})
+            for vm, span in per_vm.items():
+                if vm in mine:
+                    current = mine[vm]
+                    current.first = min(current.first, span.first)
+                    current.last = max(current.last, span.last)
+                    current.records += span.records
+                else:
+                    mine[vm] = span
+
+
+def _event_order(event: Event) -> tuple[bool, datetime, str, int]:
+    # Records without a time (plain text) keep their input order.
+    when = event.timestamp or datetime.min
+    return (event.timestamp is None, when, event.origin.path, event.origin.line)
+
+
+def _linked_job_id(acc: _JobAccumulator) -> str | None:
+    """The job a text without job ids is about: the first line that names it (a rule's
+    ``job_id`` field: the console link, ``customJobs/ID``, ``Job NAME is queued.``), else a
+    console link inside any matched text (of ``acc``'s events, read a batch at a time)."""
+    for batch in acc.event_batches():
+        for event in batch:
+            named = event.match.field("job_id")
+            if isinstance(named, str) and named:
+                return named
+    for batch in acc.event_batches():
+        for event in batch:
+            found = _JOB_LINK.search(event.text)
+            if found:
+                return found.group(1)
+    return None
+
+
+def _read_source(
+    records: Iterable[LogRecord], book: Matcher, *, prefilter: bool = False, thin: bool = False
+) -> dict[str | None, _JobAccumulator]:
+    """The per-job accumulators of one input's ``records``."""
+    local: dict[str | None, _JobAccumulator] = {}
+    thinners: dict[str | None, eventstore.Thinner] = {}
+    for record, matches in _matched(records, book, prefilter):
+        group = job_group(record.job_id, record.trial)
+        acc = local.get(group)
+        if acc is None:
+            acc = local[group] = _JobAccumulator()
+            if thin:
+                thinners[group] = eventstore.Thinner()
+        acc.observe(record)
+        if matches:
+            add = thinners[group].add if thin else acc.events.append
+            for match in matches:
+                add(Event.from_record(record, match))
+    for group, thinner in thinners.items():
+        thinner.finish()
+        local[group].take(thinner.kept, thinner.dropped)
+    return local
+
+
+def _matched(
+    records: Iterable[LogRecord], book: Matcher, prefilter: bool
+) -> Iterator[tuple[LogRecord, tuple[RuleMatch, ...]]]:
+    """Each record with the rule matches of its text, in order.
+
+    With ``prefilter`` (and a book that has one), the texts of a batch of records go through
+    the prefilter at once and only its candidates are matched one by one: most texts of a log
+    are new (a step counter, a loss), and matching each alone costs as much as reading it.
+    """
+    if not (prefilter and can_scan(book)):
+        for record in records:
+            yield record, book.match(record.text)
+        return
+    remaining = iter(records)
+    batches = iter(lambda: list(islice(remaining, _MATCH_BATCH)), [])
+    for batch in batches:
+        chosen = set(book.may_match_texts([record.text for record in batch]))
+        for index, record in enumerate(batch):
+            yield record, book.match(record.text) if index in chosen else ()
+
+
+def _from_scan(scanned: RangeScan) -> dict[str | None, _JobAccumulator]:
+    """The per-job accumulators the plain path would have built from the same lines."""
+    local: dict[str | None, _JobAccumulator] = {}
+    times: dict[str, datetime] = {}
+
+    def moment(key: str) -> datetime:
+        found = times.get(key)
+        if found is None:
+            found = times[key] = parse_timestamp(key)
+        return found
+
+    tally = scanned.tally
+    for (job_id, task, vm), span in tally.spans.items():
+        acc = local.get(job_id)
+        if acc is None:
+            acc = local[job_id] = _JobAccumulator()
+        acc.records += span.records
+        if task == SERVICE_TASK:
+            acc.service_records += span.records
+        first, last = moment(span.first), moment(span.last)
+        acc.first = first if acc.first is None else min(acc.first, first)
+        acc.last = last if acc.last is None else max(acc.last, last)
+        if task is not None and task != SERVICE_TASK:
+            acc.spans.setdefault(task, {})[vm] = _Span(first, last, span.records)
+    for job_id, count in tally.untimed.items():
+        acc = local.get(job_id)
+        if acc is None:
+            acc = local[job_id] = _JobAccumulator()
+        acc.records += count
+    found = scanned.events
+    if isinstance(found, eventstore.JobEvents):
+        for group in dict.fromkeys([*found.kept, *found.stored, *found.dropped_stored]):
+            acc = local.get(group)
+            if acc is None:
+                acc = local[group] = _JobAccumulator()
+            stored = found.stored.get(group, ())
+            dropped = found.dropped.get(group)
+            acc.take(
+                found.kept.get(group, []), dropped, stored, found.dropped_stored.get(group, ())
+            )
+        return local
+    for event in found:
+        local[job_group(event.job_id, event.trial)].events.append(event)
+    return local
+
+
+def _settle(
+    local: dict[str | None, _JobAccumulator],
+    path: str,
+    jobs: dict[tuple[str, str], _JobAccumulator],
+) -> None:
+    # A text export has no job id: take it from the console link of the service error. Its
+    # trials (legacy stream-logs' trial column) stay apart, and are trials of the job the
+    # input names outside them (gcloud's "Job [NAME] submitted", "jobId: NAME").
+    unnamed: dict[str, _JobAccumulator] = {}
+    untried = local.get(None)
+    named = _linked_job_id(untried) if untried is not None else None
+    for group in [g for g in local if g is None or not split_job_group(g)[0]]:
+        anonymous = local.pop(group)
+        trial = None if group is None else split_job_group(group)[1]
+        linked = _linked_job_id(anonymous) or (named if trial else None)
+        if linked is None:
+            # A job without an id is only known inside its own input: never merge two of those.
+            unnamed[job_group(path, trial) or path] = anonymous
+            continue
+        target = local.get(job_group(linked, trial))
+        if target is None:
+            local[job_group(linked, trial)] = anonymous
+        else:
+            target.merge(anonymous)
+    keyed = [(("", job_id), acc) for job_id, acc in local.items() if job_id is not None]
+    keyed += [(("\x00", name), acc) for name, acc in unnamed.items()]
+    for key, acc in keyed:
+        if key in jobs:
+            jobs[key].merge(acc)
+        else:
+            jobs[key] = acc
+
+
+def _identity(event: Event) -> tuple[object, ...]:
+    """What makes two events the same entry, across exports of different precision."""
+    if event.timestamp is None:
+        return (event.insert_id, event.origin)
+    # The first line, as splitlines() cuts it, without splitting a long traceback whole.
+    head = " ".join(_FIRST_LINE.match(event.text.strip()).group().split())  # type: ignore[union-attr]
+    # stream-logs keeps whole seconds only: compare at that precision.
+    second = event.timestamp.replace(microsecond=0)
+    return (event.match.rule, event.task, head, second)
+
+
+def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> list[Event]:
+    """Drop events of entries already seen: a sink may deliver an entry twice (same insertId),
+    and two exports of one job (a sink file and a stream-logs text) hold the same entries.
+
+    Within one input, the same words in the same second are two entries (a process printing a
+    line twice); so are two entries with different insertIds anywhere.
+    """
+    first: dict[tuple[object, ...], Event] = {}
+    dropped: set[Origin] = set()
+    kept: list[Event] = []
+    # The words of a line (_identity) matter only between inputs, and only where the same
+    # rule, task and second come from several: elsewhere the insertId (cheap) decides. A job
+    # read from one input (most are) needs no seconds at all: truncating each time made a new
+    # datetime to hash, twice an event, a third of the serial tail of the 200 MB fleet.
+    several = len({event.origin.path for event in events}) > 1
+    inputs: dict[tuple[object, ...], str | None] = {}
+    for event in events if several else ():
+        if event.timestamp is not None:
+            second = (event.match.rule, event.task, event.timestamp.replace(microsecond=0))
+            path = inputs.setdefault(second, event.origin.path)
+            if path is not None and path != event.origin.path:
+                inputs[second] = None  # several inputs
+    for event in events:
+        duplicate = False
+        if event.insert_id is not None:
+            seen = first.setdefault(("insertId", event.insert_id, event.timestamp), event)
+            duplicate = seen is not event and seen.origin != event.origin
+        when = event.timestamp if several else None
+        near = (event.match.rule, event.task, when.replace(microsecond=0)) if when else None
+        if near is None or inputs[near] is not None:
+            if duplicate:
+                _count_duplicate(event, dropped, stats_by_path)
+            else:
+                kept.append(event)
+            continue
+        seen = first.setdefault(_identity(event), event)
+        if not duplicate and seen is not event and seen.origin != event.origin:
+            other_input = seen.origin.path != event.origin.path
+            distinct_ids = None not in (seen.insert_id, event.insert_id) and (
+                seen.insert_id != event.insert_id
+            )
+            duplicate = other_input and not distinct_ids
+        if duplicate:
+            _count_duplicate(event, dropped, stats_by_path)
+            continue
+        kept.append(event)
+    return kept
+
+
+def _count_duplicate(
+    event: Event, dropped: set[Origin], stats_by_path: Mapping[str, InputStats]
+) -> None:
+    """Count ``event``'s record once as a duplicate on its input."""
+    if event.origin not in dropped:
+        dropped.add(event.origin)
+        stats = stats_by_path.get(event.origin.path)
+        if stats is not None:
+            stats.duplicates += 1
+
+
+def classify_records(sources: Iterable[Source], book: Matcher) -> Iterator[Event]:
+    """Every rule match in ``sources``, in input order (no grouping, no sorting); every text
+    matched on its own (the reference :func:`classify_sources` is tested against)."""
+    for source in sources:
+        yield from _events(source.records(), book, prefilter=False)
+
+
+def _events(records: Iterable[LogRecord], book: Matcher, prefilter: bool) -> Iterator[Event]:
+    """The events of ``records``, in order (:func:`_matched`)."""
+    for record, matches in _matched(records, book, prefilter):
+        for match in matches:
+            yield Event.from_record(record, match)
+
+
+def classify_sources(
+    sources: Iterable[Source],
+    book: Matcher,
+    *,
+    fast: bool = True,
+    processes: int | None = None,
+    cluster: Cluster | None = None,
+) -> Iterator[Event]:
+    """:func:`classify_records`, the same rows in the same order, with sink JSONL files read by
+    the fast scan (candidate lines only, several processes for large inputs, or the workers
+    of ``cluster``)."""
+    pending = list(sources)
+    meter = meter_for(pending)
+    scans = scan(pending, book, processes=processes, cluster=cluster, meter=meter) if fast else []
+    for index, source in enumerate(pending):
+        found = scans[index] if scans else None
+        if found is not None:
+            yield from found.events
+        else:
+            records, share = records_counted(source, meter)
+            yield from _events(records, book, prefilter=fast)
+            if share is not None:
+                share.finish()
+            elif meter is not None:
+                meter(source_size(source) or 0)
+
+
+def _unread_line(path: str, error: Exception) -> str:
+    if isinstance(error, OSError):
+        return f"{path}: cannot be read ({error.strerror}), check the file"
+    return str(error)
+
+
+class Collector:
+    """Reads sources into per-job accumulators; :meth:`logs` snapshots them as JobLogs.
+
+    Reading may go on after a snapshot (``jobdoctor diagnose --follow`` feeds each poll's
+    records and diagnoses again).
+    """
+
+    def __init__(
+        self,
+        book: Matcher,
+        *,
+        fast: bool = True,
+        processes: int | None = None,
+        cluster: Cluster | None = None,
+        thin: bool = True,
+    ) -> None:
+        self._book = book
+        self._fast = fast
+        # A run's long texts in a store of its own: an earlier run's go with its diagnoses.
+        longtext.new_run()
+        # Dask's workers run elsewhere: they keep every event (thinning needs a spill file
+        # this process can read back).
+        self._thin = thin and cluster is None
+        self.restored: list[str | None] = []
+        """Jobs whose thinned events were read back (:mod:`analyzer.classify.eventstore`): their
+        input was too far out of time order, or several inputs held them."""
+        self._processes = processes
+        self._cluster = cluster
+        self._jobs: dict[tuple[str, str], _JobAccumulator] = {}
+        self._stats: dict[str, InputStats] = {}
+        self._naming: set[str] = set()  # inputs that gave a named job
+        self.unread: list[str] = []
+        """One line per input that failed while it was read (it gave nothing) or was cut
+        short (a truncated ``.gz``: what came before the cut was read); the others were
+        read."""
+
+    def read(self, source: Source) -> None:
+        """Consume ``source`` entirely."""
+        self.read_all([source])
+
+    def read_all(
+        self, sources: Iterable[Source], *, while_waiting: Callable[[], None] | None = None
+    ) -> None:
+        """Consume every source, in order; large sink files are read by several processes.
+
+        ``while_waiting`` is called while those processes read, if there are any.
+        """
+        book = self._book
+        pending = list(sources)
+        meter = meter_for(pending)
+        scans: list[RangeScan | None] = [None] * len(pending)
+        # The spill directory is made before the workers fork: they write into it.
+        if self._thin and not eventstore.prepare():
+            self._thin = False
+        if self._fast:
+            token = eventstore.thinning.set(self._thin)
+            try:
+                scans = scan(
+                    pending,
+                    book,
+                    processes=self._processes,
+                    while_waiting=while_waiting,
+                    cluster=self._cluster,
+                    meter=meter,
+                )
+            finally:
+                eventstore.thinning.reset(token)
+        for source, found in zip(pending, scans, strict=True):
+            if found is not None:
+                local = _from_scan(found)
+            else:
+                share = None
+                try:
+                    records, share = records_counted(source, meter)
+                    local = _read_source(records, book, prefilter=self._fast, thin=self._thin)
+                except (InputError, OSError) as error:
+                    # A file gone since it was opened, an I/O error under it: a batch goes on.
+                    # What another source (a frame, a live read) raises is its caller's.
+                    if not isinstance(source, FileSource | StreamSource):
+                        raise
+                    self.unread.append(_unread_line(source.stats.path, error))
+                    continue
+                finally:
+                    if share is not None:
+                        share.finish()
+                if meter is not None and share is None:
+                    meter(source_size(source) or 0)
+            _settle(local, source.stats.path, self._jobs)
+            if local:  # what is left once settled: the named jobs it gave
+                self._naming.add(source.stats.path)
+            self._stats.setdefault(source.stats.path, source.stats)
+            if (damage := damage_line(source.stats)) is not None:
+                # Read up to the cut; what came after it is lost, which a batch must not hide.
+                self.unread.append(damage)
+
+    def read_summary(
+        self, stats: InputStats, spans: Iterable[SpanSummary], events: Iterable[Event]
+    ) -> None:
+        """Take an input a query engine has already summarised (``analyzer.engines.bigquery``): the
+        spans of all its records per job group, task and VM, and the events of the records
+        the rule book matched. The same accumulators as reading its records one by one."""
+        local: dict[str | None, _JobAccumulator] = {}
+        for span in spans:
+            acc = local.get(span.group)
+            if acc is None:
+                acc = local[span.group] = _JobAccumulator()
+            acc.records += span.records
+            if span.task == SERVICE_TASK:
+                acc.service_records += span.records
+            if span.first is None or span.last is None:
+                continue
+            acc.first = span.first if acc.first is None else min(acc.first, span.first)
+            acc.last = span.last if acc.last is None else max(acc.last, span.last)
+            if span.task is None or span.task == SERVICE_TASK:
+                continue
+            per_vm = acc.spans.setdefault(span.task, {})
+            known = per_vm.get(span.vm)
+            if known is None:
+                per_vm[span.vm] = _Span(span.first, span.last, span.records)
+            else:  # a trial label without a job id: grouped with the job's own records
+                known.first = min(known.first, span.first)
+                known.last = max(known.last, span.last)
+                known.records += span.records
+        for event in events:
+            group = job_group(event.job_id, event.trial)
+            local.setdefault(group, _JobAccumulator()).events.append(event)
+        _settle(local, stats.path, self._jobs)
+        if local:
+            self._naming.add(stats.path)
+        self._stats.setdefault(stats.path, stats)
+
+    @property
+    def stats(self) -> list[InputStats]:
+        """How each input was read, in reading order."""
+        return list(self._stats.values())
+
+    def without_jobs(self) -> list[str]:
+        """Inputs that named no job and held no message a rule knows (a README in a folder
+        of exports, say): there is nothing to diagnose in them. An input that gave a named job
+        is not one of them, whatever else it holds (entries without a resource, a document
+        cut short at its end)."""
+        paths = (split_job_group(key[1])[0] for key in self._empty())
+        return [path for path in dict.fromkeys(paths) if path not in self._naming]
+
+    def _empty(self) -> list[tuple[str, str]]:
+        return [
+            key
+            for key, acc in self._jobs.items()
+            if key[0] != "" and not acc.has_events and not acc.spans
+        ]
+
+    def logs(self) -> list[JobLog]:
+        """One :class:`JobLog` per job: sorted by job id (unnamed jobs last), events in time
+        order, duplicates dropped and counted on their inputs. Inputs of
+        :meth:`without_jobs` give none."""
+        return list(self.each_log())
+
+    def has_logs(self) -> bool:
+        """Whether :meth:`logs` gives any (without building them)."""
+        empty = set(self._empty())
+        return any(key not in empty for key in self._jobs)
+
+    def each_log(self, *, consume: bool = False) -> Iterator[JobLog]:
+        """:meth:`logs` one at a time, each built when asked for: a job's events (read back
+        from disk when a worker scanned them) are in memory only while its log is.
+
+        ``consume``: each job's events are let go once its log is given (the collector reads
+        nothing more after that). The duplicates counted on the inputs are complete once the
+        last log is given."""
+        yield from self.logs_of(self.log_keys(), consume=consume)
+
+    def log_keys(self) -> list[tuple[str, str]]:
+        """The jobs :meth:`each_log` gives, in its order: keys for :meth:`logs_of`."""
+        empty = set(self._empty())
+        return [key for key in sorted(self._jobs) if key not in empty]
+
+    def logs_of(
+        self, keys: Iterable[tuple[str, str]], *, consume: bool = False
+    ) -> Iterator[JobLog]:
+        """The logs of the jobs ``keys`` (some of :meth:`log_keys`, in its order) as
+        :meth:`each_log` gives them; the duplicates counted on the inputs are those of these
+        jobs (several processes diagnosing a collector's jobs each count theirs:
+        ``analyzer.pipeline.diagnosing``)."""
+        for stats in self._stats.values():
+            stats.duplicates = 0
+        for key in keys:
+            acc = self._jobs[key]
+            log = self._log(key, acc)
+            if consume:
+                # One event left: without_jobs and has_logs still see the job as one.
+                acc.events, acc.stored, acc.dropped = list(log.events[:1]), [], None
+                acc.dropped_stored = []
+            yield log
+
+    def let_go(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Let go of what the jobs ``keys`` hold in memory (another process built their logs
+        from the same accumulators: ``analyzer.pipeline.diagnosing``); the collector reads nothing
+        more after that. What is on disk stays referenced: without_jobs and has_logs still
+        see each job as one."""
+        for key in keys:
+            acc = self._jobs[key]
+            acc.events, acc.dropped = acc.events[:1], None
+
+    def kept_events(self) -> int:
+        """About how many events the jobs hold, in memory and on disk: the work of building
+        and diagnosing their logs (:mod:`analyzer.pipeline.diagnosing` decides by it)."""
+        return sum(
+            len(acc.events) + sum(ref.length for _, ref in acc.stored) // KEPT_EVENT_BYTES
+            for acc in self._jobs.values()
+        )
+
+    def _log(self, key: tuple[str, str], acc: _JobAccumulator) -> JobLog:
+        """The :class:`JobLog` of the job ``key`` (see :meth:`logs`)."""
+        from analyzer.classify.joblog import JobLog, VmSpan
+
+        named, trial = split_job_group(key[1])
+        job_id = named if key[0] == "" else None
+        events = acc.load()
+        if acc.dropped is not None:
+            # A worker's first record on a VM can start it (timeline._worker): a time
+            # the later stages measure from, as an event's.
+            firsts = [s.first for per_vm in acc.spans.values() for s in per_vm.values()]
+            events, restored = eventstore.settled(events, acc.dropped, firsts)
+            acc.events = events
+            if restored:
+                self.restored.append(job_id)
+                acc.dropped = None
+        deduped = _dedupe(sorted(events, key=_event_order), self._stats)
+        spans = {
+            task: tuple(
+                sorted(
+                    (VmSpan(vm, s.first, s.last, s.records) for vm, s in per_vm.items()),
+                    key=lambda span: span.first,
+                )
+            )
+            for task, per_vm in sorted(acc.spans.items())
+        }
+        return JobLog(
+            job_id,
+            tuple(deduped),
+            spans,
+            acc.records,
+            acc.first,
+            acc.last,
+            trial,
+            acc.service_records,
+        )
+
+
+# What a kept event weighs on disk (msgpack, eventstore.store_kept): about 250 B on the bench's
+# fleet (4,470 events in 1.1 MB of spill).
+KEPT_EVENT_BYTES = 250
+
+
+def collect(
+    sources: Iterable[Source],
+    book: Matcher,
+    *,
+    fast: bool = True,
+    processes: int | None = None,
+    thin: bool = True,
+) -> tuple[list[JobLog], list[InputStats]]:
+    """Read every source through ``book`` and return one :class:`JobLog` per job.
+
+    ``fast`` False reads every line as a full record (the reference the fast path is tested
+    against); ``processes`` None picks the number of processes by input size and cores;
+    ``thin`` False keeps every event (the reference thinning is tested against:
+    :mod:`analyzer.classify.eventstore`).
+    """
+    collector = Collector(book, fast=fast, processes=processes, thin=thin)
+    collector.read_all(sources)
+    return collector.logs(), collector.stats

@@ -1,0 +1,54 @@
+"""What the classify stage hands on: one :class:`JobLog` per job.
+
+A leaf of the pipeline's types: it imports nothing above the records and events it holds, so
+the later stages (``analyzer.timeline.attempts`` and on) load no reading machinery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from analyzer.classify.events import Event
+
+
+@dataclass(frozen=True, slots=True)
+class VmSpan:
+    """The time one worker's records were seen on one VM (``vm`` None when unlabelled)."""
+
+    vm: str | None
+    first: datetime
+    last: datetime
+    records: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobLog:
+    """Everything the later stages need of one job, in time order.
+
+    ``job_id`` is None when no input named the job (a stream-logs text without a console link);
+    ``trial`` names the hyperparameter-tuning trial when the job is one trial of a tuning job.
+    """
+
+    job_id: str | None
+    events: tuple[Event, ...]
+    vm_spans: Mapping[str, tuple[VmSpan, ...]]
+    records: int
+    first_seen: datetime | None
+    last_seen: datetime | None
+    trial: str | None = None
+    service_records: int = 0  # records the service wrote (task "service")
+
+
+@dataclass(frozen=True, slots=True)
+class SpanSummary:
+    """The records of one job group (:func:`~analyzer.ingest.records.job_group`), task and VM as a
+    query engine counts them: first and last time (None when untimed) and how many."""
+
+    group: str | None
+    task: str | None
+    vm: str | None
+    first: datetime | None
+    last: datetime | None
+    records: int

@@ -1,0 +1,729 @@
+"""What the ``jobdoctor`` commands do once their arguments are parsed, without typer.
+
+The typer app (:mod:`analyzer.cli.app`) and the console script's quick parser
+(:mod:`analyzer.cli.console`) both call these bodies, so that ``jobdoctor diagnose FILE`` can run
+without importing typer (a ninth of a small diagnosis, callgrind). Only the CLI prints or
+exits: a body leaves with ``SystemExit`` and the documented code (not ``typer.Exit``, which
+needs typer loaded; click passes a ``SystemExit`` through alike). Exit codes: 0 the analysis
+ran (whatever the jobs' fate), 1 ``--fail-on failed`` and a job failed, 2 bad usage or
+unreadable input (in a batch: after the other inputs were diagnosed) or a full disk, 3
+invalid rules or policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the
+traceback, its secrets redacted).
+"""
+
+from __future__ import annotations
+
+import errno
+import gc
+import io
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, cast
+
+from analyzer.core.errors import InputError, JobDoctorError, PolicyError, RuleError, SourceError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from analyzer.engines.bigquery import BigQuerySource
+    from analyzer.engines.live.gcloud import JobName
+    from analyzer.engines.live.window import Window
+    from analyzer.ingest.records import Source
+    from analyzer.pipeline.analysis import Analysis
+    from analyzer.verdict.jobspec import JobSpec
+    from analyzer.verdict.policy import RetryPolicy
+
+
+EXIT_FAILED_JOB = 1
+EXIT_USAGE = 2
+EXIT_RULES = 3
+EXIT_INTERNAL = 70  # a bug in jobdoctor (sysexits' EX_SOFTWARE)
+
+
+class ReportFormat(StrEnum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+    yaml = "yaml"
+    markdown = "markdown"
+    table = "table"
+
+
+class ExplainFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+class RowFormat(StrEnum):
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+class Lang(StrEnum):
+    en = "en"
+    ja = "ja"
+    he = "he"
+
+
+class FleetFormat(StrEnum):
+    html = "html"
+    markdown = "markdown"
+    csv = "csv"
+    json = "json"
+
+
+class SqlDialect(StrEnum):
+    bigquery = "bigquery"
+    duckdb = "duckdb"
+
+
+class FailOn(StrEnum):
+    failed = "failed"
+    not_succeeded = "not-succeeded"
+    retried = "retried"
+    never = "never"
+
+
+class ColorMode(StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+def say(message: str) -> None:
+    """One line on stderr, never wrapped (scripts grep it); a path or text from a log in it
+    shows its control characters rather than sending them to the terminal, and a token or
+    password in it (a server's echo, a URL's ``user:pass@``) is cut out."""
+    from analyzer.report.controls import visible
+
+    sys.stderr.write(f"jobdoctor: {visible(message)}\n")
+
+
+@contextmanager
+def reported_errors() -> Iterator[None]:
+    """Turn library errors into one line on stderr and the documented exit code."""
+    try:
+        yield
+    except RuleError as exc:
+        for problem in exc.problems:
+            say(f"{problem}")
+        raise SystemExit(EXIT_RULES) from None
+    except PolicyError as exc:
+        say(f"{exc}")
+        raise SystemExit(EXIT_RULES) from None
+    except InputError as exc:
+        for problem in exc.problems:  # a batch's inputs that could not be read, one line each
+            say(problem)
+        raise SystemExit(EXIT_USAGE) from None
+    except (SourceError, JobDoctorError) as exc:
+        say(f"{exc}")
+        raise SystemExit(EXIT_USAGE) from None
+    except KeyboardInterrupt:
+        say("interrupted")
+        raise SystemExit(130) from None
+    except BrokenPipeError:
+        # The reader (head, less) went away: nothing left to say (main leaves without the
+        # interpreter's own flush, which would complain about the pipe).
+        raise SystemExit(0) from None
+    except OSError as exc:
+        if exc.errno not in FULL:
+            raise
+        # The report's file or stdout ran out of room: the user's disk, not a bug of ours.
+        say(full_message(exc))
+        raise SystemExit(EXIT_USAGE) from None
+    except Exception as exc:
+        # A bug of ours: one line, no locals (they may hold log content); the traceback only
+        # when asked for, and with its secrets cut out as well.
+        if os.environ.get("JOBDOCTOR_DEBUG"):
+            import traceback
+
+            from analyzer.report.redact import redact
+
+            sys.stderr.write(redact("".join(traceback.format_exception(exc))))
+            raise SystemExit(EXIT_INTERNAL) from None
+        say(
+            f"internal error: {type(exc).__name__}: {exc}; rerun with JOBDOCTOR_DEBUG=1"
+            " for the traceback and report it"
+        )
+        raise SystemExit(EXIT_INTERNAL) from None
+
+
+# Write failures that say the output's device is full (or the file too large for it).
+FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def full_message(exc: OSError) -> str:
+    reason = "no space left on device" if exc.errno == errno.ENOSPC else exc.strerror
+    return f"cannot write the output: {(reason or 'no space left on device').lower()}"
+
+
+# A read that ends sooner shows no bar at all (a bar that flashes is noise); any longer one,
+# whatever its size or kind of input, shows one.
+PROGRESS_DELAY_S = 0.5
+
+
+class ReadProgress:
+    """What the caller of :func:`showing_progress` tells it: the sources once opened (a
+    ``gs://`` tree's objects are then counted as they are read)."""
+
+    def __init__(self, update: Callable[[int], None] | None = None) -> None:
+        self._update = update
+
+    def opened(self, sources: Sequence[Source]) -> None:
+        """The inputs are open: the bar may show from now on."""
+        from analyzer.ingest.gcs import GcsSource
+
+        if self._update is not None:
+            self._update(sum(1 for s in sources if isinstance(s, GcsSource)))
+            self._update = None
+
+
+@contextmanager
+def showing_progress(paths: Sequence[str], *, writing: bool = False) -> Iterator[ReadProgress]:
+    """A progress bar on stderr while the inputs are read, only when stderr is a terminal and
+    the read lasts longer than :data:`PROGRESS_DELAY_S`.
+
+    Files (directories and globs included) are counted by :mod:`analyzer.classify.collector` as it
+    reads
+    them, gzip files by what they expand to; stdin by the bytes read from it, with no total; a
+    Cloud Storage tree by its bytes and objects (``opened`` tells how many). Enter it before
+    the inputs are opened: stdin is then counted from its first byte. ``writing``: the
+    command writes its output while it reads; then rows that go to the same terminal are the
+    feedback, and a bar would be drawn through them.
+    """
+    if not sys.stderr.isatty() or (writing and sys.stdout.isatty()):
+        yield ReadProgress()
+        return
+    import threading
+
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    from analyzer.ingest.progress import input_progress, reading_progress
+
+    stdin = "-" in paths
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    # No redirection: what is written while the bar shows goes where it was going.
+    bar = Progress(
+        *columns,
+        console=Console(stderr=True),
+        transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    )
+    task = bar.add_task("reading stdin" if stdin else "reading", total=None)
+    remote = [0, 0]  # objects listed, objects read
+
+    def advance(total: int | None, count: int) -> None:
+        if total is not None:
+            bar.update(task, total=total)
+        bar.update(task, advance=count)
+
+    def opened(count: int) -> None:
+        remote[0] = count
+        # Only now may the bar show: opening may have shown a listing's spinner, and rich
+        # draws one live display at a time. Objects are read over the network: their bar
+        # shows at once.
+        if count:
+            bar.update(task, description=f"reading 0/{count} objects")
+            show()
+        else:
+            timer.start()
+
+    def finished(path: str) -> None:
+        if remote[0] and path.startswith("gs://"):
+            remote[1] += 1
+            bar.update(task, description=f"reading {remote[1]}/{remote[0]} objects")
+
+    # The bar appears once the read has lasted a while; the lock keeps a late timer from
+    # starting it after the read ended.
+    lock = threading.Lock()
+    ended = False
+
+    def show() -> None:
+        with lock:
+            if not ended:
+                bar.start()
+
+    timer = threading.Timer(PROGRESS_DELAY_S, show)
+    timer.daemon = True
+    token = reading_progress.set(advance)
+    told = input_progress.set(finished)
+    saved = sys.stdin
+    raw = getattr(sys.stdin, "buffer", None)
+    if stdin and isinstance(raw, io.BufferedIOBase):
+        from analyzer.ingest.streams import CountingReader
+
+        counted = CountingReader(cast(BinaryIO, raw), lambda n: advance(None, n))
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(counted), encoding="utf-8")
+    try:
+        yield ReadProgress(opened)
+    finally:
+        with lock:
+            ended = True
+        timer.cancel()
+        bar.stop()
+        sys.stdin = saved
+        input_progress.reset(told)
+        reading_progress.reset(token)
+
+
+@contextmanager
+def listing(paths: Sequence[str]) -> Iterator[None]:
+    """A spinner on a terminal while a ``gs://`` prefix is listed."""
+    remote = [p for p in paths if p.startswith("gs://")]
+    if not remote or not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(f"listing {', '.join(remote)}"):
+        yield
+
+
+def open_inputs(
+    paths: Sequence[str],
+    unread: list[str],
+    since: str | None,
+    start: str | None,
+    end: str | None,
+) -> list[Source]:
+    """:func:`open_batch` with trees cut to the window of ``--since``/``--start``/``--end``."""
+    from analyzer.api import window_of
+
+    window = window_of(since, start, end)
+    with listing(paths):
+        sources = open_batch(paths, unread, window)
+    if window is not None:
+        # The window is always said: a tree is read by whole hours around it.
+        say(f"window {window}: {len(sources)} input(s) read, trees by the hours overlapping it")
+    return sources
+
+
+def rules_dirs(rules: Sequence[Path] | None) -> tuple[Path, ...]:
+    dirs = list(rules or [])
+    env = os.environ.get("JOBDOCTOR_RULES")
+    if env:
+        dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    return tuple(dirs)
+
+
+def parse_job_name(text: str) -> JobName:
+    """``text`` (a job id, or its resource name as gcloud prints it) as a job name."""
+    from analyzer.engines.live import gcloud
+
+    return gcloud.parse_job_name(text)
+
+
+def live_target(project: str | None, job_id: str | None, region: str | None) -> JobName:
+    """The live job: its id, project and region, with gcloud's defaults filled in."""
+    from analyzer.engines.live.gcloud import JobName, default_project, default_region
+
+    if not job_id:
+        raise InputError("live reading needs both --project and --job-id")
+    name = parse_job_name(job_id)
+    if project and name.project and project != name.project:
+        raise InputError(
+            f"--project {project} and the job's resource name (project {name.project}) disagree"
+        )
+    chosen = project or name.project
+    if not chosen:
+        found = default_project()
+        if found is None:
+            raise InputError(
+                "live reading needs both --project and --job-id: give --project, set "
+                "CLOUDSDK_CORE_PROJECT, or run `gcloud config set project PROJECT`"
+            )
+        chosen = found.value
+    where = region or name.region or default_region().value
+    return JobName(name.job_id, chosen, where)
+
+
+def _live_job_record(
+    live: JobName, logging_endpoint: str | None, endpoint: str | None, notices: list[str]
+) -> JobSpec | None:
+    """The job's record from Vertex AI, or None with a notice saying why not.
+
+    The logs are the diagnosis; the record refines it, so a record that cannot be read is a
+    notice, not an error. With Cloud Logging on an emulator, Google's real Vertex AI is not
+    called unless an endpoint for it is given too (an emulator run never leaves the machine).
+    """
+    from urllib.parse import urlsplit
+
+    from analyzer.engines.live.client import ENDPOINT_ENV
+    from analyzer.engines.live.vertex import overridden, read_custom_job
+    from analyzer.verdict.jobspec import parse_job_spec
+
+    logging_at = logging_endpoint or os.environ.get(ENDPOINT_ENV) or ""
+    loopback = urlsplit(logging_at).hostname in ("localhost", "127.0.0.1", "::1")
+    if loopback and not overridden(endpoint):
+        return None
+    assert live.project is not None and live.region is not None
+    try:
+        record = read_custom_job(live.project, live.region, live.job_id, endpoint=endpoint)
+        spec = parse_job_spec(record)
+    except (SourceError, ValueError) as exc:
+        notices.append(f"the job's record was not read, the logs alone are used: {exc}")
+        return None
+    notices.append(f"read the job's record from Vertex AI ({live.resource}): {spec.state}")
+    return spec
+
+
+def _file_window(since: str | None, start: str | None, end: str | None) -> Window | None:
+    """The window that keeps file inputs' jobs, when one was asked for."""
+    if since is None and start is None and end is None:
+        return None
+    from analyzer.engines.live.window import parse_window
+
+    return parse_window(since, start, end)
+
+
+def table_source(
+    table: str,
+    since: str | None,
+    start: str | None,
+    end: str | None,
+    job_ids: list[str] | None,
+    billing_project: str | None,
+    max_bytes: str,
+) -> BigQuerySource:
+    from analyzer.engines import bigquery
+
+    # Ids as gcloud prints them (projects/P/locations/L/customJobs/ID) name their job.
+    return bigquery.bigquery_source(
+        table,
+        since=since,
+        start=start,
+        end=end,
+        job_ids=[parse_job_name(j).job_id for j in job_ids or ()],
+        billing_project=billing_project,
+        max_bytes=max_bytes,
+    )
+
+
+def _load_policy(path: Path | None) -> RetryPolicy:
+    from analyzer.verdict.policy import load_policy
+
+    return load_policy(path)
+
+
+def _load_job_spec(path: Path | None) -> JobSpec | None:
+    if path is None:
+        return None
+    from analyzer.verdict.jobspec import load_job_spec
+
+    return load_job_spec(path)
+
+
+def live_query(
+    project: str | None,
+    job_id: str | None,
+    since: str | None,
+    start: str | None,
+    end: str | None,
+    endpoint: str | None,
+) -> object:
+    from analyzer.engines.live import LiveQuery, parse_window
+
+    if not project or not job_id:
+        raise InputError("live reading needs both --project and --job-id")
+    return LiveQuery(project, job_id, parse_window(since, start, end), endpoint)
+
+
+def diagnose(
+    paths: Sequence[str] | None = None,
+    *,
+    job: str | None = None,
+    output: ReportFormat = ReportFormat.text,
+    quiet: bool = False,
+    fail_on: FailOn = FailOn.never,
+    rules: Sequence[Path] | None = None,
+    policy: Path | None = None,
+    project: str | None = None,
+    job_ids: Sequence[str] | None = None,
+    region: str | None = None,
+    since: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    api_endpoint: str | None = None,
+    vertex_endpoint: str | None = None,
+    job_record: bool = True,
+    bigquery: str | None = None,
+    billing_project: str | None = None,
+    max_bytes: str = "100GB",
+    dry_run: bool = False,
+    follow: bool = False,
+    lang: Lang = Lang.en,
+    job_spec: Path | None = None,
+    color: ColorMode = ColorMode.auto,
+    dask: str | None = None,
+) -> None:
+    """``jobdoctor diagnose``: its options as :mod:`analyzer.cli.app` documents them."""
+    # Only what reading needs: the rest (the stages after it, analyzer.pipeline.analysis too) loads
+    # while worker processes scan (analyzer.api).
+    from analyzer.api import analyze_sources
+    from analyzer.rulebook import RuleBook
+
+    job_id = job_ids[-1] if job_ids else None
+    with reported_errors():
+        if bigquery is not None and (paths or project is not None or follow):
+            raise InputError("give log files, --project or --bigquery, one of them")
+        wants_live = bigquery is None and (project is not None or bool(job_ids))
+        if wants_live and job_ids and len(job_ids) > 1:
+            raise InputError("live reading takes one --job-id")
+        if paths and job_ids and bigquery is None:
+            raise InputError("give log files or --job-id (live), not both")
+        if paths and project is not None:
+            raise InputError("--project reads live logs: give --job-id instead of log files")
+        live = live_target(project, job_id, region) if wants_live else None
+        if live is not None or bigquery is not None:
+            gc.enable()  # a network client's pages, not files (see main)
+        if live is None and not paths and bigquery is None:
+            raise InputError(
+                "no input: give log files, - for stdin, --project and --job-id, or --bigquery"
+            )
+        if follow and live is None:
+            raise InputError("--follow reads live logs: give --project and --job-id")
+        if follow and end is not None:
+            raise InputError("--follow runs until the job ends: drop --end")
+        only = parse_job_name(job).job_id if job is not None else None
+        if (live is not None or bigquery is not None) and dask is not None:
+            raise InputError("--dask scans files and gs:// trees, not live logs or BigQuery")
+        book = RuleBook.load(rules_dirs(rules))
+        # A policy file of the user's is checked before reading; the built-in one is loaded
+        # once the logs are read (with YAML, while worker processes scan them).
+        active_policy = _load_policy(policy) if policy is not None else None
+        if follow and live is not None:
+            _follow(
+                live.project or "",
+                live.job_id,
+                since,
+                start,
+                api_endpoint,
+                book,
+                active_policy or _load_policy(None),
+            )
+            return
+        analysis: Analysis
+        spec = _load_job_spec(job_spec)
+        said = 0
+        if bigquery is not None:
+            from analyzer.engines.bigquery import analyze_bigquery
+            from analyzer.engines.bigquery import describe_window as table_window
+
+            wanted = [*(job_ids or []), *([job] if job else [])]
+            source = table_source(bigquery, since, start, end, wanted, billing_project, max_bytes)
+            say(table_window(source))
+            found = analyze_bigquery(
+                source,
+                rules=book,
+                policy=active_policy,
+                job_spec=spec,
+                lang=lang.value,
+                say=say,
+                dry_run=dry_run,
+            )
+            if found is None:
+                return
+            # The window (the first notice) was said before the queries ran.
+            analysis, said = found, 1
+        elif live is not None:
+            from analyzer.engines.live import LiveQuery, LiveSource, describe_window
+
+            query = live_query(live.project, live.job_id, since, start, end, api_endpoint)
+            assert isinstance(query, LiveQuery)
+            record_notices: list[str] = []
+            if spec is None and job_record:
+                spec = _live_job_record(live, api_endpoint, vertex_endpoint, record_notices)
+            analysis = analyze_sources(
+                [LiveSource(query)],
+                rules=book,
+                policy=active_policy,
+                job_spec=spec,
+                lang=lang.value,
+            )
+            analysis = replace(
+                analysis,
+                notices=(*analysis.notices, describe_window(query), *record_notices),
+            )
+        else:
+            window = _file_window(since, start, end)
+            unread: list[str] = []
+            # Entered before opening: the bar counts stdin's bytes from its first one.
+            with showing_progress(paths or []) as progress:
+                sources = open_inputs(paths or [], unread, since, start, end)
+                progress.opened(sources)
+                analysis = analyze_sources(
+                    sources,
+                    rules=book,
+                    policy=active_policy,
+                    job=only,
+                    job_spec=spec,
+                    lang=lang.value,
+                    window=window,
+                    unread=unread,
+                    dask=dask,
+                    timelines=output not in _WITHOUT_EVENTS,
+                )
+        for notice in analysis.notices[said:]:
+            say(notice)
+        if only is not None and not analysis.diagnoses:
+            raise InputError(f"job {only} is not in the inputs; run without --job to list them")
+        _write_diagnosis(analysis, output, quiet, color)
+    if analysis.unread:  # said above, one line each; the rest was diagnosed (as rg does)
+        raise SystemExit(EXIT_USAGE)
+    if _fails(analysis, fail_on):
+        raise SystemExit(EXIT_FAILED_JOB)
+
+
+# The reports that show no event of a job's timeline: their diagnoses keep none, so that a
+# run's memory stays that of its largest job (analyzer.api.analyze_sources' ``timelines``).
+_WITHOUT_EVENTS = frozenset({ReportFormat.json, ReportFormat.jsonl, ReportFormat.yaml})
+
+
+def _fails(analysis: object, fail_on: FailOn) -> bool:
+    """Whether ``--fail-on`` asks for exit 1 on these diagnoses."""
+    from analyzer.pipeline.analysis import Analysis
+    from analyzer.verdict.diagnosis import JobState
+
+    assert isinstance(analysis, Analysis)
+    jobs = analysis.diagnoses
+    if fail_on is FailOn.failed:
+        return any(d.state is JobState.FAILED for d in jobs)
+    if fail_on is FailOn.not_succeeded:
+        return any(d.state is not JobState.SUCCEEDED for d in jobs)
+    if fail_on is FailOn.retried:
+        return any(d.retries > 0 for d in jobs)
+    return False
+
+
+def console(color: ColorMode) -> Console:
+    """The console of the text reports: ``--color`` first, then ``NO_COLOR`` (rich reads it)."""
+    from rich.console import Console
+
+    class PipeAwareConsole(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 when the reader went away; for jobdoctor that is the end of the
+            # report, exit 0 (reported_errors), as for every other format.
+            self.quiet = True
+            raise BrokenPipeError
+
+    if color is ColorMode.never:
+        return PipeAwareConsole(highlight=False, color_system=None)
+    if color is ColorMode.always:
+        # An explicit flag beats NO_COLOR (no-color.org); the layout still follows whether
+        # stdout is a terminal (see _write_diagnosis).
+        return PipeAwareConsole(highlight=False, force_terminal=True, no_color=False)
+    return PipeAwareConsole(highlight=False)
+
+
+def _write_diagnosis(analysis: object, output: ReportFormat, quiet: bool, color: ColorMode) -> None:
+    from analyzer.pipeline.analysis import Analysis
+    from analyzer.report.json import render_json
+
+    assert isinstance(analysis, Analysis)
+    # Folded to the terminal's width only on a terminal: a file or a pipe keeps one fact a
+    # line, whatever --color says.
+    wrap = sys.stdout.isatty()
+    if quiet and output in (ReportFormat.text, ReportFormat.table):
+        from analyzer.report.text import render_verdicts
+
+        render_verdicts(analysis, console(color), wrap=wrap)
+    elif output is ReportFormat.json:
+        sys.stdout.write(render_json(analysis))
+    elif output is ReportFormat.jsonl:
+        from analyzer.report.json import render_jsonl
+
+        sys.stdout.write(render_jsonl(analysis))
+    elif output is ReportFormat.yaml:
+        from analyzer.report.json import render_yaml
+
+        sys.stdout.write(render_yaml(analysis))
+    elif output is ReportFormat.markdown:
+        from analyzer.report.markdown import render_markdown
+
+        sys.stdout.write(render_markdown(analysis))
+    elif output is ReportFormat.table:
+        from analyzer.report.text import render_table
+
+        render_table(analysis, console(color), wrap=wrap)
+    else:
+        from analyzer.report.text import render_text
+
+        render_text(analysis, console(color), wrap=wrap)
+
+
+def open_batch(
+    paths: Sequence[str], unread: list[str], window: Window | None = None
+) -> list[Source]:
+    """The sources of ``paths`` (trees cut to ``window``); an input that cannot be opened is
+    named in ``unread`` and the others are read. When none can be, each is said and the run
+    ends with exit 2."""
+    from analyzer.ingest import open_sources
+
+    sources = open_sources(paths, unread, window)
+    if not sources:
+        for problem in unread:
+            say(problem)
+        raise SystemExit(EXIT_USAGE)
+    return sources
+
+
+def _follow(
+    project: str,
+    job_id: str,
+    since: str | None,
+    start: str | None,
+    endpoint: str | None,
+    book: object,
+    policy: object,
+) -> None:
+    from datetime import UTC, datetime
+
+    from analyzer.api import follow_job
+    from analyzer.rulebook import RuleBook
+    from analyzer.verdict.diagnosis import Diagnosis
+    from analyzer.verdict.policy import RetryPolicy
+
+    assert isinstance(book, RuleBook) and isinstance(policy, RetryPolicy)
+    gc.enable()  # a long run (see main)
+    say(f"following job {job_id} in project {project}; Ctrl-C to stop")
+
+    def show(changes: list[str], diagnosis: Diagnosis) -> None:
+        from analyzer.report.controls import visible
+
+        now = datetime.now(UTC).strftime("%H:%M:%S")
+        for change in changes:  # sentences quoting the job's log lines: shown, not obeyed
+            sys.stdout.write(f"{now}  {visible(change)}\n")
+        sys.stdout.flush()
+
+    last = follow_job(
+        project,
+        job_id,
+        show,
+        since=since,
+        start=start,
+        endpoint=endpoint,
+        rules=book,
+        policy=policy,
+    )
+    if last is not None and last.observed_final:
+        say("the job has ended")

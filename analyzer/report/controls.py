@@ -1,0 +1,54 @@
+"""Log text is untrusted: its control characters made visible before a person's screen.
+
+A log line may carry terminal escape sequences (an OSC 52 clipboard write, a window title, a
+screen clear), a ``\\r`` that overwrites what was printed before it, or a bidi override that
+shows a line's words in another order than they are. :func:`visible` writes each as the
+escape JSON writes (``\\u001b``, ``\\r``), so the terminal, Markdown and stderr reports show
+it instead of obeying it; :func:`marked_html` does the same in HTML and marks each one.
+Tabs and line ends are kept: they are layout, and reports fold lines themselves. Both also cut
+secrets out (:func:`~analyzer.report.redact.redact`): a job that printed its token, a report pasted
+into an issue. The machine formats (JSON, JSONL, CSV) keep the text as it was logged.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+from analyzer.report.redact import redact
+
+# C0 controls but tab and line feed, DEL, C1 controls (0x9b is a one-byte CSI), the bidi
+# embeddings, overrides, isolates and marks, and the line and paragraph separators.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+_SHORT = {"\r": "\\r", "\b": "\\b", "\f": "\\f", "\x0b": "\\u000b"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return _SHORT.get(char) or f"\\u{ord(char):04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character written as its escape (``\\u001b``) and every
+    secret cut out."""
+    text = redact(text)
+    if _CONTROL.search(text) is None:  # most text: no copy
+        return text
+    return _CONTROL.sub(_escape, text)
+
+
+def marked_html(text: str) -> str:
+    """``text`` escaped for HTML, each control character shown as a marked escape, every
+    secret cut out."""
+    escaped = escape(redact(text), quote=True)
+    if _CONTROL.search(escaped) is None:
+        return escaped
+    return _CONTROL.sub(
+        lambda match: (
+            f'<mark class="jd-control" title="control character U+{ord(match.group()):04X}">'
+            f"{_escape(match)}</mark>"
+        ),
+        escaped,
+    )

@@ -1,0 +1,748 @@
+"""The timeline stage: split a job's events into attempts, and each attempt into worker timelines.
+
+An *attempt* is one run of the whole job; a *restart* is one worker process started again inside
+an attempt (platform.md section 8). Attempts begin at ``Waiting for job to be provisioned.``, or,
+when those lines are missing, at a worker starting again after a job-level failure, or, in
+worker-only logs, at a start past the per-worker restart limit.
+
+Before anything is split, each event's provenance is settled (platform.md section 9): a message
+only the service writes counts as the job's own only when the service wrote it; inside a
+container's output it is that worker's evidence (:attr:`EventKind.ECHO`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import regex
+
+from analyzer.classify.events import (
+    LIFECYCLE_KINDS,
+    WORKER_KINDS,
+    Event,
+    EventKind,
+    Writer,
+    other_service_text,
+)
+from analyzer.classify.joblog import JobLog, VmSpan
+from analyzer.ingest.records import SERVICE_TASK, Origin
+from analyzer.timeline.exitcodes import decode
+
+# Legacy replica names in service messages ("master 0") map to legacy task names
+# ("master-replica-0"); current ones ("workerpool0-0") are already task names.
+_LEGACY_REPLICA = regex.compile(r"^(master|worker|ps|evaluator|chief)[\s_-]*(\d+)$")
+
+# How close a runner start line must be to a VM change to be the same restart.
+_SAME_RESTART = timedelta(minutes=5)
+
+# Kinds that show the job is past provisioning: a later "Waiting for job to be provisioned."
+# then starts a new attempt.
+_ACTIVITY = frozenset(
+    {
+        EventKind.JOB_RUNNING,
+        EventKind.WORKER_STARTED,
+        EventKind.WORKER_EXITED,
+        EventKind.ERROR,
+        EventKind.JOB_FAILED,
+        EventKind.JOB_SUCCEEDED,
+        EventKind.TEARDOWN,
+        EventKind.RETRIES_EXHAUSTED,
+        EventKind.JOB_CANCELLED,
+    }
+)
+# Kinds that, after a job-level failure, show that the next attempt is under way.
+_NEW_ATTEMPT_AFTER_FAILURE = frozenset(
+    {
+        EventKind.ATTEMPT_STARTED,
+        EventKind.JOB_PROVISIONING,
+        EventKind.JOB_PREPARING,
+        EventKind.JOB_RUNNING,
+        EventKind.WORKER_STARTED,
+    }
+)
+
+
+# The primary replica: its exit 0 is the job's success (platform.md section 2).
+_PRIMARY = regex.compile(r"^(?:workerpool0-0|master-replica-0|chief-replica-0)$")
+# The service's lifecycle kinds and its failure messages: with none of them, a log holds only
+# workers' output.
+_SERVICE_KINDS = (LIFECYCLE_KINDS - WORKER_KINDS) | {EventKind.ERROR}
+# A job's end: a later provisioning in the same id-less text is another job's (section 9).
+_JOB_END = frozenset({EventKind.JOB_SUCCEEDED, EventKind.RETRIES_EXHAUSTED})
+_NEW_JOB = frozenset({EventKind.ATTEMPT_STARTED, EventKind.JOB_QUEUED})
+# The service's lifecycle messages in the order one attempt writes them (platform.md section
+# 4): a text without times whose messages mostly step backwards is written newest first.
+_STEP_OF = {
+    EventKind.JOB_QUEUED: 0,
+    EventKind.ATTEMPT_STARTED: 0,
+    EventKind.JOB_PROVISIONING: 1,
+    EventKind.JOB_PREPARING: 2,
+    EventKind.JOB_RUNNING: 3,
+    EventKind.TEARDOWN: 4,
+    EventKind.JOB_FAILED: 5,
+    EventKind.JOB_SUCCEEDED: 5,
+    EventKind.JOB_CANCELLED: 5,
+    EventKind.RETRIES_EXHAUSTED: 6,
+}
+# The earliest time, aware, for sorting records that have none.
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
+
+
+def is_primary(task: str | None) -> bool:
+    """Whether ``task`` is the job's primary replica (``workerpool0-0``, legacy
+    ``master-replica-0``)."""
+    return task is not None and _PRIMARY.match(task) is not None
+
+
+def replica_task(replica: str) -> str:
+    """The task name a replica named in a service message logs under.
+
+    ``master 0`` becomes ``master-replica-0``; ``workerpool0-0`` stays as it is.
+    """
+    name = replica.strip()
+    legacy = _LEGACY_REPLICA.match(name)
+    if legacy:
+        return f"{legacy.group(1)}-replica-{legacy.group(2)}"
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStart:
+    """One start of a worker's process; ``maintenance`` when it came up on another VM."""
+
+    time: datetime | None
+    vm: str | None
+    maintenance: bool
+    origin: Origin | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerExit:
+    """One exit of a worker's process, from the runner's line or the service's error."""
+
+    time: datetime | None
+    exit_code: int | None
+    origin: Origin
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerTimeline:
+    """One worker (replica) within one attempt."""
+
+    task: str
+    starts: tuple[WorkerStart, ...]
+    exits: tuple[WorkerExit, ...]
+    first_seen: datetime | None
+    last_seen: datetime | None
+    # The worker's own last record (not a service message about it): where its lines in the
+    # input end.
+    own_last: datetime | None = None
+
+    @property
+    def restarts(self) -> int:
+        """Starts after the first one, whatever the cause."""
+        return max(0, len(self.starts) - 1)
+
+    @property
+    def maintenance_restarts(self) -> int:
+        """Restarts on another VM (maintenance): they do not use up the restart budget."""
+        return sum(1 for start in self.starts[1:] if start.maintenance)
+
+    @property
+    def budget_restarts(self) -> int:
+        """Restarts that count toward the platform's per-worker limit."""
+        return self.restarts - self.maintenance_restarts
+
+    @property
+    def failures(self) -> tuple[WorkerExit, ...]:
+        """Non-zero exits that count toward the restart limit: an exit followed by a start on
+        another VM (often 143, SIGTERM) is a maintenance move, never charged (section 9)."""
+        charged: list[WorkerExit] = []
+        for gone in self.exits:
+            if gone.exit_code in (None, 0):
+                continue
+            after = next(
+                (
+                    s
+                    for s in self.starts
+                    if s.time is not None and gone.time is not None and s.time >= gone.time
+                ),
+                None,
+            )
+            if after is None or not after.maintenance:
+                charged.append(gone)
+        return tuple(charged)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One run of the whole job, with its events and its workers."""
+
+    number: int
+    events: tuple[Event, ...]
+    workers: tuple[WorkerTimeline, ...]
+    start: datetime | None
+    end: datetime | None
+
+    def first(self, kind: EventKind) -> Event | None:
+        """The first event of ``kind`` in this attempt."""
+        return next((e for e in self.events if e.kind is kind), None)
+
+    def has(self, kind: EventKind) -> bool:
+        """Whether any event of ``kind`` happened in this attempt."""
+        return any(e.kind is kind for e in self.events)
+
+    @property
+    def errors(self) -> tuple[Event, ...]:
+        """Failure messages, earliest first."""
+        return tuple(e for e in self.events if e.kind is EventKind.ERROR)
+
+    @property
+    def duration(self) -> timedelta | None:
+        if self.start is None or self.end is None:
+            return None
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class JobTimeline:
+    """A job's attempts in order, and when it was seen at all (``trial``: see JobLog)."""
+
+    job_id: str | None
+    attempts: tuple[Attempt, ...]
+    first_seen: datetime | None
+    last_seen: datetime | None
+    records: int
+    trial: str | None = None
+    # Where the service's own lines are in the input but no container line is: the container
+    # stream is there and empty (True), or the input lacks it (False: a paste of service
+    # lines, a text without a task column); see has_container_stream().
+    service_records: int = 0
+    # (k, n): job k of n that one id-less text holds (two stream-logs runs pasted together).
+    pasted_part: tuple[int, int] | None = None
+    # The inputs whose lines hold no times and were read bottom up, being written newest
+    # first (see oldest_first).
+    reversed_paths: tuple[str, ...] = ()
+    # API refusals of requests to Vertex AI's other services, set aside (other_service).
+    other_service: int = 0
+    # States and errors of other kinds of Vertex AI jobs (batch prediction), set aside
+    # (other_jobs).
+    other_jobs: int = 0
+
+
+def _fullest(events: Sequence[Event]) -> Sequence[Event]:
+    """``events`` without a failure match that names nothing (no replica, no exit code: the
+    last sentence of a replica-exit message, rule vertex.user-code-exception-tail) beside a
+    match of the same category in the same record that does: one failure message, not two
+    (one cause, one mark on the chart, one echo)."""
+    named = {
+        (e.origin, e.match.category)
+        for e in events
+        if e.kind is EventKind.ERROR and e.match.category is not None and e.match.fields
+    }
+    if not named:
+        return events
+    return tuple(
+        e
+        for e in events
+        if not (
+            e.kind is EventKind.ERROR
+            and not e.match.fields
+            and (e.origin, e.match.category) in named
+        )
+    )
+
+
+def _settle_provenance(event: Event) -> Event:
+    """``event`` as the job's own, or as an echo in a worker's output.
+
+    platform.md section 9: only the service writes the platform's lifecycle and error
+    messages; the same sentence in a container's output (a launcher printing a child job's
+    failure) is evidence about another job. Records without a task (plain text) keep their
+    reading. Legacy ``Task completed successfully.`` is written per task: only the primary's
+    (or the service's) is the job's success.
+    """
+    task = event.task
+    if task is None or task == SERVICE_TASK:
+        return event
+    echo = event.match.writer is Writer.SERVICE or (
+        event.kind is EventKind.JOB_SUCCEEDED and not is_primary(task)
+    )
+    if not echo:
+        return event
+    return replace(event, match=replace(event.match, kind=EventKind.ECHO))
+
+
+def _split_attempts(events: tuple[Event, ...]) -> list[list[Event]]:
+    groups: list[list[Event]] = [[]]
+    active = failed = False
+    for event in events:
+        kind = event.kind
+        starts_new = (kind is EventKind.ATTEMPT_STARTED and active) or (
+            failed and kind in _NEW_ATTEMPT_AFTER_FAILURE
+        )
+        if starts_new and groups[-1]:
+            groups.append([])
+            active = failed = False
+        groups[-1].append(event)
+        active = active or kind in _ACTIVITY
+        failed = failed or kind is EventKind.JOB_FAILED
+    return [g for g in groups if g]
+
+
+def _bounds(events: list[Event]) -> tuple[datetime | None, datetime | None]:
+    times = [e.timestamp for e in events if e.timestamp is not None]
+    return (min(times), max(times)) if times else (None, None)
+
+
+def _overlaps(span: VmSpan, start: datetime | None, end: datetime | None) -> bool:
+    return (start is None or span.last >= start) and (end is None or span.first < end)
+
+
+@dataclass(slots=True)
+class _StartLines:
+    """Which runner start lines make one process start.
+
+    platform.md section 9: a start writes several runner lines (``Updating master address to
+    local address HOST``, ``Running run_module.py``, ``Running task with arguments: ...``,
+    ``Running command: ...``, the last repeated with other commands), and a cut export may
+    lack the first ones. A start line begins a new start when the process exited since the
+    last start, when it came up on another VM (another ``resource_id`` label, or another
+    local address: a maintenance move, which writes no exit), when the same line was already
+    written in the current start, or when it is the master-address line that opens a start.
+    """
+
+    started: bool = False
+    exited: bool = False
+    seen: set[str] = field(default_factory=set)
+    vm: str | None = None
+    host: str | None = None
+
+    def begins_start(self, event: Event) -> tuple[bool, bool]:
+        """Whether ``event`` (a start line) begins a new start, and whether on another VM."""
+        key = " ".join(event.text.split())
+        value = event.match.field("host")
+        host = value if isinstance(value, str) else None
+        moved = self.started and (
+            (event.vm is not None and self.vm is not None and event.vm != self.vm)
+            or (host is not None and self.host is not None and host != self.host)
+        )
+        new = (
+            not self.started
+            or self.exited
+            or moved
+            or key in self.seen
+            or (host is not None and bool(self.seen))
+        )
+        if new:
+            self.started, self.exited, self.seen = True, False, {key}
+        else:
+            self.seen.add(key)
+        self.vm = event.vm or self.vm
+        self.host = host or self.host
+        return new, moved
+
+
+def _one_exit(last: WorkerExit, event: Event, exit_code: int | None) -> WorkerExit | None:
+    """``last``, the runner's report that the command failed, and ``event``, the same
+    runner's completion line, as one exit; None if they are two.
+
+    A runner reports one exit in two lines: the prebuilt container's ``Command '[...]'
+    returned non-zero exit status 1.`` then ``Task completed. Exit code (1). ...``, the legacy
+    runner's ``... exit status -9`` then ``Module completed; cleaning up.`` (no code). The
+    caller pairs them by fact, not by time (a loaded VM can put many seconds between them):
+    the completion line is the same replica's next runner exit line after the report, with
+    no start between. Two codes that differ are two exits. The exit keeps the later line when
+    it gives a code (``Task completed``), else the report's.
+    """
+    if last.time is not None and event.timestamp is not None and event.timestamp < last.time:
+        return None  # a completion before the report is of an earlier process
+    known = exit_code is not None and last.exit_code is not None
+    if known and not _same_exit(last.exit_code, exit_code):
+        return None
+    if exit_code is None:
+        return last
+    reason = event.match.field("reason")
+    return WorkerExit(
+        event.timestamp, exit_code, event.origin, reason if isinstance(reason, str) else None
+    )
+
+
+def _same_exit(first: int | None, second: int | None) -> bool:
+    """Whether two exit codes report one exit: equal, or the same signal in two notations
+    (the legacy runner's Python return code -9 and the service's ``9(SIGKILL)``)."""
+    if first == second:
+        return True
+    if first is None or second is None or (first >= 0 and second >= 0):
+        return False
+    signal = decode(first).signal
+    return signal is not None and signal == decode(second).signal
+
+
+def _worker(
+    task: str,
+    events: list[Event],
+    spans: tuple[VmSpan, ...],
+    window: tuple[datetime | None, datetime | None],
+) -> WorkerTimeline:
+    starts: list[WorkerStart] = []
+    exits: list[WorkerExit] = []
+    lines = _StartLines()
+    # The exit the runner's "Command ... returned non-zero exit status N." reported, while its
+    # completion line may still follow: no start and no other exit line of the replica since.
+    reported_by_runner: int | None = None
+    # The last exit the replica's own lines logged, with no start since: the one a service
+    # report without a time (a paste) can only be about, when the codes agree.
+    runner_logged: int | None = None
+    for event in events:
+        if event.kind is EventKind.WORKER_STARTED:
+            new, moved = lines.begins_start(event)
+            if new:
+                starts.append(WorkerStart(event.timestamp, event.vm, moved, event.origin))
+                reported_by_runner = runner_logged = None
+        elif event.kind in (EventKind.WORKER_EXITED, EventKind.ERROR):
+            code = event.match.field("exit_code")
+            exit_code = code if isinstance(code, int) else None
+            report = event.match.field("command") is not None  # the runner's failure report
+            if event.kind is EventKind.WORKER_EXITED and reported_by_runner is not None:
+                pending, reported_by_runner = reported_by_runner, None
+                if not report:
+                    merged = _one_exit(exits[pending], event, exit_code)
+                    if merged is not None:
+                        exits[pending] = merged
+                        continue
+            # The service reports an exit the runner already logged: one exit, not two.
+            timed = event.kind is EventKind.ERROR and any(
+                _same_exit(e.exit_code, exit_code)
+                and e.time is not None
+                and event.timestamp is not None
+                and timedelta(0) <= event.timestamp - e.time <= _SAME_RESTART
+                for e in exits
+            )
+            # Without times (a paste): the service reports the exit the replica's lines just
+            # logged, after them (platform.md section 9), once.
+            pasted = (
+                event.kind is EventKind.ERROR
+                and event.timestamp is None
+                and runner_logged is not None
+                and exits[runner_logged].time is None
+                and _same_exit(exits[runner_logged].exit_code, exit_code)
+            )
+            reported = timed or pasted
+            if reported:
+                runner_logged = None
+            else:
+                lines.exited = True
+                reason = event.match.field("reason")
+                if event.kind is EventKind.WORKER_EXITED and report:
+                    reported_by_runner = len(exits)
+                elif event.kind is EventKind.ERROR:
+                    reported_by_runner = None  # another exit came between
+                runner_logged = len(exits) if event.kind is EventKind.WORKER_EXITED else None
+                exits.append(
+                    WorkerExit(
+                        event.timestamp,
+                        exit_code,
+                        event.origin,
+                        reason if isinstance(reason, str) else None,
+                    )
+                )
+    # VM changes inside the attempt are restarts on another VM (maintenance), unless a runner
+    # start line already recorded them; a container without runner lines has only these.
+    inside = [s for s in spans if _overlaps(s, *window)]
+    if not starts and inside:
+        # No runner line: the worker's first record marks its first start.
+        starts.append(WorkerStart(inside[0].first, inside[0].vm, False, None))
+    # Records without a VM label (text exports) say nothing about VM changes.
+    labelled = [s for s in inside if s.vm is not None]
+    for previous, span in itertools.pairwise(labelled):
+        if span.vm == previous.vm:
+            continue
+        known = any(
+            s.vm == span.vm and s.time is not None and abs(s.time - span.first) <= _SAME_RESTART
+            for s in starts
+        )
+        if not known:
+            starts.append(WorkerStart(span.first, span.vm, True, None))
+    starts.sort(key=lambda s: s.time or _NO_TIME)
+    seen = [t for s in inside for t in (s.first, s.last)]
+    own = [s.last for s in inside] + [
+        e.timestamp for e in events if e.timestamp is not None and e.task == task
+    ]
+    seen += [e.timestamp for e in events if e.timestamp is not None]
+    return WorkerTimeline(
+        task=task,
+        starts=tuple(starts),
+        exits=tuple(exits),
+        first_seen=min(seen) if seen else None,
+        last_seen=max(seen) if seen else None,
+        own_last=max(own) if own else None,
+    )
+
+
+def _event_task(event: Event) -> str | None:
+    """The worker an event is about: its own task, or the replica a service message names."""
+    replica = event.match.field("replica")
+    if isinstance(replica, str) and replica:
+        return replica_task(replica)
+    if event.task is not None and event.task != SERVICE_TASK:
+        return event.task
+    return None
+
+
+def _worker_only_groups(events: tuple[Event, ...], budget: int) -> list[list[Event]]:
+    """Attempts of a log with no service line, from the runner's lines alone.
+
+    platform.md section 2: a worker is restarted in place up to ``budget`` times; failing
+    again after that retries the whole job. So a worker's start that follows ``budget + 1``
+    failed runs in one attempt (the 7th start of a primary that failed 6 times, with the
+    default 5) begins the next attempt, for every worker.
+    """
+    boundaries: list[datetime] = []
+    by_task: dict[str, list[Event]] = {}
+    for event in events:
+        if event.task is not None and event.kind in WORKER_KINDS:
+            by_task.setdefault(event.task, []).append(event)
+    for task_events in by_task.values():
+        failed = 0
+        lines = _StartLines()
+        for event in task_events:
+            if event.kind is EventKind.WORKER_EXITED:
+                code = event.match.field("exit_code")
+                lines.exited = True
+                failed += 1 if isinstance(code, int) and code != 0 else 0
+            elif lines.begins_start(event)[0] and failed > budget:
+                if event.timestamp is not None:
+                    boundaries.append(event.timestamp)
+                failed = 0
+    groups: list[list[Event]] = [[]]
+    cuts = iter(sorted(set(boundaries)))
+    cut = next(cuts, None)
+    for event in events:
+        while cut is not None and event.timestamp is not None and event.timestamp >= cut:
+            groups.append([])
+            cut = next(cuts, None)
+        groups[-1].append(event)
+    return [g for g in groups if g]
+
+
+def has_container_stream(timeline: JobTimeline) -> bool:
+    """Whether the input holds the job's container stream, so that its absence means the
+    container wrote nothing (rather than a paste holding only the service's lines).
+
+    It does when the records carry tasks (a structured export), the service's lines are there
+    and so is the attempt's start as the service logs it: an export of the job's logs, not a
+    quoted message.
+    """
+    if timeline.service_records == 0:
+        return False
+    return any(
+        attempt.has(EventKind.ATTEMPT_STARTED) or attempt.has(EventKind.JOB_RUNNING)
+        for attempt in timeline.attempts
+    )
+
+
+def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimeline:
+    """Split ``log`` into attempts and worker timelines.
+
+    ``restart_budget`` (the policy's restarts per worker) lets a log with no service line be
+    split into attempts from the runner's lines alone.
+    """
+    events = tuple(_settle_provenance(e) for e in _fullest(log.events))
+    worker_only = not any(
+        e.kind in _SERVICE_KINDS and e.task in (None, SERVICE_TASK) for e in events
+    )
+    if worker_only and restart_budget is not None:
+        groups = _worker_only_groups(events, restart_budget)
+    else:
+        groups = _split_attempts(events)
+    if not groups and log.vm_spans:
+        groups = [[]]  # workers logged, but no lifecycle line matched: one attempt
+    bounds = [_bounds(g) for g in groups]
+    attempts: list[Attempt] = []
+    for index, group in enumerate(groups):
+        start, end = bounds[index]
+        # Worker records between two attempts' events belong to the earlier attempt.
+        window_end = bounds[index + 1][0] if index + 1 < len(groups) else None
+        window_start = start if index > 0 else None
+        by_task: dict[str, list[Event]] = {}
+        for event in group:
+            task = _event_task(event)
+            if task is not None:
+                by_task.setdefault(task, []).append(event)
+        tasks = set(by_task)
+        tasks.update(
+            task
+            for task, spans in log.vm_spans.items()
+            if any(_overlaps(s, window_start, window_end) for s in spans)
+        )
+        workers = tuple(
+            _worker(
+                task, by_task.get(task, []), log.vm_spans.get(task, ()), (window_start, window_end)
+            )
+            for task in sorted(tasks)
+        )
+        attempts.append(Attempt(index + 1, tuple(group), workers, start, end))
+    return JobTimeline(
+        log.job_id,
+        tuple(attempts),
+        log.first_seen,
+        log.last_seen,
+        log.records,
+        log.trial,
+        service_records=log.service_records,
+    )
+
+
+def job_timelines(log: JobLog, restart_budget: int | None = None) -> list[JobTimeline]:
+    """The timeline of each job ``log`` holds (:func:`separate_jobs`), numbered when one
+    id-less text held several; a text without times written newest first is read oldest
+    first (:func:`oldest_first`)."""
+    log, flipped = oldest_first(log)
+    others = other_jobs(log.events)
+    kept = tuple(e for e in log.events if not other_service(e) and e.origin not in others)
+    aside = len(log.events) - len(kept) - len(others)
+    if aside or others:
+        log = replace(log, events=kept)
+    logs = separate_jobs(log)
+    timelines = [build_timeline(part, restart_budget) for part in logs]
+    if flipped or aside or others:
+        timelines = [
+            replace(timeline, reversed_paths=flipped, other_service=aside, other_jobs=len(others))
+            for timeline in timelines
+        ]
+    if len(timelines) == 1:
+        return timelines
+    return [
+        replace(timeline, pasted_part=(index, len(timelines)))
+        for index, timeline in enumerate(timelines, start=1)
+    ]
+
+
+def other_jobs(events: Sequence[Event]) -> set[Origin]:
+    """The records of the states and errors another kind of Vertex AI job printed: those that
+    follow, in the input, a batch prediction job's name (rule sdk.other-job-named) with no
+    training job named between (a listing of a project's batch prediction jobs prints each
+    one's ``name:`` then its ``state: JobState.JOB_STATE_X``: not a training job's fate)."""
+    aside: set[Origin] = set()
+    other = False
+    for event in sorted(events, key=lambda e: (e.origin.path, e.origin.line, e.origin.entry)):
+        if event.kind is EventKind.JOB_NAMED:
+            if event.match.field("other_job") is not None:
+                other = True
+            elif event.match.field("job_id") is not None:
+                other = False
+        elif other and event.kind in (EventKind.JOB_STATE, EventKind.JOB_ERROR):
+            aside.add(event.origin)
+    return aside
+
+
+def other_service(event: Event) -> bool:
+    """Whether ``event`` is an API refusal of a request to another Vertex AI service (a
+    generative model's, an endpoint's: :func:`~analyzer.classify.events.other_service_text`), not of
+    a training job."""
+    return event.kind is EventKind.CREATION_REFUSED and other_service_text(event.text)
+
+
+def steps_down_up(values: Sequence[Any]) -> tuple[int, int]:
+    """How many of the steps between neighbours of ``values`` go down, and how many up
+    (equal neighbours count as neither): which way an input's times or lifecycle run."""
+    down = up = 0
+    for before, after in itertools.pairwise(values):
+        if after < before:
+            down += 1
+        elif after > before:
+            up += 1
+    return down, up
+
+
+def newest_first(events: Sequence[Event]) -> bool:
+    """Whether ``events``, in input order, are written newest first: most steps between the
+    service's lifecycle messages go backwards (at least two of them)."""
+    steps = [
+        _STEP_OF[e.kind] for e in events if e.kind in _STEP_OF and e.task in (None, SERVICE_TASK)
+    ]
+    down, up = steps_down_up(steps)
+    return down >= 2 and down > up
+
+
+def oldest_first(log: JobLog) -> tuple[JobLog, tuple[str, ...]]:
+    """``log`` with the events of each input that holds no times and is written newest first
+    read bottom up, and those inputs' paths.
+
+    ``gcloud logging read`` prints newest first, and its ``value(textPayload)`` output keeps
+    no time: read top down, "Job failed." comes before "Job is running." and a job with one
+    attempt reads as three, the last one pending. Events with a time are in time order
+    already (timed events sort first, the untimed ones follow by input and line:
+    classify's order), so only the untimed run of each input is turned. Lines of one entry
+    (a message's continuation lines) turn with it: the tracebacks they hold are read either
+    way (tracebacks.exception_from_events)."""
+    events = list(log.events)
+    flipped: list[str] = []
+    start = next((i for i, e in enumerate(events) if e.timestamp is None), len(events))
+    while start < len(events):
+        path = events[start].origin.path
+        end = start
+        while end < len(events) and events[end].origin.path == path:
+            end += 1
+        run = events[start:end]
+        if all(e.timestamp is None for e in run) and newest_first(run):
+            events[start:end] = run[::-1]
+            flipped.append(path)
+        start = end
+    if not flipped:
+        return log, ()
+    return replace(log, events=tuple(events)), tuple(flipped)
+
+
+def separate_jobs(log: JobLog) -> list[JobLog]:
+    """The jobs an id-less log holds: a job that ended (success, or retries exhausted) and a
+    new provisioning after it are two jobs pasted together, not two attempts (section 9).
+
+    A log with a job id is one job, whatever it shows.
+    """
+    if log.job_id is not None:
+        return [log]
+    parts: list[list[Event]] = [[]]
+    ended = False
+    for event in log.events:
+        if ended and event.kind in _NEW_JOB and event.task in (None, SERVICE_TASK):
+            parts.append([])
+            ended = False
+        parts[-1].append(event)
+        ended = ended or (event.kind in _JOB_END and event.task in (None, SERVICE_TASK))
+    if len(parts) == 1:
+        return [log]
+    logs: list[JobLog] = []
+    for part in parts:
+        times = [e.timestamp for e in part if e.timestamp is not None]
+        first, last = (min(times), max(times)) if times else (None, None)
+        spans = {
+            task: tuple(s for s in task_spans if _overlaps(s, first, last))
+            for task, task_spans in log.vm_spans.items()
+        }
+        logs.append(
+            replace(
+                log,
+                events=tuple(part),
+                vm_spans={task: found for task, found in spans.items() if found},
+                records=len({e.origin for e in part}),
+                first_seen=first,
+                last_seen=last,
+            )
+        )
+    return logs
+
+
+def restarts_by_worker(timeline: JobTimeline) -> Mapping[str, int]:
+    """Restarts per replica, summed over attempts (the contract's ``worker_restarts``)."""
+    totals: dict[str, int] = {}
+    for attempt in timeline.attempts:
+        for worker in attempt.workers:
+            totals[worker.task] = totals.get(worker.task, 0) + worker.restarts
+    return dict(sorted(totals.items()))

@@ -1,0 +1,959 @@
+"""The predict stage: replay the retry policy over a job's attempts.
+
+It judges each attempt (:class:`AttemptStatus`, and its cause from :mod:`analyzer.verdict.causes`),
+names the root cause in depth (:mod:`analyzer.verdict.rootcause`: the first initiating failure of
+the
+attempt that decided the job's fate), the final state (read from the logs, or predicted by
+replaying the policy forward when the logs stop early, assuming the last failure repeats) and
+the retry count. Each decision says which fact of platform.md it implements.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from analyzer.classify.events import (
+    AFTER_DEATH,
+    CHECKPOINT_INTERVAL,
+    LIFECYCLE_KINDS,
+    OTHER_SERVICE_NOTE,
+    Category,
+    Event,
+    EventKind,
+    Writer,
+)
+from analyzer.ingest.records import SERVICE_TASK, InputStats
+from analyzer.timeline.attempts import (
+    Attempt,
+    JobTimeline,
+    WorkerTimeline,
+    has_container_stream,
+    is_primary,
+    replica_task,
+    restarts_by_worker,
+    steps_down_up,
+)
+from analyzer.timeline.exitcodes import decode
+from analyzer.verdict.advice import advice_for
+from analyzer.verdict.causes import (
+    cause_from_event,
+    first_cause,
+    int_field,
+    merged_exit_lines,
+    restarts_exhausted,
+    str_field,
+)
+from analyzer.verdict.diagnosis import (
+    AttemptOutcome,
+    Cause,
+    Diagnosis,
+    JobState,
+    RecordedError,
+    SpecCheck,
+)
+from analyzer.verdict.jobspec import JobSpec
+from analyzer.verdict.policy import RetryPolicy
+from analyzer.verdict.rootcause import deepen, find_death
+from analyzer.verdict.tracebacks import (
+    HEADER,
+    ExceptionInfo,
+    exception_from_events,
+    last_exception_line,
+    open_traceback,
+)
+from analyzer.verdict.work import AttemptWork, attempt_work
+
+
+class AttemptStatus(StrEnum):
+    """How one attempt stands, as its lines show it (``attempt_log[].outcome`` when it has no
+    cause)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    RUNNING = "running"
+    PENDING = "pending"
+    QUEUED = "queued"
+    REFUSED = "refused"  # the API refused to create the job: no attempt ran
+
+
+@dataclass(frozen=True, slots=True)
+class _AttemptVerdict:
+    """What one attempt shows: its status and, when it failed, why.
+
+    ``failed_line``: the service wrote ``Job failed.``; ``exhausted_line``: it wrote ``Job will
+    not be retried, ...``; ``recorded_end``: a tool reading the job object (the SDK) printed
+    its final state or error code, so the job's fate is observed even without those lines.
+    """
+
+    status: AttemptStatus
+    cause: Cause | None
+    failed_line: bool
+    exhausted_line: bool
+    recorded_end: bool = False
+    error_code: int | None = None
+    running: bool = False  # the attempt reached JOB_STATE_RUNNING (or a worker started)
+    refusal: str | None = None  # the API's status when it refused to create the job
+
+
+# The SDK's JobState names for the attempt statuses they end or show.
+_RECORDED_STATUS = {
+    "SUCCEEDED": AttemptStatus.SUCCEEDED,
+    "FAILED": AttemptStatus.FAILED,
+    "CANCELLED": AttemptStatus.CANCELLED,
+    "CANCELLING": AttemptStatus.CANCELLED,
+    "RUNNING": AttemptStatus.RUNNING,
+    "PENDING": AttemptStatus.PENDING,
+    "QUEUED": AttemptStatus.QUEUED,
+}
+_FINAL_STATUSES = frozenset(
+    {AttemptStatus.SUCCEEDED, AttemptStatus.FAILED, AttemptStatus.CANCELLED}
+)
+# Kinds that show a job was created and got going: with any of them, an API refusal in the
+# same text is about something else (another request), not this job's creation.
+_PROGRESS_KINDS = frozenset(
+    {
+        EventKind.ATTEMPT_STARTED,
+        EventKind.JOB_PROVISIONING,
+        EventKind.JOB_PREPARING,
+        EventKind.JOB_RUNNING,
+        EventKind.WORKER_STARTED,
+        EventKind.WORKER_EXITED,
+        EventKind.JOB_FAILED,
+        EventKind.JOB_SUCCEEDED,
+        EventKind.TEARDOWN,
+    }
+)
+
+
+def _exhausted_worker(attempt: Attempt, policy: RetryPolicy) -> WorkerTimeline | None:
+    """A worker that failed again after using up its restarts, if any.
+
+    platform.md section 2: up to ``max_worker_restarts`` restarts per worker; VM-maintenance
+    moves (an exit followed by a start on another VM) are not charged (section 9).
+    """
+    budget = policy.worker_restart_budget
+    for worker in attempt.workers:
+        failed_again = len(worker.failures) > budget
+        # Without exit lines (custom containers), used-up restarts and "Job failed." say it.
+        used_up = 0 < budget <= worker.budget_restarts and attempt.has(EventKind.JOB_FAILED)
+        if failed_again or used_up:
+            return worker
+    return None
+
+
+def _primary_succeeded(attempt: Attempt) -> bool:
+    """The primary replica exited 0 (``Task completed. Exit code (0). Exit reason
+    (SUCCEEDED)``) and no failure of the job followed: the job succeeded even when the
+    service's final lines are missing (platform.md sections 2 and 9)."""
+    events = attempt.events  # in time order
+    for index, event in enumerate(events):
+        if (
+            event.kind is EventKind.WORKER_EXITED
+            and is_primary(event.task)
+            and int_field(event, "exit_code") == 0
+        ):
+            return not any(
+                e.kind in (EventKind.JOB_FAILED, EventKind.ERROR) for e in events[index + 1 :]
+            )
+    return False
+
+
+def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
+    """The job object's state and error code, as the SDK printed them in this attempt."""
+    status: AttemptStatus | None = None
+    code: int | None = None
+    for event in attempt.events:
+        if event.kind is EventKind.JOB_STATE:
+            status = _RECORDED_STATUS.get(str(event.match.field("state") or ""), status)
+        elif event.kind is EventKind.JOB_ERROR and not _error_message(event):
+            # (The error's message, "Replicas low on disk: workerpool0", is the failure
+            # itself, not a tool's record of how the job ended: _judge_attempt reads it.)
+            value = event.match.field("code")
+            if isinstance(value, int):
+                code = value
+            elif isinstance(value, str) and value.isdigit():
+                code = int(value)
+            # The SDK raises "Job failed with:" for a job that ended FAILED or CANCELLED alike
+            # (aiplatform jobs._JOB_ERROR_STATES): after the CANCELLED state it printed, or with
+            # error code 1 (google.rpc CANCELLED), the job was cancelled, not failed.
+            if status is not AttemptStatus.CANCELLED and code != _RPC_CANCELLED:
+                status = AttemptStatus.FAILED
+            else:
+                status = AttemptStatus.CANCELLED
+    return status, code
+
+
+# google.rpc.Code CANCELLED: the job object's error code of a cancelled job.
+_RPC_CANCELLED = 1
+
+
+# The API's status as the Python SDK names its exceptions (google.api_core.exceptions).
+_SDK_STATUS = {"ResourceExhausted": "RESOURCE_EXHAUSTED", "InvalidArgument": "INVALID_ARGUMENT"}
+
+
+def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
+    """Whether the API refused to create the job, and the cause when it was quota.
+
+    platform.md section 9: HTTP 429 / RESOURCE_EXHAUSTED (or legacy "Quota failure for
+    project ...") at creation means the job was never created: no attempt, nothing retried.
+    Other refusals (INVALID_ARGUMENT) are no category of the contract: no cause, the status
+    is told. Returns the refusal's status (None: not refused) and the quota cause.
+    """
+    refused = attempt.first(EventKind.CREATION_REFUSED)
+    if refused is None or any(e.kind in _PROGRESS_KINDS for e in attempt.events):
+        return None, None
+    if any(e.match.category is not Category.QUOTA for e in attempt.errors):
+        return None, None  # another failure is in the text: the refusal is not this job's story
+    quota = next((e for e in attempt.errors if e.match.category is Category.QUOTA), None)
+    sdk = str_field(refused, "sdk_status")
+    status = (
+        str_field(refused, "status")
+        or str_field(refused, "pipeline_status")
+        or ("PERMISSION_DENIED" if str_field(refused, "denied") else None)
+        or (_SDK_STATUS.get(sdk.split(":")[0]) if sdk else None)
+        or "RESOURCE_EXHAUSTED"
+    )
+    if quota is None and status != "RESOURCE_EXHAUSTED":
+        return status, None
+    cause = cause_from_event(attempt, quota or refused, Category.QUOTA)
+    return "RESOURCE_EXHAUSTED", replace(cause, detail="refused-at-creation")
+
+
+def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
+    failed_line = attempt.has(EventKind.JOB_FAILED)
+    exhausted_line = attempt.has(EventKind.RETRIES_EXHAUSTED)
+    recorded, error_code = _recorded(attempt)
+    recorded_end = recorded in _FINAL_STATUSES
+    # platform.md section 2: the job is RUNNING once all workers are available; a worker's
+    # own start line shows at least that one ran.
+    running = attempt.has(EventKind.JOB_RUNNING) or any(w.starts for w in attempt.workers)
+
+    def verdict(status: AttemptStatus, cause: Cause | None = None) -> _AttemptVerdict:
+        return _AttemptVerdict(
+            status, cause, failed_line, exhausted_line, recorded_end, error_code, running
+        )
+
+    refused, refusal = _refusal(attempt)
+    if refused is not None:
+        return replace(verdict(AttemptStatus.REFUSED, refusal), refusal=refused)
+    # Success: the service's line, the SDK's recorded state, or the primary's exit 0.
+    if (
+        attempt.has(EventKind.JOB_SUCCEEDED)
+        or recorded is AttemptStatus.SUCCEEDED
+        or (not failed_line and _primary_succeeded(attempt))
+    ):
+        return verdict(AttemptStatus.SUCCEEDED)
+    cause = first_cause(attempt)
+    if cause is None and (worker := _exhausted_worker(attempt, policy)) is not None:
+        cause = restarts_exhausted(attempt, worker, policy)
+    if cause is None and (failed_line or recorded is AttemptStatus.FAILED):
+        # No service message: the runner's own non-zero exit is the best evidence left.
+        merged = merged_exit_lines(attempt)
+        exit_event = next(
+            (
+                e
+                for e in attempt.events
+                if e.kind is EventKind.WORKER_EXITED
+                and (int_field(e, "exit_code") or 0) != 0
+                and e.origin not in merged
+            ),
+            None,
+        )
+        if exit_event is not None:
+            cause = cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
+    cancel = attempt.first(EventKind.JOB_CANCELLED)
+    if cancel is not None or recorded is AttemptStatus.CANCELLED:
+        # The evidence: the service's line, else the state the SDK printed, else its error.
+        said = [
+            e
+            for e in attempt.events
+            if e.kind is EventKind.JOB_STATE
+            and _RECORDED_STATUS.get(str(e.match.field("state") or "")) is AttemptStatus.CANCELLED
+        ]
+        fallback = cancel or (said[-1] if said else attempt.events[-1])
+        return verdict(
+            AttemptStatus.CANCELLED,
+            cause or cause_from_event(attempt, fallback, Category.CANCELLED),
+        )
+    # The job's own error message (no category fits it) is a failure too.
+    error_message = any(_error_message(e) for e in attempt.events)
+    if (
+        cause is not None
+        or failed_line
+        or exhausted_line
+        or recorded is AttemptStatus.FAILED
+        or error_message
+    ):
+        return verdict(AttemptStatus.FAILED, cause)
+    if running:
+        return verdict(AttemptStatus.RUNNING)
+    if recorded is not None:
+        return verdict(recorded)
+    if attempt.events and all(e.kind is EventKind.JOB_QUEUED for e in attempt.events):
+        return verdict(AttemptStatus.QUEUED)
+    return verdict(AttemptStatus.PENDING)
+
+
+# Error codes the platform sets on the job object (platform.md section 6: 3 for a user exit,
+# 8 for OOM and quota); other categories are not compared.
+_ERROR_CODES = {Category.USER_CODE_EXCEPTION: 3, Category.OOM: 8, Category.QUOTA: 8}
+
+
+def _work(
+    attempt: Attempt, verdict: _AttemptVerdict, policy: RetryPolicy, stream: bool
+) -> tuple[AttemptWork, Cause | None]:
+    cause = verdict.cause
+    failure: datetime | None = None
+    deep: Cause | None = None
+    if cause is not None:
+        deep = deepen(cause, attempt, policy, stream)
+        task = replica_task(deep.replica) if deep.replica else None
+        failure = find_death(attempt, task, deep.time).time if task else deep.time
+    failed = verdict.status in (AttemptStatus.FAILED, AttemptStatus.CANCELLED)
+    return attempt_work(attempt, failure, failed), deep
+
+
+def _spec_check(spec: JobSpec, state: JobState, cause: Cause | None) -> SpecCheck | None:
+    if spec.state is None:
+        return None
+    agrees = spec.state == state.value
+    expected = _ERROR_CODES.get(cause.category) if cause is not None else None
+    if agrees and spec.error_code is not None and expected is not None:
+        agrees = spec.error_code == expected
+    return SpecCheck(spec.state, spec.error_code, agrees)
+
+
+def _span_text(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+_IN_PROGRESS = {
+    AttemptStatus.RUNNING: JobState.RUNNING,
+    AttemptStatus.PENDING: JobState.PENDING,
+    AttemptStatus.QUEUED: JobState.QUEUED,
+}
+# The job object's error codes (google.rpc.Code) the SDK prints, in words. 8 is any resource
+# run out: host memory, a quota, the boot disk ("Replicas low on disk").
+_ERROR_CODE_NAMES = {
+    3: "INVALID_ARGUMENT: an error in the user's code or settings",
+    8: "RESOURCE_EXHAUSTED: a resource ran out, such as memory, disk or a quota",
+    9: "FAILED_PRECONDITION",
+    13: "INTERNAL: an error on the platform's side",
+    14: "UNAVAILABLE",
+}
+
+
+IN_PROGRESS_NOTE = "logs end while the job is still in progress"
+
+
+@dataclass(frozen=True, slots=True)
+class _Fate:
+    """The job's state, whether it was read from the input, and its attempts in all."""
+
+    state: JobState
+    final: bool
+    attempts: int
+    notes: tuple[str, ...] = ()
+
+
+# A key and its quotes around a value, as a describe's YAML or a JSON body writes the job's
+# error message (`  message: 'Replicas low on disk: ...`): not the message's own text.
+_KEYED = re.compile(r"""^\s*(?:-\s*)?(?:"?(?:message|errorMessage)"?\s*:\s*)?["']?""")
+
+
+def _error_message(event: Event) -> bool:
+    """Whether ``event`` is the job object's error message (a ``job_error`` rule naming the
+    pool, or capturing the ``message``), not the SDK's bare record that the job failed."""
+    return event.kind is EventKind.JOB_ERROR and bool(
+        str_field(event, "pool") or str_field(event, "message")
+    )
+
+
+def recorded_error(timeline: JobTimeline) -> RecordedError | None:
+    """The job object's own error, quoted, when a rule read it as the job's error message in
+    the last attempt (a ``job_error`` rule naming a pool, such as "Replicas low on disk:
+    workerpool0", or capturing the ``message``, a legacy describe's ``errorMessage:``): the
+    fact a describe gives when no category fits it. The SDK's bare ``Job failed with:``
+    carries neither and is no such message."""
+    if not timeline.attempts:
+        return None
+    found = next(
+        (e for e in reversed(timeline.attempts[-1].events) if _error_message(e)),
+        None,
+    )
+    if found is None:
+        return None
+    text = str_field(found, "message") or found.text.strip()
+    text = " ".join(text.splitlines()[0].split()) if text.strip() else ""
+    value = _KEYED.sub("", text)
+    message = value.rstrip("'\",")
+    opened = _KEYED.match(text)
+    quote = opened.group(0)[-1:] if opened else ""
+    if quote in ("'", '"') and not text.rstrip(",").endswith(quote):
+        # A quoted value whose closing quote is not on its line: YAML folded the rest onto
+        # the next one, which no rule reads: say the quote goes on.
+        message += " …"
+    return RecordedError(message, found.origin, found.match.rule, str_field(found, "pool"))
+
+
+def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryPolicy) -> _Fate:
+    """Replay the policy over the attempts' verdicts (platform.md sections 2 and 8)."""
+    observed = len(verdicts)
+    if not verdicts or not _shows_lifecycle(timeline):
+        # Section 9: a verdict follows from evidence; a worker's traceback alone says
+        # nothing of how the job stands.
+        return _Fate(
+            JobState.UNSPECIFIED,
+            False,
+            0,
+            ("no lifecycle or failure message of this job is in the input: its state is unknown",),
+        )
+    last = verdicts[-1]
+    if last.status is AttemptStatus.REFUSED:
+        # Section 9: refused at creation, so no job exists: no attempt, nothing to retry.
+        return _Fate(
+            JobState.UNSPECIFIED,
+            True,
+            0,
+            (
+                f"the API refused to create the job ({last.refusal}): it was never created,"
+                " no attempt ran",
+            ),
+        )
+    if last.status is AttemptStatus.SUCCEEDED:
+        return _Fate(JobState.SUCCEEDED, True, observed)
+    if last.status is AttemptStatus.CANCELLED:
+        return _Fate(JobState.CANCELLED, True, observed)
+    if last.status is not AttemptStatus.FAILED:
+        return _Fate(
+            _IN_PROGRESS[last.status],
+            False,
+            observed,
+            (IN_PROGRESS_NOTE,),
+        )
+    if last.exhausted_line:
+        # "Job will not be retried, max error retry attempts reached." ends the last attempt.
+        return _Fate(JobState.FAILED, True, observed)
+    if last.cause is None:
+        error = recorded_error(timeline)
+        if error is None:
+            return _Fate(
+                JobState.FAILED,
+                last.recorded_end,
+                observed,
+                ("the attempt failed without a failure message the rules know",),
+            )
+        notes = [
+            f'the job\'s own error: "{error.message}" ({error.origin});'
+            " none of jobdoctor's cause categories (user_code_exception, oom, quota, ...) is"
+            " this failure, so the cause is left empty"
+        ]
+        final = last.recorded_end or last.failed_line
+        lifecycle = any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events)
+        if not final:
+            notes.append("logs end before the job's last line; outcome predicted")
+        elif not lifecycle:
+            notes.append(
+                "the input is the job's record (its state and error), not its log: how many"
+                " attempts ran is not shown (1 is counted)"
+            )
+        return _Fate(JobState.FAILED, final, observed, tuple(notes))
+    # disableRetries only stops retries of internal errors once the job was running.
+    allowed = policy.attempts_allowed(last.cause.category, last.cause.exit_code, last.running)
+    if last.recorded_end:
+        # The SDK read the job object: it has FAILED, whatever the lines in between show.
+        if observed < allowed and not _shows_attempts(timeline):
+            return _Fate(
+                JobState.FAILED,
+                True,
+                allowed,
+                (
+                    f"the job's record says it failed; its attempts are not in the input: the"
+                    f" policy allows {allowed} for {last.cause.category.value}",
+                ),
+            )
+        return _Fate(JobState.FAILED, True, observed)
+    if observed < allowed:
+        return _Fate(
+            JobState.FAILED,
+            False,
+            allowed,
+            (
+                f"logs end after attempt {observed}; the policy allows {allowed}"
+                f" attempts for {last.cause.category.value}: predicted assuming"
+                " the failure repeats",
+            ),
+        )
+    if last.failed_line:
+        return _Fate(JobState.FAILED, True, observed)
+    return _Fate(
+        JobState.FAILED,
+        False,
+        observed,
+        ("logs end before the job's last line; outcome predicted",),
+    )
+
+
+def _service_lifecycle(timeline: JobTimeline) -> bool:
+    """Whether the input holds any of the service's lifecycle messages of the job."""
+    return any(
+        e.kind in LIFECYCLE_KINDS and e.match.writer is Writer.SERVICE
+        for a in timeline.attempts
+        for e in a.events
+    )
+
+
+def refused_at_creation(verdicts: Sequence[_AttemptVerdict]) -> bool:
+    """Whether the API refused to create the job (no job, no attempt: platform.md section 9)."""
+    return any(v.refusal for v in verdicts)
+
+
+def seen_exception(timeline: JobTimeline, state: JobState) -> ExceptionInfo | None:
+    """The exception a job without a platform failure message shows in the input: its last
+    whole traceback's; a bare exception line (a paste of a traceback's end) only when nothing
+    else of the job is known, since in a job's log it is usually the harmless "Error in
+    sitecustomize" ModuleNotFoundError. Told in a note and the advice, never made a cause
+    (a refusal at creation is the story already: the exception is the API's answer)."""
+    events = [e for a in timeline.attempts for e in a.events]
+    seen = exception_from_events(events)
+    if seen is None and state is JobState.UNSPECIFIED:
+        seen = last_exception_line(events)
+    return seen
+
+
+def _evidence_notes(
+    timeline: JobTimeline,
+    verdicts: list[_AttemptVerdict],
+    cause: Cause | None,
+    state: JobState,
+    seen: ExceptionInfo | None,
+) -> list[str]:
+    """What the reader should know about the evidence itself: what the input lacks, what
+    was set aside, and what a tool's record of the job adds. ``seen``: the exception the
+    input shows in a job without a failure message (:func:`seen_exception`)."""
+    notes: list[str] = []
+    if timeline.other_service:
+        notes.append(f"{OTHER_SERVICE_NOTE}: no training job's message is in the input")
+    if timeline.other_jobs:
+        notes.append(
+            f"{timeline.other_jobs} state or error line(s) follow a batch prediction job's name"
+            " (batchPredictionJobs/ID) and are that job's, not a training job's: set aside"
+        )
+    for path in timeline.reversed_paths:
+        notes.append(
+            f"{path} holds no times and its lifecycle messages run newest first (as gcloud"
+            " logging read prints them), so its lines were read bottom up"
+        )
+    if timeline.pasted_part is not None:
+        index, count = timeline.pasted_part
+        notes.append(
+            f"this input holds {count} jobs without their ids (this is job {index} of {count}:"
+            " a new provisioning after the previous job had ended)"
+        )
+    named = list(
+        dict.fromkeys(
+            str(e.match.field("job_id"))
+            for a in timeline.attempts
+            for e in a.events
+            if e.kind is EventKind.JOB_NAMED and e.job_id is None and e.match.field("job_id")
+        )
+    )
+    if len(named) > 1:
+        # A text without job ids (an SDK's polling output) that names several jobs: its lines
+        # cannot be told apart by job, so what they show is read as one job's.
+        notes.append(
+            f"this input names {len(named)} jobs ({', '.join(named[:3])}"
+            f"{', ...' if len(named) > 3 else ''}) on lines without a job id: their lines are"
+            f" read as {timeline.job_id or 'one job'}'s, so the state shown may belong to"
+            " another of them"
+        )
+    codes = [v.error_code for v in verdicts if v.error_code is not None]
+    if codes:
+        name = _ERROR_CODE_NAMES.get(codes[-1], "see google.rpc.Code")
+        notes.append(f"the job's record gives error code {codes[-1]} ({name})")
+    echoes = sum(1 for a in timeline.attempts for e in a.events if e.kind is EventKind.ECHO)
+    if echoes:
+        notes.append(
+            f"{echoes} platform message(s) inside the containers' own output (another job's"
+            " state a launcher printed, an echoed log) were kept as evidence, not as this"
+            " job's fate"
+        )
+    if cause is None and state is not JobState.SUCCEEDED and not refused_at_creation(verdicts):
+        if seen is not None:
+            notes.append(
+                f"the input shows {seen.type}: {seen.message} but no platform message"
+                " saying it ended the job"
+            )
+        elif recorded_error(timeline) is None:
+            # (Beside the job's own error, a traceback is the tool's that printed it.)
+            notes += _open_tracebacks(timeline, None)
+        if (gone := last_worker_exit(timeline)) is not None:
+            signal = decode(gone.exit_code).signal
+            how = f"{gone.exit_code}, {signal}" if signal else str(gone.exit_code)
+            when = f" at {gone.time:%Y-%m-%d %H:%M:%S}" if gone.time is not None else ""
+            notes.append(
+                f"{gone.task} exited ({how}){when} and no line of the service follows in the"
+                " input: the platform restarts a worker after a non-zero exit, so the job is"
+                " predicted still in progress; whether this exit ended it (its restarts used"
+                " up, the job failing) is not shown"
+            )
+    elif cause is not None and cause.exception is None:
+        # The failing replica's traceback, or the tail the service copied into its message,
+        # may be in the input without its end: say what is there and what is missing.
+        if cause.replica:
+            notes += _open_tracebacks(timeline, replica_task(cause.replica))
+        own = [e for a in timeline.attempts for e in a.events if e.origin in cause.evidence[:1]]
+        if any(HEADER in e.text for e in own):
+            notes.append(
+                f"the traceback in the service's message about {cause.replica or 'the replica'}"
+                " stops before its exception line (the message is cut), so the exception is"
+                " not known"
+            )
+    if cause is not None and cause.exception is not None:
+        notes += _exception_source(timeline, cause)
+    if cause is not None and cause.detail == "oom-confirmed":
+        notes.append(
+            f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
+            " out-of-memory message: the memory message confirms it was memory"
+        )
+    if cause is not None and cause.detail == "replica-lines-no-error":
+        notes.append(
+            f"the input holds some of {cause.replica or 'the replica'}'s own lines but no"
+            " traceback or error message behind its exit: the cause is not known"
+        )
+    if cause is not None and cause.detail == "output-not-in-input":
+        notes.append(
+            "the input holds the service's messages but not the container's own output:"
+            " fetch the job's whole log (jobdoctor fetch) or open the console link"
+        )
+    return notes
+
+
+def last_worker_exit(timeline: JobTimeline) -> WorkerExitSeen | None:
+    """The non-zero exit that ends a worker's lines in the last attempt with no start after
+    it, in a job whose input holds no later line of the service: the process ended, and the
+    input does not show what followed (platform.md section 2: a worker that exits non-zero is
+    restarted, so the exit alone is no failure of the job). The latest such exit."""
+    if not timeline.attempts:
+        return None
+    attempt = timeline.attempts[-1]
+    found: WorkerExitSeen | None = None
+    for worker in attempt.workers:
+        gone = worker.exits[-1] if worker.exits else None
+        if gone is None or gone.exit_code in (None, 0) or gone.time is None:
+            continue
+        # (A start inferred from the worker's first record may share the exit's time.)
+        if any(s.time is not None and s.time > gone.time for s in worker.starts):
+            continue
+        later = any(
+            e.task is None or e.task == SERVICE_TASK
+            for e in attempt.events
+            if e.timestamp is not None and e.timestamp > gone.time
+        )
+        if not later and (found is None or (found.time is not None and gone.time > found.time)):
+            found = WorkerExitSeen(worker.task, gone.exit_code, gone.time)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerExitSeen:
+    """A worker's non-zero exit that ends what the input shows of it (last_worker_exit)."""
+
+    task: str
+    exit_code: int
+    time: datetime | None
+
+
+# platform.md section 6: exports written newest first (gcloud logging read's JSON array and
+# YAML documents, the Logs Explorer's JSON and CSV downloads); a Download holds at most
+# 10,000 entries. The order is also read from the job's own lines: `--order=asc` (or a paste
+# turned the other way) writes oldest first, and then a cut loses the newest ones instead.
+NEWEST_FIRST_FORMATS = frozenset({"gcloud-json", "gcloud-yaml", "logs-explorer-csv"})
+DOWNLOAD_CAP = 10_000
+
+
+def _written_newest_first(events: Sequence[Event]) -> bool:
+    """Whether ``events`` of one input, in the input's order, step back in time more often
+    than forward (at least once)."""
+    times = [
+        e.timestamp
+        for e in sorted(events, key=lambda e: (e.origin.line, e.origin.entry))
+        if e.timestamp is not None
+    ]
+    down, up = steps_down_up(times)
+    return down > up
+
+
+def oldest_entries_missing(timeline: JobTimeline, inputs: Sequence[InputStats]) -> list[str]:
+    """A note for each input written newest first that lost its oldest entries: cut short
+    (``cut_line``), or holding exactly the Download's 10,000 entries (more probably existed).
+    The oldest entries are a job's first attempts and restarts and its start: what the
+    diagnosis counts of them is then a lower bound. Not said of a job whose creation line
+    (queued, validated) is in the input: its beginning is there."""
+    if not inputs or any(
+        e.kind is EventKind.JOB_QUEUED for a in timeline.attempts for e in a.events
+    ):
+        return []
+    by_path: dict[str, list[Event]] = {}
+    for attempt in timeline.attempts:
+        for event in attempt.events:
+            by_path.setdefault(event.origin.path, []).append(event)
+    notes: list[str] = []
+    for stats in inputs:
+        events = by_path.get(stats.path)
+        if not events or stats.format not in NEWEST_FIRST_FORMATS:
+            continue
+        if stats.cut_line is not None:
+            why = f"is cut short (line {stats.cut_line:,}, the last, ends inside an entry)"
+        elif stats.records == DOWNLOAD_CAP:
+            why = (
+                f"holds exactly {DOWNLOAD_CAP:,} entries, the most a Logs Explorer download"
+                " holds (or a --limit), so older entries probably exist"
+            )
+        else:
+            continue
+        if not _written_newest_first(events):
+            continue
+        oldest = min((e.timestamp for e in events if e.timestamp is not None), default=None)
+        since = f" (its oldest here: {oldest:%Y-%m-%d %H:%M:%S})" if oldest is not None else ""
+        notes.append(
+            f"{stats.path} is written newest first and {why}: the entries older than its last"
+            f" are not in it and may be this job's{since}, so its attempts and restarts"
+            " counted here are lower bounds and its first attempt's start is not known"
+        )
+    return notes
+
+
+def _exception_source(timeline: JobTimeline, cause: Cause) -> list[str]:
+    """Where the cause's exception was read, when not from the replica's own lines: the
+    traceback tail the service copied into its message (platform.md sections 3 and 9)."""
+    exception = cause.exception
+    if exception is None or exception.origin is None or exception.origin not in cause.evidence[:1]:
+        return []
+    own = next(
+        (
+            e
+            for a in timeline.attempts
+            for e in a.events
+            if e.origin == exception.origin and e.match.writer is Writer.SERVICE
+        ),
+        None,
+    )
+    if own is None:
+        return []
+    whose = f"{cause.replica}'s" if cause.replica else "the replica's"
+    note = (
+        f"{exception.type} is read from the traceback the service copied into its message"
+        f" ({exception.origin}), not from {whose} own lines"
+    )
+    if HEADER not in own.text:
+        note += ": the message's top is cut, so the traceback's first lines are not in the input"
+    return [note]
+
+
+def _exit_pair(timeline: JobTimeline) -> tuple[str, int] | None:
+    gone = last_worker_exit(timeline)
+    return (gone.task, gone.exit_code) if gone is not None else None
+
+
+def _open_tracebacks(timeline: JobTimeline, task: str | None) -> list[str]:
+    """A note for each process (of ``task`` only, when given) whose last traceback in the
+    input has no exception line: where it begins, and that the process's lines in the input
+    end inside it (or, with no ``task``, that no exception line jobdoctor reads ends it)."""
+    by_task: dict[str | None, list[Event]] = {}
+    own_last: dict[str, datetime] = {}
+    for attempt in timeline.attempts:
+        for event in attempt.events:
+            by_task.setdefault(event.task, []).append(event)
+        for worker in attempt.workers:
+            if worker.own_last is not None:
+                own_last[worker.task] = max(
+                    worker.own_last, own_last.get(worker.task, worker.own_last)
+                )
+    notes: list[str] = []
+    for name, events in by_task.items():
+        if task is not None and name != task:
+            continue
+        found = open_traceback(events)
+        if found is None:
+            continue
+        header, last = found
+        begins = "a traceback begins" + (f" in {name}" if name else "")
+        begins += (
+            f" at {header.timestamp:%Y-%m-%d %H:%M:%S}"
+            if header.timestamp is not None
+            else f" at {header.origin}"
+        )
+        ends = own_last.get(name) if name else None
+        # A traceback is written at once: a process whose last record comes within a second
+        # of the traceback's last frame (its source line, say) ends inside it in the input.
+        if ends is not None and last.timestamp is not None and ends - last.timestamp <= AFTER_DEATH:
+            whose = (
+                "the input ends"
+                if timeline.last_seen is None or timeline.last_seen - ends <= AFTER_DEATH
+                else f"{name}'s lines in the input end"
+            )
+            notes.append(
+                f"{begins} but {whose} before its exception line, so the exception is not known"
+            )
+        elif task is None:
+            notes.append(f"{begins} but no exception line jobdoctor reads ends it in the input")
+    return notes
+
+
+# Kinds that say something of how the job stands: its lifecycle, a failure, what a tool
+# records of it (state, error code, a refusal). The program's own output and its echoes do not.
+_JOB_EVIDENCE = LIFECYCLE_KINDS | {
+    EventKind.ERROR,
+    EventKind.JOB_STATE,
+    EventKind.JOB_ERROR,
+    EventKind.CREATION_REFUSED,
+}
+
+
+def _shows_lifecycle(timeline: JobTimeline) -> bool:
+    """Whether the input says anything of the job's lifecycle: a lifecycle or failure
+    message, an SDK state, or a worker seen running."""
+    return any(
+        any(e.kind in _JOB_EVIDENCE for e in a.events) or any(w.starts for w in a.workers)
+        for a in timeline.attempts
+    )
+
+
+def _shows_attempts(timeline: JobTimeline) -> bool:
+    """Whether the input marks its attempts (the service's provisioning line of each)."""
+    return any(a.has(EventKind.ATTEMPT_STARTED) for a in timeline.attempts)
+
+
+def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[str]:
+    """What the attempts' work shows: long stretches without a checkpoint (platform.md
+    section 2: at least every 4 hours in jobs longer than 4 hours), and failures inside the
+    parallel start of the workers (section 2: user code starts as soon as its worker is up)."""
+    notes: list[str] = []
+    for attempt, work in zip(timeline.attempts, works, strict=True):
+        if (
+            work.training is not None
+            and work.training > CHECKPOINT_INTERVAL
+            and work.checkpoint_gap is not None
+            and work.checkpoint_gap > CHECKPOINT_INTERVAL
+        ):
+            notes.append(
+                f"attempt {attempt.number} trained {_span_text(work.training)} with"
+                f" {_span_text(work.checkpoint_gap)} without a checkpoint: save one at least"
+                " every 4 hours so that a restart resumes instead of starting over"
+            )
+        if work.startup_race and work.startup_skew is not None:
+            notes.append(
+                f"attempt {attempt.number} failed while workers were still starting"
+                f" ({int(work.startup_skew.total_seconds())} s between the first and the last"
+                " worker start): a parallel-start race; wait for every peer before"
+                " communicating"
+            )
+    return notes
+
+
+def diagnose_timeline(
+    timeline: JobTimeline,
+    policy: RetryPolicy,
+    spec: JobSpec | None = None,
+    lang: str = "en",
+    inputs: Sequence[InputStats] = (),
+) -> Diagnosis:
+    """Replay ``policy`` over ``timeline`` and conclude.
+
+    ``spec`` (the job's own record, ``--job-spec``) changes the policy by its ``scheduling``
+    settings, names machine types in the advice, and is compared with the prediction; it is
+    ignored when it describes another job. ``inputs``: what was read of each input (a cut,
+    its format), for the notes on what the input lacks of the job.
+    """
+    if spec is not None and not spec.applies_to(timeline.job_id):
+        spec = None
+    if spec is not None:
+        policy = spec.policy(policy)
+    stream = has_container_stream(timeline)
+    verdicts = [_judge_attempt(a, policy) for a in timeline.attempts]
+    works = [_work(a, v, policy, stream) for a, v in zip(timeline.attempts, verdicts, strict=True)]
+    attempt_log = tuple(
+        AttemptOutcome(
+            attempt=a.number,
+            start=a.start,
+            end=a.end,
+            outcome=v.cause.category.value if v.cause else v.status.value,
+            restarts=sum(w.restarts for w in a.workers),
+            lost_work=work.lost,
+            startup_skew=work.startup_skew,
+            startup_race=work.startup_race,
+        )
+        for a, v, (work, _) in zip(timeline.attempts, verdicts, works, strict=True)
+    )
+    cause = next((deep for _, deep in reversed(works) if deep is not None), None)
+    fate = _fate(timeline, verdicts, policy)
+    state, final, attempts = fate.state, fate.final, fate.attempts
+    notes = list(fate.notes)
+    seen = (
+        seen_exception(timeline, state)
+        if cause is None and state is not JobState.SUCCEEDED and not refused_at_creation(verdicts)
+        else None
+    )
+    evidence = _evidence_notes(timeline, verdicts, cause, state, seen)
+    # Nothing of a job is left once another service's refusal, or another kind of job's
+    # states, are set aside.
+    lifecycle = any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events)
+    if cause is None and _exit_pair(timeline) is not None:
+        # The worker-exit note says what the input's end shows, more exactly than "still in
+        # progress" (an exit may have ended the job): the general note yields to it.
+        notes = [n for n in notes if n != IN_PROGRESS_NOTE]
+    notes += evidence
+    notes += oldest_entries_missing(timeline, inputs)
+    if attempts == 0:
+        # No attempt ran (the API refused the job, or nothing shows one began): the log of
+        # attempts says so rather than listing a placeholder "#1" beside "0 attempts".
+        attempt_log = ()
+    retries = max(0, attempts - 1)
+    notes += _work_notes(timeline, [work for work, _ in works])
+    timed = [w.lost for w, _ in works if w.lost is not None]
+    error = recorded_error(timeline) if cause is None and state is JobState.FAILED else None
+    check = _spec_check(spec, state, cause) if spec is not None else None
+    if check is not None and not check.agrees:
+        notes.append(
+            f"the job's record says {check.state} (error code {check.error_code}),"
+            f" jobdoctor concluded {state.value}"
+        )
+    return Diagnosis(
+        job_id=timeline.job_id,
+        state=state,
+        observed_final=final,
+        attempts=attempts,
+        retries=retries,
+        worker_restarts=restarts_by_worker(timeline),
+        cause=cause,
+        advice=advice_for(
+            cause,
+            state,
+            policy,
+            lang,
+            spec=spec,
+            refused=next((v.refusal for v in reversed(verdicts) if v.refusal), None),
+            job_id=timeline.job_id,
+            other_service=bool(timeline.other_service) and not lifecycle,
+            other_jobs=bool(timeline.other_jobs) and not lifecycle,
+            last_exit=_exit_pair(timeline) if cause is None else None,
+            recorded=error,
+            # Only where nothing of the service's says how the job went: beside "Job is
+            # running." and later lines, a traceback the job lived through (a data loader's
+            # harmless one at shutdown) is not what the advice should start from.
+            seen=None if _service_lifecycle(timeline) else seen,
+        ),
+        attempt_log=attempt_log,
+        timeline=timeline,
+        notes=tuple(notes),
+        lost_work=sum(timed, timedelta()) if timed else None,
+        job_spec=check,
+        recorded_error=error,
+    )

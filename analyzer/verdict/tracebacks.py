@@ -1,0 +1,365 @@
+"""The exception behind a user-code failure: a Python traceback's final exception and frames.
+
+Tracebacks arrive two ways: as one log entry per line from the worker (rules turn the header,
+each frame and the exception line into events, and :func:`exception_from_events` puts them
+back together), or whole inside one text (a ``logger.exception`` record, or the traceback tail
+the service copies into its replica-exit error), parsed by :func:`parse_text`. That tail comes
+as real lines, as escaped ``\n`` inside a quoted message (the SDK's ``message: "..."``, a JSON
+body), or flattened onto one line by the console or a paste (platform.md sections 3 and 9).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from analyzer.classify.events import Event, EventKind
+from analyzer.ingest.records import Origin
+
+_HEADER = "Traceback (most recent call last)"
+HEADER = _HEADER
+# One frame, and the name of the exception that ends a traceback: the same on a line of their
+# own and inside a traceback flattened onto one line.
+_FRAME_TEXT = r'File "([^"]+)", line (\d+), in (\S+)'
+_EXCEPTION_NAME = (
+    r"([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)"
+    r"|[a-z_][a-z0-9_.]*\.exceptions\.[A-Z]\w*)"
+)
+_FRAME = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?" + _FRAME_TEXT + r"\s*$")
+_EXCEPTION = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?" + _EXCEPTION_NAME + r"(?::\s?(.*?))?\s*$")
+# Where installed libraries and the interpreter live: not the user's own code.
+_LIBRARY = re.compile(r"/(?:site|dist)-packages/|/lib/python\d[\d.]*/|^<frozen |/bin/")
+_PACKAGE = re.compile(r"/(?:site|dist)-packages/([^/]+)/")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One frame of a traceback."""
+
+    file: str
+    line: int
+    function: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "function": self.function}
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionInfo:
+    """The exception that ended a process: type, message, and the deepest frame of user code.
+
+    ``origin`` is the line that shows the exception (evidence); ``frames`` are all frames,
+    outermost first.
+    """
+
+    type: str
+    message: str
+    frame: Frame | None
+    frames: tuple[Frame, ...] = ()
+    origin: Origin | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``cause.exception`` of the JSON contract."""
+        return {
+            "type": self.type,
+            "message": self.message,
+            "frame": self.frame.to_dict() if self.frame else None,
+        }
+
+
+def user_frame(frames: Sequence[Frame], top_cut: bool = False) -> Frame | None:
+    """The deepest frame in the user's own code.
+
+    Library frames live under site-packages, dist-packages or the interpreter's lib directory;
+    but prebuilt containers pip-install the user's package into site-packages too, so the
+    package of the entry point (the first frame outside the interpreter's own modules) counts
+    as the user's. Falls back to the deepest frame when none looks like user code.
+
+    ``top_cut``: the traceback's first frames are not in the text (the service's ``[...]``, a
+    message cut at its top), so the first visible frame is no entry point: often a framework
+    that called the user's code (pytorch_lightning's trainer), which called a library that
+    raised (zarr). A package between the first visible frame's and the deepest frame's is
+    then the user's (tests/real/gh-pathograph-dl-latest-vertex-failure-V).
+    """
+    if not frames:
+        return None
+    if top_cut:
+        packages = [m.group(1) if (m := _PACKAGE.search(f.file)) else None for f in frames]
+        ends = {packages[0], packages[-1]}
+        between = [
+            frame
+            for frame, package in zip(frames, packages, strict=True)
+            if package is not None and package not in ends
+        ]
+        if between:
+            return between[-1]
+    own: set[str] = set()
+    for frame in frames:
+        if re.search(r"/lib/python\d[\d.]*/[^/]+$|^<frozen ", frame.file):
+            continue  # runpy and friends
+        package = _PACKAGE.search(frame.file)
+        if package:
+            own.add(package.group(1))
+        break
+    for frame in reversed(frames):
+        package = _PACKAGE.search(frame.file)
+        if (package and package.group(1) in own) or not _LIBRARY.search(frame.file):
+            return frame
+    return frames[-1]
+
+
+# The service's own mark where it cut a traceback's top out of its message.
+_ELIDED = "[...]"
+
+
+# Inside a quoted message (the SDK's `message: "..."`, a JSON body) line breaks and quotes
+# are escaped.
+_ESCAPED_BREAK = re.compile(r"(?:\\r)?\\n")
+_ESCAPED_QUOTE = re.compile(r'\\(["\'])')
+# A frame in a traceback flattened onto one line: `File "x", line 3, in fn` then its source.
+_INLINE_FRAME = re.compile(_FRAME_TEXT)
+# The exception that ends a flattened traceback: the last `Name(Error|...): message` after the
+# last frame. Its message runs to the service's own sentence that follows the tail.
+_INLINE_EXCEPTION = re.compile(r"(?<![\w.])" + _EXCEPTION_NAME + r"(?::[ \t]?([^\n]*))?")
+# Where an exception message copied into a service error ends: the service's own next
+# sentence (the console link, the next replica's exit), or the closing quote of the message.
+_TAIL_END = re.compile(
+    r"\s*(?:To find out more about why your job exited|The replica \S+(?: \d+)? exited"
+    r"|\"\s*$|\"\s*[,}]).*$",
+    re.DOTALL,
+)
+
+
+# A long text's traceback is asked for again and again (by rootcause and predict, for each
+# worker and attempt that logged the same one): the last few answers are remembered, by text
+# (few: each holds its frames, 100 KB for a deep recursion).
+_REMEMBERED_TEXT = 2048
+_REMEMBERED = 8
+_answers: dict[str, ExceptionInfo | None] = {}
+
+
+def parse_text(text: str, origin: Origin | None = None) -> ExceptionInfo | None:
+    """The last complete traceback in ``text``, in whatever form the tail came: real lines,
+    escaped ``\\n`` or flattened onto one line (None when it holds no complete one)."""
+    if len(text) <= _REMEMBERED_TEXT:
+        return _parse_text(text, origin)
+    if text in _answers:
+        found = _answers[text]
+    else:
+        found = _answers[text] = _parse_text(text, None)
+        if len(_answers) > _REMEMBERED:
+            del _answers[next(iter(_answers))]
+    return found if found is None or origin is None else replace(found, origin=origin)
+
+
+# The service's own sentence after the traceback tail it copies into a replica-exit message.
+SERVICE_TAIL_END = "To find out more about why your job exited"
+
+
+def parse_service_message(text: str, origin: Origin | None = None) -> ExceptionInfo | None:
+    """The exception of the traceback tail the service copied into its replica-exit message.
+
+    :func:`parse_text` when the tail keeps its header. A message whose top was cut (a paste
+    without the first lines, platform.md section 9) may keep only the tail's end: frames or
+    source lines, then the exception line, then the service's own "To find out more about
+    why your job exited ..." sentence. The exception line must be the tail's last line
+    before that sentence (None otherwise: nothing is guessed from a line elsewhere).
+    """
+    found = parse_text(text, origin)
+    if found is not None or _HEADER in text:
+        return found
+    if "\\n" in text:
+        text = _ESCAPED_QUOTE.sub(r"\1", _ESCAPED_BREAK.sub("\n", text))
+    end = text.find(SERVICE_TAIL_END)
+    if end < 0:
+        return None
+    lines = [line for line in text[:end].splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None  # an exception line alone is no traceback's tail
+    last = _EXCEPTION.match(lines[-1])
+    if last is None:
+        return None
+    frames = [
+        Frame(m.group(1), int(m.group(2)), m.group(3))
+        for line in lines[:-1]
+        if (m := _FRAME.match(line)) is not None
+    ]
+    message = _TAIL_END.sub("", last.group(2) or "").strip()
+    return ExceptionInfo(
+        last.group(1), message, user_frame(frames, top_cut=True), tuple(frames), origin
+    )
+
+
+def _parse_text(text: str, origin: Origin | None) -> ExceptionInfo | None:
+    if _HEADER not in text:
+        return None
+    if "\\n" in text:
+        text = _ESCAPED_QUOTE.sub(r"\1", _ESCAPED_BREAK.sub("\n", text))
+    found = _parse_lines(text, origin)
+    if found is not None:
+        return found
+    return _parse_flattened(text[text.rindex(_HEADER) :], origin)
+
+
+def _parse_flattened(text: str, origin: Origin | None) -> ExceptionInfo | None:
+    """A traceback whose lines were joined with spaces: frames by their ``File "...", line N,
+    in fn`` shape, the exception as the last ``SomeError: message`` after the last frame."""
+    found = list(_INLINE_FRAME.finditer(text))
+    frames = [Frame(m.group(1), int(m.group(2)), m.group(3)) for m in found]
+    after = text[found[-1].end() :] if found else text[len(_HEADER) :]
+    endings = list(_INLINE_EXCEPTION.finditer(after))
+    if not endings:
+        return None
+    ending = endings[-1]
+    message = _TAIL_END.sub("", ending.group(2) or "").strip()
+    frame = user_frame(frames, top_cut=_ELIDED in text[: found[0].start()] if found else False)
+    return ExceptionInfo(ending.group(1), message, frame, tuple(frames), origin)
+
+
+def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
+    """The traceback after the last header line of ``text``: its frames up to the first line
+    that shows an exception (not a frame, not a source line indented four spaces)."""
+    at = text.rfind(_HEADER)
+    if at < 0:
+        return None
+    frames: list[Frame] = []
+    cut = False  # the service's "[...]" before the first frame: the top is not here
+    # The lines after the last line holding the header: a suffix cut where no line boundary
+    # is has the same line boundaries after the cut (no pass over the lines before).
+    for line in text[at:].splitlines()[1:]:
+        frame = _FRAME.match(line)
+        if frame:
+            frames.append(Frame(frame.group(1), int(frame.group(2)), frame.group(3)))
+            continue
+        if line.startswith("    "):  # four spaces: a source line, not the end
+            continue
+        if not frames and line.strip() == _ELIDED:
+            cut = True
+            continue
+        found = _EXCEPTION.match(line)
+        if found:
+            message = _TAIL_END.sub("", found.group(2) or "").strip()
+            frame_at = user_frame(frames, top_cut=cut)
+            return ExceptionInfo(found.group(1), message, frame_at, tuple(frames), origin)
+    return None
+
+
+def _field(event: Event, name: str) -> str:
+    value = event.match.field(name)
+    return str(value) if value is not None else ""
+
+
+def last_exception_line(events: Sequence[Event]) -> ExceptionInfo | None:
+    """The last exception line among ``events``, without frames: what a paste of a
+    traceback's end shows when it kept no header and no frame. Not a traceback's end in a
+    job's log (the harmless sitecustomize ModuleNotFoundError is one such line)."""
+    line = next((e for e in reversed(events) if e.kind is EventKind.EXCEPTION), None)
+    if line is None:
+        return None
+    return ExceptionInfo(_field(line, "exception"), _field(line, "message"), None, (), line.origin)
+
+
+def exception_from_events(
+    events: Iterable[Event], *, nearest_first: bool = False
+) -> ExceptionInfo | None:
+    """The last complete traceback among one process's events, in time order (with
+    ``nearest_first``, the first: the one nearest the start of ``events``).
+
+    An exception line counts only when a traceback header came before it: the harmless
+    ``Error in sitecustomize`` ModuleNotFoundError of successful jobs has none. A traceback
+    whose lines share one timestamp in an input written newest first (a Logs Explorer copy)
+    comes in reverse: it is read backwards when it cannot be read forwards.
+    """
+    ordered = list(events)
+    # The SDK's own RuntimeError ("Job failed with:", its job_error) is the tool's report that
+    # the job ended, raised around it in the caller's process: not the exception behind it.
+    reports = frozenset(e.origin for e in ordered if e.kind is EventKind.JOB_ERROR)
+    return _exception_in_order(ordered, reports, stop=nearest_first) or _exception_in_order(
+        ordered[::-1], reports
+    )
+
+
+def _exception_in_order(
+    events: Iterable[Event], reports: frozenset[Origin] = frozenset(), *, stop: bool = False
+) -> ExceptionInfo | None:
+    """The last complete traceback read in the order of ``events``, none that ends at one of
+    ``reports``; the first with ``stop``."""
+    found: ExceptionInfo | None = None
+    frames: list[Frame] | None = None
+    header: Event | None = None
+    cut = False  # the traceback's top is not in the input (no header, or a gap before frames)
+    for event in events:
+        multi_line = "\n" in event.text.strip()
+        if event.kind is EventKind.TRACEBACK:
+            parsed = parse_text(event.text, event.origin) if multi_line else None
+            if parsed is not None:
+                found, frames = parsed, None
+                if stop:
+                    return found
+            else:
+                frames, header, cut = [], event, False
+        elif multi_line:
+            continue
+        elif event.kind is EventKind.FRAME:
+            # A cut export may lack the header: frames then an exception still make a
+            # traceback (the harmless sitecustomize ModuleNotFoundError has no frame).
+            if not frames:
+                # No header at all, or, in a paste without times (one line a record), a
+                # line between the header and the first frame (the service's "[...]"): the
+                # first frames are not here. (In an export, other processes' entries and
+                # multi-line entries put gaps between one traceback's lines.)
+                cut = frames is None or (
+                    header is not None
+                    and header.timestamp is None
+                    and event.timestamp is None
+                    and header.origin.path == event.origin.path
+                    and event.origin.line - header.origin.line > 1
+                )
+            frames = [] if frames is None else frames
+            line = _field(event, "line")
+            frames.append(
+                Frame(
+                    _field(event, "file"),
+                    int(line) if line.isdigit() else 0,
+                    _field(event, "function"),
+                )
+            )
+        elif event.kind is EventKind.EXCEPTION and event.origin in reports:
+            frames = None
+        elif event.kind is EventKind.EXCEPTION and frames is not None:
+            found = ExceptionInfo(
+                _field(event, "exception"),
+                _field(event, "message"),
+                user_frame(frames, top_cut=cut),
+                tuple(frames),
+                event.origin,
+            )
+            frames = None
+            if stop:
+                return found
+    return found
+
+
+def open_traceback(events: Iterable[Event]) -> tuple[Event, Event] | None:
+    """The last traceback among one process's events, in time order, that no exception line
+    ends: its header and its last line in the input (a frame, or the header itself); None
+    when every traceback there ends. What a paste or an export cut inside a traceback shows:
+    the frames, and not the exception that would name the failure."""
+    header: Event | None = None
+    last: Event | None = None
+    for event in events:
+        multi_line = "\n" in event.text.strip()
+        if event.kind is EventKind.TRACEBACK:
+            if parse_text(event.text) is not None:
+                header = None  # a whole traceback in one text (lines, or flattened)
+            else:
+                header = last = event
+        elif multi_line:
+            continue
+        elif event.kind is EventKind.FRAME and header is not None:
+            last = event
+        elif event.kind is EventKind.EXCEPTION:
+            header = None
+    return (header, last) if header is not None and last is not None else None
