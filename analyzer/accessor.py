@@ -231,6 +231,6 @@ class JobDoctorAccessor:
         self, rules_dirs: Sequence[Path] = (), policy_path: Path | None = None
     ) -> pd.DataFrame:
         """One row per job, the columns of :func:`analyzer.frames.diagnose_frame`."""
-        from analyzer.frames import jobs_frame
+        from analyzer.report.frames import jobs_frame
 
         return jobs_frame(self.analyze(rules_dirs, policy_path).diagnoses)

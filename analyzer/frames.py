@@ -2,7 +2,8 @@
 
 - :func:`read_logs` reads inputs into a record frame (one row per log record);
 - :func:`diagnose_frame` diagnoses every job in the inputs into a job frame (one row per job);
-- :func:`jobs_frame` turns diagnoses already in hand into the same job frame.
+- :func:`~analyzer.report.frames.jobs_frame` (importable from here too) turns diagnoses already
+  in hand into the same job frame.
 
 ``diagnose_frame`` never builds a record frame: it streams the inputs through
 :func:`analyzer.api.analyze_sources`, which keeps only the matched events of each job, so a
@@ -22,12 +23,11 @@ import pandas as pd
 
 from analyzer import accessor as _accessor  # noqa: F401 - registers df.jobdoctor
 from analyzer.api import PathsLike, analyze, flatten_paths
-from analyzer.classify.events import Category
 from analyzer.core.errors import InputError
 from analyzer.ingest import read_records
-from analyzer.report.fleet import JOB_COLUMNS, job_summary
-from analyzer.verdict.diagnosis import Diagnosis, JobState
-from analyzer.verdict.jobspec import JobSpec
+from analyzer.report.frames import jobs_frame
+
+__all__ = ["RECORD_COLUMNS", "UnreadInputWarning", "diagnose_frame", "jobs_frame", "read_logs"]
 
 if TYPE_CHECKING:
     from analyzer.engines.bigquery import BigQuerySource
@@ -73,36 +73,6 @@ def read_logs(*paths: PathsLike) -> pd.DataFrame:
     frame = pd.DataFrame(columns, columns=list(RECORD_COLUMNS))
     frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
     frame["line"] = frame["line"].astype("int64")
-    return frame
-
-
-def jobs_frame(diagnoses: Iterable[Diagnosis], job_spec: JobSpec | None = None) -> pd.DataFrame:
-    """One row per diagnosis: the columns of ``analyzer.report.fleet.JOB_COLUMNS``.
-
-    ``job_id``, ``trial`` (None for a plain job) and ``path`` (the input holding the cause's
-    evidence) say which job a row is; ``state`` and ``category`` are Categoricals of every
-    ``JobState`` and cause category (so ``value_counts()`` lists the zeros too, and a filter
-    on a misspelt state fails); ``first_seen``/``last_seen`` are UTC timestamps,
-    ``duration``/``time_lost``/``lost_work`` timedeltas, ``machine_hours`` and
-    ``accelerator_hours`` floats (the latter NaN without the job's record), ``exit_code`` a
-    nullable integer; ``category``, ``detail`` and the cause's fields are missing for a job
-    with no failure.
-    """
-    summaries = (job_summary(d, job_spec) for d in diagnoses)
-    rows = [tuple(getattr(s, name) for name in JOB_COLUMNS) for s in summaries]
-    frame = pd.DataFrame.from_records(rows, columns=list(JOB_COLUMNS))
-    frame["state"] = pd.Categorical(frame["state"], categories=[s.value for s in JobState])
-    frame["category"] = pd.Categorical(frame["category"], categories=[c.value for c in Category])
-    frame["first_seen"] = pd.to_datetime(frame["first_seen"], utc=True)
-    frame["last_seen"] = pd.to_datetime(frame["last_seen"], utc=True)
-    for name in ("duration", "time_lost", "lost_work"):
-        frame[name] = pd.to_timedelta(frame[name])
-    frame["machine_hours"] = frame["machine_hours"].astype("float64")
-    frame["accelerator_hours"] = frame["accelerator_hours"].astype("float64")
-    frame["exit_code"] = frame["exit_code"].astype("Int64")
-    for name in ("attempts", "retries", "restarts", "records"):
-        frame[name] = frame[name].astype("int64")
-    frame["observed_final"] = frame["observed_final"].astype(bool)
     return frame
 
 

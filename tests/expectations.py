@@ -16,9 +16,9 @@ from typing import Any
 
 import regex
 
+from analyzer.classify.tracebacks import ExceptionInfo, parse_text
 from analyzer.pipeline.analysis import Analysis
 from analyzer.verdict.diagnosis import Diagnosis
-from analyzer.verdict.tracebacks import ExceptionInfo, parse_text
 
 KEYS = {
     "category",

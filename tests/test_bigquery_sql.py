@@ -22,10 +22,10 @@ from analyzer.engines.bigquery.cost import (  # noqa: E402
 )
 from analyzer.engines.bigquery.dialects import to_duckdb  # noqa: E402
 from analyzer.engines.bigquery.queries import folded, sql_string  # noqa: E402
-from analyzer.engines.bigquery.re2rules import compile_rules, python_only_problems, to_re2  # noqa: E402
 from analyzer.engines.bigquery.tables import TableRef  # noqa: E402
 from analyzer.rulebook import RuleBook, check_rules  # noqa: E402
 from analyzer.rulebook.normalize import INVISIBLE  # noqa: E402
+from analyzer.rulebook.re2 import compile_rules, python_only_problems, to_re2  # noqa: E402
 
 BOOK = RuleBook.load()
 TEMPLATES = compile_rules(BOOK.rules)

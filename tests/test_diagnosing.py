@@ -14,10 +14,10 @@ import orjson
 import pytest
 
 import analyzer.classify._fastscan.parallel as parallel
-from analyzer.api import diagnose_collected
 from analyzer.classify.collector import Collector
 from analyzer.ingest import open_sources
 from analyzer.pipeline import diagnosing
+from analyzer.pipeline.stages import diagnose_collected
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, write
 from analyzer.simulate.plan import merge_jobs

@@ -22,9 +22,9 @@ import analyzer.classify._fastscan.parallel as parallel
 from analyzer.api import Analysis
 from analyzer.classify import eventstore
 from analyzer.classify.collector import Collector
-from analyzer.classify.events import EventKind
 from analyzer.ingest import open_sources
 from analyzer.rulebook import RuleBook
+from analyzer.rulebook.events import EventKind
 from analyzer.simulate import SCENARIOS, dense_fleet, write
 from analyzer.simulate.plan import merge_jobs
 from analyzer.timeline.attempts import build_timeline
@@ -316,8 +316,8 @@ def test_a_copy_under_another_rule_is_counted(book: RuleBook, tmp_path: Path) ->
 def test_complete_multi_line_tracebacks_are_thinned(book: RuleBook, tmp_path: Path) -> None:
     # The same complete traceback in one text at every step: its repeats are thinned (it
     # used to be an anchor, keeping everything around each one); one cut short is not.
-    from analyzer.classify.events import Event
     from analyzer.ingest.records import Origin
+    from analyzer.rulebook.events import Event
 
     def event(text: str, line: int) -> Event:
         (match,) = [m for m in book.match(text) if m.kind is EventKind.TRACEBACK]
@@ -371,8 +371,8 @@ def test_a_thinner_keeps_first_last_and_anchors(book: RuleBook) -> None:
     # Direct: what one thinner keeps of a long run of repeats between two anchors.
     from datetime import UTC, datetime, timedelta
 
-    from analyzer.classify.events import Event
     from analyzer.ingest.records import Origin
+    from analyzer.rulebook.events import Event
 
     start = datetime(2024, 3, 11, 8, tzinfo=UTC)
 
@@ -434,8 +434,8 @@ def test_a_spill_batch_reads_back_as_written(
     # Each distinct rule match is written once per batch and named by its place: what is
     # read back is every event as it was dropped, its own match, its time (aware, naive or
     # none) and its line renumbered after the base.
-    from analyzer.classify.events import Event
     from analyzer.ingest.records import Origin
+    from analyzer.rulebook.events import Event
 
     items: list[eventstore.Light] = []
     for text, when, line, entry, insert_id in rows:
@@ -481,8 +481,8 @@ def test_dropped_insert_ids_wait_on_disk_and_cross_the_fork(book: RuleBook) -> N
     import pickle
     from datetime import timedelta
 
-    from analyzer.classify.events import Event
     from analyzer.ingest.records import Origin
+    from analyzer.rulebook.events import Event
 
     start = datetime(2024, 3, 11, 8, tzinfo=UTC)
 

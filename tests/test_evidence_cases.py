@@ -479,7 +479,7 @@ def test_the_sdks_error_code_1_alone_is_a_cancelled_job(tmp_path: Path) -> None:
 
 
 def _frames(*packages: str) -> list[Any]:
-    from analyzer.verdict.tracebacks import Frame
+    from analyzer.classify.tracebacks import Frame
 
     root = "/root/.local/lib/python3.10/site-packages"
     return [Frame(f"{root}/{p}/m.py", i + 1, f"f{i}") for i, p in enumerate(packages)]
@@ -500,7 +500,7 @@ def _frames(*packages: str) -> list[Any]:
 def test_the_users_frame_when_the_traceback_top_is_cut(
     packages: tuple[str, ...], top_cut: bool, expected: int
 ) -> None:
-    from analyzer.verdict.tracebacks import user_frame
+    from analyzer.classify.tracebacks import user_frame
 
     frame = user_frame(_frames(*packages), top_cut=top_cut)
     assert frame is not None and frame.line == expected

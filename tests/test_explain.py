@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.classify.events import EventKind
 from analyzer.rulebook import RuleBook
+from analyzer.rulebook.events import EventKind
 from analyzer.verdict.explain import explain
 from analyzer.verdict.policy import load_policy
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.classify.events import EventKind
 from analyzer.rulebook import RuleBook
+from analyzer.rulebook.events import EventKind
 from analyzer.rulebook.model import Rule
 from analyzer.verdict.advice import _advice_path, _load
 from analyzer.verdict.explain import explain

@@ -21,7 +21,6 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from analyzer.api import diagnose_collected
 from analyzer.classify._fastscan import blockdecode
 from analyzer.classify._fastscan import jsonl as fastjsonl
 from analyzer.classify._fastscan.parallel import line_ranges, scan_stream
@@ -30,6 +29,7 @@ from analyzer.ingest import open_sources
 from analyzer.ingest.records import InputStats
 from analyzer.ingest.sources import StreamSource
 from analyzer.pipeline.analysis import Analysis
+from analyzer.pipeline.stages import diagnose_collected
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.normalize import INVISIBLE, fold
 from analyzer.rulebook.prefilter import _unchanged_by_fold

@@ -27,10 +27,10 @@ import pytest
 
 from analyzer.api import Analysis
 from analyzer.classify.collector import collect
-from analyzer.classify.events import RuleMatch
 from analyzer.core.processes import fork_is_safe, run_forked, run_streamed
 from analyzer.ingest import open_sources
 from analyzer.rulebook import RuleBook
+from analyzer.rulebook.events import RuleMatch
 from analyzer.simulate import fleet
 from analyzer.timeline.attempts import build_timeline
 from analyzer.verdict.policy import load_policy

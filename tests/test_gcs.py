@@ -195,7 +195,7 @@ def test_a_caller_without_the_viewer_role_is_told_which_role() -> None:
 def _cli(env: dict[str, str], *args: str, code: str = "") -> subprocess.CompletedProcess[str]:
     """The CLI in a process of its own (a fresh client, its own environment)."""
     script = (
-        f"import sys; {code}from analyzer.cli.app import main;"
+        f"import sys; {code}from analyzer.cli.console import main;"
         " sys.argv = ['jobdoctor', *sys.argv[1:]]; main()"
     )
     return subprocess.run(
@@ -255,7 +255,7 @@ def test_a_terminal_sees_objects_and_bytes_of_the_listed_total(
     total = sum(p.stat().st_size for p in objects)
     leader, follower = pty.openpty()
     script = (
-        "import sys; from analyzer.cli.app import main; "
+        "import sys; from analyzer.cli.console import main; "
         "sys.argv = ['jobdoctor', *sys.argv[1:]]; main()"
     )
     with subprocess.Popen(

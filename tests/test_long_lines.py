@@ -126,7 +126,7 @@ _BIG = 60 << 20  # a line of 60 MB: 240-360 MB of memory to hold before
 
 def _peak_rss_mb(args: list[str], env: dict[str, str]) -> tuple[int, bytes]:
     code = (
-        "import sys\nfrom analyzer.cli.app import main\n"
+        "import sys\nfrom analyzer.cli.console import main\n"
         "sys.argv[:] = ['jobdoctor', *sys.argv[1:]]\nmain()"
     )
     process = subprocess.Popen(

@@ -16,11 +16,11 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.classify import eventstore, longtext
-from analyzer.classify.events import Event, RuleMatch
+from analyzer.classify import eventstore, longtext, tracebacks
 from analyzer.ingest.records import Origin
 from analyzer.rulebook import RuleBook
 from analyzer.rulebook.compile import MatchTimeout, find
+from analyzer.rulebook.events import Event, RuleMatch
 from analyzer.rulebook.normalize import normalize_with_offsets
 from analyzer.rulebook.windows import (
     WINDOWED_TEXT,
@@ -29,7 +29,6 @@ from analyzer.rulebook.windows import (
     space_bound,
     window_plan,
 )
-from analyzer.verdict import tracebacks
 from tests import reshape
 
 BOOK = RuleBook.load()

@@ -80,9 +80,9 @@ def test_a_worker_start_without_a_timestamp_beside_timed_ones(tmp_path: Path) ->
     lines = (ROOT / "sample_logs" / "worker-restarts-exhausted.jsonl").read_text().splitlines()
     entries = [json.loads(line) for line in lines]
     from analyzer.classify.collector import classify_sources
-    from analyzer.classify.events import EventKind
     from analyzer.ingest import MemorySource
     from analyzer.rulebook import RuleBook
+    from analyzer.rulebook.events import EventKind
 
     events = classify_sources([MemorySource("\n".join(lines))], RuleBook.load())
     started = [e.origin.line for e in events if e.kind is EventKind.WORKER_STARTED]
@@ -111,7 +111,7 @@ def test_a_full_disk_under_stdout_is_one_line_and_exit_2(args: list[str]) -> Non
     # Small outputs stay in the buffer until the last flush: that one must not be lost either.
     with FULL.open("wb") as full:
         done = subprocess.run(
-            [sys.executable, "-c", "from analyzer.cli.app import main; main()", *args],
+            [sys.executable, "-c", "from analyzer.cli.console import main; main()", *args],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,

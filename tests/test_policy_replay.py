@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.classify.events import Category, Event, EventKind, RuleMatch
 from analyzer.classify.joblog import JobLog, VmSpan
 from analyzer.core.errors import PolicyError
-from analyzer.ingest.records import Origin
-from analyzer.timeline.attempts import build_timeline, replica_task
+from analyzer.ingest.records import Origin, replica_task
+from analyzer.rulebook.events import Category, Event, EventKind, RuleMatch
+from analyzer.timeline.attempts import build_timeline
 from analyzer.verdict.diagnosis import Diagnosis, JobState
 from analyzer.verdict.policy import RetryPolicy, load_policy
 from analyzer.verdict.predict import diagnose_timeline

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from analyzer.api import analyze
-from analyzer.verdict.tracebacks import Frame, parse_service_message, parse_text, user_frame
+from analyzer.classify.tracebacks import Frame, parse_service_message, parse_text, user_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 

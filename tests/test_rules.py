@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.classify.events import Category, EventKind
 from analyzer.core.errors import RuleError
 from analyzer.rulebook import RuleBook, builtin_rules_dir, check_rules, normalize
+from analyzer.rulebook.events import Category, EventKind
 from analyzer.rulebook.model import MatchExample, NoMatchExample, Rule
 from analyzer.rulebook.windows import uncovered
 

@@ -36,7 +36,7 @@ SLOW_RULE = (
 def _jobdoctor(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     # A subprocess with a timeout: what hung (a FIFO) fails the test instead of hanging it.
     return subprocess.run(
-        [sys.executable, "-c", "from analyzer.cli.app import main; main()", *args],
+        [sys.executable, "-c", "from analyzer.cli.console import main; main()", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

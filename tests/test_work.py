@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from analyzer.classify.events import Category, Event, EventKind, RuleMatch
 from analyzer.classify.joblog import JobLog
 from analyzer.ingest.records import Origin
+from analyzer.rulebook.events import Category, Event, EventKind, RuleMatch
 from analyzer.timeline.attempts import build_timeline
 from analyzer.verdict.diagnosis import Diagnosis
 from analyzer.verdict.policy import load_policy

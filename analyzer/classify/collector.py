@@ -28,7 +28,6 @@ import regex
 
 from analyzer.classify import eventstore, longtext
 from analyzer.classify._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
-from analyzer.classify.events import Event, RuleMatch
 from analyzer.core.errors import InputError
 from analyzer.ingest import FileSource
 from analyzer.ingest.progress import meter_for, records_counted, source_size
@@ -43,6 +42,7 @@ from analyzer.ingest.records import (
     split_job_group,
 )
 from analyzer.ingest.sources import StreamSource, damage_line
+from analyzer.rulebook.events import Event, RuleMatch
 
 if TYPE_CHECKING:
     from analyzer.classify.joblog import JobLog, SpanSummary, VmSpan

@@ -55,7 +55,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
-from analyzer.classify.events import (
+from analyzer.classify.longtext import LONG_TEXT, stored
+from analyzer.ingest.records import SERVICE_TASK, Origin, replica_task
+from analyzer.rulebook.events import (
     AFTER_DEATH,
     CHECKPOINT_INTERVAL,
     DETAIL_WINDOW,
@@ -63,8 +65,6 @@ from analyzer.classify.events import (
     EventKind,
     RuleMatch,
 )
-from analyzer.classify.longtext import LONG_TEXT, stored
-from analyzer.ingest.records import SERVICE_TASK, Origin
 
 # The program's own output: what a diagnosis reads as evidence around a failure, never as a
 # step of the job's life.
@@ -251,7 +251,7 @@ def _thinnable_traceback(text: str, mask: object) -> bool:
         return True
     known = _complete.get(mask)
     if known is None:
-        from analyzer.verdict.tracebacks import parse_text
+        from analyzer.classify.tracebacks import parse_text
 
         if len(_complete) >= _COMPLETE_LIMIT:
             _complete.clear()
@@ -399,8 +399,6 @@ def _death_task(event: Event) -> str | None:
         return None
     replica = event.match.field("replica")
     if isinstance(replica, str) and replica:
-        from analyzer.timeline.attempts import replica_task
-
         return replica_task(replica)
     task = event.task
     return task if task is not None and task != SERVICE_TASK else None

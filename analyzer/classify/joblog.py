@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from analyzer.classify.events import Event
+from analyzer.rulebook.events import Event
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 A job's events are kept to the end of a run (its timeline, its diagnosis), and a 50 KB
 traceback weighs as much as 500 other events: 2,000 of them in a 1 GB export are 100 MB. The
 process that reads keeps each long text (over :data:`LONG_TEXT` characters) once in an unlinked
-temporary file, and its event (:class:`StoredTextEvent`, an :class:`~analyzer.classify.events.Event`
+temporary file, and its event (:class:`StoredTextEvent`, an :class:`~analyzer.rulebook.events.Event`
 in every other way) reads it back each time its ``text`` is asked for; the last few texts
 read stay in memory, since the stages ask for one event's text several times in a row.
 Equal texts are written once (every worker and attempt logs the same traceback again).
@@ -22,7 +22,7 @@ import threading
 import weakref
 from typing import Any
 
-from analyzer.classify.events import Event
+from analyzer.rulebook.events import Event
 
 # Texts longer than this (characters) are kept on disk: a tenth of what hashing, writing and
 # reading them back costs is what matching them costs anyway.
@@ -106,7 +106,7 @@ def _store() -> _Store | None:
 
 
 class StoredTextEvent(Event):
-    """An :class:`~analyzer.classify.events.Event` whose text waits on disk (see the module
+    """An :class:`~analyzer.rulebook.events.Event` whose text waits on disk (see the module
     docstring); equal to the event of the same fields. Copies (``dataclasses.replace``,
     pickling) hold their text in memory again."""
 

@@ -41,7 +41,6 @@ from analyzer.cli.commands import (
     showing_progress,
     table_source,
 )
-from analyzer.cli.console import main
 from analyzer.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -405,7 +404,7 @@ def report(
         if out is None and output is FleetFormat.html and sys.stdout.isatty():
             raise InputError(HTML_ON_TERMINAL)
         if bigquery is not None:
-            from analyzer.engines.bigquery.commands import bigquery_report
+            from analyzer.cli.bigquery_commands import bigquery_report
 
             if paths:
                 raise InputError("give log files or --bigquery, not both")
@@ -741,4 +740,4 @@ def command_app(args: Sequence[str]) -> typer.Typer:
 
 
 if __name__ == "__main__":
-    main()
+    app()

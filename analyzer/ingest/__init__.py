@@ -11,15 +11,10 @@ opened, or that is binary, raises :class:`~analyzer.core.errors.InputError`, up 
 
 from __future__ import annotations
 
+from analyzer.ingest.inputs import open_sources, read_records
 from analyzer.ingest.jsonl import read_jsonl
 from analyzer.ingest.sniff import Format, sniff
-from analyzer.ingest.sources import (
-    FileSource,
-    MemorySource,
-    StreamSource,
-    open_sources,
-    read_records,
-)
+from analyzer.ingest.sources import FileSource, MemorySource, StreamSource
 
 __all__ = [
     "FileSource",

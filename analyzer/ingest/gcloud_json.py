@@ -33,9 +33,8 @@ from analyzer.ingest.entries import (
     load_json_repairing,
     record_or_reason,
 )
-from analyzer.ingest.lines import LONGEST_LINE
+from analyzer.ingest.lines import BOM, LONGEST_LINE
 from analyzer.ingest.records import InputStats, LogRecord, Origin
-from analyzer.ingest.sniff import BOM
 
 TRUNCATED = "truncated JSON array"
 OUTSIDE = "text outside the JSON array"

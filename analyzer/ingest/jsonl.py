@@ -18,9 +18,8 @@ from analyzer.ingest.entries import (
     load_json_repairing,
     record_or_reason,
 )
-from analyzer.ingest.lines import LONGEST_LINE, read_past_line, skip_long_line
+from analyzer.ingest.lines import BOM, LONGEST_LINE, read_past_line, skip_long_line
 from analyzer.ingest.records import InputStats, LogRecord, Origin
-from analyzer.ingest.sniff import BOM
 
 BLANK_LINE = "blank line"
 

@@ -3,17 +3,19 @@ entry can be."""
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterator
 from typing import BinaryIO
 
 from analyzer.ingest.records import InputStats
-from analyzer.ingest.sniff import BOM
 
 # Cloud Logging refuses a LogEntry over about 256 KiB (an audit entry: 512 KiB; the Logging
 # quotas page), so no export holds a line of one entry much longer: JSON-escaping every byte
 # as \u00XX makes an audit entry 3 MiB at most. A line beyond this is no log line (a minified
 # blob, a dump pasted in), and holding it cost 400-600 MB of memory for 100 MB: it is read past
 # in pieces and skipped with :data:`LONG_LINE`.
+# The UTF-8 byte order mark some editors write before a file's first line.
+BOM = codecs.BOM_UTF8
 LONGEST_LINE = 4 << 20
 LONG_LINE = "line longer than any log entry"
 # The pieces a long line is read past in.

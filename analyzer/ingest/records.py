@@ -471,3 +471,20 @@ def record_from_entry(entry: dict[str, Any], origin: Origin) -> LogRecord:
     if isinstance(fields, str):
         raise ValueError(fields)
     return record_from_fields(fields, origin)
+
+
+# The legacy replica names of service messages (``master 0``, ``worker 2``) and the task names
+# their workers log under (platform.md sections 3 and 5).
+_LEGACY_REPLICA = re.compile(r"^(master|worker|ps|evaluator|chief)[\s_-]*(\d+)$")
+
+
+def replica_task(replica: str) -> str:
+    """The task name a replica named in a service message logs under.
+
+    ``master 0`` becomes ``master-replica-0``; ``workerpool0-0`` stays as it is.
+    """
+    name = replica.strip()
+    legacy = _LEGACY_REPLICA.match(name)
+    if legacy:
+        return f"{legacy.group(1)}-replica-{legacy.group(2)}"
+    return name

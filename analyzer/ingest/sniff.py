@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 
 from analyzer.core.errors import InputError
+from analyzer.ingest.jobs_list import is_jobs_list
+from analyzer.ingest.lines import BOM
 from analyzer.ingest.preamble import is_preamble_bytes
-
-BOM = codecs.BOM_UTF8
 
 # How many bytes after the leading blank space are looked at: enough for the window of lines
 # below and to judge whether the bytes are text.
@@ -205,8 +205,6 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
         raise InputError(f"{name}: {HEADLESS_CSV}")
     if _yaml_documents(filled):
         return Format.GCLOUD_YAML
-    from analyzer.ingest.jobs_list import is_jobs_list  # (it reads lines, which need BOM)
-
     if is_jobs_list(filled):
         return Format.JOBS_LIST
     # How many of the lines each text format explains: stream-logs prefixes every line; an

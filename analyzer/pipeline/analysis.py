@@ -1,8 +1,9 @@
 """What the pipeline hands out: an :class:`Analysis` (the diagnoses of every job found, and
 how each input was read) and a :class:`DiagnosisList` (diagnoses as a notebook shows them).
 
-A leaf of the pipeline's types: the reports and the API both import it, and it imports neither
-(the notebook display loads the HTML report only when it is shown).
+The pipeline's types: the API imports them, the reports only to type-check; the notebook
+display loads the HTML report only when it is shown (for a single :class:`Diagnosis` too, whose
+display this module sets: a verdict type imports no renderer).
 """
 
 from __future__ import annotations
@@ -11,12 +12,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from analyzer.ingest.records import InputStats
-from analyzer.verdict.diagnosis import Diagnosis
+from analyzer.verdict.diagnosis import Diagnosis, show_html_with
 
 if TYPE_CHECKING:
     import pandas as pd
 
 SCHEMA = "jobdoctor.diagnosis/1"
+
+
+def _diagnosis_html(diagnosis: Diagnosis) -> str:
+    from analyzer.report.html import diagnosis_repr_html
+
+    return diagnosis_repr_html(diagnosis)
+
+
+show_html_with(_diagnosis_html)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +71,6 @@ class DiagnosisList(list[Diagnosis]):
 
     def to_frame(self) -> pd.DataFrame:
         """One row per job, as ``diagnose_frame`` builds it."""
-        from analyzer.frames import jobs_frame
+        from analyzer.report.frames import jobs_frame
 
         return jobs_frame(self)

@@ -21,14 +21,14 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from html import escape as _html_escape
 
-from analyzer.classify.events import Category, Event, EventKind
+from analyzer.ingest.records import replica_task
 from analyzer.report.controls import visible
+from analyzer.rulebook.events import Category, Event, EventKind
 from analyzer.timeline.attempts import (
     Attempt,
     WorkerExit,
     WorkerStart,
     WorkerTimeline,
-    replica_task,
 )
 from analyzer.verdict.diagnosis import Diagnosis
 

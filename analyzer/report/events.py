@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from analyzer.classify.events import Event
+from analyzer.rulebook.events import Event
 
 COLUMNS = ("time", "job_id", "task", "category", "event", "rule", "lang", "fields", "path", "line")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from analyzer.classify.events import Event, EventKind
 from analyzer.ingest.entries import CUT_SHORT
 from analyzer.ingest.explorer_csv import CUT_ROW
 from analyzer.ingest.lines import LONG_LINE
 from analyzer.ingest.records import InputStats, Origin
+from analyzer.rulebook.events import Event, EventKind
 from analyzer.verdict.diagnosis import (
     Diagnosis,
     cause_phrase,

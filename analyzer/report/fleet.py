@@ -28,10 +28,10 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from analyzer.classify.events import Category
 from analyzer.ingest.records import InputStats
 from analyzer.report.controls import visible
 from analyzer.report.facts import clock, span, verdict_line
+from analyzer.rulebook.events import Category
 from analyzer.verdict.diagnosis import Diagnosis, JobState
 
 if TYPE_CHECKING:

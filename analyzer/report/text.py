@@ -25,7 +25,6 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
-from analyzer.classify.events import Event
 from analyzer.report.controls import visible
 from analyzer.report.facts import (
     cause_phrase,
@@ -51,6 +50,7 @@ from analyzer.report.overview import (
     summary_line,
     table_rows,
 )
+from analyzer.rulebook.events import Event
 from analyzer.verdict.diagnosis import Diagnosis, JobState
 
 if TYPE_CHECKING:

@@ -11,10 +11,10 @@ from pathlib import Path
 import regex
 
 from analyzer import __version__
-from analyzer.classify.events import RuleMatch
 from analyzer.core import cache
 from analyzer.core.errors import RuleError
 from analyzer.rulebook.compile import MatchTimeout, find
+from analyzer.rulebook.events import RuleMatch
 from analyzer.rulebook.model import Rule
 from analyzer.rulebook.normalize import normalize_with_offsets
 from analyzer.rulebook.prefilter import Prefilter, literals_of

@@ -13,10 +13,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from analyzer.classify.events import RuleMatch
 from analyzer.rulebook._regex import Pattern
 from analyzer.rulebook.book import DEFAULT_TIMEOUT, builtin_rules_dir
 from analyzer.rulebook.compile import MatchTimeout, find
+from analyzer.rulebook.events import RuleMatch
 from analyzer.rulebook.loader import load
 from analyzer.rulebook.model import Location, Placeholder, Problem, Rule
 from analyzer.rulebook.normalize import normalize_with_offsets
@@ -71,7 +71,7 @@ def _bigquery_notes(rules: Sequence[Rule]) -> list[Problem]:
     """Templates BigQuery's RE2 cannot check (used from Python only there); nothing without
     the bigquery extra, which alone knows RE2."""
     try:
-        from analyzer.engines.bigquery.re2rules import python_only_problems
+        from analyzer.rulebook.re2 import python_only_problems
     except ImportError:
         return []
     return python_only_problems(rules)

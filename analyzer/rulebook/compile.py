@@ -22,8 +22,8 @@ import re
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from analyzer.classify.events import RuleMatch
 from analyzer.rulebook._regex import Match
+from analyzer.rulebook.events import RuleMatch
 from analyzer.rulebook.model import Capture, FieldType, Placeholder, Rule
 from analyzer.rulebook.normalize import fold, normalize, original_span
 from analyzer.rulebook.windows import finditer as windowed

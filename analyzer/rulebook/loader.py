@@ -18,11 +18,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
-from analyzer.classify.events import Category, EventKind, Writer
 from analyzer.core.yamlload import NotARegularFile, read_config
 from analyzer.rulebook._regex import compile_pattern
 from analyzer.rulebook._regex import error as RegexError
 from analyzer.rulebook.compile import PLACEHOLDER_RE, PUNCTUATION, best_literal, template_source
+from analyzer.rulebook.events import Category, EventKind, Writer
 from analyzer.rulebook.model import (
     Capture,
     FieldType,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from analyzer.classify.events import Category, EventKind, Writer
 from analyzer.rulebook._regex import Pattern
+from analyzer.rulebook.events import Category, EventKind, Writer
 
 Severity = Literal["error", "warning"]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from analyzer.classify.events import Category
+from analyzer.rulebook.events import Category
 from analyzer.simulate import noise
 from analyzer.simulate.entries import (
     HOUR,

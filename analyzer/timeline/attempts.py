@@ -20,7 +20,9 @@ from typing import Any
 
 import regex
 
-from analyzer.classify.events import (
+from analyzer.classify.joblog import JobLog, VmSpan
+from analyzer.ingest.records import SERVICE_TASK, Origin, replica_task
+from analyzer.rulebook.events import (
     LIFECYCLE_KINDS,
     WORKER_KINDS,
     Event,
@@ -28,13 +30,10 @@ from analyzer.classify.events import (
     Writer,
     other_service_text,
 )
-from analyzer.classify.joblog import JobLog, VmSpan
-from analyzer.ingest.records import SERVICE_TASK, Origin
 from analyzer.timeline.exitcodes import decode
 
 # Legacy replica names in service messages ("master 0") map to legacy task names
 # ("master-replica-0"); current ones ("workerpool0-0") are already task names.
-_LEGACY_REPLICA = regex.compile(r"^(master|worker|ps|evaluator|chief)[\s_-]*(\d+)$")
 
 # How close a runner start line must be to a VM change to be the same restart.
 _SAME_RESTART = timedelta(minutes=5)
@@ -96,18 +95,6 @@ def is_primary(task: str | None) -> bool:
     """Whether ``task`` is the job's primary replica (``workerpool0-0``, legacy
     ``master-replica-0``)."""
     return task is not None and _PRIMARY.match(task) is not None
-
-
-def replica_task(replica: str) -> str:
-    """The task name a replica named in a service message logs under.
-
-    ``master 0`` becomes ``master-replica-0``; ``workerpool0-0`` stays as it is.
-    """
-    name = replica.strip()
-    legacy = _LEGACY_REPLICA.match(name)
-    if legacy:
-        return f"{legacy.group(1)}-replica-{legacy.group(2)}"
-    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -644,7 +631,7 @@ def other_jobs(events: Sequence[Event]) -> set[Origin]:
 
 def other_service(event: Event) -> bool:
     """Whether ``event`` is an API refusal of a request to another Vertex AI service (a
-    generative model's, an endpoint's: :func:`~analyzer.classify.events.other_service_text`), not of
+    generative model's, an endpoint's: :func:`~analyzer.rulebook.events.other_service_text`), not of
     a training job."""
     return event.kind is EventKind.CREATION_REFUSED and other_service_text(event.text)
 

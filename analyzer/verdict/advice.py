@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-from analyzer.classify.events import Category
+from analyzer.classify.tracebacks import ExceptionInfo
 from analyzer.core.cache import remembered
 from analyzer.core.errors import PolicyError
+from analyzer.rulebook.events import Category
 from analyzer.timeline.exitcodes import decode
 from analyzer.verdict.diagnosis import Cause, JobState, RecordedError
 from analyzer.verdict.jobspec import MACHINE_TYPES, JobSpec, larger_machine
 from analyzer.verdict.policy import RetryPolicy, builtin_policy_path
-from analyzer.verdict.tracebacks import ExceptionInfo
 
 
 def _advice_path() -> Path:

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import regex
 
-from analyzer.classify.events import Category, Event, EventKind, Writer
-from analyzer.ingest.records import Origin
-from analyzer.timeline.attempts import Attempt, WorkerTimeline, replica_task
+from analyzer.ingest.records import Origin, replica_task
+from analyzer.rulebook.events import Category, Event, EventKind, Writer
+from analyzer.timeline.attempts import Attempt, WorkerTimeline
 from analyzer.verdict.diagnosis import Cause
 from analyzer.verdict.policy import RetryPolicy
 

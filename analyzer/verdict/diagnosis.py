@@ -6,16 +6,16 @@ added, none may change meaning.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from analyzer.classify.events import Category
+from analyzer.classify.tracebacks import ExceptionInfo
 from analyzer.ingest.records import Origin
+from analyzer.rulebook.events import Category
 from analyzer.timeline.attempts import JobTimeline
-from analyzer.verdict.tracebacks import ExceptionInfo
 
 
 class JobState(StrEnum):
@@ -211,11 +211,10 @@ class Diagnosis:
         # Job ids are short, but a legacy job's name is the user's: keep the repr short.
         return text if len(text) < 200 else text[:190] + "…>"
 
-    def _repr_html_(self) -> str:
-        """Jupyter's display: verdict, cause, attempts and the per-worker timeline chart."""
-        from analyzer.report.html import diagnosis_repr_html
-
-        return diagnosis_repr_html(self)
+    def _repr_html_(self) -> str | None:
+        """Jupyter's display: verdict, cause, attempts and the per-worker timeline chart (None,
+        the plain repr, until a renderer is set: :func:`show_html_with`)."""
+        return _HTML_RENDERER[0](self) if _HTML_RENDERER else None
 
     def to_dict(self) -> dict[str, Any]:
         """The job object of the ``jobdoctor.diagnosis/1`` JSON contract."""
@@ -320,3 +319,13 @@ def verdict_line(diagnosis: Diagnosis) -> str:
         f"{plural(diagnosis.attempts, 'attempt')}, {plural(diagnosis.retries, 'retry')}"
         f" - {cause_phrase(diagnosis)}"
     ).replace("retrys", "retries")
+
+
+# The HTML of a diagnosis is the report stage's: it is set from above (the pipeline, which
+# hands diagnoses out) so that this verdict type imports no renderer.
+_HTML_RENDERER: list[Callable[[Diagnosis], str]] = []
+
+
+def show_html_with(renderer: Callable[[Diagnosis], str]) -> None:
+    """Make ``renderer`` the notebook display of every :class:`Diagnosis`."""
+    _HTML_RENDERER[:] = [renderer]

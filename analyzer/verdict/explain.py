@@ -8,7 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from analyzer.classify.events import (
+from analyzer.classify.tracebacks import parse_text
+from analyzer.ingest.records import LogRecord, Origin
+from analyzer.rulebook import RuleBook
+from analyzer.rulebook.events import (
     LIFECYCLE_KINDS,
     OTHER_SERVICE_NOTE,
     Category,
@@ -17,13 +20,10 @@ from analyzer.classify.events import (
     RuleMatch,
     other_service_text,
 )
-from analyzer.ingest.records import LogRecord, Origin
-from analyzer.rulebook import RuleBook
 from analyzer.timeline.exitcodes import decode
 from analyzer.verdict.advice import advice_for, next_step
 from analyzer.verdict.diagnosis import Cause, JobState
 from analyzer.verdict.policy import RetryPolicy
-from analyzer.verdict.tracebacks import parse_text
 
 if TYPE_CHECKING:
     from analyzer.verdict.diagnosis import Diagnosis

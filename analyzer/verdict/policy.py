@@ -14,10 +14,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from analyzer.classify.events import Category
 from analyzer.core.cache import remembered
 from analyzer.core.errors import PolicyError
 from analyzer.rulebook.book import builtin_rules_dir
+from analyzer.rulebook.events import Category
 
 _KEYS = (
     "max_worker_restarts",

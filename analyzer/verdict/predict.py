@@ -16,7 +16,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from analyzer.classify.events import (
+from analyzer.classify.tracebacks import (
+    HEADER,
+    ExceptionInfo,
+    exception_from_events,
+    last_exception_line,
+    open_traceback,
+)
+from analyzer.ingest.records import SERVICE_TASK, InputStats, replica_task
+from analyzer.rulebook.events import (
     AFTER_DEATH,
     CHECKPOINT_INTERVAL,
     LIFECYCLE_KINDS,
@@ -26,14 +34,12 @@ from analyzer.classify.events import (
     EventKind,
     Writer,
 )
-from analyzer.ingest.records import SERVICE_TASK, InputStats
 from analyzer.timeline.attempts import (
     Attempt,
     JobTimeline,
     WorkerTimeline,
     has_container_stream,
     is_primary,
-    replica_task,
     restarts_by_worker,
     steps_down_up,
 )
@@ -58,13 +64,6 @@ from analyzer.verdict.diagnosis import (
 from analyzer.verdict.jobspec import JobSpec
 from analyzer.verdict.policy import RetryPolicy
 from analyzer.verdict.rootcause import deepen, find_death
-from analyzer.verdict.tracebacks import (
-    HEADER,
-    ExceptionInfo,
-    exception_from_events,
-    last_exception_line,
-    open_traceback,
-)
 from analyzer.verdict.work import AttemptWork, attempt_work
 
 

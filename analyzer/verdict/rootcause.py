@@ -9,19 +9,19 @@ from datetime import datetime, timedelta
 
 import regex
 
-from analyzer.classify.events import AFTER_DEATH, DETAIL_WINDOW, Category, Event, EventKind, Writer
-from analyzer.ingest.records import Origin
-from analyzer.timeline.attempts import Attempt, replica_task, steps_down_up
-from analyzer.timeline.exitcodes import decode
-from analyzer.verdict.causes import MESSAGE_LIMIT, cause_from_event, with_origins
-from analyzer.verdict.diagnosis import CascadeFailure, Cause
-from analyzer.verdict.policy import RetryPolicy
-from analyzer.verdict.tracebacks import (
+from analyzer.classify.tracebacks import (
     ExceptionInfo,
     exception_from_events,
     parse_service_message,
     parse_text,
 )
+from analyzer.ingest.records import Origin, replica_task
+from analyzer.rulebook.events import AFTER_DEATH, DETAIL_WINDOW, Category, Event, EventKind, Writer
+from analyzer.timeline.attempts import Attempt, steps_down_up
+from analyzer.timeline.exitcodes import decode
+from analyzer.verdict.causes import MESSAGE_LIMIT, cause_from_event, with_origins
+from analyzer.verdict.diagnosis import CascadeFailure, Cause
+from analyzer.verdict.policy import RetryPolicy
 
 # Details that are usually the echo of another replica's failure, not a failure of their own.
 _CASCADE_DETAILS = frozenset({"nccl-error", "rendezvous-timeout"})

@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from analyzer.classify.events import EventKind
+from analyzer.rulebook.events import EventKind
 from analyzer.timeline.attempts import Attempt
 
 # A failure this close after a worker's death is that death, reported by the service.

@@ -20,12 +20,12 @@ from analyzer.classify._fastscan.parallel import (
     scan_files,
     work_of,
 )
-from analyzer.classify.events import RuleMatch
 from analyzer.ingest import FileSource, Format
 from analyzer.ingest.gcs import GcsSource
 from analyzer.ingest.progress import Expanded, input_progress, reading_progress, source_size
 from analyzer.ingest.records import Source
 from analyzer.ingest.sources import StreamSource
+from analyzer.rulebook.events import RuleMatch
 
 SINK = Format.CLOUD_LOGGING_JSONL.value
 # Processes reading Cloud Storage objects, per core.

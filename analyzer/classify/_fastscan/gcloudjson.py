@@ -51,10 +51,9 @@ from analyzer.classify._fastscan.jsonl import (
     time_key,
 )
 from analyzer.classify._fastscan.parallel import MAX_RANGE_BYTES
-from analyzer.classify.events import Event, RuleMatch
-from analyzer.ingest.lines import LONGEST_LINE
+from analyzer.ingest.lines import BOM, LONGEST_LINE
 from analyzer.ingest.records import InputStats, LogRecord, Origin, job_group
-from analyzer.ingest.sniff import BOM
+from analyzer.rulebook.events import Event, RuleMatch
 
 Matches = Callable[[str], tuple[RuleMatch, ...]]
 

@@ -40,10 +40,9 @@ from typing import Any, BinaryIO
 from analyzer.classify._fastscan.gcloudjson import Matches, Unusual, bounded_reads
 from analyzer.classify._fastscan.jsonl import ScanTally, SpanTally, TextSelector, time_key
 from analyzer.classify._fastscan.parallel import MAX_RANGE_BYTES
-from analyzer.classify.events import Event
 from analyzer.ingest.entries import INVALID_TIMESTAMP
 from analyzer.ingest.gcloud_yaml import DocumentReader, EntryLoader, is_text_field
-from analyzer.ingest.lines import LONGEST_LINE, skip_long_line
+from analyzer.ingest.lines import BOM, LONGEST_LINE, skip_long_line
 from analyzer.ingest.records import (
     AUDIT_PATH,
     INSERT_ID_PATH,
@@ -65,7 +64,8 @@ from analyzer.ingest.records import (
     job_group,
     parse_timestamp,
 )
-from analyzer.ingest.sniff import BOM, LOGENTRY_KEYS
+from analyzer.ingest.sniff import LOGENTRY_KEYS
+from analyzer.rulebook.events import Event
 
 # Read at once: ~700 entries; a run of documents is cut at its last "---" line.
 CHUNK_BYTES = 1 << 19

@@ -42,7 +42,6 @@ from datetime import datetime, timedelta
 from typing import Any, BinaryIO, NamedTuple
 
 from analyzer.classify._fastscan.blockdecode import READ_WHOLE, Hints, Skipped, decode_block
-from analyzer.classify.events import RuleMatch
 from analyzer.classify.eventstore import JobEvents, Light
 from analyzer.ingest.entries import (
     CUT_SHORT,
@@ -52,7 +51,7 @@ from analyzer.ingest.entries import (
     record_or_reason,
 )
 from analyzer.ingest.jsonl import BLANK_LINE
-from analyzer.ingest.lines import LONGEST_LINE, read_past_line, skip_long_line
+from analyzer.ingest.lines import BOM, LONGEST_LINE, read_past_line, skip_long_line
 from analyzer.ingest.records import (
     BIGQUERY_UTC,
     LABEL_PATHS,
@@ -65,7 +64,7 @@ from analyzer.ingest.records import (
     parse_timestamp,
     record_from_fields,
 )
-from analyzer.ingest.sniff import BOM
+from analyzer.rulebook.events import RuleMatch
 
 # Which texts of a block may match a rule: the indexes, in any order.
 TextSelector = Callable[[Sequence[str]], Iterable[int]]

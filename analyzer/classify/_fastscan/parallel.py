@@ -25,12 +25,12 @@ import msgspec
 from analyzer.classify import eventstore
 from analyzer.classify._fastscan import blockdecode
 from analyzer.classify._fastscan.jsonl import JsonlScanner, ScanTally, read_blocks
-from analyzer.classify.events import Event, RuleMatch
 from analyzer.core.processes import run_forked, run_streamed, tell_progress
 from analyzer.ingest.lines import LONGEST_LINE, read_past_line
 from analyzer.ingest.records import InputStats, Origin
 from analyzer.ingest.sources import open_file
 from analyzer.ingest.streams import decompressed
+from analyzer.rulebook.events import Event, RuleMatch
 
 # Logs compress about sixfold: what a gzip file's bytes weigh when sharing out the work.
 GZIP_EXPANSION = 6

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 from analyzer.classify._fastscan import parallel
 from analyzer.classify._fastscan.jsonl import ScanTally, TextSelector
 from analyzer.classify._fastscan.parallel import BookLike, RangeScan, processes_for, warm
-from analyzer.classify.events import Event
 from analyzer.core.processes import run_forked, tell_progress
 from analyzer.ingest import FileSource, Format
 from analyzer.ingest.progress import Share
 from analyzer.ingest.records import InputStats, Source
 from analyzer.ingest.sources import StreamSource
 from analyzer.ingest.streams import decompressed, open_counted, transcoded
+from analyzer.rulebook.events import Event
 
 if TYPE_CHECKING:
     from analyzer.classify._fastscan.streamlogs import Matches

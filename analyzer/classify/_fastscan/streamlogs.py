@@ -35,11 +35,10 @@ from typing import BinaryIO
 
 from analyzer.classify._fastscan.jsonl import ScanTally, SpanTally, read_blocks, time_key
 from analyzer.classify._fastscan.parallel import MAX_RANGE_BYTES
-from analyzer.classify.events import Event, RuleMatch
-from analyzer.ingest.lines import read_past_line, skip_long_line
+from analyzer.ingest.lines import BOM, read_past_line, skip_long_line
 from analyzer.ingest.preamble import is_preamble
 from analyzer.ingest.records import SERVICE_TASK, InputStats, LogRecord, Origin, parse_timestamp
-from analyzer.ingest.sniff import BOM, SEVERITIES
+from analyzer.ingest.sniff import SEVERITIES
 from analyzer.ingest.stream_logs import (
     BLANK_LINE,
     ENDPOINT_BANNER,
@@ -48,6 +47,7 @@ from analyzer.ingest.stream_logs import (
     parse_line,
     parse_time,
 )
+from analyzer.rulebook.events import Event, RuleMatch
 
 # Which texts of a block may match a rule: the indexes, in any order.
 TextSelector = Callable[[Sequence[str]], Iterable[int]]

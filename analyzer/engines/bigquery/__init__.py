@@ -86,8 +86,8 @@ def analyze_bigquery(
     DuckDB tables); ``job_spec`` and ``lang`` as for files. The window is the analysis' first
     notice.
     """
-    from analyzer.api import diagnose_collected
     from analyzer.pipeline.analysis import Analysis
+    from analyzer.pipeline.stages import diagnose_collected
 
     book = rules if rules is not None else RuleBook.load()
     collector = collect_table(source, engine or source.engine(), book, say=say, dry_run=dry_run)

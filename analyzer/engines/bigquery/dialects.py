@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from analyzer.core.errors import SourceError
-from analyzer.engines.bigquery.re2rules import INSTALL_HINT
+from analyzer.rulebook.re2 import INSTALL_HINT
 
 DIALECTS = ("bigquery", "duckdb")
 _JSON_TYPES = {"string": "VARCHAR"}

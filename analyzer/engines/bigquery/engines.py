@@ -21,8 +21,8 @@ from analyzer.core.errors import InputError, SourceError
 from analyzer.engines.bigquery.dialects import to_duckdb
 from analyzer.engines.bigquery.errors import translate
 from analyzer.engines.bigquery.queries import Parameter
-from analyzer.engines.bigquery.re2rules import INSTALL_HINT
 from analyzer.engines.bigquery.tables import TableInfo, TableRef, is_sharded
+from analyzer.rulebook.re2 import INSTALL_HINT
 
 ENDPOINT_ENV = "JOBDOCTOR_BIGQUERY_ENDPOINT"
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}

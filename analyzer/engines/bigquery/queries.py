@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from analyzer.engines.bigquery.re2rules import Re2Template
 from analyzer.engines.bigquery.tables import SINK_PREFIX, Adapter, TableInfo, TableRef
 from analyzer.rulebook.prefilter import INERT_RANGES
+from analyzer.rulebook.re2 import Re2Template
 
 # Python's str.split() whitespace in ASCII: \t \n \v \f \r, the four separators, space.
 _WHITESPACE = r"[\t-\r\x1c-\x1f ]+"

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.classify.collector import Collector
-from analyzer.classify.events import Event
 from analyzer.classify.joblog import SpanSummary
 from analyzer.engines.bigquery.cost import (
     DEFAULT_MAX_BYTES,
@@ -23,11 +22,12 @@ from analyzer.engines.bigquery.cost import (
 )
 from analyzer.engines.bigquery.engines import BigQueryEngine, Engine
 from analyzer.engines.bigquery.queries import QueryPlan, plan
-from analyzer.engines.bigquery.re2rules import compile_rules
 from analyzer.engines.bigquery.tables import TableRef, adapter_for
 from analyzer.engines.live.window import Window
 from analyzer.ingest.records import InputStats, LogRecord, TableOrigin, job_group
 from analyzer.rulebook import RuleBook
+from analyzer.rulebook.events import Event
+from analyzer.rulebook.re2 import compile_rules
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from analyzer.classify.events import Event, EventKind
 from analyzer.ingest.records import Origin
+from analyzer.rulebook.events import Event, EventKind
 
 _HEADER = "Traceback (most recent call last)"
 HEADER = _HEADER
