@@ -334,27 +334,11 @@ def parse_job_name(text: str) -> JobName:
 
 
 def live_target(project: str | None, job_id: str | None, region: str | None) -> JobName:
-    """The live job: its id, project and region, with gcloud's defaults filled in."""
-    from analyzer.engines.live.gcloud import JobName, default_project, default_region
+    """The live job: its id, project and region, with gcloud's defaults filled in and each
+    checked for its shape (:func:`analyzer.engines.live.gcloud.resolve_live_job`)."""
+    from analyzer.engines.live.gcloud import resolve_live_job
 
-    if not job_id:
-        raise InputError("live reading needs both --project and --job-id")
-    name = parse_job_name(job_id)
-    if project and name.project and project != name.project:
-        raise InputError(
-            f"--project {project} and the job's resource name (project {name.project}) disagree"
-        )
-    chosen = project or name.project
-    if not chosen:
-        found = default_project()
-        if found is None:
-            raise InputError(
-                "live reading needs both --project and --job-id: give --project, set "
-                "CLOUDSDK_CORE_PROJECT, or run `gcloud config set project PROJECT`"
-            )
-        chosen = found.value
-    where = region or name.region or default_region().value
-    return JobName(name.job_id, chosen, where)
+    return resolve_live_job(project, job_id, region)
 
 
 def _live_job_record(

@@ -71,6 +71,62 @@ def parse_job_name(text: str) -> JobName:
     return JobName(name)
 
 
+# The shapes of the names an address or a Logging filter is built from (issue 31): a value of
+# another shape, from a pasted resource name, a flag, the environment or gcloud's configuration,
+# could aim the user's credentials at a host the input chose (`127.0.0.1:8080#` as a region).
+REGION_SHAPE = re.compile(r"^[a-z]+(?:-[a-z0-9]+)+$")
+# A project id is 6-30 lower-case letters, digits and hyphens, starting with a letter and not
+# ending with a hyphen; a project number is digits.
+PROJECT_SHAPE = re.compile(r"^(?:[a-z][a-z0-9-]{4,28}[a-z0-9]|[0-9]{1,20})$")
+# A Vertex AI job id is a number; a legacy AI Platform job name is letters, digits, underscores.
+JOB_ID_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+_SHAPES = {
+    "region": (REGION_SHAPE, "a region such as us-central1"),
+    "project": (PROJECT_SHAPE, "a project id (6-30 lower-case letters, digits, hyphens) or number"),
+    "job id": (JOB_ID_SHAPE, "a job id (digits, or a legacy job's letters, digits, underscores)"),
+}
+
+
+def checked(kind: str, value: str, source: str) -> str:
+    """``value`` when it has the shape of a ``kind`` (``region``, ``project``, ``job id``); else
+    :class:`~analyzer.core.errors.InputError` naming the value (escaped) and where it came from."""
+    shape, what = _SHAPES[kind]
+    if shape.fullmatch(value):
+        return value
+    raise InputError(f"{kind} {value!r} from {source} is not {what}: nothing was sent")
+
+
+def resolve_live_job(project: str | None, job_id: str | None, region: str | None) -> JobName:
+    """The live job: its id, project and region, with gcloud's defaults filled in, each checked
+    for its shape (:func:`checked`) before any address or filter is built from it."""
+    if not job_id:
+        raise InputError("live reading needs both --project and --job-id")
+    name = parse_job_name(job_id)
+    if project and name.project and project != name.project:
+        raise InputError(
+            f"--project {project!r} and the job's resource name (project {name.project!r}) disagree"
+        )
+    pasted = "the job's resource name"
+    chosen = Setting(project, "--project") if project else None
+    if chosen is None and name.project:
+        chosen = Setting(name.project, pasted)
+    chosen = chosen or default_project()
+    if chosen is None:
+        raise InputError(
+            "live reading needs both --project and --job-id: give --project, set "
+            "CLOUDSDK_CORE_PROJECT, or run `gcloud config set project PROJECT`"
+        )
+    where = Setting(region, "--region") if region else None
+    if where is None and name.region:
+        where = Setting(name.region, pasted)
+    where = where or default_region()
+    return JobName(
+        checked("job id", name.job_id, "--job-id" if name.project is None else pasted),
+        checked("project", chosen.value, chosen.source),
+        checked("region", where.value, where.source),
+    )
+
+
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     """gcloud's configuration directory."""
     env = os.environ if environ is None else environ

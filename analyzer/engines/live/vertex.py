@@ -25,6 +25,7 @@ from analyzer.engines.live.errors import (
     Backoff,
     _raised_in_auth,
 )
+from analyzer.engines.live.gcloud import REGION_SHAPE
 from analyzer.report.redact import redact
 
 VERTEX_ENDPOINT_ENV = "JOBDOCTOR_VERTEX_ENDPOINT"
@@ -37,7 +38,14 @@ _TIMEOUT = 30.0
 def vertex_endpoint(region: str, endpoint: str | None = None) -> str:
     """``endpoint``, else ``$JOBDOCTOR_VERTEX_ENDPOINT``, else the region's public endpoint."""
     chosen = endpoint or os.environ.get(VERTEX_ENDPOINT_ENV) or ""
-    return (chosen or f"https://{region}-aiplatform.googleapis.com").rstrip("/")
+    if chosen:
+        return chosen.rstrip("/")
+    # The address is built from the region: only a region of the platform's shape (issue 31).
+    if not REGION_SHAPE.fullmatch(region):
+        raise SourceError(
+            f"region {region!r} is not a region such as us-central1: nothing was sent"
+        )
+    return f"https://{region}-aiplatform.googleapis.com"
 
 
 def overridden(endpoint: str | None = None) -> bool:
