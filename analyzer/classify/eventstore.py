@@ -444,11 +444,7 @@ class Thinner:
         key = _light_key(item)
         when = item[0]
         if key is None:
-            self.kept.append(_event(item))
-            if when is not None:
-                self._seen(item, [when, None, True])
-                self._close_all(when)
-                self._anchor = when if self._anchor is None else max(self._anchor, when)
+            self._add_unthinned(item, when)
             return
         segment = self._segments.get(key)
         if segment is None:
@@ -483,26 +479,42 @@ class Thinner:
                 segment.horizon = when - segment.lag
             except OverflowError:
                 segment.horizon = _shift(when, -segment.lag)
-        horizon = segment.horizon
         # The oldest is decided once the next one is older than the margin too: an anchor
         # read later (at most the margin out of order) then comes after that next one, and
         # the oldest is never the last repeat before it.
-        if len(tail) > KEEP_LAST and tail[1][0] < horizon:
-            anchor = self._anchor
-            while len(tail) > KEEP_LAST and tail[1][0] < horizon:
-                old_when, old, sticky = tail.pop(0)
-                last_kept = segment.last_kept
-                if (
-                    sticky
-                    or old_when < last_kept
-                    or tail[0][0] > segment.cap_until
-                    # The first repeat after the latest anchor, when the segment began
-                    # before it (read out of order): a start's first checkpoint, say.
-                    or (anchor is not None and last_kept < anchor <= old_when)
-                ):
-                    self._keep(key, segment, old)
-                else:
-                    self._drop(segment, old)
+        if len(tail) > KEEP_LAST and tail[1][0] < segment.horizon:
+            self._decide_oldest(key, segment)
+
+    def _add_unthinned(self, item: Light, when: datetime | None) -> None:
+        """Keep an event never thinned (an anchor); a timed one decides every segment's
+        repeats older than it."""
+        self.kept.append(_event(item))
+        if when is not None:
+            self._seen(item, [when, None, True])
+            self._close_all(when)
+            self._anchor = when if self._anchor is None else max(self._anchor, when)
+
+    def _decide_oldest(self, key: Key, segment: _Segment) -> None:
+        """Keep or drop the oldest repeats of ``segment`` while the next one is older than
+        its horizon too: kept when sticky (a copy, or protected), out of order, past the
+        cap since the last kept one, or the first after an anchor read later."""
+        tail = segment.tail
+        horizon = segment.horizon
+        anchor = self._anchor
+        while len(tail) > KEEP_LAST and tail[1][0] < horizon:
+            old_when, old, sticky = tail.pop(0)
+            last_kept = segment.last_kept
+            if (
+                sticky
+                or old_when < last_kept
+                or tail[0][0] > segment.cap_until
+                # The first repeat after the latest anchor, when the segment began
+                # before it (read out of order): a start's first checkpoint, say.
+                or (anchor is not None and last_kept < anchor <= old_when)
+            ):
+                self._keep(key, segment, old)
+            else:
+                self._drop(segment, old)
 
     def _seen(self, item: Light, entry: list[Any]) -> None:
         """Remember ``item``'s tail ``entry`` by its insertId; both it and an earlier copy
@@ -1119,32 +1131,7 @@ def inexact(
     """Why :func:`exact` is False (the first gap that fails and the check), or None."""
     if not dropped.gaps:
         return None
-    anchors: list[datetime] = []
-    # A worker's first record on a VM: a start at that time (timeline._worker), which the
-    # stages compare inclusively (a window from it holds a record at it).
-    firsts = sorted(span_times)
-    deaths: dict[str, list[datetime]] = {}
-    headers: dict[object, list[datetime]] = {}
-    paths: dict[tuple[object, object], list[tuple[datetime, str]]] = {}
-    for event in events:
-        when = event.timestamp
-        if when is None:
-            continue
-        key = thin_key(event)
-        if key is None:
-            anchors.append(when)
-            dead = _death_task(event)
-            if dead is not None:
-                deaths.setdefault(dead, []).append(when)
-        elif event.match.kind is EventKind.TRACEBACK:
-            headers.setdefault(event.task, []).append(when)
-        paths.setdefault((event.match.rule, event.task), []).append((when, event.origin.path))
-    anchors.sort()
-    bounds = sorted(anchors + firsts)  # where a death's window may end, or a run begin
-    for times in deaths.values():
-        times.sort()
-    for times in headers.values():
-        times.sort()
+    kept = _KeptTimes.of(events, span_times)
     if dropped.ids:
         reason = _duplicate_dropped(events, dropped.ids)
         if reason is not None:
@@ -1158,40 +1145,101 @@ def inexact(
         if several:
             gaps_by_rule.setdefault((gap.key[3], gap.key[0]), []).append(gap)
     for gap in dropped.gaps:
-        if not (gap.before <= gap.first and gap.last <= gap.after):
-            return f"{gap}: read out of order, the dropped ones are not between kept ones"
-        if gap.after - gap.before > CAP:
-            return f"{gap}: longer than {CAP}"
-        if _any_within(anchors, min(gap.before, _shift(gap.first, -AFTER_ANCHOR)), gap.after):
-            return f"{gap}: an anchor inside"
-        # A VM's first record may be the kept one before the gap itself (the first line a
-        # worker wrote there): a start at it then holds that one and the gap alike.
-        low = min(_shift(gap.before, _TICK), _shift(gap.first, -AFTER_ANCHOR))
-        if _any_within(firsts, low, gap.after):
-            return f"{gap}: a VM span's start inside"
-        if gap.kind is EventKind.DETAIL and _any_within(
-            deaths.get(str(gap.key[0]), []),
-            _shift(gap.first, -AFTER_ANCHOR),
-            _shift(gap.last, BEFORE_ANCHOR),
+        reason = _gap_out_of_place(gap, kept) or _gap_maybe_copies(gap, kept, gaps_by_rule)
+        if reason is not None:
+            return reason
+        if gap.kind is EventKind.DETAIL and _header_inside(
+            gap, kept.headers, header_gaps, kept.bounds
         ):
-            return f"{gap}: a death within {BEFORE_ANCHOR} after"
-        # A kept repeat among the dropped ones of the same input is no duplicate of one for
-        # classify._dedupe, which tells one input's copies by insertId alone (the digests
-        # checked above); another input's by their words too, below.
-        rule, task = gap.key[3], gap.key[0]
-        earliest, latest = _second(gap.first), _shift(_second(gap.last), timedelta(seconds=1))
-        if any(
-            path != gap.path and earliest <= when <= latest
-            for when, path in paths.get((rule, task), ())
-        ):
-            return f"{gap}: another input's event a dropped one could duplicate"
-        if any(
-            other.path != gap.path and other.first <= latest and earliest <= other.last
-            for other in gaps_by_rule.get((rule, task), ())
-        ):
-            return f"{gap}: another input's dropped events, maybe copies of these"
-        if gap.kind is EventKind.DETAIL and _header_inside(gap, headers, header_gaps, bounds):
             return f"{gap}: a traceback header before the dropped details"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _KeptTimes:
+    """The times of one job's kept events that a gap is checked against, each list sorted."""
+
+    anchors: list[datetime]
+    # A worker's first record on a VM: a start at that time (timeline._worker), which the
+    # stages compare inclusively (a window from it holds a record at it).
+    firsts: list[datetime]
+    bounds: list[datetime]  # where a death's window may end, or a run begin
+    deaths: dict[str, list[datetime]]  # by task
+    headers: dict[object, list[datetime]]  # traceback headers, by task
+    paths: dict[tuple[object, object], list[tuple[datetime, str]]]  # by rule and task
+
+    @classmethod
+    def of(cls, events: Sequence[Event], span_times: Iterable[datetime]) -> _KeptTimes:
+        """The times of ``events`` and of the VM spans' first records."""
+        anchors: list[datetime] = []
+        deaths: dict[str, list[datetime]] = {}
+        headers: dict[object, list[datetime]] = {}
+        paths: dict[tuple[object, object], list[tuple[datetime, str]]] = {}
+        for event in events:
+            when = event.timestamp
+            if when is None:
+                continue
+            key = thin_key(event)
+            if key is None:
+                anchors.append(when)
+                dead = _death_task(event)
+                if dead is not None:
+                    deaths.setdefault(dead, []).append(when)
+            elif event.match.kind is EventKind.TRACEBACK:
+                headers.setdefault(event.task, []).append(when)
+            paths.setdefault((event.match.rule, event.task), []).append((when, event.origin.path))
+        anchors.sort()
+        firsts = sorted(span_times)
+        for times in deaths.values():
+            times.sort()
+        for times in headers.values():
+            times.sort()
+        return cls(anchors, firsts, sorted(anchors + firsts), deaths, headers, paths)
+
+
+def _gap_out_of_place(gap: Gap, kept: _KeptTimes) -> str | None:
+    """Why ``gap`` is not a plain run of repeats between kept ones: read out of order, too
+    long, or with an anchor, a VM span's start or (for details) a death near it; or None."""
+    if not (gap.before <= gap.first and gap.last <= gap.after):
+        return f"{gap}: read out of order, the dropped ones are not between kept ones"
+    if gap.after - gap.before > CAP:
+        return f"{gap}: longer than {CAP}"
+    if _any_within(kept.anchors, min(gap.before, _shift(gap.first, -AFTER_ANCHOR)), gap.after):
+        return f"{gap}: an anchor inside"
+    # A VM's first record may be the kept one before the gap itself (the first line a
+    # worker wrote there): a start at it then holds that one and the gap alike.
+    low = min(_shift(gap.before, _TICK), _shift(gap.first, -AFTER_ANCHOR))
+    if _any_within(kept.firsts, low, gap.after):
+        return f"{gap}: a VM span's start inside"
+    if gap.kind is EventKind.DETAIL and _any_within(
+        kept.deaths.get(str(gap.key[0]), []),
+        _shift(gap.first, -AFTER_ANCHOR),
+        _shift(gap.last, BEFORE_ANCHOR),
+    ):
+        return f"{gap}: a death within {BEFORE_ANCHOR} after"
+    return None
+
+
+def _gap_maybe_copies(
+    gap: Gap, kept: _KeptTimes, gaps_by_rule: dict[tuple[object, object], list[Gap]]
+) -> str | None:
+    """Why ``gap``'s dropped events may be copies of another input's events, kept or
+    dropped, or None."""
+    # A kept repeat among the dropped ones of the same input is no duplicate of one for
+    # classify._dedupe, which tells one input's copies by insertId alone (the digests
+    # checked above); another input's by their words too, below.
+    rule, task = gap.key[3], gap.key[0]
+    earliest, latest = _second(gap.first), _shift(_second(gap.last), timedelta(seconds=1))
+    if any(
+        path != gap.path and earliest <= when <= latest
+        for when, path in kept.paths.get((rule, task), ())
+    ):
+        return f"{gap}: another input's event a dropped one could duplicate"
+    if any(
+        other.path != gap.path and other.first <= latest and earliest <= other.last
+        for other in gaps_by_rule.get((rule, task), ())
+    ):
+        return f"{gap}: another input's dropped events, maybe copies of these"
     return None
 
 

@@ -312,19 +312,8 @@ def _distribute(
     index = 0
     more = True
     while received:
-        while more and waiting:
-            inbox = min(waiting, key=waiting.__getitem__)  # the least busy worker
-            if waiting[inbox] >= in_flight:
-                break
-            item = next(items, None)
-            if item is None:
-                more = False
-                break
-            parts = [memoryview(part) for part in item]
-            size = sum(part.nbytes for part in parts)
-            unsent[inbox] += [memoryview(_ITEM.pack(index, size)), *parts]
-            waiting[inbox] += 1
-            index += 1
+        if more:
+            index, more = _queue_items(items, waiting, unsent, in_flight, index)
         if not more:
             # Nothing more to send: a worker whose pipe is drained gets its end of input.
             for inbox in [fd for fd in waiting if not unsent[fd]]:
@@ -341,6 +330,30 @@ def _distribute(
                 if inbox_of[fd] in waiting:
                     waiting[inbox_of[fd]] -= 1
                 yield done, cast(R, result)
+
+
+def _queue_items(
+    items: Iterator[Sequence[bytes | memoryview]],
+    waiting: dict[int, int],
+    unsent: dict[int, list[memoryview]],
+    in_flight: int,
+    index: int,
+) -> tuple[int, bool]:
+    """Queue the next ``items`` (numbered from ``index``) for the least busy workers, until
+    each has ``in_flight`` unanswered; the next index, and whether items may remain."""
+    while waiting:
+        inbox = min(waiting, key=waiting.__getitem__)  # the least busy worker
+        if waiting[inbox] >= in_flight:
+            break
+        item = next(items, None)
+        if item is None:
+            return index, False
+        parts = [memoryview(part) for part in item]
+        size = sum(part.nbytes for part in parts)
+        unsent[inbox] += [memoryview(_ITEM.pack(index, size)), *parts]
+        waiting[inbox] += 1
+        index += 1
+    return index, True
 
 
 def _close_inbox(

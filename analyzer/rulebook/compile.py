@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from analyzer.rulebook._regex import Match
 from analyzer.rulebook.events import RuleMatch
-from analyzer.rulebook.model import Capture, FieldType, Placeholder, Rule
+from analyzer.rulebook.model import Capture, FieldType, Placeholder, Rule, Template
 from analyzer.rulebook.normalize import fold, normalize, original_span
 from analyzer.rulebook.windows import finditer as windowed
 from analyzer.rulebook.windows import occurrences, window_plan
@@ -211,25 +211,47 @@ def find(
         if probe is not None and literals and not any(word in probe for word in literals):
             continue
         try:
-            plan = window_plan(template.regex.pattern, literals) if lowered else None
-            starts = None
-            if plan is not None and lowered is not None:
-                words = plan.words
-                if plan.literals and probe is not None:
-                    words = tuple(word for word in literals if word in probe)
-                starts = occurrences(lowered, words)
-            matches: Iterable[Match]
-            if plan is not None and starts is not None:
-                matches = windowed(template.regex, normalized, starts, plan.bound, timeout)
-            else:
-                matches = template.regex.finditer(normalized, timeout=timeout)
-            for found in matches:
+            for found in _template_matches(template, normalized, timeout, probe, lowered):
                 if found.end() > found.start():
                     spans.append((found.start(), -found.end(), index, found))
         except TimeoutError as exc:
             raise MatchTimeout(rule.id) from exc
     if not spans:
         return []
+    return _first_longest(rule, spans, offsets, original)
+
+
+def _template_matches(
+    template: Template,
+    normalized: str,
+    timeout: float,
+    probe: Container[str] | None,
+    lowered: str | None,
+) -> Iterable[Match]:
+    """The matches of one template in ``normalized``: searched only near its words where
+    its matches span a bounded number of words (see :func:`find`), else everywhere."""
+    literals = template.literals
+    plan = window_plan(template.regex.pattern, literals) if lowered else None
+    starts = None
+    if plan is not None and lowered is not None:
+        words = plan.words
+        if plan.literals and probe is not None:
+            words = tuple(word for word in literals if word in probe)
+        starts = occurrences(lowered, words)
+    if plan is not None and starts is not None:
+        return windowed(template.regex, normalized, starts, plan.bound, timeout)
+    matches: Iterable[Match] = template.regex.finditer(normalized, timeout=timeout)
+    return matches
+
+
+def _first_longest(
+    rule: Rule,
+    spans: list[tuple[int, int, int, Match]],
+    offsets: Sequence[int],
+    original: str,
+) -> list[tuple[int, RuleMatch]]:
+    """The matches of ``spans`` (start, minus end, template, match) that overlap none
+    before them, in text order: the one starting first wins, then the longest."""
     spans.sort(key=lambda item: item[:3])
     results: list[tuple[int, RuleMatch]] = []
     taken_until = -1

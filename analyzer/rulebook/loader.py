@@ -536,40 +536,10 @@ def build_rule(
     before = sum(1 for p in problems if p.severity == "error")
     _check_keys(node, RULE_KEYS, "a rule", problems)
     values = node.mapping()
-    rule_id = _string(values.get("id"), "'id'", problems)
-    if "id" not in values:
-        problems.append(Problem.at(node.location, "a rule needs an 'id:'"))
-    elif rule_id is not None and not _ID_RE.fullmatch(rule_id):
-        problems.append(
-            Problem.at(
-                values["id"].location,
-                f"id '{rule_id}' must be lower case words joined by '.', '-' or '_'",
-            )
-        )
+    rule_id = _rule_id(node, values, problems)
     kind = _kind(values, node, problems)
-    whole_node = values.get("whole")
-    whole = False
-    if whole_node is not None:
-        if isinstance(whole_node.value, bool):
-            whole = whole_node.value
-        else:
-            problems.append(Problem.at(whole_node.location, "'whole' is true or false"))
-    templates: list[Template] = []
-    if "templates" in values:
-        templates += _templates(values["templates"], placeholders, whole, rule_id or "?", problems)
-    if "pattern" in values:
-        raw = _raw_pattern(values["pattern"], values.get("literals"), placeholders, problems)
-        if raw is not None:
-            templates.append(raw)
-    elif "literals" in values:
-        problems.append(
-            Problem.at(
-                node.key_location("literals"),
-                "'literals' is for raw patterns; templates find their own",
-            )
-        )
-    if "templates" not in values and "pattern" not in values:
-        problems.append(Problem.at(node.location, "a rule needs 'templates:' or 'pattern:'"))
+    whole = _whole(values, problems)
+    templates = _rule_templates(node, values, placeholders, whole, rule_id, problems)
     detail = _detail(values, kind, rule_id, problems)
     known_writer, writer = _member(
         values.get("written_by"), "'written_by'", "writer", Writer, problems
@@ -590,6 +560,61 @@ def build_rule(
         location=values["id"].location,
         writer=writer if known_writer and writer is not None else Writer.ANY,
     )
+
+
+def _rule_id(node: Node, values: dict[str, Node], problems: list[Problem]) -> str | None:
+    """The rule's id: required, lower case words joined by '.', '-' or '_'."""
+    rule_id = _string(values.get("id"), "'id'", problems)
+    if "id" not in values:
+        problems.append(Problem.at(node.location, "a rule needs an 'id:'"))
+    elif rule_id is not None and not _ID_RE.fullmatch(rule_id):
+        problems.append(
+            Problem.at(
+                values["id"].location,
+                f"id '{rule_id}' must be lower case words joined by '.', '-' or '_'",
+            )
+        )
+    return rule_id
+
+
+def _whole(values: dict[str, Node], problems: list[Problem]) -> bool:
+    """Whether the rule's templates match the whole text ('whole:', false by default)."""
+    whole_node = values.get("whole")
+    if whole_node is None:
+        return False
+    if isinstance(whole_node.value, bool):
+        return whole_node.value
+    problems.append(Problem.at(whole_node.location, "'whole' is true or false"))
+    return False
+
+
+def _rule_templates(
+    node: Node,
+    values: dict[str, Node],
+    placeholders: Mapping[str, Placeholder],
+    whole: bool,
+    rule_id: str | None,
+    problems: list[Problem],
+) -> list[Template]:
+    """The rule's templates, then its raw pattern (with its literals); a rule needs one or
+    the other."""
+    templates: list[Template] = []
+    if "templates" in values:
+        templates += _templates(values["templates"], placeholders, whole, rule_id or "?", problems)
+    if "pattern" in values:
+        raw = _raw_pattern(values["pattern"], values.get("literals"), placeholders, problems)
+        if raw is not None:
+            templates.append(raw)
+    elif "literals" in values:
+        problems.append(
+            Problem.at(
+                node.key_location("literals"),
+                "'literals' is for raw patterns; templates find their own",
+            )
+        )
+    if "templates" not in values and "pattern" not in values:
+        problems.append(Problem.at(node.location, "a rule needs 'templates:' or 'pattern:'"))
+    return templates
 
 
 def _detail(

@@ -264,24 +264,30 @@ class Prefilter:
                 found = self._select_utf8(texts, encoded, _MANY_WORDS)
                 if found is not None:
                     return found
-                # Words found everywhere: a long text (a traceback) holds many of them, and is
-                # decided alone, in one pass; the others in one search still.
-                short = [i for i, data in enumerate(encoded) if len(data) <= LONG_TEXT]
-                if len(short) == len(encoded):
-                    return self._select_utf8(texts, encoded) or []
-                hits = [
-                    short[i]
-                    for i in self._select_utf8(
-                        [texts[i] for i in short], [encoded[i] for i in short]
-                    )
-                    or []
-                ]
-                hits += [
-                    i
-                    for i, data in enumerate(encoded)
-                    if len(data) > LONG_TEXT and self.candidates(texts[i])
-                ]
-                return sorted(hits)
+                return self._select_long_apart(texts, encoded)
+        return self._select_by_re(texts)
+
+    def _select_long_apart(self, texts: Sequence[str], encoded: list[bytes]) -> list[int]:
+        """:meth:`select` of a block where words are found everywhere: a long text (a
+        traceback) holds many of them, and is decided alone, in one pass; the others in one
+        search still."""
+        short = [i for i, data in enumerate(encoded) if len(data) <= LONG_TEXT]
+        if len(short) == len(encoded):
+            return self._select_utf8(texts, encoded) or []
+        hits = [
+            short[i]
+            for i in self._select_utf8([texts[i] for i in short], [encoded[i] for i in short]) or []
+        ]
+        hits += [
+            i
+            for i, data in enumerate(encoded)
+            if len(data) > LONG_TEXT and self.candidates(texts[i])
+        ]
+        return sorted(hits)
+
+    def _select_by_re(self, texts: Sequence[str]) -> list[int]:
+        """:meth:`select` without Hyperscan (or for a block holding a lone surrogate): the
+        probes joined and searched by ``re``, ASCII and wide texts apart."""
         ascii_flags = list(map(str.isascii, texts))
         if all(ascii_flags):
             return self._select_ascii(texts)

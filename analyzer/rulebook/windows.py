@@ -130,7 +130,6 @@ def _holds_word(items: Any, words: tuple[str, ...], ignorecase: bool, exact_i: b
     as a run of literal characters, or inside a part every match passes through.
     ``exact_i=False`` takes a caseless ``i`` for itself (not the dotted ``İ`` it also
     matches): what a rule's writer means by a word, for :func:`uncovered`'s warnings."""
-    c = _sre
     run: list[str] = []
 
     def in_run() -> bool:
@@ -138,49 +137,63 @@ def _holds_word(items: Any, words: tuple[str, ...], ignorecase: bool, exact_i: b
         run.clear()
         return any(word in joined for word in words)
 
-    def plain(char: str, caseless: bool) -> bool:
-        # Caseless, a non-ASCII letter may match one whose lower case differs (σ, ς), and
-        # "I" matches the dotless "ı"; the other ASCII letters' partners (ſ, the Kelvin
-        # sign) are folded away by normalisation, and "İ" makes the text searched whole.
-        return not caseless or (char.isascii() and (not exact_i or char not in "iI"))
-
     for op, arg in items:
-        if op is c.LITERAL:
-            char = chr(arg)
-            if plain(char, ignorecase):
-                run.append(char.lower())
-                continue
-        elif op is c.IN and arg and all(member is c.LITERAL for member, _ in arg):
-            # A set of one letter's cases ([Pp]): that letter, in lower case.
-            chars = {chr(value) for _, value in arg}
-            lowered = {char.lower() for char in chars}
-            if len(lowered) == 1 and all(char.isascii() for char in chars):
-                char = lowered.pop()
-                if plain(char, ignorecase) and (not exact_i or char != "i"):
-                    run.append(char)
-                    continue
-        if in_run():
-            return True
-        if op is c.SUBPATTERN:
-            _group, add, remove, body = arg
-            caseless = (ignorecase or bool(add & c.SRE_FLAG_IGNORECASE)) and not (
-                remove & c.SRE_FLAG_IGNORECASE
-            )
-            if _holds_word(body, words, caseless, exact_i):
-                return True
-        elif op is c.BRANCH:
-            if all(_holds_word(branch, words, ignorecase, exact_i) for branch in arg[1]):
-                return True
-        elif op is c.ATOMIC_GROUP:
-            if _holds_word(arg, words, ignorecase, exact_i):
-                return True
-        elif (
-            op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT)
-            and arg[0] >= 1
-            and _holds_word(arg[2], words, ignorecase, exact_i)
-        ):
+        char = _run_char(op, arg, ignorecase, exact_i)
+        if char is not None:
+            run.append(char)
+            continue
+        if in_run() or _part_holds_word(op, arg, words, ignorecase, exact_i):
             return True
     return in_run()
+
+
+def _run_char(op: Any, arg: Any, ignorecase: bool, exact_i: bool) -> str | None:
+    """The character, in lower case, that the parsed item always matches as itself (a
+    literal, or a set of one letter's cases such as ``[Pp]``); None for any other item."""
+    c = _sre
+    if op is c.LITERAL:
+        char = chr(arg)
+        return char.lower() if _plain_char(char, ignorecase, exact_i) else None
+    if op is c.IN and arg and all(member is c.LITERAL for member, _ in arg):
+        # A set of one letter's cases ([Pp]): that letter, in lower case.
+        chars = {chr(value) for _, value in arg}
+        lowered = {char.lower() for char in chars}
+        if len(lowered) == 1 and all(char.isascii() for char in chars):
+            char = lowered.pop()
+            if _plain_char(char, ignorecase, exact_i) and (not exact_i or char != "i"):
+                return char
+    return None
+
+
+def _plain_char(char: str, caseless: bool, exact_i: bool) -> bool:
+    """Whether ``char`` matches only itself and its ASCII case partner."""
+    # Caseless, a non-ASCII letter may match one whose lower case differs (σ, ς), and
+    # "I" matches the dotless "ı"; the other ASCII letters' partners (ſ, the Kelvin
+    # sign) are folded away by normalisation, and "İ" makes the text searched whole.
+    return not caseless or (char.isascii() and (not exact_i or char not in "iI"))
+
+
+def _part_holds_word(
+    op: Any, arg: Any, words: tuple[str, ...], ignorecase: bool, exact_i: bool
+) -> bool:
+    """Whether every match of the parsed item (a group, an alternation, a repeat of at
+    least one) holds one of ``words`` (see :func:`_holds_word`)."""
+    c = _sre
+    if op is c.SUBPATTERN:
+        _group, add, remove, body = arg
+        caseless = (ignorecase or bool(add & c.SRE_FLAG_IGNORECASE)) and not (
+            remove & c.SRE_FLAG_IGNORECASE
+        )
+        return _holds_word(body, words, caseless, exact_i)
+    if op is c.BRANCH:
+        return all(_holds_word(branch, words, ignorecase, exact_i) for branch in arg[1])
+    if op is c.ATOMIC_GROUP:
+        return _holds_word(arg, words, ignorecase, exact_i)
+    return (
+        op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT)
+        and arg[0] >= 1
+        and _holds_word(arg[2], words, ignorecase, exact_i)
+    )
 
 
 def uncovered(pattern: str, literals: Sequence[str], ignorecase: bool = False) -> list[str] | None:
@@ -285,13 +298,10 @@ def _spaces(items: Any) -> int:
 
 
 def _node(op: Any, arg: Any) -> int:
+    """The most spaces one parsed item can consume, or _UNBOUNDED."""
     c = _sre
     if op is c.LITERAL:
-        if arg == ord("{"):
-            # A brace the standard parser read as a character may be the regex package's
-            # fuzzy-matching constraint ({e<=1}), which changes what a match holds.
-            return _UNBOUNDED
-        return 1 if arg == _SPACE else 0
+        return _literal_spaces(arg)
     if op is c.NOT_LITERAL:
         return 0 if arg == _SPACE else 1
     if op is c.ANY:
@@ -308,26 +318,47 @@ def _node(op: Any, arg: Any) -> int:
     if op is c.ATOMIC_GROUP:
         return _spaces(arg)
     if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-        _least, most, body = arg
-        inner = _spaces(body)
-        if inner in (0, _UNBOUNDED):
-            return inner
-        if most is c.MAXREPEAT or most == c.MAXREPEAT:
-            # A run of whitespace-only characters is one space in a normalised text, where no
-            # two whitespace characters are neighbours; anything else repeated is unbounded.
-            return 1 if _only_whitespace(body) else _UNBOUNDED
-        return int(most) * inner
+        return _repeat_spaces(arg)
     if op is c.ASSERT or op is c.ASSERT_NOT:
-        direction, body = arg
-        if direction < 0:
-            # A look-behind reads what precedes, which a search from a position sees whole.
-            return 0 if _spaces(body) != _UNBOUNDED else _UNBOUNDED
-        return _UNBOUNDED  # a look-ahead may read past the stretch searched
+        return _assert_spaces(arg)
     if op is c.GROUPREF_EXISTS:
         _group, yes, no = arg
         bounds = [_spaces(yes), _spaces(no) if no is not None else 0]
         return _UNBOUNDED if _UNBOUNDED in bounds else max(bounds)
     return _UNBOUNDED  # back-references and anything else
+
+
+def _literal_spaces(arg: Any) -> int:
+    """The spaces a literal character consumes."""
+    if arg == ord("{"):
+        # A brace the standard parser read as a character may be the regex package's
+        # fuzzy-matching constraint ({e<=1}), which changes what a match holds.
+        return _UNBOUNDED
+    return 1 if arg == _SPACE else 0
+
+
+def _repeat_spaces(arg: Any) -> int:
+    """The most spaces a repeat consumes."""
+    c = _sre
+    _least, most, body = arg
+    inner = _spaces(body)
+    if inner in (0, _UNBOUNDED):
+        return inner
+    if most is c.MAXREPEAT or most == c.MAXREPEAT:
+        # A run of whitespace-only characters is one space in a normalised text, where no
+        # two whitespace characters are neighbours; anything else repeated is unbounded.
+        return 1 if _only_whitespace(body) else _UNBOUNDED
+    return int(most) * inner
+
+
+def _assert_spaces(arg: Any) -> int:
+    """The spaces a look-around consumes: none for a bounded look-behind; a look-ahead may
+    read past the stretch searched."""
+    direction, body = arg
+    if direction < 0:
+        # A look-behind reads what precedes, which a search from a position sees whole.
+        return 0 if _spaces(body) != _UNBOUNDED else _UNBOUNDED
+    return _UNBOUNDED  # a look-ahead may read past the stretch searched
 
 
 def _class_has_space(items: Any) -> bool:

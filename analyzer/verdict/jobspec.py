@@ -157,6 +157,33 @@ def parse_job_spec(data: Any) -> JobSpec:
     spec = _get(data, "jobSpec")
     if not isinstance(spec, dict):
         spec = data if "workerPoolSpecs" in data or "worker_pool_specs" in data else {}
+    scheduling = _get(spec, "scheduling") or {}
+    raw_error = data.get("error")
+    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
+    code = error.get("code")
+    strategy = _get(scheduling, "strategy")
+    return JobSpec(
+        job_id=_job_id(data.get("name")),
+        state=data.get("state") if isinstance(data.get("state"), str) else None,
+        error_code=code if isinstance(code, int) else None,
+        error_message=error.get("message") if isinstance(error.get("message"), str) else None,
+        pools=_pools(spec),
+        disable_retries=_bool(_get(scheduling, "disableRetries")),
+        restart_job_on_worker_restart=_bool(_get(scheduling, "restartJobOnWorkerRestart")),
+        strategy=strategy if isinstance(strategy, str) else None,
+    )
+
+
+def _job_id(name: Any) -> str | None:
+    """The job id at the end of a CustomJob's resource ``name``
+    (``projects/P/locations/L/customJobs/ID``); None for any other."""
+    if isinstance(name, str) and "/customJobs/" in name:
+        return name.rsplit("/", 1)[-1] or None
+    return None
+
+
+def _pools(spec: dict[str, Any]) -> tuple[PoolSpec, ...]:
+    """The worker pools of a ``jobSpec``, each with its index among ``workerPoolSpecs``."""
     pools = []
     for index, raw in enumerate(_get(spec, "workerPoolSpecs") or []):
         if not isinstance(raw, dict) or not raw:
@@ -173,27 +200,7 @@ def parse_job_spec(data: Any) -> JobSpec:
                 accelerator_count=int(accelerators) if str(accelerators or "").isdigit() else 0,
             )
         )
-    scheduling = _get(spec, "scheduling") or {}
-    raw_error = data.get("error")
-    error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
-    code = error.get("code")
-    name = data.get("name")
-    job_id = (
-        name.rsplit("/", 1)[-1] or None
-        if isinstance(name, str) and "/customJobs/" in name
-        else None
-    )
-    strategy = _get(scheduling, "strategy")
-    return JobSpec(
-        job_id=job_id,
-        state=data.get("state") if isinstance(data.get("state"), str) else None,
-        error_code=code if isinstance(code, int) else None,
-        error_message=error.get("message") if isinstance(error.get("message"), str) else None,
-        pools=tuple(pools),
-        disable_retries=_bool(_get(scheduling, "disableRetries")),
-        restart_job_on_worker_restart=_bool(_get(scheduling, "restartJobOnWorkerRestart")),
-        strategy=strategy if isinstance(strategy, str) else None,
-    )
+    return tuple(pools)
 
 
 def load_job_spec(path: Path) -> JobSpec:

@@ -81,6 +81,28 @@ def attempt_work(attempt: Attempt, failure: datetime | None, failed: bool) -> At
     checkpoints = _checkpoints(attempt)
     firsts = [w.starts[0].time for w in attempt.workers if w.starts and w.starts[0].time]
     train_start = min(firsts) if firsts else None
+    lost, deaths = _restart_losses(attempt, checkpoints)
+    if failed:
+        lost += _end_loss(attempt, failure, firsts, deaths, checkpoints)
+    timed = train_start is not None and attempt.end is not None
+    training, gap = _training(train_start, attempt.end, checkpoints)
+    skew, race = _startup_skew(firsts, failure)
+    shown = _start_shown(attempt)
+    return AttemptWork(
+        lost=lost if (deaths or timed) and shown else None,
+        training=training if shown else None,
+        checkpoint_gap=gap if shown else None,
+        startup_skew=skew,
+        startup_race=race,
+    )
+
+
+def _restart_losses(
+    attempt: Attempt, checkpoints: list[datetime]
+) -> tuple[timedelta, list[datetime]]:
+    """The work lost at each worker's restarts (from its start before, or the last
+    checkpoint since, to its death: its first exit before the restart, else the restart),
+    and those deaths."""
     lost = timedelta(0)
     deaths: list[datetime] = []
     for worker in attempt.workers:
@@ -90,27 +112,47 @@ def attempt_work(attempt: Attempt, failure: datetime | None, failed: bool) -> At
             death = min(exits) if exits else restart
             deaths.append(death)
             lost += _loss(previous, death, checkpoints)
-    if failed:
-        end = failure or attempt.end
-        if end is not None and not any(
-            timedelta(0) <= end - death <= _SAME_FAILURE for death in deaths
-        ):
-            deaths.append(end)
-            begun = [s for s in firsts if s <= end]
-            lost += _loss(max(begun) if begun else train_start, end, checkpoints)
-    timed = train_start is not None and attempt.end is not None
-    training = attempt.end - train_start if timed and attempt.end and train_start else None
-    gap: timedelta | None = None
-    if training is not None and train_start is not None and attempt.end is not None:
-        points = [train_start, *(c for c in checkpoints if c >= train_start), attempt.end]
-        gap = max(b - a for a, b in itertools.pairwise(points))
+    return lost, deaths
+
+
+def _end_loss(
+    attempt: Attempt,
+    failure: datetime | None,
+    firsts: list[datetime],
+    deaths: list[datetime],
+    checkpoints: list[datetime],
+) -> timedelta:
+    """The work a failed attempt lost at its end (its failure, else its end), unless a
+    worker's death told already is that failure; the end put among ``deaths``."""
+    end = failure or attempt.end
+    if end is None or any(timedelta(0) <= end - death <= _SAME_FAILURE for death in deaths):
+        return timedelta(0)
+    deaths.append(end)
+    begun = [s for s in firsts if s <= end]
+    return _loss(max(begun) if begun else min(firsts, default=None), end, checkpoints)
+
+
+def _training(
+    start: datetime | None, end: datetime | None, checkpoints: list[datetime]
+) -> tuple[timedelta | None, timedelta | None]:
+    """How long the attempt trained (from its first worker's start to its end) and its
+    longest stretch without a checkpoint; None when either end is unknown."""
+    if start is None or end is None:
+        return None, None
+    return end - start, _checkpoint_gap(start, end, checkpoints)
+
+
+def _startup_skew(
+    firsts: list[datetime], failure: datetime | None
+) -> tuple[timedelta | None, bool]:
+    """How far apart the workers' first starts were (None for one worker), and whether the
+    failure came before the last of them had started (a start-up race)."""
     skew = max(firsts) - min(firsts) if len(firsts) > 1 else None
     race = bool(skew and failure is not None and skew > timedelta(0) and failure <= max(firsts))
-    shown = _start_shown(attempt)
-    return AttemptWork(
-        lost=lost if (deaths or timed) and shown else None,
-        training=training if shown else None,
-        checkpoint_gap=gap if shown else None,
-        startup_skew=skew,
-        startup_race=race,
-    )
+    return skew, race
+
+
+def _checkpoint_gap(start: datetime, end: datetime, checkpoints: list[datetime]) -> timedelta:
+    """The longest stretch of training between ``start``, the checkpoints and ``end``."""
+    points = [start, *(c for c in checkpoints if c >= start), end]
+    return max(b - a for a, b in itertools.pairwise(points))

@@ -505,8 +505,36 @@ def decode_block(
     view = data if end == len(data) else memoryview(data)[:end]
     if hints is not None:
         mixed = hints.mixed
-    blanks: list[int] = []
     empty: list[int] = []  # where the sink's check found empty lines (the offset after each)
+    shape, blanks = _block_shape(guard, data, end, view, empty, hints)
+    if shape is Shape.NOT_OBJECTS or not guard.valid_utf8(data, view):
+        return None
+    part = _decoded_between(data, end, view, empty, mixed)
+    if part is None:
+        return None
+    entries, mixed = part
+    if hints is not None:
+        hints.mixed = mixed and any(type(entry) is Skipped for entry in entries)
+    if blanks:
+        entries = _with_blanks(entries, blanks)
+    if shape is Shape.MAYBE_TWO and len(entries) != count_lines(data, end):
+        return None
+    return entries
+
+
+def _block_shape(
+    guard: _Guard,
+    data: bytes,
+    end: int,
+    view: bytes | memoryview,
+    empty: list[int],
+    hints: Hints | None,
+) -> tuple[Shape, list[int]]:
+    """The shape of the block's lines by the sink's check, the sink's with a space after
+    each object, or the looser one (spaces around the objects, blank lines), and the blank
+    lines the looser one found; the offsets after the empty lines the sink's found put in
+    ``empty``; which check it took kept in ``hints``."""
+    blanks: list[int] = []
     # After a block with blank lines the looser check found, the looser check straight away
     # (the sink's shape would fail at the next one, half a block in); spaces around the
     # objects fail it at once.
@@ -524,40 +552,35 @@ def decode_block(
     if hints is not None:
         hints.loose = bool(blanks)
         hints.spaced = spaced
-    if shape is Shape.NOT_OBJECTS or not guard.valid_utf8(data, view):
-        return None
+    return shape, blanks
+
+
+def _decoded_between(
+    data: bytes, end: int, view: bytes | memoryview, empty: list[int], mixed: bool
+) -> tuple[list[Any], bool] | None:
+    """The entries of the block's lines, :data:`BLANK` for each empty line the sink's check
+    found (``empty``, see :func:`_block_shape`), and whether they needed the decoder of mixed
+    blocks; None when only reading line by line gives the right answer."""
+    if not empty:
+        return _decoded(view, mixed)
+    # Each stretch of lines between empty ones decoded on its own: every line of one holds
+    # one object (but for MAYBE_TWO, counted by the caller), so the empty lines' indexes come
+    # without counting lines.
+    lines = memoryview(data)[:end]
     entries: list[Any] = []
-    if empty:
-        # Each stretch of lines between empty ones decoded on its own: every line of one holds
-        # one object (but for MAYBE_TWO, counted below), so the empty lines' indexes come
-        # without counting lines.
-        lines = memoryview(data)[:end]
-        start = 0
-        for after in empty:
-            part = _decoded(lines[start : after - 1], mixed)
-            if part is None:
-                return None
-            mixed = part[1]
-            entries += part[0]
-            entries.append(BLANK)
-            start = after
-        part = _decoded(lines[start:], mixed)
+    start = 0
+    for after in empty:
+        part = _decoded(lines[start : after - 1], mixed)
         if part is None:
             return None
+        mixed = part[1]
         entries += part[0]
-    else:
-        part = _decoded(view, mixed)
-        if part is None:
-            return None
-        entries = part[0]
-    mixed = part[1]
-    if hints is not None:
-        hints.mixed = mixed and any(type(entry) is Skipped for entry in entries)
-    if blanks:
-        entries = _with_blanks(entries, blanks)
-    if shape is Shape.MAYBE_TWO and len(entries) != count_lines(data, end):
+        entries.append(BLANK)
+        start = after
+    part = _decoded(lines[start:], mixed)
+    if part is None:
         return None
-    return entries
+    return entries + part[0], part[1]
 
 
 def _decoded(view: bytes | memoryview, mixed: bool) -> tuple[list[Any], bool] | None:

@@ -334,13 +334,7 @@ def light_entry(text: str) -> dict[str, Any]:
         found = _ENTRY.fullmatch(content)
         if found is None:
             raise _Other("not a mapping entry of the subset")
-        key = found.group(1)
-        if key is None:
-            key = found.group(2).replace("''", "'")
-        elif not where and key not in LOGENTRY_KEYS:
-            raise _Other("a top-level key that is no LogEntry field")
-        if key in mapping:
-            raise _Other("a duplicate key")
+        key = _entry_key(found, where, mapping)
         path = (*where, key)
         value = found.group(3)
         if value is None:
@@ -348,27 +342,50 @@ def light_entry(text: str) -> dict[str, Any]:
             mapping[key] = None
             index += 1
             continue
-        first = value[0]
-        if first in "'\"":
-            scalar, taken = _quoted(value, lines, index, indent)
-        elif first == "|":
-            scalar, taken = _literal(value, lines, index, indent)
-        elif value == "{}":
-            mapping[key] = {}
-            index += 1
-            continue
-        elif value == "[]":
-            mapping[key] = []
-            index += 1
-            continue
-        else:
-            scalar, taken = _plain(value, lines, index, indent)
-            if path in _READ:
-                _as_read(scalar, path)
-        mapping[key] = scalar
+        mapping[key], taken = _entry_value(value, lines, index, indent, path)
         index += taken
     if not root:
         raise _Other("no mapping")
+    _check_text_field(root)
+    return root
+
+
+def _entry_key(found: re.Match[str], where: tuple[str, ...], mapping: dict[str, Any]) -> str:
+    """The key of the mapping entry ``found`` (in ``mapping``, at path ``where``);
+    :class:`_Other` for a top-level key that is no LogEntry field or a duplicate."""
+    key = found.group(1)
+    if key is None:
+        key = found.group(2).replace("''", "'")
+    elif not where and key not in LOGENTRY_KEYS:
+        raise _Other("a top-level key that is no LogEntry field")
+    if key in mapping:
+        raise _Other("a duplicate key")
+    return key
+
+
+def _entry_value(
+    value: str, lines: list[str], index: int, indent: int, path: tuple[str, ...]
+) -> tuple[Any, int]:
+    """The value of the entry at line ``index`` (``value``: what follows its key), and how
+    many lines it takes; one read where the record is read as PyYAML reads it."""
+    first = value[0]
+    if first in "'\"":
+        return _quoted(value, lines, index, indent)
+    if first == "|":
+        return _literal(value, lines, index, indent)
+    if value == "{}":
+        return {}, 1
+    if value == "[]":
+        return [], 1
+    scalar, taken = _plain(value, lines, index, indent)
+    if path in _READ:
+        _as_read(scalar, path)
+    return scalar, taken
+
+
+def _check_text_field(root: dict[str, Any]) -> None:
+    """:class:`_Other` when the entry's payload has no text key and there is no text
+    payload: its text is then its rendering, which the plain reader makes."""
     payload = root.get(PAYLOAD_PATH[0])
     if (
         isinstance(payload, dict)
@@ -377,7 +394,6 @@ def light_entry(text: str) -> dict[str, Any]:
         and not isinstance(root.get("textPayload"), str)
     ):
         raise _Other("a payload whose text is its rendering")
-    return root
 
 
 class GcloudYamlScanner:
@@ -494,6 +510,8 @@ class GcloudYamlScanner:
         self._documents(documents)
 
     def _documents(self, documents: list[tuple[int, int, str | None, bytes]]) -> None:
+        """Read a block's documents: each counted lightly from its fields where it can be,
+        by the plain reader otherwise; then the prefilter's candidates read in full."""
         stats = self.stats
         texts: list[str] = []
         light: list[tuple[int, int, tuple[str | None, str | None, str | None], str | None]] = []
@@ -501,37 +519,33 @@ class GcloudYamlScanner:
         for number, (first, lines, text, segment) in enumerate(documents):
             stats.lines += lines
             try:
-                if len(segment) > LONGEST_LINE and _has_long_line(segment):
-                    raise _Other("a line longer than any log entry: the plain reader skips it")
-                if text is None:
-                    text = segment.decode("utf-8")
-                    if _ODD.search(text) is not None:
-                        raise _Other("a character outside the subset")
-                if text.endswith("\n"):
-                    text = text[:-1]
-                fields = skeleton_fields(text)
-                if fields is None:
-                    fields = entry_fields(light_entry(text))
-                if isinstance(fields, str):
-                    stats.skip(fields, lines)
-                    continue
-                when = None
-                if fields.time is not None:
-                    try:
-                        when = _time_key(fields.time)
-                    except (ValueError, OverflowError):
-                        stats.skip(INVALID_TIMESTAMP, lines)
-                        continue
+                read = _document_fields(segment, text)
             except (_Other, UnicodeDecodeError):
                 records = self._plainly(segment, first)
                 plain.append((number, records))
                 texts.extend(record.text for record in records)
                 continue
+            if isinstance(read, str):
+                stats.skip(read, lines)
+                continue
+            fields, when = read
             key = (job_group(fields.job_id, fields.trial), fields.task, fields.vm)
             light.append((number, lines, key, when))
             texts.append(fields.text)
         chosen = set(self._select(texts)) if texts else set()
-        # In the documents' order: counted lightly, or the plain reader's records.
+        self._hand_out(documents, light, plain, chosen)
+
+    def _hand_out(
+        self,
+        documents: list[tuple[int, int, str | None, bytes]],
+        light: list[tuple[int, int, tuple[str | None, str | None, str | None], str | None]],
+        plain: list[tuple[int, list[LogRecord]]],
+        chosen: set[int],
+    ) -> None:
+        """Count a block's documents in their order, the light ones by their keys and the
+        plain reader's by their records; match the ``chosen`` ones (indexes of their texts),
+        a light one read again in full for it."""
+        stats = self.stats
         at = 0
         pending = iter(plain)
         handed = next(pending, None)
@@ -878,7 +892,19 @@ def skeleton_fields(text: str) -> EntryFields | str | None:
     for line in _ONCE:
         if lined.count(line) > 1:
             return None
-    end = len(source) - 1
+    values = _skeleton_values(found, len(source) - 1)
+    kind = values.get(_KIND_GROUP)
+    if kind and kind not in JOB_RESOURCE_TYPES:
+        return OTHER_RESOURCE + kind
+    message = _message_of(values, found)
+    if message is None:
+        return NO_MESSAGE
+    return _skeleton_record_fields(values, message)
+
+
+def _skeleton_values(found: re.Match[str], end: int) -> dict[str, str]:
+    """The values of the skeleton's groups that matched (``end``: where the document ends),
+    by group: the common scalars read here, the others as :func:`_value` reads them."""
     values: dict[str, str] = {}
     for name, raw in [pair for pair in zip(_NAMES, found.groups(), strict=True) if pair[1]]:
         first = raw[0]
@@ -896,22 +922,29 @@ def skeleton_fields(text: str) -> EntryFields | str | None:
             values[name] = raw
         else:
             values[name] = _value(raw, _INDENT[name], found.end(name) == end, _SLOTS[name])
-    kind = values.get(_KIND_GROUP)
-    if kind and kind not in JOB_RESOURCE_TYPES:
-        return OTHER_RESOURCE + kind
+    return values
+
+
+def _message_of(values: dict[str, str], found: re.Match[str]) -> str | None:
+    """The entry's text: the first text field given, else the payload's first text key;
+    None when there is no payload; :class:`_Other` when the payload has no text key (its
+    text is its rendering)."""
     for name in _TEXT_GROUPS:
         message = values.get(name)
         if message is not None:
-            break
-    else:
-        if found.group("payload") is None:
-            return NO_MESSAGE
-        for name in _PAYLOAD_GROUPS:
-            message = values.get(name)
-            if message is not None:
-                break
-        else:
-            raise _Other("a payload whose text is its rendering")
+            return message
+    if found.group("payload") is None:
+        return None
+    for name in _PAYLOAD_GROUPS:
+        message = values.get(name)
+        if message is not None:
+            return message
+    raise _Other("a payload whose text is its rendering")
+
+
+def _skeleton_record_fields(values: dict[str, str], message: str) -> EntryFields:
+    """The record's fields from the skeleton's ``values``: each the first of its paths given
+    (a label: non-empty), as the mapping's precedence has it."""
     time = None
     for name in _TIME_GROUPS:
         time = values.get(name)
@@ -953,6 +986,31 @@ def _time_key(value: str) -> str:
     if _SINK_TIME.fullmatch(value) and len(_MINUTES) < _MAX_MINUTES:
         _MINUTES.add(value[:16])
     return key
+
+
+def _document_fields(segment: bytes, text: str | None) -> tuple[EntryFields, str | None] | str:
+    """The fields of the document ``segment`` (``text``: decoded and checked already, or
+    None) and its time key, or the reason it gives no record; :class:`_Other` (or
+    UnicodeDecodeError) when only the plain reader reads it right."""
+    if len(segment) > LONGEST_LINE and _has_long_line(segment):
+        raise _Other("a line longer than any log entry: the plain reader skips it")
+    if text is None:
+        text = segment.decode("utf-8")
+        if _ODD.search(text) is not None:
+            raise _Other("a character outside the subset")
+    if text.endswith("\n"):
+        text = text[:-1]
+    fields = skeleton_fields(text)
+    if fields is None:
+        fields = entry_fields(light_entry(text))
+    if isinstance(fields, str):
+        return fields
+    if fields.time is None:
+        return fields, None
+    try:
+        return fields, _time_key(fields.time)
+    except (ValueError, OverflowError):
+        return INVALID_TIMESTAMP
 
 
 def _has_long_line(segment: bytes) -> bool:

@@ -542,6 +542,24 @@ class JsonlScanner:
         self, data: bytes, entries: list[Any], first_number: int, texts: list[str], odd: list[int]
     ) -> None:
         """Count a block read by :meth:`_lean`, and hand out its candidates."""
+        self._count_block(entries, texts)
+        sink = self._sink
+        if sink is not None and not odd and self._matches is not None:
+            sink.add_all(self._block_events(entries, first_number, texts))
+            return
+        # The line of each text: all of them in order, but for the odd ones.
+        light: Sequence[int] = range(len(entries))
+        if odd:
+            oddities = set(odd)
+            light = [index for index in light if index not in oddities]
+        chosen = self._light_candidates(entries, first_number, texts, light)
+        if odd:
+            chosen += self._odd_candidates(data, len(entries), first_number, odd)
+            chosen.sort(key=_line_of)
+        self.tally.candidates.extend(chosen)
+
+    def _count_block(self, entries: list[Any], texts: list[str]) -> None:
+        """Count a block's lines, its skipped ones by reason and its light records."""
         stats = self.stats
         stats.lines += len(entries)
         skipped = self._skipped
@@ -550,38 +568,44 @@ class JsonlScanner:
                 stats.skip(reason, count)
         stats.used += len(texts) - len(skipped)
         stats.records += len(texts) - len(skipped)
-        # The line of each text: all of them in order, but for the odd ones.
-        light: Sequence[int] = range(len(entries))
-        if odd:
-            oddities = set(odd)
-            light = [index for index in light if index not in oddities]
-        path = stats.path
+
+    def _block_events(self, entries: list[Any], first_number: int, texts: list[str]) -> list[Light]:
+        """The events of a block whose every line is light or decided, in line order, for
+        the thinner."""
         matches = self._matches
-        sink = self._sink
-        if sink is not None and not odd and matches is not None:
-            # Every line light or decided: the events in line order, straight to the thinner.
-            items: list[Light] = []
-            add = items.append
-            for index in self._select(texts):
-                entry = entries[index]
-                if skipped and type(entry) is Skipped:
-                    continue
-                matched = matches(texts[index])
-                if matched:
-                    labels = entry.labels
-                    rlabels = entry.resource.labels
-                    insert_id = entry.insert_id
-                    # What _record and Event.from_record make of it (the same fields).
-                    when = parse_timestamp(entry.time)
-                    job, task, text = rlabels.job_id, rlabels.task, texts[index]
-                    vm = labels.vm or None
-                    trial = labels.trial or labels.trial_1 or None
-                    insert = insert_id if type(insert_id) is str else None
-                    line = first_number + index
-                    for match in matched:
-                        add((when, job, task, match, text, path, line, 0, vm, insert, trial))
-            sink.add_all(items)
-            return
+        assert matches is not None
+        skipped = self._skipped
+        path = self.stats.path
+        items: list[Light] = []
+        add = items.append
+        for index in self._select(texts):
+            entry = entries[index]
+            if skipped and type(entry) is Skipped:
+                continue
+            matched = matches(texts[index])
+            if matched:
+                labels = entry.labels
+                rlabels = entry.resource.labels
+                insert_id = entry.insert_id
+                # What _record and Event.from_record make of it (the same fields).
+                when = parse_timestamp(entry.time)
+                job, task, text = rlabels.job_id, rlabels.task, texts[index]
+                vm = labels.vm or None
+                trial = labels.trial or labels.trial_1 or None
+                insert = insert_id if type(insert_id) is str else None
+                line = first_number + index
+                for match in matched:
+                    add((when, job, task, match, text, path, line, 0, vm, insert, trial))
+        return items
+
+    def _light_candidates(
+        self, entries: list[Any], first_number: int, texts: list[str], light: Sequence[int]
+    ) -> list[Candidate]:
+        """The candidates among a block's light lines (``light``: the line of each text),
+        with their matches where the scanner matches."""
+        matches = self._matches
+        skipped = self._skipped
+        path = self.stats.path
         chosen: list[Candidate] = []
         for index in self._select(texts):
             entry = entries[light[index]]
@@ -591,18 +615,19 @@ class JsonlScanner:
             if found is None or found:
                 origin = Origin(path, first_number + light[index])
                 chosen.append((_record(entry, texts[index], origin), found))
-        if odd:
-            lines: list[bytes] | None = None
-            pending = _Pending()
-            full: list[LogRecord] = []
-            for index in odd:
-                if lines is None:
-                    lines = data.split(b"\n", len(entries))
-                self._read_line(lines[index], first_number + index, pending, full)
-            self._finish(pending, full)
-            chosen += [(record, None) for record in full]
-            chosen.sort(key=_line_of)
-        self.tally.candidates.extend(chosen)
+        return chosen
+
+    def _odd_candidates(
+        self, data: bytes, count: int, first_number: int, odd: list[int]
+    ) -> list[Candidate]:
+        """The records of a block's odd lines (of its ``count``), read one by one."""
+        lines = data.split(b"\n", count)
+        pending = _Pending()
+        full: list[LogRecord] = []
+        for index in odd:
+            self._read_line(lines[index], first_number + index, pending, full)
+        self._finish(pending, full)
+        return [(record, None) for record in full]
 
     def skip_long_line(self, number: int) -> None:
         """Count line ``number``, longer than any log entry (read past, never held), as
@@ -776,75 +801,123 @@ def read_blocks(
     first line end at or after ``limit`` bytes.
     """
     # No line longer than ``longest`` fits in one read: each is seen being carried over.
-    block_bytes = min(block_bytes, longest)
-    # A file is read again from the cut; a stream that cannot seek (stdin, gzip) carries the
-    # start of the next line over and joins it to the next read.
-    rewind = isinstance(stream, io.BufferedReader | io.FileIO | io.BytesIO) and stream.seekable()
-    carried: list[bytes] = []  # the start of the line the last read ended inside
-    held = 0  # its bytes
-    remaining = limit
-    after = b""  # read past a long line's end by a stream that cannot seek back, still to cut
-    while remaining != 0 or after:
-        if after:
-            chunk, after = after, b""  # counted in ``remaining`` when read
-        else:
-            chunk = stream.read(block_bytes if remaining < 0 else min(block_bytes, remaining))
-            if not chunk:
-                break
-            if remaining > 0 and not rewind:  # a stream's bytes count when read
-                remaining = max(0, remaining - len(chunk))
-        first = chunk.find(b"\n") if carried else 0
-        if carried and first != -1 and held + first > longest:
-            # The carried line ends here, longer than a log entry can be: dropped.
-            carried.clear()
-            held = 0
-            after = chunk[first + 1 :]
-            if rewind:  # a file's count to where it is read again from
-                if remaining > 0:
-                    remaining = max(0, remaining - first - 1)
-                if after:
-                    stream.seek(-len(after), io.SEEK_CUR)
-                    after = b""
+    cutter = _BlockCutter(stream, min(block_bytes, longest), limit, longest)
+    while cutter.remaining != 0 or cutter.after:
+        chunk = cutter.next_chunk()
+        if not chunk:
+            break
+        if cutter.ends_long_line(chunk):
             yield LONG_LINE_BLOCK
             continue
         cut = chunk.rfind(b"\n") + 1
-        if rewind and remaining > 0:
-            remaining = max(0, remaining - (cut or len(chunk)))
+        if cutter.rewind:
+            cutter.count(cut or len(chunk))
         if cut == 0:  # no line end: a line longer than a block, or the limit fell in it
-            carried.append(chunk)
-            held += len(chunk)
-            if held > longest:
-                # Longer than a log entry can be: read past the rest of it without holding it.
-                beyond = read_past_line(stream)
-                if remaining > 0:
-                    remaining = max(0, remaining - beyond)
-                carried.clear()
-                held = 0
+            if cutter.carry_unended(chunk):
                 yield LONG_LINE_BLOCK
             continue
+        yield cutter.block(chunk, cut)
+    yield from cutter.last_blocks()
+
+
+class _BlockCutter:
+    """What :func:`read_blocks` keeps from one read to the next: the start of a line a read
+    ended inside, and the bytes still to read."""
+
+    def __init__(self, stream: BinaryIO, block_bytes: int, limit: int, longest: int) -> None:
+        self.stream = stream
+        self.block_bytes = block_bytes
+        self.longest = longest
+        # A file is read again from the cut; a stream that cannot seek (stdin, gzip) carries
+        # the start of the next line over and joins it to the next read.
+        self.rewind = (
+            isinstance(stream, io.BufferedReader | io.FileIO | io.BytesIO) and stream.seekable()
+        )
+        self.carried: list[bytes] = []  # the start of the line the last read ended inside
+        self.held = 0  # its bytes
+        self.remaining = limit
+        # Read past a long line's end by a stream that cannot seek back, still to cut.
+        self.after = b""
+
+    def next_chunk(self) -> bytes:
+        """The next bytes to cut: those left after a long line, else the next read (empty at
+        the input's end)."""
+        if self.after:
+            chunk, self.after = self.after, b""  # counted in ``remaining`` when read
+            return chunk
+        remaining = self.remaining
+        chunk = self.stream.read(
+            self.block_bytes if remaining < 0 else min(self.block_bytes, remaining)
+        )
+        if chunk and remaining > 0 and not self.rewind:  # a stream's bytes count when read
+            self.remaining = max(0, remaining - len(chunk))
+        return chunk
+
+    def count(self, consumed: int) -> None:
+        """Count ``consumed`` bytes against the limit, if there is one."""
+        if self.remaining > 0:
+            self.remaining = max(0, self.remaining - consumed)
+
+    def ends_long_line(self, chunk: bytes) -> bool:
+        """Whether the carried line ends in ``chunk``, longer than a log entry can be: then
+        dropped, and the rest of ``chunk`` left to read next."""
+        if not self.carried:
+            return False
+        first = chunk.find(b"\n")
+        if first == -1 or self.held + first <= self.longest:
+            return False
+        self.carried.clear()
+        self.held = 0
+        self.after = chunk[first + 1 :]
+        if self.rewind:  # a file's count to where it is read again from
+            self.count(first + 1)
+            if self.after:
+                self.stream.seek(-len(self.after), io.SEEK_CUR)
+                self.after = b""
+        return True
+
+    def carry_unended(self, chunk: bytes) -> bool:
+        """Carry ``chunk``, which holds no line end, over to the next read; True when the
+        line is longer than a log entry can be: then read past without being held."""
+        self.carried.append(chunk)
+        self.held += len(chunk)
+        if self.held <= self.longest:
+            return False
+        self.count(read_past_line(self.stream))
+        self.carried.clear()
+        self.held = 0
+        return True
+
+    def block(self, chunk: bytes, cut: int) -> Block:
+        """The block of the lines ``chunk`` ends (at ``cut``), after those carried; what
+        follows the cut read again (a file) or carried over (a stream)."""
         rest = len(chunk) - cut
-        if rest and rewind:
-            stream.seek(-rest, io.SEEK_CUR)
-        if carried:
-            carried.append(chunk)
-            data = b"".join(carried)
-            carried.clear()
+        if rest and self.rewind:
+            self.stream.seek(-rest, io.SEEK_CUR)
+        if self.carried:
+            self.carried.append(chunk)
+            data = b"".join(self.carried)
+            self.carried.clear()
         else:
             data = chunk
-        held = 0
-        if rest and not rewind:
-            carried.append(chunk[cut:])
-            held = rest
-        yield Block(data, len(data) - rest)
-    if remaining == 0 and carried:
-        # The limit fell inside this line: finish it, unless it is too long to be an entry.
-        end = stream.readline(longest - held + 1)
-        carried.append(end)
-        held += len(end) - end.endswith(b"\n")
-        if held > longest:
-            read_past_line(stream)
-    if carried and held > longest:
-        yield LONG_LINE_BLOCK
-    elif carried:
-        data = b"".join(carried)
-        yield Block(data, len(data))
+        self.held = 0
+        if rest and not self.rewind:
+            self.carried.append(chunk[cut:])
+            self.held = rest
+        return Block(data, len(data) - rest)
+
+    def last_blocks(self) -> Iterator[Block]:
+        """What is carried at the end: the last line, or a long line dropped."""
+        carried = self.carried
+        if self.remaining == 0 and carried:
+            # The limit fell inside this line: finish it, unless it is too long to be an entry.
+            end = self.stream.readline(self.longest - self.held + 1)
+            carried.append(end)
+            self.held += len(end) - end.endswith(b"\n")
+            if self.held > self.longest:
+                read_past_line(self.stream)
+        if carried and self.held > self.longest:
+            yield LONG_LINE_BLOCK
+        elif carried:
+            data = b"".join(carried)
+            yield Block(data, len(data))

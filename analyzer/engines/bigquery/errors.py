@@ -49,6 +49,28 @@ def translate(
     if isinstance(exc, api.RetryError) and isinstance(exc.cause, BaseException):
         exc = exc.cause  # the retries ran out: what the last try met
     why = _reasons(exc)
+    error: InputError | SourceError | None = _credentials_error(exc)
+    if error is None:
+        error = _limit_error(exc, why, billing_project)
+    if error is None:
+        error = _refusal_error(exc, why, table, billing_project)
+    if error is not None:
+        return error
+    if isinstance(exc, api.GoogleAPICallError):
+        return SourceError(f"BigQuery error {getattr(exc, 'code', '?')}: {_message(exc)}")
+    if isinstance(exc, requests.ConnectionError | requests.Timeout | auth.TransportError):
+        where = endpoint or "https://bigquery.googleapis.com"
+        return SourceError(
+            f"cannot reach BigQuery at {where}: check the network or JOBDOCTOR_BIGQUERY_ENDPOINT"
+        )
+    return None
+
+
+def _credentials_error(exc: BaseException) -> SourceError | None:
+    """No credentials, or credentials refused: how to log in."""
+    from google.api_core import exceptions as api
+    from google.auth import exceptions as auth
+
     if isinstance(exc, auth.DefaultCredentialsError):
         return SourceError(
             f"no credentials for BigQuery: {LOGIN_HINT} (or set GOOGLE_APPLICATION_CREDENTIALS"
@@ -56,6 +78,13 @@ def translate(
         )
     if isinstance(exc, auth.RefreshError | api.Unauthenticated):
         return SourceError(f"BigQuery credentials were rejected or expired: {LOGIN_HINT}")
+    return None
+
+
+def _limit_error(exc: BaseException, why: str, billing_project: str) -> SourceError | None:
+    """The query stopped at --max-bytes, or a quota or rate limit reached."""
+    from google.api_core import exceptions as api
+
     if "bytesBilledLimitExceeded" in why or "billed limit" in why.lower():
         return SourceError(
             f"BigQuery stopped the query at --max-bytes ({_message(exc)}): narrow --since or"
@@ -68,6 +97,16 @@ def translate(
             f"BigQuery quota or rate limit reached for project {billing_project}"
             f" ({_message(exc)}): wait and try again, or use another --billing-project"
         )
+    return None
+
+
+def _refusal_error(
+    exc: BaseException, why: str, table: str, billing_project: str
+) -> InputError | SourceError | None:
+    """The API refused: disabled, permission denied, no such dataset or table, a column
+    the table lacks (not a sink table), or another bad request."""
+    from google.api_core import exceptions as api
+
     if isinstance(exc, api.Forbidden | api.PermissionDenied):
         if "accessDenied" in why and "disabled" in why.lower():
             return SourceError(
@@ -93,11 +132,4 @@ def translate(
                 " Cloud Logging sink table or a Log Analytics view?"
             )
         return SourceError(f"BigQuery refused the query: {_message(exc)}")
-    if isinstance(exc, api.GoogleAPICallError):
-        return SourceError(f"BigQuery error {getattr(exc, 'code', '?')}: {_message(exc)}")
-    if isinstance(exc, requests.ConnectionError | requests.Timeout | auth.TransportError):
-        where = endpoint or "https://bigquery.googleapis.com"
-        return SourceError(
-            f"cannot reach BigQuery at {where}: check the network or JOBDOCTOR_BIGQUERY_ENDPOINT"
-        )
     return None
