@@ -99,7 +99,6 @@ def test_version_loads_no_stage() -> None:
     assert sorted(m for m in loaded if m.startswith("analyzer.")) == [
         "analyzer.cli",
         "analyzer.commands",
-        "analyzer.console",
         "analyzer.errors",
     ]
     assert not any(_within(m, "rich") for m in loaded)
