@@ -205,7 +205,9 @@ def diagnose(
     dask: object = None,
 ) -> DiagnosisList:
     """The diagnoses of every job in ``paths``: files, directories, globs, ``gs://`` trees,
-    or lists of them (``diagnose(glob.glob("exports/*.json"))``).
+    or lists of them (``diagnose(glob.glob("exports/*.json"))``), in the order ``jobdoctor
+    diagnose`` prints them: failures first, the most recent first within a state
+    (:func:`analyzer.report.overview.fleet_order`; :func:`analyze` keeps the JSON's order).
 
     ``rules_dirs``, ``policy_path`` and ``job_spec`` are the CLI's ``--rules``, ``--policy``
     and ``--job-spec``; ``since``/``start``/``end`` and ``dask``: see :func:`analyze`. A list
@@ -226,8 +228,9 @@ def diagnose(
         dask=dask,
     )
     from analyzer.pipeline.analysis import DiagnosisList
+    from analyzer.report.overview import fleet_order
 
-    return DiagnosisList(analysis.diagnoses)
+    return DiagnosisList(fleet_order(analysis.diagnoses))
 
 
 def follow_job(
