@@ -283,7 +283,10 @@ class StreamLogsScanner:
         for text in lines:
             self._number += 1
             stats.lines += 1
-            self._line(self._number, text)
+            if text.strip():
+                self._line(self._number, text)
+            else:  # as _line would, without its patterns (a file padded with blank lines)
+                stats.skip(BLANK_LINE)
 
     def _feed_found(self, found: list[tuple[str, str, str, str, str]]) -> None:
         """Count lines all of gcloud's shape (the lean path)."""
