@@ -40,7 +40,8 @@ _UPDATE = "JOBDOCTOR_UPDATE_README"
 # The README's first screen: what a newcomer reads before scrolling.
 FIRST_SCREEN = 60
 SET_UP = (
-    "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/jobdoctor diagnose sample_logs/",
+    "python3 -m venv .venv && .venv/bin/pip install -q . "
+    "&& .venv/bin/jobdoctor diagnose sample_logs/",
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest",
 )
 FIRST_COMMANDS = ("diagnose", "explain", "classify", "rules check", "report")
@@ -157,9 +158,7 @@ def test_command_lines_use_options_the_command_has(doc: Path) -> None:
     for line in lines:
         words = line.split()[1:]
         # The longest command path the line starts with ("rules check" before "rules").
-        path = max(
-            (p for p in known if words[: len(p.split())] == p.split()), key=len, default=""
-        )
+        path = max((p for p in known if words[: len(p.split())] == p.split()), key=len, default="")
         for option in _OPTION.findall(line):
             assert option in known[path] | {"--help"}, f"{_name(doc)}: {line}"
     if doc == README:
