@@ -12,7 +12,7 @@ and peak RSS (from ``wait4``), and writes them as JSON.
 ``--shapes`` runs the shape matrix instead (issue 19): the same fleet re-serialised as users'
 exports differ (``bench/shapes.py``), each row jobdoctor against the careful-Python script for
 its format and DuckDB, the same interleaved runs; ``--write-readme`` puts its table into
-``bench/README.md`` and the README (alone, from the last ``bench/out/shapes.json``).
+``bench/README.md`` and ``docs/performance.md`` (alone, from the last ``bench/out/shapes.json``).
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     matrix.add_argument(
         "--write-readme",
         action="store_true",
-        help="put the matrix table into bench/README.md and README.md",
+        help="put the matrix table into bench/README.md and docs/performance.md",
     )
     args = parser.parse_args(argv)
     if args.shapes or args.write_readme:
@@ -274,7 +274,7 @@ def results_path(given: Path | None, default: Path) -> Path:
     return HERE / "out" / given if given.parent == Path() else given
 
 
-READMES = (HERE / "README.md", HERE.parent / "README.md")
+READMES = (HERE / "README.md", HERE.parent / "docs" / "performance.md")
 BEGIN, END = "<!-- shape-matrix:begin -->", "<!-- shape-matrix:end -->"
 CAREFUL = {
     "jsonl": "careful.py",

@@ -38,11 +38,13 @@ def run_in_terminal(
     feed: Sequence[tuple[bytes, float]] = (),
     stderr_on_terminal: bool = False,
     stdout_file: Path | None = None,
+    module: str = "analyzer.cli",
 ) -> TerminalRun:
-    """``python -m analyzer.cli.app ARGS`` with stdout (and, if asked, stderr) on a pty ``width``
+    """``python -m analyzer.cli ARGS`` with stdout (and, if asked, stderr) on a pty ``width``
     columns wide; ``stdin`` a file to read from, or ``feed``: chunks written to a pipe, each
     followed by a pause in seconds (a slow writer); else nothing. ``stdout_file``: stdout goes
-    there instead (a redirection), stderr staying on the terminal."""
+    there instead (a redirection), stderr staying on the terminal. ``module``: another entry
+    point to the command line (one the test has set up)."""
     import fcntl
     import pty
     import struct
@@ -53,7 +55,7 @@ def run_in_terminal(
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
     environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     environ.update(env or {})
-    command = [sys.executable, "-m", "analyzer.cli.app", *args]
+    command = [sys.executable, "-m", module, *args]
     source: Any = stdin.open("rb") if stdin is not None else subprocess.DEVNULL
     if feed:
         source = subprocess.PIPE

@@ -4,7 +4,7 @@ line is accounted for, no record is lost where the damage kept it, every report 
 nothing takes longer than a few seconds.
 
 CI runs 100 inputs and 60 examples (seconds); ``JOBDOCTOR_CORPUS=20000`` or
-``python -m tests.corruption 20000 SEED`` runs a long campaign (README, "The corruption campaign").
+``python -m tests.corruption 20000 SEED`` runs a long campaign (docs/development.md).
 """
 
 from __future__ import annotations

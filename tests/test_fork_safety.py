@@ -20,6 +20,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from analyzer.simulate import fleet
 from analyzer.timeline.attempts import build_timeline
 from analyzer.verdict.policy import load_policy
 from analyzer.verdict.predict import diagnose_timeline
+from tests.rendezvous import pid_once_all_started
 
 ROOT = Path(__file__).resolve().parents[1]
 # Long enough for any spawned worker to start on a loaded 2-core machine; a forked worker
@@ -201,23 +203,21 @@ def _square(value: int) -> int:
     return value * value
 
 
-def _pid(_: int) -> int:
-    time.sleep(0.01)  # long enough that every worker takes tasks
-    return os.getpid()
-
-
 def _item_pid(index: int, data: bytes) -> tuple[int, int]:
     return len(data), os.getpid()
 
 
-def test_spawned_workers_share_the_tasks_with_this_process() -> None:
+def test_spawned_workers_share_the_tasks_with_this_process(tmp_path: Path) -> None:
+    # Each task waits until all three processes have begun one (tests/rendezvous.py).
+    work = partial(pid_once_all_started, str(tmp_path), 3)
     with lock_held_by_a_thread(0), deadline(), no_fork_warning():
         assert not fork_is_safe()
-        pids = Counter(pid for _, pid in run_forked(list(range(200)), _pid, 3))
+        found = dict(run_forked(list(range(200)), work, 3))
         assert dict(run_forked(list(range(50)), _square, 2)) == {n: n * n for n in range(50)}
-    # This process and spawned workers each took tasks (on a loaded machine a worker's
-    # interpreter may start after the others took every task: at least one worker then).
-    assert 2 <= len(pids) <= 3 and os.getpid() in pids
+    # Every task done once, by this process and two spawned workers, each of which took tasks.
+    assert sorted(found) == list(range(200))
+    assert len(set(found.values())) == 3 and os.getpid() in found.values()
+    assert {int(name) for name in os.listdir(tmp_path)} == set(found.values())
 
 
 def test_spawned_streamed_workers_get_every_item_whole() -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import time
+from functools import partial
+from pathlib import Path
 
 import pytest
 
 from analyzer.core.processes import Start, WorkerDied, run_forked, run_streamed
+from tests.rendezvous import killed_in_a_worker, pid_once_all_started
 
 # Forked workers, and spawned ones (what a process running other threads starts).
 START: list[Start] = ["fork", "spawn"]
@@ -33,10 +36,13 @@ def test_every_task_runs_once(count: int, processes: int, start: Start) -> None:
 
 
 @pytest.mark.parametrize("start", START)
-def test_tasks_are_shared_between_this_process_and_the_workers(start: Start) -> None:
-    pids = {pid for _, pid in run_forked(list(range(200)), _slow_pid, 3, start=start)}
-    assert len(pids) == 3
-    assert os.getpid() in pids
+def test_tasks_are_shared_between_this_process_and_the_workers(
+    start: Start, tmp_path: Path
+) -> None:
+    work = partial(pid_once_all_started, str(tmp_path), 3)
+    found = dict(run_forked(list(range(200)), work, 3, start=start))
+    assert sorted(found) == list(range(200))
+    assert len(set(found.values())) == 3 and os.getpid() in found.values()
 
 
 def test_one_process_is_this_one() -> None:
@@ -44,8 +50,8 @@ def test_one_process_is_this_one() -> None:
 
 
 def _slow_pid(_: int) -> int:
-    # Long enough that one process cannot empty the token pipe before the others start (a
-    # spawned worker starts an interpreter first).
+    # Not instant: stopping early finds the workers with tasks left (whether they have begun
+    # any or not, none may be left behind).
     time.sleep(0.01)
     return os.getpid()
 
@@ -80,18 +86,13 @@ def test_an_exception_in_a_worker_is_raised_here(start: Start) -> None:
         list(run_forked(list(range(6)), _fail_on_three, 2, start=start))
 
 
-def _kill_worker(task: tuple[int, int]) -> int:
-    caller, value = task  # the caller's pid travels with the task: a spawned worker has its own
-    if os.getpid() != caller:
-        os.kill(os.getpid(), signal.SIGKILL)
-    time.sleep(0.05)  # the caller is slow: the worker gets a task, even one slow to start
-    return value
-
-
 @pytest.mark.parametrize("start", START)
-def test_a_killed_worker_is_reported(start: Start) -> None:
+def test_a_killed_worker_is_reported(start: Start, tmp_path: Path) -> None:
+    # The caller's pid travels with the task: a spawned worker has its own. The caller's
+    # first task waits until the worker has taken one (and died of it).
+    tasks = [(os.getpid(), n) for n in range(100)]
     with pytest.raises(WorkerDied, match="killed by signal SIGKILL"):
-        list(run_forked([(os.getpid(), n) for n in range(100)], _kill_worker, 2, start=start))
+        list(run_forked(tasks, partial(killed_in_a_worker, str(tmp_path)), 2, start=start))
 
 
 @pytest.mark.parametrize("start", START)

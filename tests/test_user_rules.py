@@ -1,4 +1,4 @@
-"""User rule folders: the README's five-minute rule works as written, replaces by id, and
+"""User rule folders: the five-minute rule of docs/rules.md works as written, replaces by id, and
 arrives through --rules or JOBDOCTOR_RULES."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ runner = CliRunner()
 
 
 def readme_rule() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Write a rule in five minutes") :]
+    page = (ROOT / "docs" / "rules.md").read_text()
+    section = page[page.index("## Write a rule in five minutes") :]
     found = re.search(r"```yaml\n(.*?)```", section, re.S)
-    assert found, "the README lost its rule example"
+    assert found, "docs/rules.md lost its rule example"
     return found.group(1)
 
 
