@@ -130,7 +130,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         address, processes = start_cluster(cores or 1, Path(folder))
         try:
-            base = [sys.executable, "-m", "analyzer.cli.app", "diagnose", "--format", "json"]
+            base = [sys.executable, "-m", "analyzer.cli", "diagnose", "--format", "json"]
             contenders = {
                 "processes": [*base, str(root)],
                 "dask-local": [*base, "--dask", "local", str(root)],

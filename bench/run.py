@@ -163,7 +163,7 @@ def jobdoctor_command() -> list[str]:
     script = Path(sys.executable).with_name("jobdoctor")
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
-    return [sys.executable, "-m", "analyzer.cli.app"]
+    return [sys.executable, "-m", "analyzer.cli"]
 
 
 def commands(path: Path) -> dict[str, list[str] | None]:

@@ -362,7 +362,7 @@ def read_meta(path: Path) -> dict[str, int]:
 
 def matching_lines(path: Path) -> set[int]:
     """Line numbers (1-based) of the records that match a rule: ``jobdoctor classify``'s rows."""
-    command = [sys.executable, "-m", "analyzer.cli.app", "classify", "--format", "jsonl", str(path)]
+    command = [sys.executable, "-m", "analyzer.cli", "classify", "--format", "jsonl", str(path)]
     found: set[int] = set()
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as process:
         assert process.stdout is not None

@@ -267,7 +267,7 @@ def test_readme_run_command_works_as_written() -> None:
     readme = (ROOT / "README.md").read_text()
     assert ".venv/bin/jobdoctor diagnose sample_logs/" in readme
     exe = shutil.which("jobdoctor") or ""
-    args = [exe] if exe else [sys.executable, "-m", "analyzer.cli.app"]
+    args = [exe] if exe else [sys.executable, "-m", "analyzer.cli"]
     done = subprocess.run(
         [*args, "diagnose", "sample_logs/"], cwd=ROOT, capture_output=True, text=True, check=False
     )
@@ -319,7 +319,7 @@ def test_a_pipe_given_as_a_path_is_read_once_like_stdin(tmp_path: Path, compress
     pipe = tmp_path / "export"
     os.mkfifo(pipe)
     content = gzip.compress(data) if compressed else data
-    command = [sys.executable, "-m", "analyzer.cli.app", "diagnose", "--format", "json", str(pipe)]
+    command = [sys.executable, "-m", "analyzer.cli", "diagnose", "--format", "json", str(pipe)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as reader:
         # Waiting for the reader without blocking: a reader that fails first must not hang us.
         deadline = time.monotonic() + 60
@@ -348,7 +348,7 @@ def test_a_pipe_given_as_a_path_is_read_once_like_stdin(tmp_path: Path, compress
 
 def test_a_reader_that_goes_away_ends_the_rows_quietly() -> None:
     # jobdoctor classify ... | head -1: no traceback and no message once the pipe is closed.
-    command = [sys.executable, "-m", "analyzer.cli.app", "classify", str(SAMPLES)]
+    command = [sys.executable, "-m", "analyzer.cli", "classify", str(SAMPLES)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as reader:
         assert reader.stdout is not None and reader.stderr is not None
         assert reader.stdout.readline().startswith(b"{")

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import typer.main
 
-from analyzer.cli import app
+from analyzer.cli.app import app
 from analyzer.simulate import FORMATS
 from tests.terminal import run_in_terminal
 

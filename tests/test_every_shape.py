@@ -494,7 +494,7 @@ def test_a_whitespace_head_loses_no_record(blank: bytes, tmp_path: Path) -> None
     assert stats.lines == stats.used + stats.skipped
     # stdin too (a stream: its head is kept and replayed).
     done = subprocess.run(
-        [sys.executable, "-m", "analyzer.cli.app", "diagnose", "--format", "json", "-"],
+        [sys.executable, "-m", "analyzer.cli", "diagnose", "--format", "json", "-"],
         input=blank + export,
         capture_output=True,
         check=True,

@@ -235,7 +235,7 @@ def test_html_is_refused_on_a_real_terminal() -> None:
     import pty
 
     leader, follower = pty.openpty()
-    command = [sys.executable, "-m", "analyzer.cli.app", "report", str(SAMPLES / "success.jsonl")]
+    command = [sys.executable, "-m", "analyzer.cli", "report", str(SAMPLES / "success.jsonl")]
     with subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE) as proc:
         os.close(follower)
         _, err = proc.communicate(timeout=60)

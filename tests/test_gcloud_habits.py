@@ -39,7 +39,7 @@ def test_shell_completion_is_offered() -> None:
     # run it under bash, as a user does, so that a test runner without a shell above it (a
     # detached CI job) gives the same answer. bash -c with two commands forks, not execs.
     done = subprocess.run(
-        ["bash", "-c", '"$0" -m analyzer.cli.app --show-completion; exit $?', sys.executable],
+        ["bash", "-c", '"$0" -m analyzer.cli --show-completion; exit $?', sys.executable],
         capture_output=True,
         text=True,
         check=False,
@@ -204,7 +204,7 @@ def test_fail_on(fail_on: str, sample: str, code: int) -> None:
 @pytest.mark.parametrize("output", ["text", "table", "json", "jsonl", "yaml", "markdown"])
 def test_a_reader_that_goes_away_is_exit_0_for_every_format(output: str) -> None:
     # jobdoctor diagnose ... | head -1: no traceback, no message, exit 0.
-    command = [sys.executable, "-m", "analyzer.cli.app", "diagnose", "-f", output, str(SAMPLES)]
+    command = [sys.executable, "-m", "analyzer.cli", "diagnose", "-f", output, str(SAMPLES)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as reader:
         assert reader.stdout is not None and reader.stderr is not None
         assert reader.stdout.read(1)

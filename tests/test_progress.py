@@ -266,7 +266,7 @@ def test_explain_says_it_reads_stdin_on_a_terminal() -> None:
     import subprocess
 
     leader, follower = pty.openpty()
-    command = [sys.executable, "-m", "analyzer.cli.app", "explain"]
+    command = [sys.executable, "-m", "analyzer.cli", "explain"]
     with subprocess.Popen(
         command, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     ) as proc:
