@@ -144,7 +144,7 @@ def test_dask_local_on_the_simulated_fleet(sink_trees: dict[str, Any]) -> None:
         [
             sys.executable,
             "-m",
-            "analyzer.cli.app",
+            "analyzer.cli",
             "diagnose",
             "--format",
             "json",
