@@ -377,7 +377,7 @@ def _interrupted_values(wait: Finding | None) -> dict[str, object]:
     return {
         "job": wait.field("job") or "JOB_ID",
         "region": wait.field("region") or "REGION",
-        "state": wait.field("state") or "in progress",
+        "state": wait.field("state") or "in a state the input does not show",
         "command": wait.field("command") or "custom-jobs",
         "resource": wait.field("resource") or "RESOURCE_NAME",
         "exception": "KeyboardInterrupt",

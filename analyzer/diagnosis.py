@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from analyzer.events import Category
+from analyzer.findings import Findings
 from analyzer.records import Origin
 from analyzer.timeline import JobTimeline
 from analyzer.tracebacks import ExceptionInfo
@@ -175,6 +176,11 @@ class Diagnosis:
     # Not in to_dict(): the JSON carries it in notes and advice (cause stays null: no
     # category fits).
     recorded_error: RecordedError | None = None
+    # Where the state was read: "record", "service", "sdk", "runner", or "predicted" (replayed
+    # forward); None when the state is unknown (issue 27, point 5).
+    state_source: str | None = None
+    # The facts the advice was chosen from (analyzer.findings); not in to_dict().
+    findings: Findings | None = None
 
     @property
     def trial(self) -> str | None:
@@ -224,6 +230,7 @@ class Diagnosis:
             "trial": self.trial,
             "state": self.state.value,
             "observed_final": self.observed_final,
+            "state_source": self.state_source,
             "attempts": self.attempts,
             "retries": self.retries,
             "worker_restarts": dict(self.worker_restarts),
