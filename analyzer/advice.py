@@ -194,12 +194,31 @@ def advice_for(
     if not keys:
         return ()
     table = _load(_advice_path())
+    keys += _naming_the_exception(keys, table, facts, findings)
     values = _values(facts, findings, policy)
     lines: list[str] = []
     for key in keys:
         entry = table[key]
         lines += [line.format(**values) for line in entry.get(lang) or entry["en"]]
     return tuple(_filled_in(lines, job_id, cause))
+
+
+def _naming_the_exception(
+    keys: list[str],
+    table: Mapping[str, Mapping[str, tuple[str, ...]]],
+    facts: AdviceFacts,
+    findings: Findings,
+) -> list[str]:
+    """The sentence that names the exception the input shows, when none of the chosen texts
+    does: whatever row spoke, the advice names the exception (platform.md section 9: when
+    the traceback is there, the user's error is visible), so no advice sends the user to
+    read an error jobdoctor has read."""
+    shown = facts.cause.exception if facts.cause is not None else None
+    if shown is None and findings.has(FindingKind.EXCEPTION_SEEN):
+        shown = facts.seen
+    if shown is None or any("{exception}" in " ".join(table[k]["en"]) for k in keys):
+        return []
+    return ["exception.named"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +269,13 @@ def cause_finding(
         frame=exception is not None and exception.frame is not None,
         replica=cause.replica is not None,
         exit_code=cause.exit_code is not None,
+        cloud_path=_CLOUD_PATH.search(exception.message if exception else cause.message)
+        is not None,
     )
+
+
+# A Cloud Storage path as a program names it: gs://BUCKET/... or the /gcs/BUCKET mount.
+_CLOUD_PATH = re.compile(r"\bgs://[a-z0-9][\w.-]*|(?<![\w/])/gcs/[a-z0-9][\w.-]*/")
 
 
 def _refused(status: str | None) -> Finding | None:

@@ -62,7 +62,16 @@ class FindingKind(StrEnum):
 # The fields each kind carries; rows may test only these (checked when rows are loaded).
 FIELDS: Mapping[FindingKind, frozenset[str]] = {
     FindingKind.CAUSE: frozenset(
-        {"category", "detail", "transient", "exception", "frame", "replica", "exit_code"}
+        {
+            "category",
+            "detail",
+            "transient",
+            "exception",
+            "frame",
+            "replica",
+            "exit_code",
+            "cloud_path",
+        }
     ),
     FindingKind.REFUSED: frozenset({"status"}),
     FindingKind.OTHER_SERVICE: frozenset(),

@@ -214,8 +214,35 @@ def _parse_flattened(text: str, origin: Origin | None) -> ExceptionInfo | None:
         return None
     ending = endings[-1]
     message = _TAIL_END.sub("", ending.group(2) or "").strip()
-    frame = user_frame(frames, top_cut=_ELIDED in text[: found[0].start()] if found else False)
+    located = list(_INLINE_SYNTAX_AT.finditer(after[: ending.start()]))
+    location = (
+        Frame(located[-1].group(1), int(located[-1].group(2)), "<module>") if located else None
+    )
+    top_cut = _ELIDED in text[: found[0].start()] if found else False
+    frame = _raised_at(ending.group(1), frames, location, top_cut)
     return ExceptionInfo(ending.group(1), message, frame, tuple(frames), origin)
+
+
+# A SyntaxError reports where the parser stopped on a line of its own: `File "X", line N`,
+# with no function (the module was being compiled), after the frames of the import.
+_SYNTAX_AT = re.compile(r'^\s*File "([^"]+)", line (\d+)\s*$')
+_INLINE_SYNTAX_AT = re.compile(r'File "([^"]+)", line (\d+)(?![\d,])')
+_SYNTAX_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError"})
+
+
+def _syntax_error(name: str) -> bool:
+    return name.rsplit(".", 1)[-1] in _SYNTAX_ERRORS
+
+
+def _raised_at(
+    name: str, frames: Sequence[Frame], location: Frame | None, top_cut: bool
+) -> Frame | None:
+    """The frame to name for exception ``name``: the deepest frame of the user's code; for
+    a SyntaxError, the file and line it reports, not the module that imported it (None when
+    the input lacks that line)."""
+    if _syntax_error(name):
+        return location
+    return user_frame(frames, top_cut=top_cut)
 
 
 def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
@@ -225,6 +252,7 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
     if at < 0:
         return None
     frames: list[Frame] = []
+    location: Frame | None = None  # a SyntaxError's own `File "X", line N`
     cut = False  # the service's "[...]" before the first frame: the top is not here
     # The lines after the last line holding the header: a suffix cut where no line boundary
     # is has the same line boundaries after the cut (no pass over the lines before).
@@ -232,6 +260,10 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
         frame = _FRAME.match(line)
         if frame:
             frames.append(Frame(frame.group(1), int(frame.group(2)), frame.group(3)))
+            continue
+        syntax = _SYNTAX_AT.match(line)
+        if syntax:
+            location = Frame(syntax.group(1), int(syntax.group(2)), "<module>")
             continue
         if line.startswith("    "):  # four spaces: a source line, not the end
             continue
@@ -241,7 +273,7 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
         found = _EXCEPTION.match(line)
         if found:
             message = _TAIL_END.sub("", found.group(2) or "").strip()
-            frame_at = user_frame(frames, top_cut=cut)
+            frame_at = _raised_at(found.group(1), frames, location, cut)
             return ExceptionInfo(found.group(1), message, frame_at, tuple(frames), origin)
     return None
 
@@ -356,10 +388,13 @@ class _TracebackReader:
         self.frames = None
         if frames is None or event.origin in self.reports:
             return False
+        name = _field(event, "exception")
+        # (A SyntaxError's own location line is no frame event: without it, no frame.)
+        location = frames[-1] if frames and not frames[-1].function else None
         self.found = ExceptionInfo(
-            _field(event, "exception"),
+            name,
             _field(event, "message"),
-            user_frame(frames, top_cut=self.cut),
+            _raised_at(name, frames, location, self.cut),
             tuple(frames),
             event.origin,
         )
