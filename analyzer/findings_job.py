@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from analyzer.events import WORKER_KINDS, Event, EventKind, Writer
+from analyzer.events import LIFECYCLE_KINDS, WORKER_KINDS, Event, EventKind, Writer
 from analyzer.findings import Finding, FindingKind, Provenance, finding
 from analyzer.timeline import JobTimeline
 from analyzer.tracebacks import ExceptionInfo, exception_from_events, last_exception_line
@@ -40,7 +40,11 @@ def provenance_of(event: Event) -> Provenance:
         return Provenance.SDK
     if event.kind in WORKER_KINDS:
         return Provenance.RUNNER
-    if event.kind is not EventKind.ECHO and event.match.writer is Writer.SERVICE:
+    # Lifecycle lines left as the job's own by timeline._settle_provenance are the service's
+    # (legacy "Task completed successfully." is written per task, by the service).
+    if event.kind in LIFECYCLE_KINDS or (
+        event.kind is not EventKind.ECHO and event.match.writer is Writer.SERVICE
+    ):
         return Provenance.SERVICE
     return Provenance.USER
 

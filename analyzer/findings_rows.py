@@ -21,9 +21,14 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analyzer.errors import PolicyError
 from analyzer.findings import FIELDS, FieldValue, FindingKind, Findings
+
+if TYPE_CHECKING:
+    # (PyYAML is imported only when the rows are read, not on a cached run.)
+    from analyzer.rulebook.yamlnodes import Node
 
 _ROW_KEYS = frozenset({"when", "say", "also", "fact"})
 _WHEN_KEYS = frozenset({"state", "not_state", "finding", "absent"})
@@ -97,18 +102,11 @@ class AdviceRows:
     def keys(self, findings: Findings, state: str) -> list[str]:
         """The text keys ``findings`` call for: the first plain row that holds, then every
         ``also`` row that holds (each key once)."""
-        chosen = next(
-            (r for r in self.rows if not r.also and r.holds(findings, state)),
-            None,
-        )
-        keys = list(chosen.say) if chosen is not None else []
-        for row in self.rows:
-            if row.also and row.holds(findings, state):
-                keys += row.say
-        return list(dict.fromkeys(keys))
+        return list(dict.fromkeys(k for row in self.chosen(findings, state) for k in row.say))
 
     def chosen(self, findings: Findings, state: str) -> list[AdviceRow]:
-        """The rows that speak for ``findings`` (for tests and reports: which facts applied)."""
+        """The rows that speak for ``findings``: the first plain row that holds, then every
+        ``also`` row that holds (which platform facts applied)."""
         first = next((r for r in self.rows if not r.also and r.holds(findings, state)), None)
         also = [r for r in self.rows if r.also and r.holds(findings, state)]
         return ([first] if first is not None else []) + also
@@ -137,10 +135,7 @@ def _fail(path: str, line: int, message: str) -> PolicyError:
     return PolicyError(f"{path}:{line}: {message}")
 
 
-def _row(node: object, path: str, texts: Collection[str]) -> AdviceRow:
-    from analyzer.rulebook.yamlnodes import Node
-
-    assert isinstance(node, Node)
+def _row(node: Node, path: str, texts: Collection[str]) -> AdviceRow:
     line = node.location.line
     if not node.is_mapping:
         raise _fail(path, line, "a row is a mapping with when, say and fact")
@@ -180,11 +175,8 @@ def _row(node: object, path: str, texts: Collection[str]) -> AdviceRow:
 
 
 def _condition(
-    when: object, path: str, say: tuple[str, ...], also: bool, fact: str, line: int
+    when: Node, path: str, say: tuple[str, ...], also: bool, fact: str, line: int
 ) -> AdviceRow:
-    from analyzer.rulebook.yamlnodes import Node
-
-    assert isinstance(when, Node)
     values: dict[str, set[str]] = {k: set() for k in _WHEN_KEYS}
     tests: list[FieldTest] = []
     for key, value in when.mapping().items():
@@ -212,10 +204,7 @@ def _condition(
     )
 
 
-def _names(value: object, key: str, path: str, line: int) -> set[str]:
-    from analyzer.rulebook.yamlnodes import Node
-
-    assert isinstance(value, Node)
+def _names(value: Node, key: str, path: str, line: int) -> set[str]:
     items = value.items() if value.is_list else [value]
     names = {str(_scalar(item)) for item in items}
     known: Collection[str] = (
@@ -229,10 +218,7 @@ def _names(value: object, key: str, path: str, line: int) -> set[str]:
     return names
 
 
-def _field_test(key: str, value: object, path: str, line: int) -> FieldTest:
-    from analyzer.rulebook.yamlnodes import Node
-
-    assert isinstance(value, Node)
+def _field_test(key: str, value: Node, path: str, line: int) -> FieldTest:
     kind_name, _, name = key.partition(".")
     try:
         kind = FindingKind(kind_name)
@@ -245,10 +231,8 @@ def _field_test(key: str, value: object, path: str, line: int) -> FieldTest:
     return FieldTest(kind, name, tuple(_scalar(item) for item in items))
 
 
-def _scalar(node: object) -> FieldValue:
-    from analyzer.rulebook.yamlnodes import Node
-
-    if not isinstance(node, Node) or isinstance(node.value, list | dict):
+def _scalar(node: Node | None) -> FieldValue:
+    if node is None or isinstance(node.value, list | dict):
         return None
     value = node.value
     return value if isinstance(value, str | int | bool) or value is None else str(value)

@@ -519,8 +519,12 @@ _PREDICTED = "predicted"
 
 
 def _read_from(verdict: _AttemptVerdict) -> str:
-    """The state_source of a state read off ``verdict``'s lines."""
-    return verdict.source.source if verdict.source is not None else _PREDICTED
+    """The state_source of a state read off ``verdict``'s lines: the user's own output tells
+    no state of the platform's (a user's error rule): a state resting on it is inferred."""
+    source = verdict.source
+    if source is None or source is Provenance.USER:
+        return _PREDICTED
+    return source.source
 
 
 def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryPolicy) -> _Fate:

@@ -312,8 +312,9 @@ class _StartLines:
     local address HOST``, ``Running run_module.py``, ``Running task with arguments: ...``,
     ``Running command: ...``, the last repeated with other commands), and a cut export may
     lack the first ones. A start line begins a new start when the process exited since the
-    last start, when it came up on another VM (another ``resource_id`` label, or another
-    local address: a maintenance move, which writes no exit), when the same line was already
+    last start, when it came up on another VM (another ``resource_id`` label, or, only where
+    the input has no such label, another local address: a maintenance move, which writes no
+    exit; a restart on the same VM keeps its resource_id), when the same line was already
     written in the current start, or when it is the master-address line that opens a start.
     """
 
