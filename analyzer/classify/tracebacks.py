@@ -214,8 +214,35 @@ def _parse_flattened(text: str, origin: Origin | None) -> ExceptionInfo | None:
         return None
     ending = endings[-1]
     message = _TAIL_END.sub("", ending.group(2) or "").strip()
-    frame = user_frame(frames, top_cut=_ELIDED in text[: found[0].start()] if found else False)
+    located = list(_INLINE_SYNTAX_AT.finditer(after[: ending.start()]))
+    location = (
+        Frame(located[-1].group(1), int(located[-1].group(2)), "<module>") if located else None
+    )
+    top_cut = _ELIDED in text[: found[0].start()] if found else False
+    frame = _raised_at(ending.group(1), frames, location, top_cut)
     return ExceptionInfo(ending.group(1), message, frame, tuple(frames), origin)
+
+
+# A SyntaxError reports where the parser stopped on a line of its own: `File "X", line N`,
+# with no function (the module was being compiled), after the frames of the import.
+_SYNTAX_AT = re.compile(r'^\s*File "([^"]+)", line (\d+)\s*$')
+_INLINE_SYNTAX_AT = re.compile(r'File "([^"]+)", line (\d+)(?![\d,])')
+_SYNTAX_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError"})
+
+
+def _syntax_error(name: str) -> bool:
+    return name.rsplit(".", 1)[-1] in _SYNTAX_ERRORS
+
+
+def _raised_at(
+    name: str, frames: Sequence[Frame], location: Frame | None, top_cut: bool
+) -> Frame | None:
+    """The frame to name for exception ``name``: the deepest frame of the user's code; for
+    a SyntaxError, the file and line it reports, not the module that imported it (None when
+    the input lacks that line)."""
+    if _syntax_error(name):
+        return location
+    return user_frame(frames, top_cut=top_cut)
 
 
 def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
@@ -225,6 +252,7 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
     if at < 0:
         return None
     frames: list[Frame] = []
+    location: Frame | None = None  # a SyntaxError's own `File "X", line N`
     cut = False  # the service's "[...]" before the first frame: the top is not here
     # The lines after the last line holding the header: a suffix cut where no line boundary
     # is has the same line boundaries after the cut (no pass over the lines before).
@@ -232,6 +260,10 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
         frame = _FRAME.match(line)
         if frame:
             frames.append(Frame(frame.group(1), int(frame.group(2)), frame.group(3)))
+            continue
+        syntax = _SYNTAX_AT.match(line)
+        if syntax:
+            location = Frame(syntax.group(1), int(syntax.group(2)), "<module>")
             continue
         if line.startswith("    "):  # four spaces: a source line, not the end
             continue
@@ -241,7 +273,7 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
         found = _EXCEPTION.match(line)
         if found:
             message = _TAIL_END.sub("", found.group(2) or "").strip()
-            frame_at = user_frame(frames, top_cut=cut)
+            frame_at = _raised_at(found.group(1), frames, location, cut)
             return ExceptionInfo(found.group(1), message, frame_at, tuple(frames), origin)
     return None
 
@@ -286,60 +318,87 @@ def _exception_in_order(
 ) -> ExceptionInfo | None:
     """The last complete traceback read in the order of ``events``, none that ends at one of
     ``reports``; the first with ``stop``."""
-    found: ExceptionInfo | None = None
-    frames: list[Frame] | None = None
-    header: Event | None = None
-    cut = False  # the traceback's top is not in the input (no header, or a gap before frames)
+    reader = _TracebackReader(reports)
     for event in events:
+        if reader.read(event) and stop:
+            return reader.found
+    return reader.found
+
+
+@dataclass(slots=True)
+class _TracebackReader:
+    """One process's traceback lines put back together, line by line."""
+
+    reports: frozenset[Origin]
+    found: ExceptionInfo | None = None
+    frames: list[Frame] | None = None  # None: not inside a traceback
+    header: Event | None = None
+    cut: bool = False  # the traceback's top is not in the input (no header, or a gap)
+
+    def read(self, event: Event) -> bool:
+        """Take ``event``; True when it completed a traceback."""
         multi_line = "\n" in event.text.strip()
         if event.kind is EventKind.TRACEBACK:
-            parsed = parse_text(event.text, event.origin) if multi_line else None
-            if parsed is not None:
-                found, frames = parsed, None
-                if stop:
-                    return found
-            else:
-                frames, header, cut = [], event, False
-        elif multi_line:
-            continue
-        elif event.kind is EventKind.FRAME:
-            # A cut export may lack the header: frames then an exception still make a
-            # traceback (the harmless sitecustomize ModuleNotFoundError has no frame).
-            if not frames:
-                # No header at all, or, in a paste without times (one line a record), a
-                # line between the header and the first frame (the service's "[...]"): the
-                # first frames are not here. (In an export, other processes' entries and
-                # multi-line entries put gaps between one traceback's lines.)
-                cut = frames is None or (
-                    header is not None
-                    and header.timestamp is None
-                    and event.timestamp is None
-                    and header.origin.path == event.origin.path
-                    and event.origin.line - header.origin.line > 1
-                )
-            frames = [] if frames is None else frames
-            line = _field(event, "line")
-            frames.append(
-                Frame(
-                    _field(event, "file"),
-                    int(line) if line.isdigit() else 0,
-                    _field(event, "function"),
-                )
+            return self._header(event, multi_line)
+        if multi_line:
+            return False
+        if event.kind is EventKind.FRAME:
+            self._frame(event)
+        elif event.kind is EventKind.EXCEPTION:
+            return self._exception(event)
+        return False
+
+    def _header(self, event: Event, multi_line: bool) -> bool:
+        parsed = parse_text(event.text, event.origin) if multi_line else None
+        if parsed is None:
+            self.frames, self.header, self.cut = [], event, False
+            return False
+        self.found, self.frames = parsed, None
+        return True
+
+    def _frame(self, event: Event) -> None:
+        # A cut export may lack the header: frames then an exception still make a traceback
+        # (the harmless sitecustomize ModuleNotFoundError has no frame).
+        if not self.frames:
+            self.cut = self._top_cut(event)
+        self.frames = [] if self.frames is None else self.frames
+        line = _field(event, "line")
+        self.frames.append(
+            Frame(
+                _field(event, "file"), int(line) if line.isdigit() else 0, _field(event, "function")
             )
-        elif event.kind is EventKind.EXCEPTION and event.origin in reports:
-            frames = None
-        elif event.kind is EventKind.EXCEPTION and frames is not None:
-            found = ExceptionInfo(
-                _field(event, "exception"),
-                _field(event, "message"),
-                user_frame(frames, top_cut=cut),
-                tuple(frames),
-                event.origin,
-            )
-            frames = None
-            if stop:
-                return found
-    return found
+        )
+
+    def _top_cut(self, first: Event) -> bool:
+        """Whether the first frame comes without the traceback's top: no header at all, or,
+        in a paste without times (one line a record), a line between the header and the
+        first frame (the service's "[...]"). (In an export, other processes' entries and
+        multi-line entries put gaps between one traceback's lines.)"""
+        header = self.header
+        return self.frames is None or (
+            header is not None
+            and header.timestamp is None
+            and first.timestamp is None
+            and header.origin.path == first.origin.path
+            and first.origin.line - header.origin.line > 1
+        )
+
+    def _exception(self, event: Event) -> bool:
+        frames = self.frames
+        self.frames = None
+        if frames is None or event.origin in self.reports:
+            return False
+        name = _field(event, "exception")
+        # (A SyntaxError's own location line is no frame event: without it, no frame.)
+        location = frames[-1] if frames and not frames[-1].function else None
+        self.found = ExceptionInfo(
+            name,
+            _field(event, "message"),
+            _raised_at(name, frames, location, self.cut),
+            tuple(frames),
+            event.origin,
+        )
+        return True
 
 
 def open_traceback(events: Iterable[Event]) -> tuple[Event, Event] | None:

@@ -299,8 +299,9 @@ class _StartLines:
     local address HOST``, ``Running run_module.py``, ``Running task with arguments: ...``,
     ``Running command: ...``, the last repeated with other commands), and a cut export may
     lack the first ones. A start line begins a new start when the process exited since the
-    last start, when it came up on another VM (another ``resource_id`` label, or another
-    local address: a maintenance move, which writes no exit), when the same line was already
+    last start, when it came up on another VM (another ``resource_id`` label, or, only where
+    the input has no such label, another local address: a maintenance move, which writes no
+    exit; a restart on the same VM keeps its resource_id), when the same line was already
     written in the current start, or when it is the master-address line that opens a start.
     """
 
@@ -309,6 +310,9 @@ class _StartLines:
     seen: set[str] = field(default_factory=set)
     vm: str | None = None
     host: str | None = None
+    # The input labels the worker's records with their VM (resource_id): the VM is that
+    # label, and a changed local address alone is no move (platform.md section 9).
+    labelled: bool = False
 
     def begins_start(self, event: Event) -> tuple[bool, bool]:
         """Whether ``event`` (a start line) begins a new start, and whether on another VM."""
@@ -317,7 +321,12 @@ class _StartLines:
         host = value if isinstance(value, str) else None
         moved = self.started and (
             (event.vm is not None and self.vm is not None and event.vm != self.vm)
-            or (host is not None and self.host is not None and host != self.host)
+            or (
+                not self.labelled
+                and host is not None
+                and self.host is not None
+                and host != self.host
+            )
         )
         new = (
             not self.started
@@ -377,71 +386,38 @@ def _worker(
     spans: tuple[VmSpan, ...],
     window: tuple[datetime | None, datetime | None],
 ) -> WorkerTimeline:
-    starts: list[WorkerStart] = []
-    exits: list[WorkerExit] = []
-    lines = _StartLines()
-    # The exit the runner's "Command ... returned non-zero exit status N." reported, while its
-    # completion line may still follow: no start and no other exit line of the replica since.
-    reported_by_runner: int | None = None
-    # The last exit the replica's own lines logged, with no start since: the one a service
-    # report without a time (a paste) can only be about, when the codes agree.
-    runner_logged: int | None = None
+    """One worker in one attempt: its process starts and exits from its lines (platform.md
+    sections 4 and 9), and its VM moves from the resource_id labels (section 9)."""
+    # Section 9: the VM is the resource_id label where the input has one; then a changed
+    # host in "Updating master address to local address HOST" is no move by itself.
+    labelled = any(s.vm is not None for s in spans) or any(e.vm is not None for e in events)
+    lines = _WorkerLines(_StartLines(labelled=labelled))
     for event in events:
         if event.kind is EventKind.WORKER_STARTED:
-            new, moved = lines.begins_start(event)
-            if new:
-                starts.append(WorkerStart(event.timestamp, event.vm, moved, event.origin))
-                reported_by_runner = runner_logged = None
+            lines.start(event)
         elif event.kind in (EventKind.WORKER_EXITED, EventKind.ERROR):
-            code = event.match.field("exit_code")
-            exit_code = code if isinstance(code, int) else None
-            report = event.match.field("command") is not None  # the runner's failure report
-            if event.kind is EventKind.WORKER_EXITED and reported_by_runner is not None:
-                pending, reported_by_runner = reported_by_runner, None
-                if not report:
-                    merged = _one_exit(exits[pending], event, exit_code)
-                    if merged is not None:
-                        exits[pending] = merged
-                        continue
-            # The service reports an exit the runner already logged: one exit, not two.
-            timed = event.kind is EventKind.ERROR and any(
-                _same_exit(e.exit_code, exit_code)
-                and e.time is not None
-                and event.timestamp is not None
-                and timedelta(0) <= event.timestamp - e.time <= _SAME_RESTART
-                for e in exits
-            )
-            # Without times (a paste): the service reports the exit the replica's lines just
-            # logged, after them (platform.md section 9), once.
-            pasted = (
-                event.kind is EventKind.ERROR
-                and event.timestamp is None
-                and runner_logged is not None
-                and exits[runner_logged].time is None
-                and _same_exit(exits[runner_logged].exit_code, exit_code)
-            )
-            reported = timed or pasted
-            if reported:
-                runner_logged = None
-            else:
-                lines.exited = True
-                reason = event.match.field("reason")
-                if event.kind is EventKind.WORKER_EXITED and report:
-                    reported_by_runner = len(exits)
-                elif event.kind is EventKind.ERROR:
-                    reported_by_runner = None  # another exit came between
-                runner_logged = len(exits) if event.kind is EventKind.WORKER_EXITED else None
-                exits.append(
-                    WorkerExit(
-                        event.timestamp,
-                        exit_code,
-                        event.origin,
-                        reason if isinstance(reason, str) else None,
-                    )
-                )
-    # VM changes inside the attempt are restarts on another VM (maintenance), unless a runner
-    # start line already recorded them; a container without runner lines has only these.
+            lines.exit(event)
     inside = [s for s in spans if _overlaps(s, *window)]
+    seen = [t for s in inside for t in (s.first, s.last)]
+    seen += [e.timestamp for e in events if e.timestamp is not None]
+    own = [s.last for s in inside] + [
+        e.timestamp for e in events if e.timestamp is not None and e.task == task
+    ]
+    return WorkerTimeline(
+        task=task,
+        starts=tuple(_vm_moves(lines.starts, inside)),
+        exits=tuple(lines.exits),
+        first_seen=min(seen, default=None),
+        last_seen=max(seen, default=None),
+        own_last=max(own, default=None),
+    )
+
+
+def _vm_moves(starts: list[WorkerStart], inside: list[VmSpan]) -> list[WorkerStart]:
+    """``starts`` with the VM changes inside the attempt: restarts on another VM
+    (maintenance, platform.md section 9), unless a runner start line already recorded them;
+    a container without runner lines has only these."""
+    starts = list(starts)
     if not starts and inside:
         # No runner line: the worker's first record marks its first start.
         starts.append(WorkerStart(inside[0].first, inside[0].vm, False, None))
@@ -457,19 +433,91 @@ def _worker(
         if not known:
             starts.append(WorkerStart(span.first, span.vm, True, None))
     starts.sort(key=lambda s: s.time or _NO_TIME)
-    seen = [t for s in inside for t in (s.first, s.last)]
-    own = [s.last for s in inside] + [
-        e.timestamp for e in events if e.timestamp is not None and e.task == task
-    ]
-    seen += [e.timestamp for e in events if e.timestamp is not None]
-    return WorkerTimeline(
-        task=task,
-        starts=tuple(starts),
-        exits=tuple(exits),
-        first_seen=min(seen) if seen else None,
-        last_seen=max(seen) if seen else None,
-        own_last=max(own) if own else None,
-    )
+    return starts
+
+
+@dataclass(slots=True)
+class _WorkerLines:
+    """A worker's process starts and exits, read line by line (_worker)."""
+
+    lines: _StartLines
+    starts: list[WorkerStart] = field(default_factory=list)
+    exits: list[WorkerExit] = field(default_factory=list)
+    # The exit the runner's "Command ... returned non-zero exit status N." reported, while
+    # its completion line may still follow: no start and no other exit line of the replica
+    # since.
+    reported_by_runner: int | None = None
+    # The last exit the replica's own lines logged, with no start since: the one a service
+    # report without a time (a paste) can only be about, when the codes agree.
+    runner_logged: int | None = None
+
+    def start(self, event: Event) -> None:
+        new, moved = self.lines.begins_start(event)
+        if new:
+            self.starts.append(WorkerStart(event.timestamp, event.vm, moved, event.origin))
+            self.reported_by_runner = self.runner_logged = None
+
+    def exit(self, event: Event) -> None:
+        """An exit line of the runner, or the service's report of an exit (section 4)."""
+        code = event.match.field("exit_code")
+        exit_code = code if isinstance(code, int) else None
+        report = event.match.field("command") is not None  # the runner's failure report
+        if event.kind is EventKind.WORKER_EXITED and self._completes_report(
+            event, exit_code, report
+        ):
+            return
+        if event.kind is EventKind.ERROR and self._already_logged(event, exit_code):
+            self.runner_logged = None
+            return
+        self.lines.exited = True
+        if event.kind is EventKind.WORKER_EXITED and report:
+            self.reported_by_runner = len(self.exits)
+        elif event.kind is EventKind.ERROR:
+            self.reported_by_runner = None  # another exit came between
+        self.runner_logged = len(self.exits) if event.kind is EventKind.WORKER_EXITED else None
+        reason = event.match.field("reason")
+        self.exits.append(
+            WorkerExit(
+                event.timestamp,
+                exit_code,
+                event.origin,
+                reason if isinstance(reason, str) else None,
+            )
+        )
+
+    def _completes_report(self, event: Event, exit_code: int | None, report: bool) -> bool:
+        """Whether ``event``, the runner's completion line, is the exit its failure report
+        already logged (_one_exit), merged into it."""
+        if self.reported_by_runner is None:
+            return False
+        pending, self.reported_by_runner = self.reported_by_runner, None
+        if report:
+            return False
+        merged = _one_exit(self.exits[pending], event, exit_code)
+        if merged is None:
+            return False
+        self.exits[pending] = merged
+        return True
+
+    def _already_logged(self, event: Event, exit_code: int | None) -> bool:
+        """Whether the service's ``event`` reports an exit the runner already logged: within
+        minutes of it, or, without times (a paste), just after the replica's lines logged it
+        (platform.md section 9): one exit, not two."""
+        timed = any(
+            _same_exit(e.exit_code, exit_code)
+            and e.time is not None
+            and event.timestamp is not None
+            and timedelta(0) <= event.timestamp - e.time <= _SAME_RESTART
+            for e in self.exits
+        )
+        logged = self.runner_logged
+        pasted = (
+            event.timestamp is None
+            and logged is not None
+            and self.exits[logged].time is None
+            and _same_exit(self.exits[logged].exit_code, exit_code)
+        )
+        return timed or pasted
 
 
 def _event_task(event: Event) -> str | None:

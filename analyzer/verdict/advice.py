@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from analyzer.core.errors import PolicyError
 from analyzer.rulebook.events import Category
 from analyzer.timeline.exitcodes import decode
 from analyzer.verdict.diagnosis import Cause, JobState, RecordedError
+from analyzer.verdict.findings import Finding, FindingKind, Findings, Provenance, collect, finding
+from analyzer.verdict.findings_rows import AdviceRows, read_rows
 from analyzer.verdict.jobspec import MACHINE_TYPES, JobSpec, larger_machine
 from analyzer.verdict.policy import RetryPolicy, builtin_policy_path
 
@@ -21,10 +24,43 @@ def _advice_path() -> Path:
     return builtin_policy_path().with_name("advice.yaml")
 
 
+@dataclass(frozen=True, slots=True)
+class _Advice:
+    """The advice texts (by key, then language) and the rows that choose them."""
+
+    texts: dict[str, dict[str, tuple[str, ...]]]
+    rows: AdviceRows
+
+
 @cache
+def _data(path: Path) -> _Advice:
+    # Kept by analyzer.core.cache (keyed by the files and the modules that read them): no YAML on
+    # most runs.
+    rows = _rows_path(path)
+    return remembered(
+        "advice",
+        [path, rows, Path(__file__), Path(read_rows.__code__.co_filename)],
+        lambda: _both(path, rows),
+        _Advice,
+    )
+
+
+def _both(path: Path, rows: Path) -> _Advice:
+    texts = _read(path)
+    return _Advice(texts, read_rows(rows, frozenset(texts)))
+
+
 def _load(path: Path) -> Mapping[str, Mapping[str, tuple[str, ...]]]:
-    # Kept by analyzer.core.cache (keyed by the file and this module): no YAML on most runs.
-    return remembered("advice", [path, Path(__file__)], lambda: _read(path), dict)
+    return _data(path).texts
+
+
+def _rows() -> AdviceRows:
+    return _data(_advice_path()).rows
+
+
+def _rows_path(texts: Path) -> Path:
+    """The advice rows beside the texts: ``advice/rows.yaml``."""
+    return texts.parent / "advice" / "rows.yaml"
 
 
 def _read(path: Path) -> dict[str, dict[str, tuple[str, ...]]]:
@@ -47,46 +83,8 @@ def _read(path: Path) -> dict[str, dict[str, tuple[str, ...]]]:
 
 
 def load_advice() -> None:
-    """Read the built-in advice file now (it is read once, when first needed)."""
-    _load(_advice_path())
-
-
-def _keys(
-    cause: Cause | None, state: JobState, policy: RetryPolicy, table: Mapping[str, object]
-) -> list[str]:
-    """The advice entries for ``cause``: its finer detail's when we have one, else its
-    category's (transient exit codes have their own)."""
-    if cause is None:
-        if state is JobState.UNSPECIFIED:
-            return ["none.unknown"]
-        return ["none.failed" if state is JobState.FAILED else "none.running"]
-    if cause.detail == "user-rule":
-        return ["user-rule"]
-    if cause.detail in ("output-not-in-input", "replica-lines-no-error"):
-        # What the exit code alone says, then how to get the output that says more.
-        transient = policy.is_transient(cause.exit_code)
-        return ["user_code_exception.transient"] * transient + [
-            f"user_code_exception.{cause.detail}"
-        ]
-    if cause.detail and f"{cause.category.value}.{cause.detail}" in table:
-        return [f"{cause.category.value}.{cause.detail}"]
-    if cause.category is Category.USER_CODE_EXCEPTION and policy.is_transient(cause.exit_code):
-        return ["user_code_exception.transient"]
-    if (
-        cause.category is Category.USER_CODE_EXCEPTION
-        and cause.exception is not None
-        and cause.replica is None
-        and cause.exit_code is None
-    ):
-        # Read from the end of the service's message whose first line (replica, exit
-        # status) is cut: say what the copied traceback shows, not "status unknown".
-        return ["user_code_exception.exception-tail"]
-    if cause.category is Category.USER_CODE_EXCEPTION and cause.exception is not None:
-        # Without a frame there is no place to name: say what is known, never a "?".
-        if cause.exception.frame is None:
-            return ["user_code_exception.exception-only"]
-        return ["user_code_exception.exception"]
-    return [cause.category.value]
+    """Read the built-in advice texts and rows now (they are read once, when first needed)."""
+    _data(_advice_path())
 
 
 def _metric(message: str) -> str:
@@ -171,65 +169,221 @@ def advice_for(
     last_exit: tuple[str, int] | None = None,
     recorded: RecordedError | None = None,
     seen: ExceptionInfo | None = None,
+    found: Findings | None = None,
 ) -> tuple[str, ...]:
     """What to do about ``cause`` (None: no failure), in ``lang`` when we have it, else English.
 
-    With the job's ``spec``, out-of-memory advice names the pool's machine type, its memory and
-    a larger type of the same family. ``refused``: the API's status when it refused to create
-    the job (no job exists: nothing of its logs to fetch). ``job_id``, and the project the
-    cause's console link names, fill the ``jobdoctor fetch`` command the advice gives.
+    The advice is chosen by the rows of ``rules/advice/rows.yaml`` over the job's findings
+    (:mod:`analyzer.verdict.findings`): ``found`` when the caller computed them (predict), else the
+    findings these arguments show. With the job's ``spec``, out-of-memory advice names the
+    pool's machine type, its memory and a larger type of the same family. ``refused``: the
+    API's status when it refused to create the job. ``job_id``, and the project the cause's
+    console link names, fill the ``jobdoctor fetch`` command the advice gives.
     ``other_service``: the input holds only another Vertex AI service's API error (no job);
-    ``other_jobs``: only another kind of job's states (batch prediction: timeline.other_jobs).
-    ``last_exit``: a worker (task, exit code) whose non-zero exit ends its lines with nothing
-    of the service after it, in a job without a cause: what that exit shows and what it does
-    not. ``recorded``: the job object's own error when no category fits it (a disk
-    shortage): its rule's advice (``recorded.<rule id>``), quoting it. ``seen``: the
-    exception the input shows in a job without a failure message (predict.seen_exception):
-    the advice starts from it rather than from "nothing is known".
+    ``other_jobs``: only another kind of job's states. ``last_exit``: a worker (task, exit
+    code) whose non-zero exit ends its lines with nothing of the service after it.
+    ``recorded``: the job object's own error when no category fits it. ``seen``: the
+    exception the input shows in a job without a failure message.
     """
-    if cause is None and state is JobState.SUCCEEDED:
+    facts = AdviceFacts(
+        cause, spec, refused, job_id, other_service, other_jobs, last_exit, recorded, seen
+    )
+    findings = found if found is not None else facts.findings(policy)
+    rows = _rows()
+    keys = rows.keys(findings, state.value.removeprefix("JOB_STATE_"))
+    if not keys:
         return ()
     table = _load(_advice_path())
-    if cause is None and refused:
-        keys = [f"none.refused.{refused}" if f"none.refused.{refused}" in table else "none.refused"]
-    elif cause is None and other_service:
-        keys = ["none.other-service"]
-    elif cause is None and other_jobs:
-        keys = ["none.other-jobs"]
-    elif cause is None and recorded is not None:
-        specific = f"recorded.{recorded.rule}"
-        keys = [specific if specific in table else "recorded"]
-    elif cause is None and seen is not None:
-        # The traceback in the paste is what the user came with: say what it shows and what
-        # is missing, rather than only "the state is unknown" or "still in progress".
-        keys = ["none.exception-seen"] + [
-            k
-            for k in _keys(cause, state, policy, table)
-            if k not in ("none.unknown", "none.running")
-        ]
-    else:
-        keys = _keys(cause, state, policy, table)
-    if cause is None and last_exit is not None and state is not JobState.SUCCEEDED:
-        # In place of "the job is still in progress": the exit says the job may not be.
-        keys = [k for k in keys if k != "none.running"] + ["none.worker-exit"]
+    keys += _naming_the_exception(keys, table, facts, findings)
+    values = _values(facts, findings, policy)
+    lines: list[str] = []
+    for key in keys:
+        entry = table[key]
+        lines += [line.format(**values) for line in entry.get(lang) or entry["en"]]
+    return tuple(_filled_in(lines, job_id, cause))
+
+
+def _naming_the_exception(
+    keys: list[str],
+    table: Mapping[str, Mapping[str, tuple[str, ...]]],
+    facts: AdviceFacts,
+    findings: Findings,
+) -> list[str]:
+    """The sentence that names the exception the input shows, when none of the chosen texts
+    does: whatever row spoke, the advice names the exception (platform.md section 9: when
+    the traceback is there, the user's error is visible), so no advice sends the user to
+    read an error jobdoctor has read."""
+    shown = facts.cause.exception if facts.cause is not None else None
+    if shown is None and findings.has(FindingKind.EXCEPTION_SEEN):
+        shown = facts.seen
+    if shown is None or any("{exception}" in " ".join(table[k]["en"]) for k in keys):
+        return []
+    return ["exception.named"]
+
+
+@dataclass(frozen=True, slots=True)
+class AdviceFacts:
+    """What a job's advice is chosen from and filled with (the arguments of advice_for)."""
+
+    cause: Cause | None = None
+    spec: JobSpec | None = None
+    refused: str | None = None
+    job_id: str | None = None
+    other_service: bool = False
+    other_jobs: bool = False
+    last_exit: tuple[str, int] | None = None
+    recorded: RecordedError | None = None
+    seen: ExceptionInfo | None = None
+
+    def findings(self, policy: RetryPolicy, *extra: Finding | None) -> Findings:
+        """The findings these facts are (each computed once), with ``extra`` ones."""
+        return collect(
+            cause_finding(self.cause, policy),
+            _refused(self.refused),
+            _flag(FindingKind.OTHER_SERVICE, self.other_service),
+            _flag(FindingKind.OTHER_JOBS, self.other_jobs),
+            _recorded(self.recorded),
+            _seen(self.seen),
+            _worker_exit(self.last_exit),
+            _machine(self.cause, self.spec),
+            *extra,
+        )
+
+
+def cause_finding(
+    cause: Cause | None, policy: RetryPolicy, provenance: Provenance = Provenance.SERVICE
+) -> Finding | None:
+    """The root cause as a finding: its category, detail, whether its exit code is transient
+    (platform.md section 2) and what of its exception is known (section 9)."""
+    if cause is None:
+        return None
+    exception = cause.exception
+    return finding(
+        FindingKind.CAUSE,
+        provenance,
+        cause.evidence,
+        category=cause.category.value,
+        detail=cause.detail,
+        transient=policy.is_transient(cause.exit_code),
+        exception=exception is not None,
+        frame=exception is not None and exception.frame is not None,
+        replica=cause.replica is not None,
+        exit_code=cause.exit_code is not None,
+        cloud_path=_CLOUD_PATH.search(exception.message if exception else cause.message)
+        is not None,
+    )
+
+
+# A Cloud Storage path as a program names it: gs://BUCKET/... or the /gcs/BUCKET mount.
+_CLOUD_PATH = re.compile(r"\bgs://[a-z0-9][\w.-]*|(?<![\w/])/gcs/[a-z0-9][\w.-]*/")
+
+
+def _refused(status: str | None) -> Finding | None:
+    """platform.md section 9: the API refused to create the job (no job exists)."""
+    return finding(FindingKind.REFUSED, Provenance.SDK, status=status) if status else None
+
+
+def _flag(kind: FindingKind, shown: bool) -> Finding | None:
+    return finding(kind, Provenance.SDK) if shown else None
+
+
+def _recorded(error: RecordedError | None) -> Finding | None:
+    """The job object's own error (platform.md section 6), when no category fits it."""
+    if error is None:
+        return None
+    return finding(
+        FindingKind.RECORDED_ERROR,
+        Provenance.RECORD,
+        [error.origin],
+        rule=error.rule,
+        pool=error.pool,
+    )
+
+
+def _seen(exception: ExceptionInfo | None) -> Finding | None:
+    """An exception the input shows without a platform message saying it ended the job: the
+    user's own output (platform.md section 9)."""
+    if exception is None:
+        return None
+    return finding(
+        FindingKind.EXCEPTION_SEEN,
+        Provenance.USER,
+        [exception.origin],
+        type=exception.type,
+        frame=exception.frame is not None,
+    )
+
+
+def _worker_exit(last_exit: tuple[str, int] | None) -> Finding | None:
+    """A worker's non-zero exit that ends its lines (platform.md section 2: it is restarted)."""
+    if last_exit is None:
+        return None
+    task, code = last_exit
+    return finding(FindingKind.WORKER_EXIT, Provenance.RUNNER, task=task, exit_code=code)
+
+
+def _machine(cause: Cause | None, spec: JobSpec | None) -> Finding | None:
+    """The failing pool's machine type, when the job's record names it (section 2: on the
+    smallest machine types system agents take up to 40% of memory)."""
     machine = _machine_values(cause, spec)
-    memory = cause is not None and (cause.category is Category.OOM or cause.detail == "oom-killed")
-    if machine is not None and memory:
-        keys.append("oom.machine")
-        if machine["small"]:
-            keys.append("oom.small-machine")
-    exception = cause.exception if cause is not None else seen
-    frame = exception.frame if exception is not None else None
+    if machine is None:
+        return None
+    return finding(
+        FindingKind.MACHINE,
+        Provenance.RECORD,
+        small=bool(machine["small"]),
+        pool=str(machine["pool"]),
+    )
+
+
+def _values(facts: AdviceFacts, findings: Findings, policy: RetryPolicy) -> dict[str, object]:
+    """What the advice's placeholders are filled with."""
+    cause = facts.cause
     values: dict[str, object] = {
-        "replica": cause.replica if cause and cause.replica else "the replica",
-        "exit_code": cause.exit_code if cause and cause.exit_code is not None else "unknown",
-        "exit_meaning": cause.exit_meaning if cause and cause.exit_meaning else "meaning unknown",
-        **(_exit_values(last_exit) if cause is None and last_exit is not None else {}),
-        "region": cause.region if cause and cause.region else "the region",
-        "metric": _metric(cause.message) if cause else "see the message",
-        "attempts": (
-            policy.attempts_allowed(cause.category, cause.exit_code) if cause is not None else 1
-        ),
+        **_cause_values(cause, policy),
+        **_exception_values(cause.exception if cause is not None else facts.seen),
+        **(_exit_values(facts.last_exit) if cause is None and facts.last_exit else {}),
+        "status": facts.refused or "",
+        # (Without its last period: the sentence quoting it has its own.)
+        "recorded": _short(facts.recorded.message, 200).rstrip(".") if facts.recorded else "",
+        **({"pool": facts.recorded.pool} if facts.recorded and facts.recorded.pool else {}),
+        **(_machine_values(cause, facts.spec) or {}),
+        **_interrupted_values(findings.get(FindingKind.INTERRUPTED_WAIT)),
+    }
+    return values
+
+
+def _cause_values(cause: Cause | None, policy: RetryPolicy) -> dict[str, object]:
+    if cause is None:
+        return {
+            "replica": "the replica",
+            "exit_code": "unknown",
+            "exit_meaning": "meaning unknown",
+            "region": "the region",
+            "metric": "see the message",
+            "attempts": 1,
+            "detail": "",
+            "rule": "",
+            "message": "",
+            "cascade": "the other replicas",
+        }
+    return {
+        "replica": cause.replica or "the replica",
+        "exit_code": cause.exit_code if cause.exit_code is not None else "unknown",
+        "exit_meaning": cause.exit_meaning or "meaning unknown",
+        "region": cause.region or "the region",
+        "metric": _metric(cause.message),
+        "attempts": policy.attempts_allowed(cause.category, cause.exit_code),
+        "detail": cause.detail or "",
+        "rule": cause.rule,
+        "message": _short(cause.message, 100),
+        "cascade": cause.cascade[0].replica if cause.cascade else "the other replicas",
+    }
+
+
+def _exception_values(exception: ExceptionInfo | None) -> dict[str, object]:
+    frame = exception.frame if exception is not None else None
+    return {
         "exception": exception.type if exception else "the exception",
         "exception_message": _short(exception.message)
         if exception and exception.message
@@ -238,25 +392,28 @@ def advice_for(
         if frame
         else "where its traceback points",
         "at": f" at {frame.file}:{frame.line} ({frame.function})" if frame else "",
-        "detail": cause.detail if cause and cause.detail else "",
-        "rule": cause.rule if cause else "",
-        "message": _short(cause.message, 100) if cause else "",
-        "cascade": cause.cascade[0].replica if cause and cause.cascade else "the other replicas",
-        "status": refused or "",
-        # (Without its last period: the sentence quoting it has its own.)
-        "recorded": _short(recorded.message, 200).rstrip(".") if recorded else "",
-        **({"pool": recorded.pool} if recorded is not None and recorded.pool else {}),
-        **(machine or {}),
     }
-    lines: list[str] = []
-    for key in keys:
-        entry = table.get(key)
-        if entry is not None:
-            lines += [line.format(**values) for line in entry.get(lang) or entry["en"]]
-    # A sentence that opens with the unnamed replica starts with a capital.
+
+
+def _interrupted_values(wait: Finding | None) -> dict[str, object]:
+    """The job an interrupted wait left running, and the gcloud command group for it."""
+    if wait is None:
+        return {}
+    return {
+        "job": wait.field("job") or "JOB_ID",
+        "region": wait.field("region") or "REGION",
+        "state": wait.field("state") or "in a state the input does not show",
+        "command": wait.field("command") or "custom-jobs",
+        "resource": wait.field("resource") or "RESOURCE_NAME",
+        "exception": "KeyboardInterrupt",
+    }
+
+
+def _filled_in(lines: list[str], job_id: str | None, cause: Cause | None) -> list[str]:
+    """The sentences with a capital at the start, and the ids the input shows in place of
+    the fetch and describe commands' placeholders (only ids of the forms the platform
+    gives, nothing else of the log's text)."""
     lines = [f"T{line[1:]}" if line.startswith("the replica") else line for line in lines]
-    # The fetch command as the user can run it: the ids the input shows, in place of the
-    # placeholders (only ids of the forms the platform gives, nothing else of the log's text).
     if job_id and _ID.fullmatch(job_id):
         lines = [
             line.replace("--job-id JOB_ID", f"--job-id {job_id}").replace(
@@ -267,7 +424,7 @@ def advice_for(
     project = _PROJECT.search(cause.message) if cause is not None else None
     if project is not None:
         lines = [line.replace("--project PROJECT", f"--project {project[1]}") for line in lines]
-    return tuple(lines)
+    return lines
 
 
 # A job id as Vertex AI (digits) or AI Platform (a user's name) gives it.

@@ -16,6 +16,7 @@ from analyzer.classify.tracebacks import ExceptionInfo
 from analyzer.ingest.records import Origin
 from analyzer.rulebook.events import Category
 from analyzer.timeline.attempts import JobTimeline
+from analyzer.verdict.findings import Findings
 
 
 class JobState(StrEnum):
@@ -175,6 +176,11 @@ class Diagnosis:
     # Not in to_dict(): the JSON carries it in notes and advice (cause stays null: no
     # category fits).
     recorded_error: RecordedError | None = None
+    # Where the state was read: "record", "service", "sdk", "runner", or "predicted" (replayed
+    # forward); None when the state is unknown (issue 27, point 5).
+    state_source: str | None = None
+    # The facts the advice was chosen from (analyzer.verdict.findings); not in to_dict().
+    findings: Findings | None = None
 
     @property
     def trial(self) -> str | None:
@@ -223,6 +229,7 @@ class Diagnosis:
             "trial": self.trial,
             "state": self.state.value,
             "observed_final": self.observed_final,
+            "state_source": self.state_source,
             "attempts": self.attempts,
             "retries": self.retries,
             "worker_restarts": dict(self.worker_restarts),

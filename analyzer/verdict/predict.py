@@ -11,7 +11,7 @@ the retry count. Each decision says which fact of platform.md it implements.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -44,7 +44,7 @@ from analyzer.timeline.attempts import (
     steps_down_up,
 )
 from analyzer.timeline.exitcodes import decode
-from analyzer.verdict.advice import advice_for
+from analyzer.verdict.advice import AdviceFacts, advice_for, cause_finding
 from analyzer.verdict.causes import (
     cause_from_event,
     first_cause,
@@ -60,6 +60,14 @@ from analyzer.verdict.diagnosis import (
     JobState,
     RecordedError,
     SpecCheck,
+)
+from analyzer.verdict.findings import FindingKind, Findings, Provenance, collect
+from analyzer.verdict.findings_job import (
+    interrupted_wait,
+    interruption_note,
+    sdk_state_only,
+    sdk_state_only_note,
+    strongest,
 )
 from analyzer.verdict.jobspec import JobSpec
 from analyzer.verdict.policy import RetryPolicy
@@ -97,6 +105,8 @@ class _AttemptVerdict:
     error_code: int | None = None
     running: bool = False  # the attempt reached JOB_STATE_RUNNING (or a worker started)
     refusal: str | None = None  # the API's status when it refused to create the job
+    # Who wrote what decided the status (None: nothing did; issue 27, point 5).
+    source: Provenance | None = None
 
 
 # The SDK's JobState names for the attempt statuses they end or show.
@@ -162,29 +172,49 @@ def _primary_succeeded(attempt: Attempt) -> bool:
     return False
 
 
-def _recorded(attempt: Attempt) -> tuple[AttemptStatus | None, int | None]:
-    """The job object's state and error code, as the SDK printed them in this attempt."""
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """The job object's state and error code as a tool printed them in one attempt, and the
+    line that gave the state."""
+
     status: AttemptStatus | None = None
     code: int | None = None
+    event: Event | None = None
+
+
+def _recorded(attempt: Attempt) -> _Recorded:
+    """The job object's state and error code, as the SDK printed them in this attempt
+    (platform.md section 10)."""
+    found = _Recorded()
     for event in attempt.events:
         if event.kind is EventKind.JOB_STATE:
-            status = _RECORDED_STATUS.get(str(event.match.field("state") or ""), status)
+            status = _RECORDED_STATUS.get(str(event.match.field("state") or ""))
+            if status is not None:
+                found = _Recorded(status, found.code, event)
         elif event.kind is EventKind.JOB_ERROR and not _error_message(event):
             # (The error's message, "Replicas low on disk: workerpool0", is the failure
             # itself, not a tool's record of how the job ended: _judge_attempt reads it.)
-            value = event.match.field("code")
-            if isinstance(value, int):
-                code = value
-            elif isinstance(value, str) and value.isdigit():
-                code = int(value)
-            # The SDK raises "Job failed with:" for a job that ended FAILED or CANCELLED alike
-            # (aiplatform jobs._JOB_ERROR_STATES): after the CANCELLED state it printed, or with
-            # error code 1 (google.rpc CANCELLED), the job was cancelled, not failed.
-            if status is not AttemptStatus.CANCELLED and code != _RPC_CANCELLED:
-                status = AttemptStatus.FAILED
-            else:
-                status = AttemptStatus.CANCELLED
-    return status, code
+            code = _error_code(event, found.code)
+            found = _Recorded(_sdk_error_status(found.status, code), code, event)
+    return found
+
+
+def _error_code(event: Event, before: int | None) -> int | None:
+    value = event.match.field("code")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return before
+
+
+def _sdk_error_status(status: AttemptStatus | None, code: int | None) -> AttemptStatus:
+    """platform.md section 10: the SDK raises "Job failed with:" for a job that ended FAILED
+    or CANCELLED alike (aiplatform jobs._JOB_ERROR_STATES): after the CANCELLED state it
+    printed, or with error code 1 (google.rpc CANCELLED), the job was cancelled."""
+    if status is not AttemptStatus.CANCELLED and code != _RPC_CANCELLED:
+        return AttemptStatus.FAILED
+    return AttemptStatus.CANCELLED
 
 
 # google.rpc.Code CANCELLED: the job object's error code of a cancelled job.
@@ -223,35 +253,82 @@ def _refusal(attempt: Attempt) -> tuple[str | None, Cause | None]:
     return "RESOURCE_EXHAUSTED", replace(cause, detail="refused-at-creation")
 
 
-def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
-    failed_line = attempt.has(EventKind.JOB_FAILED)
-    exhausted_line = attempt.has(EventKind.RETRIES_EXHAUSTED)
-    recorded, error_code = _recorded(attempt)
-    recorded_end = recorded in _FINAL_STATUSES
+@dataclass(frozen=True, slots=True)
+class _AttemptLines:
+    """What one attempt's lines say of its end, read once (_judge_attempt)."""
+
+    failed_line: bool  # the service wrote "Job failed."
+    exhausted_line: bool  # it wrote "Job will not be retried, ..."
+    recorded: _Recorded
     # platform.md section 2: the job is RUNNING once all workers are available; a worker's
     # own start line shows at least that one ran.
-    running = attempt.has(EventKind.JOB_RUNNING) or any(w.starts for w in attempt.workers)
+    running: bool
 
-    def verdict(status: AttemptStatus, cause: Cause | None = None) -> _AttemptVerdict:
-        return _AttemptVerdict(
-            status, cause, failed_line, exhausted_line, recorded_end, error_code, running
+    @classmethod
+    def read(cls, attempt: Attempt) -> _AttemptLines:
+        return cls(
+            attempt.has(EventKind.JOB_FAILED),
+            attempt.has(EventKind.RETRIES_EXHAUSTED),
+            _recorded(attempt),
+            attempt.has(EventKind.JOB_RUNNING) or any(w.starts for w in attempt.workers),
         )
 
+    def verdict(
+        self, status: AttemptStatus, cause: Cause | None, source: Provenance | None
+    ) -> _AttemptVerdict:
+        return _AttemptVerdict(
+            status,
+            cause,
+            self.failed_line,
+            self.exhausted_line,
+            self.recorded.status in _FINAL_STATUSES,
+            self.recorded.code,
+            self.running,
+            source=source,
+        )
+
+
+def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
+    """How one attempt stands and, when it failed, why: refused at creation, succeeded,
+    cancelled, failed, else still in progress (platform.md sections 2, 4, 9 and 10)."""
+    lines = _AttemptLines.read(attempt)
     refused, refusal = _refusal(attempt)
     if refused is not None:
-        return replace(verdict(AttemptStatus.REFUSED, refusal), refusal=refused)
-    # Success: the service's line, the SDK's recorded state, or the primary's exit 0.
-    if (
-        attempt.has(EventKind.JOB_SUCCEEDED)
-        or recorded is AttemptStatus.SUCCEEDED
-        or (not failed_line and _primary_succeeded(attempt))
-    ):
-        return verdict(AttemptStatus.SUCCEEDED)
+        found = lines.verdict(AttemptStatus.REFUSED, refusal, Provenance.SDK)
+        return replace(found, refusal=refused)
+    success = _success(attempt, lines)
+    if success is not None:
+        return lines.verdict(AttemptStatus.SUCCEEDED, None, success)
+    cause = _attempt_cause(attempt, policy, lines)
+    cancelled = _cancelled(attempt, lines, cause)
+    if cancelled is not None:
+        return cancelled
+    failed = _failure_source(attempt, lines, cause)
+    if failed is not None:
+        return lines.verdict(AttemptStatus.FAILED, cause, failed)
+    return _in_progress(attempt, lines)
+
+
+def _success(attempt: Attempt, lines: _AttemptLines) -> Provenance | None:
+    """Who says the attempt succeeded: the service's line, the SDK's recorded state, or the
+    primary's exit 0 with no failure after it (platform.md sections 2 and 9)."""
+    said = [e for e in attempt.events if e.kind is EventKind.JOB_SUCCEEDED]
+    if lines.recorded.status is AttemptStatus.SUCCEEDED and lines.recorded.event is not None:
+        said.append(lines.recorded.event)
+    if said:
+        return strongest(said)
+    if not lines.failed_line and _primary_succeeded(attempt):
+        return Provenance.RUNNER
+    return None
+
+
+def _attempt_cause(attempt: Attempt, policy: RetryPolicy, lines: _AttemptLines) -> Cause | None:
+    """The attempt's first failure; else a worker that used up its restarts (section 2);
+    else, in a failed attempt without a service message, the runner's own non-zero exit."""
     cause = first_cause(attempt)
     if cause is None and (worker := _exhausted_worker(attempt, policy)) is not None:
         cause = restarts_exhausted(attempt, worker, policy)
-    if cause is None and (failed_line or recorded is AttemptStatus.FAILED):
-        # No service message: the runner's own non-zero exit is the best evidence left.
+    if cause is None and (lines.failed_line or lines.recorded.status is AttemptStatus.FAILED):
         merged = merged_exit_lines(attempt)
         exit_event = next(
             (
@@ -265,37 +342,71 @@ def _judge_attempt(attempt: Attempt, policy: RetryPolicy) -> _AttemptVerdict:
         )
         if exit_event is not None:
             cause = cause_from_event(attempt, exit_event, Category.USER_CODE_EXCEPTION)
+    return cause
+
+
+def _cancelled(
+    attempt: Attempt, lines: _AttemptLines, cause: Cause | None
+) -> _AttemptVerdict | None:
+    """A cancelled attempt: the service's line, else the state the SDK printed, else its
+    error with code 1 (platform.md section 10)."""
     cancel = attempt.first(EventKind.JOB_CANCELLED)
-    if cancel is not None or recorded is AttemptStatus.CANCELLED:
-        # The evidence: the service's line, else the state the SDK printed, else its error.
+    if cancel is None and lines.recorded.status is not AttemptStatus.CANCELLED:
+        return None
+    said = [
+        e
+        for e in attempt.events
+        if e.kind is EventKind.JOB_STATE
+        and _RECORDED_STATUS.get(str(e.match.field("state") or "")) is AttemptStatus.CANCELLED
+    ]
+    fallback = cancel or (said[-1] if said else attempt.events[-1])
+    evidence = [cancel] if cancel is not None else [lines.recorded.event or fallback]
+    return lines.verdict(
+        AttemptStatus.CANCELLED,
+        cause or cause_from_event(attempt, fallback, Category.CANCELLED),
+        strongest(e for e in evidence if e is not None),
+    )
+
+
+def _failure_source(
+    attempt: Attempt, lines: _AttemptLines, cause: Cause | None
+) -> Provenance | None:
+    """Who says the attempt failed (None: nothing does): the service's "Job failed." or
+    "Job will not be retried", the SDK's record, the failure message of the cause, or the
+    job's own error message that no category fits (platform.md sections 4, 6 and 10)."""
+    said = [
+        e
+        for e in attempt.events
+        if e.kind in (EventKind.JOB_FAILED, EventKind.RETRIES_EXHAUSTED) or _error_message(e)
+    ]
+    if lines.recorded.status is AttemptStatus.FAILED and lines.recorded.event is not None:
+        said.append(lines.recorded.event)
+    if cause is not None:
+        said += [e for e in attempt.events if e.origin in cause.evidence[:1]]
+    if said:
+        return strongest(said)
+    return Provenance.SERVICE if cause is not None else None
+
+
+def _in_progress(attempt: Attempt, lines: _AttemptLines) -> _AttemptVerdict:
+    """An attempt without an end: running once a worker ran or the service or SDK said so,
+    else the state the SDK printed, else queued or pending (platform.md section 2)."""
+    if lines.running:
         said = [
             e
             for e in attempt.events
-            if e.kind is EventKind.JOB_STATE
-            and _RECORDED_STATUS.get(str(e.match.field("state") or "")) is AttemptStatus.CANCELLED
+            if e.kind is EventKind.JOB_RUNNING or (e.kind is EventKind.WORKER_STARTED)
         ]
-        fallback = cancel or (said[-1] if said else attempt.events[-1])
-        return verdict(
-            AttemptStatus.CANCELLED,
-            cause or cause_from_event(attempt, fallback, Category.CANCELLED),
-        )
-    # The job's own error message (no category fits it) is a failure too.
-    error_message = any(_error_message(e) for e in attempt.events)
-    if (
-        cause is not None
-        or failed_line
-        or exhausted_line
-        or recorded is AttemptStatus.FAILED
-        or error_message
-    ):
-        return verdict(AttemptStatus.FAILED, cause)
-    if running:
-        return verdict(AttemptStatus.RUNNING)
-    if recorded is not None:
-        return verdict(recorded)
+        if lines.recorded.status is AttemptStatus.RUNNING and lines.recorded.event is not None:
+            said.append(lines.recorded.event)
+        source = strongest(said) if said else Provenance.RUNNER
+        return lines.verdict(AttemptStatus.RUNNING, None, source)
+    if lines.recorded.status is not None:
+        event = lines.recorded.event
+        return lines.verdict(lines.recorded.status, None, strongest([event] if event else []))
     if attempt.events and all(e.kind is EventKind.JOB_QUEUED for e in attempt.events):
-        return verdict(AttemptStatus.QUEUED)
-    return verdict(AttemptStatus.PENDING)
+        return lines.verdict(AttemptStatus.QUEUED, None, strongest(attempt.events))
+    return lines.verdict(AttemptStatus.PENDING, None, None)
 
 
 # Error codes the platform sets on the job object (platform.md section 6: 3 for a user exit,
@@ -359,6 +470,9 @@ class _Fate:
     final: bool
     attempts: int
     notes: tuple[str, ...] = ()
+    # Where the state was read (Provenance.source), "predicted" when replayed forward, None
+    # when unknown (the JSON's state_source).
+    source: str | None = None
 
 
 # A key and its quotes around a value, as a describe's YAML or a JSON body writes the job's
@@ -401,9 +515,20 @@ def recorded_error(timeline: JobTimeline) -> RecordedError | None:
     return RecordedError(message, found.origin, found.match.rule, str_field(found, "pool"))
 
 
+_PREDICTED = "predicted"
+
+
+def _read_from(verdict: _AttemptVerdict) -> str:
+    """The state_source of a state read off ``verdict``'s lines: the user's own output tells
+    no state of the platform's (a user's error rule): a state resting on it is inferred."""
+    source = verdict.source
+    if source is None or source is Provenance.USER:
+        return _PREDICTED
+    return source.source
+
+
 def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryPolicy) -> _Fate:
     """Replay the policy over the attempts' verdicts (platform.md sections 2 and 8)."""
-    observed = len(verdicts)
     if not verdicts or not _shows_lifecycle(timeline):
         # Section 9: a verdict follows from evidence; a worker's traceback alone says
         # nothing of how the job stands.
@@ -424,47 +549,70 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
                 f"the API refused to create the job ({last.refusal}): it was never created,"
                 " no attempt ran",
             ),
+            _read_from(last),
         )
     if last.status is AttemptStatus.SUCCEEDED:
-        return _Fate(JobState.SUCCEEDED, True, observed)
+        return _Fate(JobState.SUCCEEDED, True, len(verdicts), source=_read_from(last))
     if last.status is AttemptStatus.CANCELLED:
-        return _Fate(JobState.CANCELLED, True, observed)
+        return _Fate(JobState.CANCELLED, True, len(verdicts), source=_read_from(last))
     if last.status is not AttemptStatus.FAILED:
+        # Section 8: the last state seen, not the job's final one.
         return _Fate(
             _IN_PROGRESS[last.status],
             False,
-            observed,
+            len(verdicts),
             (IN_PROGRESS_NOTE,),
+            _read_from(last),
         )
     if last.exhausted_line:
         # "Job will not be retried, max error retry attempts reached." ends the last attempt.
-        return _Fate(JobState.FAILED, True, observed)
+        return _Fate(JobState.FAILED, True, len(verdicts), source=_read_from(last))
     if last.cause is None:
-        error = recorded_error(timeline)
-        if error is None:
-            return _Fate(
-                JobState.FAILED,
-                last.recorded_end,
-                observed,
-                ("the attempt failed without a failure message the rules know",),
-            )
-        notes = [
-            f'the job\'s own error: "{error.message}" ({error.origin});'
-            " none of jobdoctor's cause categories (user_code_exception, oom, quota, ...) is"
-            " this failure, so the cause is left empty"
-        ]
-        final = last.recorded_end or last.failed_line
-        lifecycle = any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events)
-        if not final:
-            notes.append("logs end before the job's last line; outcome predicted")
-        elif not lifecycle:
-            notes.append(
-                "the input is the job's record (its state and error), not its log: how many"
-                " attempts ran is not shown (1 is counted)"
-            )
-        return _Fate(JobState.FAILED, final, observed, tuple(notes))
-    # disableRetries only stops retries of internal errors once the job was running.
-    allowed = policy.attempts_allowed(last.cause.category, last.cause.exit_code, last.running)
+        return _failed_without_cause(timeline, verdicts)
+    return _failed_replayed(timeline, verdicts, policy, last.cause)
+
+
+def _failed_without_cause(timeline: JobTimeline, verdicts: list[_AttemptVerdict]) -> _Fate:
+    """A failed job whose failure no category fits: the job's own error quoted when a tool
+    printed it (platform.md section 6), else the bare failure."""
+    last, observed = verdicts[-1], len(verdicts)
+    error = recorded_error(timeline)
+    if error is None:
+        return _Fate(
+            JobState.FAILED,
+            last.recorded_end,
+            observed,
+            ("the attempt failed without a failure message the rules know",),
+            _read_from(last) if last.recorded_end else _PREDICTED,
+        )
+    notes = [
+        f'the job\'s own error: "{error.message}" ({error.origin});'
+        " none of jobdoctor's cause categories (user_code_exception, oom, quota, ...) is"
+        " this failure, so the cause is left empty"
+    ]
+    final = last.recorded_end or last.failed_line
+    lifecycle = any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events)
+    if not final:
+        notes.append("logs end before the job's last line; outcome predicted")
+    elif not lifecycle:
+        notes.append(
+            "the input is the job's record (its state and error), not its log: how many"
+            " attempts ran is not shown (1 is counted)"
+        )
+    return _Fate(
+        JobState.FAILED, final, observed, tuple(notes), _read_from(last) if final else _PREDICTED
+    )
+
+
+def _failed_replayed(
+    timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryPolicy, cause: Cause
+) -> _Fate:
+    """A failed last attempt with a cause: the job's end when its record or the service
+    says so, else predicted by replaying the policy forward, assuming the failure repeats
+    (platform.md sections 2 and 8). disableRetries only stops retries of internal errors
+    once the job was running."""
+    last, observed = verdicts[-1], len(verdicts)
+    allowed = policy.attempts_allowed(cause.category, cause.exit_code, last.running)
     if last.recorded_end:
         # The SDK read the job object: it has FAILED, whatever the lines in between show.
         if observed < allowed and not _shows_attempts(timeline):
@@ -474,10 +622,11 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
                 allowed,
                 (
                     f"the job's record says it failed; its attempts are not in the input: the"
-                    f" policy allows {allowed} for {last.cause.category.value}",
+                    f" policy allows {allowed} for {cause.category.value}",
                 ),
+                _read_from(last),
             )
-        return _Fate(JobState.FAILED, True, observed)
+        return _Fate(JobState.FAILED, True, observed, source=_read_from(last))
     if observed < allowed:
         return _Fate(
             JobState.FAILED,
@@ -485,17 +634,19 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
             allowed,
             (
                 f"logs end after attempt {observed}; the policy allows {allowed}"
-                f" attempts for {last.cause.category.value}: predicted assuming"
+                f" attempts for {cause.category.value}: predicted assuming"
                 " the failure repeats",
             ),
+            _PREDICTED,
         )
     if last.failed_line:
-        return _Fate(JobState.FAILED, True, observed)
+        return _Fate(JobState.FAILED, True, observed, source=_read_from(last))
     return _Fate(
         JobState.FAILED,
         False,
         observed,
         ("logs end before the job's last line; outcome predicted",),
+        _PREDICTED,
     )
 
 
@@ -526,112 +677,237 @@ def seen_exception(timeline: JobTimeline, state: JobState) -> ExceptionInfo | No
     return seen
 
 
-def _evidence_notes(
-    timeline: JobTimeline,
-    verdicts: list[_AttemptVerdict],
-    cause: Cause | None,
-    state: JobState,
-    seen: ExceptionInfo | None,
-) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class _Evidence:
+    """What the notes on the evidence are written from (_evidence_notes)."""
+
+    timeline: JobTimeline
+    verdicts: list[_AttemptVerdict]
+    cause: Cause | None
+    state: JobState
+    # The exception the input shows in a job without a failure message (seen_exception).
+    seen: ExceptionInfo | None
+    # The job's findings, beyond the cause (analyzer.verdict.findings).
+    found: Findings
+
+    @property
+    def unexplained(self) -> bool:
+        """No cause, not a success, not refused: what the input's end shows needs saying."""
+        return (
+            self.cause is None
+            and self.state is not JobState.SUCCEEDED
+            and not refused_at_creation(self.verdicts)
+        )
+
+    def events(self) -> list[Event]:
+        return [e for a in self.timeline.attempts for e in a.events]
+
+
+def _evidence_notes(evidence: _Evidence) -> list[str]:
     """What the reader should know about the evidence itself: what the input lacks, what
-    was set aside, and what a tool's record of the job adds. ``seen``: the exception the
-    input shows in a job without a failure message (:func:`seen_exception`)."""
-    notes: list[str] = []
-    if timeline.other_service:
-        notes.append(f"{OTHER_SERVICE_NOTE}: no training job's message is in the input")
-    if timeline.other_jobs:
-        notes.append(
-            f"{timeline.other_jobs} state or error line(s) follow a batch prediction job's name"
-            " (batchPredictionJobs/ID) and are that job's, not a training job's: set aside"
-        )
-    for path in timeline.reversed_paths:
-        notes.append(
-            f"{path} holds no times and its lifecycle messages run newest first (as gcloud"
-            " logging read prints them), so its lines were read bottom up"
-        )
-    if timeline.pasted_part is not None:
-        index, count = timeline.pasted_part
-        notes.append(
-            f"this input holds {count} jobs without their ids (this is job {index} of {count}:"
-            " a new provisioning after the previous job had ended)"
-        )
+    was set aside, and what a tool's record of the job adds: a note per platform fact, in
+    the order of :data:`_EVIDENCE_FACTS`."""
+    return [note for fact in _EVIDENCE_FACTS for note in fact(evidence)]
+
+
+def _other_service(evidence: _Evidence) -> list[str]:
+    """platform.md section 9: another Vertex AI service's API error is no training job's."""
+    if not evidence.timeline.other_service:
+        return []
+    return [f"{OTHER_SERVICE_NOTE}: no training job's message is in the input"]
+
+
+def _other_jobs(evidence: _Evidence) -> list[str]:
+    """platform.md section 9: a batch prediction job's states are not a training job's."""
+    if not evidence.timeline.other_jobs:
+        return []
+    return [
+        f"{evidence.timeline.other_jobs} state or error line(s) follow a batch prediction"
+        " job's name (batchPredictionJobs/ID) and are that job's, not a training job's: set"
+        " aside"
+    ]
+
+
+def _reversed_inputs(evidence: _Evidence) -> list[str]:
+    """platform.md section 6: gcloud logging read prints newest first."""
+    return [
+        f"{path} holds no times and its lifecycle messages run newest first (as gcloud"
+        " logging read prints them), so its lines were read bottom up"
+        for path in evidence.timeline.reversed_paths
+    ]
+
+
+def _pasted_jobs(evidence: _Evidence) -> list[str]:
+    """platform.md section 9: several jobs in one paste, without their ids."""
+    if evidence.timeline.pasted_part is None:
+        return []
+    index, count = evidence.timeline.pasted_part
+    return [
+        f"this input holds {count} jobs without their ids (this is job {index} of {count}:"
+        " a new provisioning after the previous job had ended)"
+    ]
+
+
+def _named_jobs(evidence: _Evidence) -> list[str]:
+    """platform.md section 10: an SDK's polling output names several jobs on lines without a
+    job id: its lines cannot be told apart by job, so what they show is read as one job's."""
     named = list(
         dict.fromkeys(
             str(e.match.field("job_id"))
-            for a in timeline.attempts
-            for e in a.events
+            for e in evidence.events()
             if e.kind is EventKind.JOB_NAMED and e.job_id is None and e.match.field("job_id")
         )
     )
-    if len(named) > 1:
-        # A text without job ids (an SDK's polling output) that names several jobs: its lines
-        # cannot be told apart by job, so what they show is read as one job's.
+    if len(named) < 2:
+        return []
+    return [
+        f"this input names {len(named)} jobs ({', '.join(named[:3])}"
+        f"{', ...' if len(named) > 3 else ''}) on lines without a job id: their lines are"
+        f" read as {evidence.timeline.job_id or 'one job'}'s, so the state shown may belong to"
+        " another of them"
+    ]
+
+
+def _error_code_note(evidence: _Evidence) -> list[str]:
+    """platform.md section 9: the job object's error code (3 user, 8 resources, 13 internal)."""
+    codes = [v.error_code for v in evidence.verdicts if v.error_code is not None]
+    if not codes:
+        return []
+    name = _ERROR_CODE_NAMES.get(codes[-1], "see google.rpc.Code")
+    return [f"the job's record gives error code {codes[-1]} ({name})"]
+
+
+def _echoes(evidence: _Evidence) -> list[str]:
+    """platform.md section 9: platform sentences in a container's output are evidence about
+    another job, not this job's fate."""
+    echoes = sum(1 for e in evidence.events() if e.kind is EventKind.ECHO)
+    if not echoes:
+        return []
+    return [
+        f"{echoes} platform message(s) inside the containers' own output (another job's"
+        " state a launcher printed, an echoed log) were kept as evidence, not as this"
+        " job's fate"
+    ]
+
+
+def _interrupted(evidence: _Evidence) -> list[str]:
+    """platform.md section 10: a Ctrl-C in the SDK's wait stops the caller, not the job."""
+    wait = evidence.found.get(FindingKind.INTERRUPTED_WAIT)
+    return [interruption_note(wait, evidence.seen)] if wait is not None else []
+
+
+def _sdk_state_only(evidence: _Evidence) -> list[str]:
+    """Issue 27 point 2: a state that rests on the SDK's state line alone says so."""
+    only = evidence.found.get(FindingKind.SDK_STATE_ONLY)
+    return [sdk_state_only_note(only)] if only is not None else []
+
+
+def _unexplained_exception(evidence: _Evidence) -> list[str]:
+    """platform.md section 9: an exception in the input with no platform message saying it
+    ended the job; else a traceback the input cuts before its exception line."""
+    if not evidence.unexplained:
+        return []
+    seen = evidence.seen
+    if seen is not None and not evidence.found.has(FindingKind.INTERRUPTED_WAIT):
+        return [
+            f"the input shows {seen.type}: {seen.message} but no platform message"
+            " saying it ended the job"
+        ]
+    if seen is None and recorded_error(evidence.timeline) is None:
+        # (Beside the job's own error, a traceback is the tool's that printed it.)
+        return _open_tracebacks(evidence.timeline, None)
+    return []
+
+
+def _unexplained_exit(evidence: _Evidence) -> list[str]:
+    """platform.md section 2: a worker that exits non-zero is restarted, so an exit that
+    ends the input is no failure of the job by itself."""
+    if not evidence.unexplained:
+        return []
+    gone = last_worker_exit(evidence.timeline)
+    if gone is None:
+        return []
+    signal = decode(gone.exit_code).signal
+    how = f"{gone.exit_code}, {signal}" if signal else str(gone.exit_code)
+    when = f" at {gone.time:%Y-%m-%d %H:%M:%S}" if gone.time is not None else ""
+    return [
+        f"{gone.task} exited ({how}){when} and no line of the service follows in the"
+        " input: the platform restarts a worker after a non-zero exit, so the job is"
+        " predicted still in progress; whether this exit ended it (its restarts used"
+        " up, the job failing) is not shown"
+    ]
+
+
+def _cut_traceback(evidence: _Evidence) -> list[str]:
+    """platform.md sections 3 and 9: the failing replica's traceback, or the tail the
+    service copied into its message, in the input without its end."""
+    cause = evidence.cause
+    if cause is None or cause.exception is not None:
+        return []
+    notes = (
+        _open_tracebacks(evidence.timeline, replica_task(cause.replica)) if cause.replica else []
+    )
+    own = [e for e in evidence.events() if e.origin in cause.evidence[:1]]
+    if any(HEADER in e.text for e in own):
         notes.append(
-            f"this input names {len(named)} jobs ({', '.join(named[:3])}"
-            f"{', ...' if len(named) > 3 else ''}) on lines without a job id: their lines are"
-            f" read as {timeline.job_id or 'one job'}'s, so the state shown may belong to"
-            " another of them"
-        )
-    codes = [v.error_code for v in verdicts if v.error_code is not None]
-    if codes:
-        name = _ERROR_CODE_NAMES.get(codes[-1], "see google.rpc.Code")
-        notes.append(f"the job's record gives error code {codes[-1]} ({name})")
-    echoes = sum(1 for a in timeline.attempts for e in a.events if e.kind is EventKind.ECHO)
-    if echoes:
-        notes.append(
-            f"{echoes} platform message(s) inside the containers' own output (another job's"
-            " state a launcher printed, an echoed log) were kept as evidence, not as this"
-            " job's fate"
-        )
-    if cause is None and state is not JobState.SUCCEEDED and not refused_at_creation(verdicts):
-        if seen is not None:
-            notes.append(
-                f"the input shows {seen.type}: {seen.message} but no platform message"
-                " saying it ended the job"
-            )
-        elif recorded_error(timeline) is None:
-            # (Beside the job's own error, a traceback is the tool's that printed it.)
-            notes += _open_tracebacks(timeline, None)
-        if (gone := last_worker_exit(timeline)) is not None:
-            signal = decode(gone.exit_code).signal
-            how = f"{gone.exit_code}, {signal}" if signal else str(gone.exit_code)
-            when = f" at {gone.time:%Y-%m-%d %H:%M:%S}" if gone.time is not None else ""
-            notes.append(
-                f"{gone.task} exited ({how}){when} and no line of the service follows in the"
-                " input: the platform restarts a worker after a non-zero exit, so the job is"
-                " predicted still in progress; whether this exit ended it (its restarts used"
-                " up, the job failing) is not shown"
-            )
-    elif cause is not None and cause.exception is None:
-        # The failing replica's traceback, or the tail the service copied into its message,
-        # may be in the input without its end: say what is there and what is missing.
-        if cause.replica:
-            notes += _open_tracebacks(timeline, replica_task(cause.replica))
-        own = [e for a in timeline.attempts for e in a.events if e.origin in cause.evidence[:1]]
-        if any(HEADER in e.text for e in own):
-            notes.append(
-                f"the traceback in the service's message about {cause.replica or 'the replica'}"
-                " stops before its exception line (the message is cut), so the exception is"
-                " not known"
-            )
-    if cause is not None and cause.exception is not None:
-        notes += _exception_source(timeline, cause)
-    if cause is not None and cause.detail == "oom-confirmed":
-        notes.append(
-            f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
-            " out-of-memory message: the memory message confirms it was memory"
-        )
-    if cause is not None and cause.detail == "replica-lines-no-error":
-        notes.append(
-            f"the input holds some of {cause.replica or 'the replica'}'s own lines but no"
-            " traceback or error message behind its exit: the cause is not known"
-        )
-    if cause is not None and cause.detail == "output-not-in-input":
-        notes.append(
-            "the input holds the service's messages but not the container's own output:"
-            " fetch the job's whole log (jobdoctor fetch) or open the console link"
+            f"the traceback in the service's message about {cause.replica or 'the replica'}"
+            " stops before its exception line (the message is cut), so the exception is"
+            " not known"
         )
     return notes
+
+
+def _copied_exception(evidence: _Evidence) -> list[str]:
+    """platform.md sections 3 and 9: the exception read from the service's copied tail."""
+    cause = evidence.cause
+    if cause is None or cause.exception is None:
+        return []
+    return _exception_source(evidence.timeline, cause)
+
+
+def _detail_notes(evidence: _Evidence) -> list[str]:
+    """What the cause's finer detail says of the evidence (platform.md sections 7 and 9)."""
+    cause = evidence.cause
+    if cause is None:
+        return []
+    note = _DETAIL_NOTES.get(cause.detail or "")
+    return [note(cause)] if note is not None else []
+
+
+_DETAIL_NOTES: dict[str, Callable[[Cause], str]] = {
+    # Section 7: 137 alone does not prove OOM; beside the platform's memory message it does.
+    "oom-confirmed": lambda cause: (
+        f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
+        " out-of-memory message: the memory message confirms it was memory"
+    ),
+    # Section 9: the replica wrote, but nothing behind its exit.
+    "replica-lines-no-error": lambda cause: (
+        f"the input holds some of {cause.replica or 'the replica'}'s own lines but no"
+        " traceback or error message behind its exit: the cause is not known"
+    ),
+    # Section 9: a paste of the service's lines lacks the container's output.
+    "output-not-in-input": lambda cause: (
+        "the input holds the service's messages but not the container's own output:"
+        " fetch the job's whole log (jobdoctor fetch) or open the console link"
+    ),
+}
+
+_EVIDENCE_FACTS: tuple[Callable[[_Evidence], list[str]], ...] = (
+    _other_service,
+    _other_jobs,
+    _reversed_inputs,
+    _pasted_jobs,
+    _named_jobs,
+    _error_code_note,
+    _echoes,
+    _interrupted,
+    _sdk_state_only,
+    _unexplained_exception,
+    _unexplained_exit,
+    _cut_traceback,
+    _copied_exception,
+    _detail_notes,
+)
 
 
 def last_worker_exit(timeline: JobTimeline) -> WorkerExitSeen | None:
@@ -878,7 +1154,65 @@ def diagnose_timeline(
     stream = has_container_stream(timeline)
     verdicts = [_judge_attempt(a, policy) for a in timeline.attempts]
     works = [_work(a, v, policy, stream) for a, v in zip(timeline.attempts, verdicts, strict=True)]
-    attempt_log = tuple(
+    cause = next((deep for _, deep in reversed(works) if deep is not None), None)
+    fate = _fate(timeline, verdicts, policy)
+    state = fate.state
+    error = recorded_error(timeline) if cause is None and state is JobState.FAILED else None
+    facts = _advice_facts(timeline, verdicts, cause, state, spec, error)
+    found = _job_findings(timeline, facts, fate, policy)
+    evidence = _Evidence(
+        timeline, verdicts, cause, state, _seen(timeline, verdicts, cause, state), found
+    )
+    notes = _notes(timeline, fate, evidence, [work for work, _ in works], inputs)
+    timed = [w.lost for w, _ in works if w.lost is not None]
+    check = _spec_check(spec, state, cause) if spec is not None else None
+    if check is not None and not check.agrees:
+        notes.append(
+            f"the job's record says {check.state} (error code {check.error_code}),"
+            f" jobdoctor concluded {state.value}"
+        )
+    return Diagnosis(
+        job_id=timeline.job_id,
+        state=state,
+        observed_final=fate.final,
+        attempts=fate.attempts,
+        retries=max(0, fate.attempts - 1),
+        worker_restarts=restarts_by_worker(timeline),
+        cause=cause,
+        advice=advice_for(
+            cause,
+            state,
+            policy,
+            lang,
+            spec=spec,
+            refused=facts.refused,
+            job_id=timeline.job_id,
+            other_service=facts.other_service,
+            other_jobs=facts.other_jobs,
+            last_exit=facts.last_exit,
+            recorded=error,
+            seen=facts.seen,
+            found=found,
+        ),
+        # No attempt ran (the API refused the job, or nothing shows one began): the log of
+        # attempts says so rather than listing a placeholder "#1" beside "0 attempts".
+        attempt_log=_attempt_log(timeline, verdicts, works) if fate.attempts else (),
+        timeline=timeline,
+        notes=tuple(notes),
+        lost_work=sum(timed, timedelta()) if timed else None,
+        job_spec=check,
+        recorded_error=error,
+        state_source=fate.source,
+        findings=found,
+    )
+
+
+def _attempt_log(
+    timeline: JobTimeline,
+    verdicts: list[_AttemptVerdict],
+    works: list[tuple[AttemptWork, Cause | None]],
+) -> tuple[AttemptOutcome, ...]:
+    return tuple(
         AttemptOutcome(
             attempt=a.number,
             start=a.start,
@@ -891,68 +1225,87 @@ def diagnose_timeline(
         )
         for a, v, (work, _) in zip(timeline.attempts, verdicts, works, strict=True)
     )
-    cause = next((deep for _, deep in reversed(works) if deep is not None), None)
-    fate = _fate(timeline, verdicts, policy)
-    state, final, attempts = fate.state, fate.final, fate.attempts
-    notes = list(fate.notes)
-    seen = (
-        seen_exception(timeline, state)
-        if cause is None and state is not JobState.SUCCEEDED and not refused_at_creation(verdicts)
-        else None
-    )
-    evidence = _evidence_notes(timeline, verdicts, cause, state, seen)
-    # Nothing of a job is left once another service's refusal, or another kind of job's
-    # states, are set aside.
+
+
+def _seen(
+    timeline: JobTimeline, verdicts: list[_AttemptVerdict], cause: Cause | None, state: JobState
+) -> ExceptionInfo | None:
+    """The exception a job without a failure shows (a refusal at creation is the story
+    already: the exception is the API's answer)."""
+    if cause is not None or state is JobState.SUCCEEDED or refused_at_creation(verdicts):
+        return None
+    return seen_exception(timeline, state)
+
+
+def _advice_facts(
+    timeline: JobTimeline,
+    verdicts: list[_AttemptVerdict],
+    cause: Cause | None,
+    state: JobState,
+    spec: JobSpec | None,
+    error: RecordedError | None,
+) -> AdviceFacts:
+    """What the advice is chosen from. Nothing of a job is left once another service's
+    refusal, or another kind of job's states, are set aside (platform.md section 9)."""
     lifecycle = any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events)
-    if cause is None and _exit_pair(timeline) is not None:
+    seen = _seen(timeline, verdicts, cause, state)
+    return AdviceFacts(
+        cause=cause,
+        spec=spec,
+        refused=next((v.refusal for v in reversed(verdicts) if v.refusal), None),
+        job_id=timeline.job_id,
+        other_service=bool(timeline.other_service) and not lifecycle,
+        other_jobs=bool(timeline.other_jobs) and not lifecycle,
+        last_exit=_exit_pair(timeline) if cause is None else None,
+        recorded=error,
+        # Only where nothing of the service's says how the job went: beside "Job is
+        # running." and later lines, a traceback the job lived through (a data loader's
+        # harmless one at shutdown) is not what the advice should start from.
+        seen=None if _service_lifecycle(timeline) else seen,
+    )
+
+
+def _job_findings(
+    timeline: JobTimeline, facts: AdviceFacts, fate: _Fate, policy: RetryPolicy
+) -> Findings:
+    """The job's findings, each computed once: the advice's (analyzer.verdict.advice), an
+    interrupted wait and a state the SDK's line alone shows (analyzer.verdict.findings_job)."""
+    short = fate.state.value.removeprefix("JOB_STATE_")
+    cause = facts.cause
+    provenance = _cause_provenance(timeline, cause) if cause is not None else None
+    found = facts.findings(
+        policy,
+        interrupted_wait(timeline, short, fate.final) if cause is None else None,
+        sdk_state_only(timeline, fate.source),
+    )
+    if provenance is None:
+        return found
+    # The cause's provenance: the line that shows it.
+    return collect(
+        *(f for f in found.items if f.kind is not FindingKind.CAUSE),
+        cause_finding(cause, policy, provenance),
+    )
+
+
+def _cause_provenance(timeline: JobTimeline, cause: Cause) -> Provenance:
+    shown = [e for a in timeline.attempts for e in a.events if e.origin in cause.evidence[:1]]
+    return strongest(shown) or Provenance.SERVICE
+
+
+def _notes(
+    timeline: JobTimeline,
+    fate: _Fate,
+    evidence: _Evidence,
+    works: list[AttemptWork],
+    inputs: Sequence[InputStats],
+) -> list[str]:
+    """The diagnosis's notes: the fate's, the evidence's, the input's cut, the work's."""
+    notes = list(fate.notes)
+    if evidence.cause is None and _exit_pair(timeline) is not None:
         # The worker-exit note says what the input's end shows, more exactly than "still in
         # progress" (an exit may have ended the job): the general note yields to it.
         notes = [n for n in notes if n != IN_PROGRESS_NOTE]
-    notes += evidence
+    notes += _evidence_notes(evidence)
     notes += oldest_entries_missing(timeline, inputs)
-    if attempts == 0:
-        # No attempt ran (the API refused the job, or nothing shows one began): the log of
-        # attempts says so rather than listing a placeholder "#1" beside "0 attempts".
-        attempt_log = ()
-    retries = max(0, attempts - 1)
-    notes += _work_notes(timeline, [work for work, _ in works])
-    timed = [w.lost for w, _ in works if w.lost is not None]
-    error = recorded_error(timeline) if cause is None and state is JobState.FAILED else None
-    check = _spec_check(spec, state, cause) if spec is not None else None
-    if check is not None and not check.agrees:
-        notes.append(
-            f"the job's record says {check.state} (error code {check.error_code}),"
-            f" jobdoctor concluded {state.value}"
-        )
-    return Diagnosis(
-        job_id=timeline.job_id,
-        state=state,
-        observed_final=final,
-        attempts=attempts,
-        retries=retries,
-        worker_restarts=restarts_by_worker(timeline),
-        cause=cause,
-        advice=advice_for(
-            cause,
-            state,
-            policy,
-            lang,
-            spec=spec,
-            refused=next((v.refusal for v in reversed(verdicts) if v.refusal), None),
-            job_id=timeline.job_id,
-            other_service=bool(timeline.other_service) and not lifecycle,
-            other_jobs=bool(timeline.other_jobs) and not lifecycle,
-            last_exit=_exit_pair(timeline) if cause is None else None,
-            recorded=error,
-            # Only where nothing of the service's says how the job went: beside "Job is
-            # running." and later lines, a traceback the job lived through (a data loader's
-            # harmless one at shutdown) is not what the advice should start from.
-            seen=None if _service_lifecycle(timeline) else seen,
-        ),
-        attempt_log=attempt_log,
-        timeline=timeline,
-        notes=tuple(notes),
-        lost_work=sum(timed, timedelta()) if timed else None,
-        job_spec=check,
-        recorded_error=error,
-    )
+    notes += _work_notes(timeline, works)
+    return notes

@@ -18,7 +18,7 @@ from analyzer.classify.tracebacks import (
 from analyzer.ingest.records import Origin, replica_task
 from analyzer.rulebook.events import AFTER_DEATH, DETAIL_WINDOW, Category, Event, EventKind, Writer
 from analyzer.timeline.attempts import Attempt, steps_down_up
-from analyzer.timeline.exitcodes import decode
+from analyzer.timeline.exitcodes import ExitCode, decode
 from analyzer.verdict.causes import MESSAGE_LIMIT, cause_from_event, with_origins
 from analyzer.verdict.diagnosis import CascadeFailure, Cause
 from analyzer.verdict.policy import RetryPolicy
@@ -106,14 +106,7 @@ def _pasted_tail(attempt: Attempt, own: list[Event]) -> ExceptionInfo | None:
     if not own or own[0].task is not None:
         return None
     here = own[0].origin
-    lines = [e for e in attempt.events if e.task is None and e.origin.path == here.path]
-    # In time order: the input's line order, but bottom up for a text without times written
-    # newest first, which the timeline has turned (timeline.oldest_first).
-    turned = (
-        all(e.timestamp is None for e in lines) and lines[0].origin.line > lines[-1].origin.line
-    )
-    if not turned:
-        lines.sort(key=lambda e: (e.origin.line, e.origin.entry))
+    lines, turned = _paste_lines(attempt, here)
     at = next((i for i, e in enumerate(lines) if e.origin == here), None)
     if at is None:
         return None
@@ -121,27 +114,44 @@ def _pasted_tail(attempt: Attempt, own: list[Event]) -> ExceptionInfo | None:
         # Turned, a message's own continuation lines (the tail it copied) come before it, as
         # does the worker's traceback: the nearest complete one before it is the one.
         return exception_from_events(lines[:at])
-    timed = [e for e in lines if e.timestamp is not None]
-    if here in {e.origin for e in timed} and _runs_backwards(timed):
-        # Times written newest first (gcloud's value(timestamp, textPayload)): below the
-        # message are older entries, the worker's traceback upside down. In time order it
-        # is the nearest complete one before the message; else the tail the message copied,
-        # on its own continuation lines below.
-        in_time = sorted(timed, key=lambda e: (e.timestamp, -e.origin.line))
-        place = next(i for i, e in enumerate(in_time) if e.origin == here)
-        found = exception_from_events(in_time[:place])
-        if found is not None:
-            return found
+    found = _before_in_time(lines, here)
+    if found is not None:
+        return found
     after: list[Event] = []
     for event in lines[at + 1 :]:
         if event.kind is EventKind.ERROR:
             break  # the next service message: its tail is its own
         after.append(event)
-    before = lines[:at]
     # The nearest after, not the last: a text written newest first (gcloud's value() or
     # table() output) holds older tracebacks further down, and reading on past the copied
     # tail paired a later header with an older, unrelated exception line.
-    return exception_from_events(after, nearest_first=True) or exception_from_events(before)
+    return exception_from_events(after, nearest_first=True) or exception_from_events(lines[:at])
+
+
+def _paste_lines(attempt: Attempt, here: Origin) -> tuple[list[Event], bool]:
+    """The lines without a task of the message's input, in time order: the input's line
+    order, but bottom up for a text without times written newest first, which the timeline
+    has turned (timeline.oldest_first); and whether it was turned."""
+    lines = [e for e in attempt.events if e.task is None and e.origin.path == here.path]
+    turned = (
+        all(e.timestamp is None for e in lines) and lines[0].origin.line > lines[-1].origin.line
+    )
+    if not turned:
+        lines.sort(key=lambda e: (e.origin.line, e.origin.entry))
+    return lines, turned
+
+
+def _before_in_time(lines: list[Event], here: Origin) -> ExceptionInfo | None:
+    """Times written newest first (gcloud's value(timestamp, textPayload)): below the message
+    are older entries, the worker's traceback upside down. In time order it is the nearest
+    complete one before the message; else the tail the message copied, on its own
+    continuation lines below (None: the caller reads those)."""
+    timed = [e for e in lines if e.timestamp is not None]
+    if here not in {e.origin for e in timed} or not _runs_backwards(timed):
+        return None
+    in_time = sorted(timed, key=lambda e: (e.timestamp, -e.origin.line))
+    place = next(i for i, e in enumerate(in_time) if e.origin == here)
+    return exception_from_events(in_time[:place])
 
 
 def _runs_backwards(events: list[Event]) -> bool:
@@ -163,76 +173,14 @@ def _deepen_one(
     own = [e for e in attempt.events if cause.evidence and e.origin == cause.evidence[0]]
     death = find_death(attempt, task, cause.time) if task else Death("", None, cause.time, None)
     window = _window(attempt, death) if task else []
-    # The worker's own traceback lines first; else the tail the service copied into its
-    # message (real lines, escaped or flattened); else the lines next to it in a paste.
-    exception: ExceptionInfo | None = exception_from_events(window)
-    if exception is None:
-        # The service's message: its copied tail, even when the message's top (and the
-        # tail's header) was cut; anyone else's line: a whole traceback only.
-        exception = next(
-            (
-                found
-                for e in own
-                if (
-                    found := (parse_service_message if _by_service(e) else parse_text)(
-                        _replica_part(e.text, cause.replica), e.origin
-                    )
-                )
-            ),
-            None,
-        )
-    message = cause.message
-    if exception is None:
-        exception = _pasted_tail(attempt, own)
-    elif cause.replica is None and own and exception.origin == own[0].origin:
-        # The service's message with its first line (the replica, its exit status) cut: its
-        # own first line here is a source line of the copied traceback. What the message
-        # shows is its end, from the exception line on.
-        message = _from_exception_line(own[0].text, exception) or message
+    exception, message = _exception_of(cause, attempt, own, window)
     details = _details(window, death, own) if cause.category is not Category.OOM else []
-    detail = cause.detail or (details[0].match.detail if details else None)
     decoded = decode(cause.exit_code, cause.signal) if cause.exit_code is not None else None
-    if cause.category is Category.OOM:
-        detail = detail or "host-oom"
-    elif detail is None and any(e.match.field("reason") == OOM_KILLED for e in own):
-        # The container runtime's own termination reason (Kubernetes' OOMKilled: the kernel
-        # killed the container for exceeding its memory limit) is a memory message: the
-        # replica's exit stays the platform's user-code exit (its retry policy), its cause
-        # is memory.
-        detail = "oom-killed"
-    elif detail is None and decoded is not None and decoded.signal == "SIGKILL" and not exception:
-        detail = "killed-no-traceback"
-    if (
-        detail is None
-        and exception is None
-        and cause.category is Category.USER_CODE_EXCEPTION
-        and not any(w.starts for w in attempt.workers)
-        and any(_by_service(e) for e in own)
-        and all(_by_service(e) for e in attempt.errors)
-    ):
-        # platform.md section 9: "no container output reached Cloud Logging" only when the
-        # input holds the container's stream and it is empty; a paste of the service's lines
-        # only lacks it, which is another thing to say. Both speak of the service's message
-        # alone: a line a user's error rule matched (anyone's) is output the input does hold.
-        # So is a line of the replica's own (its runner's exit, its progress): the container
-        # did write, and what is missing is the error behind the exit.
-        if any(e.task == task and not _by_service(e) for e in attempt.events):
-            detail = "replica-lines-no-error"
-        else:
-            detail = "no-container-output" if stream else "output-not-in-input"
-    elif (
-        detail is None
-        and exception is None
-        and cause.category is Category.USER_CODE_EXCEPTION
-        and cause.exit_code is None
-        and own
-        and not any(_by_service(e) for e in (*own, *attempt.errors))
-    ):
-        # Every built-in error rule is the service's (rules/errors.yaml): a cause from a rule
-        # written by anyone, with no service message of the attempt's failures beside it, is
-        # a user's rule that names no replica exit; the advice of a replica's exit (read its
-        # traceback, "exited with status unknown") would speak of what is not there.
-        detail = "user-rule"
+    facts = _Failure(cause, attempt, own, task, exception, stream)
+    detail = cause.detail or (details[0].match.detail if details else None)
+    detail = _memory_detail(facts, detail, decoded)
+    if detail is None:
+        detail = _missing_output(facts) or _user_rule(facts)
     evidence = with_origins(
         cause.evidence,
         [exception.origin if exception else None, *(e.origin for e in details[:1])],
@@ -250,6 +198,104 @@ def _deepen_one(
         transient=policy.is_transient(cause.exit_code) if decoded else None,
     )
     return deeper, death
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """What a cause's finer detail is judged from (_deepen_one)."""
+
+    cause: Cause
+    attempt: Attempt
+    own: list[Event]  # the cause's own line(s)
+    task: str | None  # the failing replica's task
+    exception: ExceptionInfo | None
+    stream: bool  # the input holds the container stream (timeline.has_container_stream)
+
+
+def _exception_of(
+    cause: Cause, attempt: Attempt, own: list[Event], window: list[Event]
+) -> tuple[ExceptionInfo | None, str]:
+    """The exception behind ``cause``, and its message (platform.md sections 3 and 9): the
+    worker's own traceback lines first; else the tail the service copied into its message
+    (real lines, escaped or flattened), even when the message's top (and the tail's header)
+    was cut, while anyone else's line counts with a whole traceback only; else the lines
+    next to it in a paste."""
+    exception: ExceptionInfo | None = exception_from_events(window)
+    if exception is None:
+        exception = next(
+            (
+                found
+                for e in own
+                if (
+                    found := (parse_service_message if _by_service(e) else parse_text)(
+                        _replica_part(e.text, cause.replica), e.origin
+                    )
+                )
+            ),
+            None,
+        )
+    if exception is None:
+        return _pasted_tail(attempt, own), cause.message
+    if cause.replica is None and own and exception.origin == own[0].origin:
+        # The service's message with its first line (the replica, its exit status) cut: its
+        # own first line here is a source line of the copied traceback. What the message
+        # shows is its end, from the exception line on.
+        return exception, _from_exception_line(own[0].text, exception) or cause.message
+    return exception, cause.message
+
+
+def _memory_detail(facts: _Failure, detail: str | None, decoded: ExitCode | None) -> str | None:
+    """platform.md section 7: the platform's memory message is host memory; the container
+    runtime's own termination reason OOMKilled (the kernel killed the container for its
+    memory limit) is memory too, while the replica's exit stays the platform's user-code
+    exit (its retry policy); a SIGKILL without a traceback is likely, not proven, memory."""
+    if facts.cause.category is Category.OOM:
+        return detail or "host-oom"
+    if detail is not None:
+        return detail
+    if any(e.match.field("reason") == OOM_KILLED for e in facts.own):
+        return "oom-killed"
+    if decoded is not None and decoded.signal == "SIGKILL" and not facts.exception:
+        return "killed-no-traceback"
+    return None
+
+
+def _missing_output(facts: _Failure) -> str | None:
+    """platform.md section 9: "no container output reached Cloud Logging" only when the
+    input holds the container's stream and it is empty; a paste of the service's lines only
+    lacks it, which is another thing to say. Both speak of the service's message alone: a
+    line a user's error rule matched (anyone's) is output the input does hold. So is a line
+    of the replica's own (its runner's exit, its progress): the container did write, and
+    what is missing is the error behind the exit."""
+    attempt = facts.attempt
+    if (
+        facts.exception is not None
+        or facts.cause.category is not Category.USER_CODE_EXCEPTION
+        or any(w.starts for w in attempt.workers)
+        or not any(_by_service(e) for e in facts.own)
+        or not all(_by_service(e) for e in attempt.errors)
+    ):
+        return None
+    if any(e.task == facts.task and not _by_service(e) for e in attempt.events):
+        return "replica-lines-no-error"
+    return "no-container-output" if facts.stream else "output-not-in-input"
+
+
+def _user_rule(facts: _Failure) -> str | None:
+    """Every built-in error rule is the service's (rules/errors.yaml): a cause from a rule
+    written by anyone, with no service message of the attempt's failures beside it, is a
+    user's rule that names no replica exit; the advice of a replica's exit (read its
+    traceback, "exited with status unknown") would speak of what is not there."""
+    cause = facts.cause
+    if (
+        facts.exception is None
+        and cause.category is Category.USER_CODE_EXCEPTION
+        and cause.exit_code is None
+        and facts.own
+        and not any(_by_service(e) for e in (*facts.own, *facts.attempt.errors))
+    ):
+        return "user-rule"
+    return None
 
 
 def _from_exception_line(text: str, exception: ExceptionInfo) -> str | None:
