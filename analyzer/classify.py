@@ -361,43 +361,57 @@ def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> lis
     first: dict[tuple[object, ...], Event] = {}
     dropped: set[Origin] = set()
     kept: list[Event] = []
-    # The words of a line (_identity) matter only between inputs, and only where the same
-    # rule, task and second come from several: elsewhere the insertId (cheap) decides. A job
-    # read from one input (most are) needs no seconds at all: truncating each time made a new
-    # datetime to hash, twice an event, a third of the serial tail of the 200 MB fleet.
-    several = len({event.origin.path for event in events}) > 1
-    inputs: dict[tuple[object, ...], str | None] = {}
-    for event in events if several else ():
-        if event.timestamp is not None:
-            second = (event.match.rule, event.task, event.timestamp.replace(microsecond=0))
-            path = inputs.setdefault(second, event.origin.path)
-            if path is not None and path != event.origin.path:
-                inputs[second] = None  # several inputs
+    inputs = _inputs_by_second(events)
     for event in events:
         duplicate = False
         if event.insert_id is not None:
             seen = first.setdefault(("insertId", event.insert_id, event.timestamp), event)
             duplicate = seen is not event and seen.origin != event.origin
-        when = event.timestamp if several else None
+        when = event.timestamp if inputs else None
         near = (event.match.rule, event.task, when.replace(microsecond=0)) if when else None
-        if near is None or inputs[near] is not None:
-            if duplicate:
-                _count_duplicate(event, dropped, stats_by_path)
-            else:
-                kept.append(event)
-            continue
-        seen = first.setdefault(_identity(event), event)
-        if not duplicate and seen is not event and seen.origin != event.origin:
-            other_input = seen.origin.path != event.origin.path
-            distinct_ids = None not in (seen.insert_id, event.insert_id) and (
-                seen.insert_id != event.insert_id
-            )
-            duplicate = other_input and not distinct_ids
+        if near is not None and inputs[near] is None:
+            # (The words are entered for every such event, a duplicate by insertId too.)
+            same = _same_words(event, first)
+            duplicate = duplicate or same
         if duplicate:
             _count_duplicate(event, dropped, stats_by_path)
-            continue
-        kept.append(event)
+        else:
+            kept.append(event)
     return kept
+
+
+def _inputs_by_second(events: list[Event]) -> dict[tuple[object, ...], str | None]:
+    """The input each (rule, task, second) of ``events`` comes from, None where several
+    inputs give it; empty when ``events`` come from one input.
+
+    The words of a line (_identity) matter only between inputs, and only where the same
+    rule, task and second come from several: elsewhere the insertId (cheap) decides. A job
+    read from one input (most are) needs no seconds at all: truncating each time made a new
+    datetime to hash, twice an event, a third of the serial tail of the 200 MB fleet.
+    """
+    inputs: dict[tuple[object, ...], str | None] = {}
+    if len({event.origin.path for event in events}) <= 1:
+        return inputs
+    for event in events:
+        if event.timestamp is not None:
+            second = (event.match.rule, event.task, event.timestamp.replace(microsecond=0))
+            path = inputs.setdefault(second, event.origin.path)
+            if path is not None and path != event.origin.path:
+                inputs[second] = None  # several inputs
+    return inputs
+
+
+def _same_words(event: Event, first: dict[tuple[object, ...], Event]) -> bool:
+    """Whether another input gave the entry of ``event`` already (the same words, rule,
+    task and second: :func:`_identity`), without an insertId telling them apart."""
+    seen = first.setdefault(_identity(event), event)
+    if seen is event or seen.origin == event.origin:
+        return False
+    other_input = seen.origin.path != event.origin.path
+    distinct_ids = None not in (seen.insert_id, event.insert_id) and (
+        seen.insert_id != event.insert_id
+    )
+    return other_input and not distinct_ids
 
 
 def _count_duplicate(

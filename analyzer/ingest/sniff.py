@@ -169,21 +169,9 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     body = head.lstrip()
     if not body:
         return Format.EMPTY
-    if body[:1] in (b"{", b"[") and (_API_ERROR.match(body) or _api_fields(body)):
-        return _api_response(body, name)
-    if _EMPTY_RESPONSES.fullmatch(body):
-        # What entries:list answers when nothing matched (and no other export writes): read
-        # as responses, as an empty gcloud array is read (an input that holds no entry).
-        return Format.LOGGING_API
-    # "[" alone could start a bracketed text log line ("[2022-09-21 ...] INFO").
-    if body[:1] == b"[" and body[1:].lstrip()[:1] in (b"{", b"]", b""):
-        return Format.GCLOUD_JSON
-    if body[:1] == b"{":
-        # A "{" alone on its line opens a pretty-printed object (entries copied from the Logs
-        # Explorer, one after another): JSON values over many lines, read like an array's.
-        if body.split(b"\n", 1)[0].strip() == b"{":
-            return Format.GCLOUD_JSON
-        return Format.CLOUD_LOGGING_JSONL
+    structured = _json_format(body, name)
+    if structured is not None:
+        return structured
     lines = body.split(b"\n", WINDOW_LINES)
     cut = b""
     if len(lines) > WINDOW_LINES or not complete:
@@ -199,6 +187,34 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
         # Only gcloud's own lines (a stream-logs run cut before its first row): its reader
         # skips them.
         return Format.STREAM_LOGS
+    return _text_format(filled, name)
+
+
+def _json_format(body: bytes, name: str) -> Format | None:
+    """The format of a head that starts as JSON does (an API response, a gcloud array, a
+    pretty-printed object, JSON lines), or None when ``body`` is text."""
+    if body[:1] in (b"{", b"[") and (_API_ERROR.match(body) or _api_fields(body)):
+        return _api_response(body, name)
+    if _EMPTY_RESPONSES.fullmatch(body):
+        # What entries:list answers when nothing matched (and no other export writes): read
+        # as responses, as an empty gcloud array is read (an input that holds no entry).
+        return Format.LOGGING_API
+    # "[" alone could start a bracketed text log line ("[2022-09-21 ...] INFO").
+    if body[:1] == b"[" and body[1:].lstrip()[:1] in (b"{", b"]", b""):
+        return Format.GCLOUD_JSON
+    if body[:1] == b"{":
+        # A "{" alone on its line opens a pretty-printed object (entries copied from the Logs
+        # Explorer, one after another): JSON values over many lines, read like an array's.
+        if body.split(b"\n", 1)[0].strip() == b"{":
+            return Format.GCLOUD_JSON
+        return Format.CLOUD_LOGGING_JSONL
+    return None
+
+
+def _text_format(filled: list[bytes], name: str) -> Format:
+    """The format of a text whose window's non-blank lines (gcloud's own lines left out) are
+    ``filled``: a CSV download, YAML documents, a jobs list, or the text format most of the
+    lines are in."""
     if _csv_header(filled[0]):
         return Format.EXPLORER_CSV
     if sum(1 for line in filled if _headless_csv_row(line)) * 2 > len(filled):
