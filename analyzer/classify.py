@@ -28,10 +28,11 @@ import regex
 from analyzer import eventstore, longtext
 from analyzer._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
 from analyzer.errors import InputError
-from analyzer.events import Event, RuleMatch
+from analyzer.events import Event, EventKind, RuleMatch
 from analyzer.ingest import FileSource
 from analyzer.ingest.sources import StreamSource, damage_line
 from analyzer.progress import meter_for, records_counted, source_size
+from analyzer.sdkstates import named_states
 from analyzer.records import (
     SERVICE_TASK,
     InputStats,
@@ -251,14 +252,14 @@ def _matched(
     """
     if not (prefilter and can_scan(book)):
         for record in records:
-            yield record, book.match(record.text)
+            yield record, named_states(book.match(record.text))
         return
     remaining = iter(records)
     batches = iter(lambda: list(islice(remaining, _MATCH_BATCH)), [])
     for batch in batches:
         chosen = set(book.may_match_texts([record.text for record in batch]))
         for index, record in enumerate(batch):
-            yield record, book.match(record.text) if index in chosen else ()
+            yield record, named_states(book.match(record.text)) if index in chosen else ()
 
 
 def _from_scan(scanned: RangeScan) -> dict[str | None, _JobAccumulator]:
@@ -318,6 +319,7 @@ def _settle(
     unnamed: dict[str, _JobAccumulator] = {}
     untried = local.get(None)
     named = _linked_job_id(untried) if untried is not None else None
+    _split_sdk_jobs(local)
     for group in [g for g in local if g is None or not split_job_group(g)[0]]:
         anonymous = local.pop(group)
         trial = None if group is None else split_job_group(group)[1]
@@ -338,6 +340,69 @@ def _settle(
             jobs[key].merge(acc)
         else:
             jobs[key] = acc
+
+
+def _split_sdk_jobs(local: dict[str | None, _JobAccumulator]) -> None:
+    """Give each job the SDK's output in an id-less input polls its own events: the job group
+    of each job :func:`sdk_jobs` finds in ``local``'s records without a job id, in place of
+    that group."""
+    untried = local.get(None)
+    parts = sdk_jobs(untried) if untried is not None else None
+    if parts is None:
+        return
+    del local[None]
+    for job_id, part in parts:
+        target = local.get(job_id)
+        if target is None:
+            local[job_id] = part
+        else:
+            target.merge(part)
+
+
+def sdk_jobs(acc: _JobAccumulator) -> list[tuple[str, _JobAccumulator]] | None:
+    """The jobs whose states the SDK printed in a text without job ids, each with its events,
+    or None when the text shows one such job at most (or its events were thinned).
+
+    The SDK's state line names the job it is about (rule sdk.job-state's ``job_id``): a script
+    that runs several jobs, one after another or side by side, prints each one's. An event
+    belongs to the job that the last line naming one of them named (a state line, ``CustomJob
+    created. Resource name: ...``, the console link in a failure), the events before the first
+    to the first: the failure the SDK raises follows its job's last state line. The records
+    that gave no event, the workers' spans and the service's count stay with the first job.
+    """
+    if acc.dropped is not None or acc.stored or acc.dropped_stored:
+        return None
+    stated = {
+        str(job): None
+        for event in acc.events
+        if event.kind is EventKind.JOB_STATE and (job := event.match.field("job_id"))
+    }
+    if len(stated) < 2:
+        return None
+    current = next(iter(stated))
+    events: dict[str, list[Event]] = {job: [] for job in stated}
+    for event in acc.events:
+        named = event.match.field("job_id")
+        if named is not None and str(named) in events:
+            current = str(named)
+        events[current].append(event)
+    parts = [(job, _part(found)) for job, found in events.items()]
+    first = parts[0][1]
+    first.records += acc.records - sum(part.records for _, part in parts)
+    first.spans, first.service_records = acc.spans, acc.service_records
+    return parts
+
+
+def _part(events: list[Event]) -> _JobAccumulator:
+    """The accumulator of a part of an input's events: its records, the distinct records of
+    its events, its times, theirs."""
+    times = [event.timestamp for event in events if event.timestamp is not None]
+    return _JobAccumulator(
+        events=events,
+        records=len({event.origin for event in events}),
+        first=min(times, default=None),
+        last=max(times, default=None),
+    )
 
 
 def _identity(event: Event) -> tuple[object, ...]:

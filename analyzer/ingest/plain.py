@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
+from analyzer.ingest.sdklines import sdk_messages
 from analyzer.ingest.sniff import CLOCK_LINE, SEVERITIES
 from analyzer.records import InputStats, LogRecord, Origin, parse_timestamp
 
@@ -119,7 +120,12 @@ _MOST_JOINED = 40
 def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Yield one record per non-blank line; blank lines are skipped as "blank line". A message
     that goes on over indented lines without a time (:data:`_GOES_ON`) is one record of them
-    all, numbered by its first line."""
+    all, numbered by its first line; so is each of the SDK's two-line messages
+    (:func:`~analyzer.ingest.sdklines.sdk_messages`)."""
+    return sdk_messages(_line_records(stream, stats), stats)
+
+
+def _line_records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     pending: LogRecord | None = None  # a message that may go on, and the lines it went on over
     more: list[str] = []
     for number, line in text_lines(stream, stats):
