@@ -30,6 +30,7 @@ from analyzer._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
 from analyzer.errors import InputError
 from analyzer.events import Event, EventKind, RuleMatch
 from analyzer.ingest import FileSource
+from analyzer.ingest.sniff import Format
 from analyzer.ingest.sources import StreamSource, damage_line
 from analyzer.progress import meter_for, records_counted, source_size
 from analyzer.sdkstates import named_states
@@ -611,7 +612,10 @@ class Collector:
                 share = None
                 try:
                     records, share = records_counted(source, meter)
-                    local = _read_source(records, book, prefilter=self._fast, thin=self._thin)
+                    # A notebook is read whole anyway, and thinning would keep its records'
+                    # origins as a file's lines, without their cells (records.CellOrigin).
+                    thin = self._thin and source.stats.format != Format.NOTEBOOK
+                    local = _read_source(records, book, prefilter=self._fast, thin=thin)
                 except (InputError, OSError) as error:
                     # A file gone since it was opened, an I/O error under it: a batch goes on.
                     # What another source (a frame, a live read) raises is its caller's.

@@ -13,7 +13,7 @@ unknown; the severity is ``DEFAULT`` unless the line gave one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import datetime
 from typing import BinaryIO
@@ -122,13 +122,17 @@ def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     that goes on over indented lines without a time (:data:`_GOES_ON`) is one record of them
     all, numbered by its first line; so is each of the SDK's two-line messages
     (:func:`~analyzer.ingest.sdklines.sdk_messages`)."""
-    return sdk_messages(_line_records(stream, stats), stats)
+    path = stats.path
+    lines = ((Origin(path, number), line) for number, line in text_lines(stream, stats))
+    return sdk_messages(line_records(lines, stats), stats)
 
 
-def _line_records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+def line_records(lines: Iterable[tuple[Origin, str]], stats: InputStats) -> Iterator[LogRecord]:
+    """The records of text ``lines`` (each with its origin, already counted in
+    ``stats.lines``), read as :func:`read_plain_text` reads a text's lines."""
     pending: LogRecord | None = None  # a message that may go on, and the lines it went on over
     more: list[str] = []
-    for number, line in text_lines(stream, stats):
+    for origin, line in lines:
         text = _ANSI_SEQUENCE.sub("", line) if "\x1b" in line else line
         if pending is not None:
             if len(more) < _MOST_JOINED and _CONTINUES.match(text):
@@ -155,7 +159,7 @@ def _line_records(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
             task=task,
             severity=severity,
             text=message,
-            origin=Origin(stats.path, number),
+            origin=origin,
         )
         if _GOES_ON.search(message):
             pending, more = record, []

@@ -38,6 +38,8 @@ class Format(StrEnum):
     EXPLORER_SUMMARY = "logs-explorer-summary"
     # gcloud ai custom-jobs list (or ai-platform jobs list) as a table: states, not logs.
     JOBS_LIST = "gcloud-jobs-list"
+    # A Jupyter notebook (.ipynb, nbformat 4): its cells' saved outputs.
+    NOTEBOOK = "jupyter-notebook"
     PLAIN_TEXT = "plain-text"
     EMPTY = "empty"
 
@@ -169,6 +171,9 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     body = head.lstrip()
     if not body:
         return Format.EMPTY
+    if _NOTEBOOK_NAME.search(name) or _NOTEBOOK_START.match(body):
+        # Read (and checked) whole by its reader: a damaged one is said there, in one line.
+        return Format.NOTEBOOK
     structured = _json_format(body, name)
     if structured is not None:
         return structured
@@ -188,6 +193,14 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
         # skips them.
         return Format.STREAM_LOGS
     return _text_format(filled, name)
+
+
+# A notebook by its name, or by its content: nbformat writes its keys sorted, "cells" first
+# (nbformat.v4.nbjson.BytesEncoder: sort_keys), and other writers name the version near it.
+_NOTEBOOK_NAME = re.compile(r"(?i)\.ipynb(?:\.gz)?$")
+_NOTEBOOK_START = re.compile(
+    rb'\{\s*"cells"\s*:\s*\[|\{\s*(?:"[^"]*"\s*:\s*(?:"[^"]*"|\d+|\{\s*\})\s*,\s*){0,3}"nbformat"\s*:\s*4\b'
+)
 
 
 def _json_format(body: bytes, name: str) -> Format | None:
