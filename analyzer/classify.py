@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,7 @@ from analyzer.ingest import FileSource
 from analyzer.ingest.sniff import Format
 from analyzer.ingest.sources import StreamSource, damage_line
 from analyzer.progress import meter_for, records_counted, source_size
-from analyzer.sdkstates import named_states
+from analyzer.derived import derived_fields
 from analyzer.records import (
     SERVICE_TASK,
     InputStats,
@@ -253,14 +253,14 @@ def _matched(
     """
     if not (prefilter and can_scan(book)):
         for record in records:
-            yield record, named_states(book.match(record.text))
+            yield record, derived_fields(book.match(record.text))
         return
     remaining = iter(records)
     batches = iter(lambda: list(islice(remaining, _MATCH_BATCH)), [])
     for batch in batches:
         chosen = set(book.may_match_texts([record.text for record in batch]))
         for index, record in enumerate(batch):
-            yield record, named_states(book.match(record.text)) if index in chosen else ()
+            yield record, derived_fields(book.match(record.text)) if index in chosen else ()
 
 
 def _from_scan(scanned: RangeScan) -> dict[str | None, _JobAccumulator]:
@@ -417,6 +417,15 @@ def _identity(event: Event) -> tuple[object, ...]:
     return (event.match.rule, event.task, head, second)
 
 
+def _with_derived(events: Iterable[Event]) -> list[Event]:
+    """``events`` with the fields their rules' captures stand for (:mod:`analyzer.derived`)."""
+    found: list[Event] = []
+    for event in events:
+        (match,) = derived_fields((event.match,))
+        found.append(event if match is event.match else replace(event, match=match))
+    return found
+
+
 def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> list[Event]:
     """Drop events of entries already seen: a sink may deliver an entry twice (same insertId),
     and two exports of one job (a sink file and a stream-logs text) hold the same entries.
@@ -522,7 +531,7 @@ def classify_sources(
     for index, source in enumerate(pending):
         found = scans[index] if scans else None
         if found is not None:
-            yield from found.events
+            yield from _with_derived(found.events)
         else:
             records, share = records_counted(source, meter)
             yield from _events(records, book, prefilter=fast)
@@ -768,7 +777,9 @@ class Collector:
             if restored:
                 self.restored.append(job_id)
                 acc.dropped = None
-        deduped = _dedupe(sorted(events, key=_event_order), self._stats)
+        # (The fast scan's events come from the rule book directly: their derived fields are
+        # added here, as _matched adds them to the plain path's.)
+        deduped = _with_derived(_dedupe(sorted(events, key=_event_order), self._stats))
         spans = {
             task: tuple(
                 sorted(

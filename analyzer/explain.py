@@ -24,7 +24,7 @@ from analyzer.fragments import PASTE_INSTEAD, SIGNAL_EXITS, fragment_book, neare
 from analyzer.policy import RetryPolicy
 from analyzer.records import LogRecord, Origin
 from analyzer.rulebook import RuleBook
-from analyzer.sdkstates import named_states
+from analyzer.derived import derived_fields
 from analyzer.tracebacks import parse_text
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def _diagnosed(message: str, book: RuleBook, policy: RetryPolicy, lang: str) -> 
     from analyzer.timeline import build_timeline
 
     record = LogRecord(None, None, None, "DEFAULT", message, Origin("<message>", 1))
-    events = tuple(Event.from_record(record, match) for match in named_states(book.match(message)))
+    events = tuple(Event.from_record(record, match) for match in derived_fields(book.match(message)))
     job_id = next((str(e.match.field("job_id")) for e in events if e.match.field("job_id")), None)
     log = JobLog(job_id, events, {}, 1, None, None)
     diagnosis = diagnose_timeline(build_timeline(log), policy, lang=lang)
@@ -116,7 +116,7 @@ def _diagnosed(message: str, book: RuleBook, policy: RetryPolicy, lang: str) -> 
 
 def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en") -> Explanation:
     """Explain ``message`` in ``lang`` (en, ja, he; other languages fall back to English)."""
-    matches = named_states(book.match(message))
+    matches = derived_fields(book.match(message))
     if not matches:
         # A fragment (exit code 137, Killed, OOMKilled): read as diagnose would read it with
         # the fragment rules (a bare exit 137 is a kill without a traceback, say).

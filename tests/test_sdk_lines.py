@@ -17,7 +17,7 @@ from analyzer.api import analyze_sources
 from analyzer.events import EventKind
 from analyzer.ingest import MemorySource
 from analyzer.rulebook import RuleBook
-from analyzer.sdkstates import STATE_NAMES, named_states
+from analyzer.derived import STATE_NAMES, derived_fields
 
 BOOK = RuleBook.load()
 RESOURCE = "projects/123/locations/us-central1"
@@ -178,9 +178,9 @@ def test_state_numbers_are_the_sdks() -> None:
         assert state.name == f"PIPELINE_STATE_{STATE_NAMES[int(state)]}"
 
 
-def test_named_states_leave_named_ones() -> None:
+def test_derived_fields_leave_named_ones() -> None:
     text = f"CustomJob {RESOURCE}/customJobs/1 current state:\n7"
-    (state,) = [m for m in named_states(BOOK.match(text)) if m.kind is EventKind.JOB_STATE]
+    (state,) = [m for m in derived_fields(BOOK.match(text)) if m.kind is EventKind.JOB_STATE]
     assert state.fields == {"job_id": "1", "state_code": "7", "state": "CANCELLED"}
     named = BOOK.match("JobState.JOB_STATE_FAILED")
-    assert named_states(named) == named
+    assert derived_fields(named) == named

@@ -34,6 +34,7 @@ from analyzer.ingest.entries import (
     record_or_reason,
 )
 from analyzer.ingest.lines import LONGEST_LINE
+from analyzer.ingest.loose import loose_object
 from analyzer.ingest.sniff import BOM
 from analyzer.records import InputStats, LogRecord, Origin
 
@@ -202,7 +203,7 @@ def _read(stream: BinaryIO, stats: InputStats, scan: _Scanner) -> Iterator[LogRe
     total = scan.newlines + (0 if last_byte == b"\n" else 1)
     stats.lines = total
     if scan.open_depth != -1:
-        ledger.entry(scan.open_line, total, TRUNCATED)
+        yield from _cut_element(scan, ledger, path, total)
     if scan.after_string is not None and scan.key == _TOKEN_KEY:
         scan.token = bool(scan.after_string)  # the input ends right after the token's value
     # The API had more entries than the input holds: its last response says where the next
@@ -213,6 +214,21 @@ def _read(stream: BinaryIO, stats: InputStats, scan: _Scanner) -> Iterator[LogRe
         # was cut short (a paste, a download stopped early), whatever entries were whole.
         stats.cut_line = total
     ledger.syntax_until(total)
+
+
+def _cut_element(scan: _Scanner, ledger: _Ledger, path: str, total: int) -> Iterator[LogRecord]:
+    """The element the input ends inside: an entry read for what it holds (a paste cut in
+    its text: its members before the cut, the text up to it; :func:`loose_object`), else
+    skipped as :data:`TRUNCATED`."""
+    held = b"".join(scan.pieces) if scan.forced is None and scan.held <= LONGEST_LINE else b""
+    entry = loose_object(held.decode("utf-8", "replace")) if held[:1] == b"{" else None
+    outcome = TRUNCATED if entry is None else record_or_reason(entry, Origin(path, scan.open_line))
+    if isinstance(outcome, str):
+        ledger.entry(scan.open_line, total, TRUNCATED)
+        return
+    ledger.entry(scan.open_line, total, None)
+    ledger.stats.records += 1
+    yield outcome
 
 
 def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Iterator[LogRecord]:
@@ -487,7 +503,8 @@ def _close_element(
             ledger.stats.invalid_utf8 += repaired
             outcome = record_or_reason(entry, scan.origin(path, first_line))
         except InvalidJson:
-            viewer = viewer_entry(raw)
+            # The old Logs Viewer's expanded view, or an entry copied as a JavaScript object.
+            viewer = viewer_entry(raw) or loose_object(raw.decode("utf-8", "replace"))
             outcome = (
                 INVALID_JSON
                 if viewer is None
