@@ -8,7 +8,9 @@ with the job object's error in protobuf text (``code: 1`` on the next line, plat
 and its code, each half meaningless alone (a bare ``3`` is the state RUNNING only after
 ``... current state:``). :func:`sdk_messages` puts each pair back together, numbered by its
 first line: the state line then names the job it belongs to, and ``code: 1`` (google.rpc
-CANCELLED) is the code of the failure it follows.
+CANCELLED) is the code of the failure it follows. The error's message on the line after the
+code is protobuf text, its line breaks escaped: it is read with them (the service's message
+and the traceback tail it carries, a line each, not one line of ``\\n``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,31 @@ _STATE_VALUE = re.compile(
 _FAILED_HEAD = re.compile(r"\b(?:Job|Training) failed with:\s*$")
 _CODE_LINE = re.compile(r"^(?:Step #\d+: ?)*\s*code: ?\d+\s*$")
 _PAIRS = ((_STATE_HEAD, _STATE_VALUE), (_FAILED_HEAD, _CODE_LINE))
+# The line after the code: the error's message as protobuf's text format writes a string, on
+# one line, its line breaks and quotes escaped (\n, \", \', \\, a byte as \NNN or \xNN).
+_MESSAGE_LINE = re.compile(r'^(?P<head>(?:Step #\d+: ?)*\s*message: ")(?P<body>.*)"\s*$')
+_ESCAPE = re.compile(r"\\(?:([nrtabfv\"'\\?])|((?:[0-7]{1,3}|x[0-9a-fA-F]{1,2})(?:\\(?:[0-7]{1,3}|x[0-9a-fA-F]{1,2}))*))")
+_SIMPLE = {"n": "\n", "r": "\r", "t": "\t", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+_BYTE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{1,2}))")
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    simple, run = match.group(1), match.group(2)
+    if simple is not None:
+        return _SIMPLE.get(simple, simple)
+    # A run of byte escapes: the UTF-8 bytes of a character or more.
+    data = bytes(int(o, 8) if o else int(h, 16) for o, h in _BYTE.findall("\\" + run))
+    return data.decode("utf-8", "replace")
+
+
+def decoded_message(text: str) -> str | None:
+    """The error message line of the SDK's "Job failed with:" (``message: "..."``) with its
+    escapes read: the service's message with its line breaks, as the service wrote it; None
+    when ``text`` is no such line."""
+    found = _MESSAGE_LINE.match(text)
+    if found is None or "\\" not in found["body"]:
+        return None
+    return f"{found['head']}{_ESCAPE.sub(_unescaped, found['body'])}\""
 
 
 def _second_line(first: LogRecord) -> re.Pattern[str] | None:
@@ -51,10 +78,15 @@ def sdk_messages(records: Iterator[LogRecord], stats: InputStats) -> Iterator[Lo
     stay used."""
     held: LogRecord | None = None
     expected: re.Pattern[str] | None = None
+    failure = False  # the last record was the SDK's failure and its code
     for record in records:
+        if failure and (message := decoded_message(record.text)) is not None:
+            record = replace(record, text=message)
+        failure = False
         if held is not None:
             if expected is not None and expected.match(record.text):
                 stats.records -= 1
+                failure = expected is _CODE_LINE
                 yield replace(held, text=f"{held.text.rstrip()}\n{record.text.strip()}")
                 held = None
                 continue

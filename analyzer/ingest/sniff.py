@@ -215,9 +215,10 @@ def _json_format(body: bytes, name: str) -> Format | None:
     # "[" alone could start a bracketed text log line ("[2022-09-21 ...] INFO").
     if body[:1] == b"[" and body[1:].lstrip()[:1] in (b"{", b"]", b""):
         return Format.GCLOUD_JSON
-    if _STATUS_START.match(body):
-        # A Google API's error body without its "error" wrapper (google.rpc.Status): read as
-        # a JSON value of its own, which the entry reader reads as the refusal it is.
+    if _STATUS_START.match(body) or _LOOSE_START.match(body):
+        # A Google API's error body without its "error" wrapper (google.rpc.Status), or an
+        # entry copied as a JavaScript object (a key without quotes): read as JSON values of
+        # their own, which the entry reader reads (ingest.entries, ingest.loose).
         return Format.GCLOUD_JSON
     if body[:1] == b"{":
         # A "{" alone on its line opens a pretty-printed object (entries copied from the Logs
@@ -269,6 +270,7 @@ _JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
 _EMPTY_RESPONSES = re.compile(rb"[\[\]{},\s]*\{\s*\}[\[\]{},\s]*")
 # Google's error body (google.rpc.Status): {"error": {"code": 403, "message": ..., "status": ...}}.
 # Without its wrapper: {"code": 429, "message": ...}.
+_LOOSE_START = re.compile(rb"\{\s*[A-Za-z_$][\w$]*\s*:")
 _STATUS_START = re.compile(rb'\{\s*"code"\s*:\s*\d+\s*,\s*"(?:message|status)"\s*:')
 _API_ERROR = re.compile(rb'\{\s*"error"\s*:\s*\{')
 _ERROR_MESSAGE = re.compile(rb'"message"\s*:\s*"((?:[^"\\]|\\.)*)"')
