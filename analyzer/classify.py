@@ -27,13 +27,13 @@ import regex
 
 from analyzer import eventstore, longtext
 from analyzer._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
+from analyzer.derived import derived_fields
 from analyzer.errors import InputError
 from analyzer.events import Event, EventKind, RuleMatch
 from analyzer.ingest import FileSource
 from analyzer.ingest.sniff import Format
 from analyzer.ingest.sources import StreamSource, damage_line
 from analyzer.progress import meter_for, records_counted, source_size
-from analyzer.derived import derived_fields
 from analyzer.records import (
     SERVICE_TASK,
     InputStats,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from analyzer.advice import advice_for, next_step
+from analyzer.derived import derived_fields
 from analyzer.diagnosis import Cause, JobState
 from analyzer.events import (
     LIFECYCLE_KINDS,
@@ -24,7 +25,6 @@ from analyzer.fragments import PASTE_INSTEAD, SIGNAL_EXITS, fragment_book, neare
 from analyzer.policy import RetryPolicy
 from analyzer.records import LogRecord, Origin
 from analyzer.rulebook import RuleBook
-from analyzer.derived import derived_fields
 from analyzer.tracebacks import parse_text
 
 if TYPE_CHECKING:
@@ -107,7 +107,9 @@ def _diagnosed(message: str, book: RuleBook, policy: RetryPolicy, lang: str) -> 
     from analyzer.timeline import build_timeline
 
     record = LogRecord(None, None, None, "DEFAULT", message, Origin("<message>", 1))
-    events = tuple(Event.from_record(record, match) for match in derived_fields(book.match(message)))
+    events = tuple(
+        Event.from_record(record, match) for match in derived_fields(book.match(message))
+    )
     job_id = next((str(e.match.field("job_id")) for e in events if e.match.field("job_id")), None)
     log = JobLog(job_id, events, {}, 1, None, None)
     diagnosis = diagnose_timeline(build_timeline(log), policy, lang=lang)
@@ -124,7 +126,9 @@ def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en")
         matches = book.match(message)
     if not matches:
         nearest = nearest_rules(message, book)  # (the fragments' book: every rule)
-        return Explanation(message, None, None, None, None, (), nearest=nearest, paste_instead=PASTE_INSTEAD)
+        return Explanation(
+            message, None, None, None, None, (), nearest=nearest, paste_instead=PASTE_INSTEAD
+        )
     match = _primary(matches)
     also = tuple(m for m in matches if m is not match and m.rule == match.rule)
     category = match.category

@@ -29,9 +29,12 @@ PASTE_INSTEAD = (
 )
 # Words that say nothing of which message it is.
 _COMMON = frozenset(
-    "the a an of and or in on at to for with by is was be not no it its this that from as"
-    " error failed failure message".split()
-)
+    {
+        "the", "a", "an", "of", "and", "or", "in", "on", "at", "to", "for", "with", "by", "is",
+        "was", "be", "not", "no", "it", "its", "this", "that", "from", "as", "error", "failed",
+        "failure", "message",
+    }
+)  # fmt: skip
 _WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
 _PLACEHOLDER = re.compile(r"\b[A-Z][A-Z_]{3,}\b")
 _ESCAPE = re.compile(r"\\.")

@@ -19,17 +19,18 @@ from analyzer.rulebook.check import check_rules
 from tests.clirun import run
 
 # fragment -> (category, detail, exit code, whether the platform retries the job)
+UCE = "user_code_exception"
 FRAGMENTS: dict[str, tuple[str, str | None, int | None, bool]] = {
-    "exited with a non-zero status of 137": ("user_code_exception", "killed-no-traceback", 137, False),
-    "exit code 137": ("user_code_exception", "killed-no-traceback", 137, False),
-    "Killed": ("user_code_exception", "killed-no-traceback", 137, False),
-    "OOMKilled": ("user_code_exception", "oom-killed", 137, False),
-    "Bus error (core dumped)": ("user_code_exception", "bus-error", 135, False),
+    "exited with a non-zero status of 137": (UCE, "killed-no-traceback", 137, False),
+    "exit code 137": (UCE, "killed-no-traceback", 137, False),
+    "Killed": (UCE, "killed-no-traceback", 137, False),
+    "OOMKilled": (UCE, "oom-killed", 137, False),
+    "Bus error (core dumped)": (UCE, "bus-error", 135, False),
     # SIGSEGV is a transient exit code: the job is retried (platform.md section 2).
-    "Segmentation fault (core dumped)": ("user_code_exception", "segfault", 139, True),
+    "Segmentation fault (core dumped)": (UCE, "segfault", 139, True),
     "Replicas low on memory: workerpool0.": ("oom", "host-oom", None, False),
-    "Replica exited with a non-zero status code 1": ("user_code_exception", None, 1, False),
-    "Watchdog caught collective operation timeout": ("user_code_exception", "nccl-error", None, False),
+    "Replica exited with a non-zero status code 1": (UCE, None, 1, False),
+    "Watchdog caught collective operation timeout": (UCE, "nccl-error", None, False),
 }  # fmt: skip
 
 

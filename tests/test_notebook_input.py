@@ -22,8 +22,9 @@ RESOURCE = f"projects/569083142710/locations/us-central1/customJobs/{JOB}"
 TRACEBACK = [
     "\x1b[0;31m---------------------------------------------------------------------------\x1b[0m",
     "\x1b[0;31mRuntimeError\x1b[0m                              Traceback (most recent call last)",
-    "Cell \x1b[0;32mIn[4], line 1\x1b[0m\n\x1b[0;32m----> 1\x1b[0m \x1b[43mjob\x1b[49m\x1b[38;5;241;43m.\x1b[39;49m\x1b[43mrun\x1b[49m\x1b[43m(\x1b[49m\x1b[43m)\x1b[49m",
-    "\x1b[0;31mRuntimeError\x1b[0m: Job failed with:\ncode: 3\nmessage: \"The replica workerpool0-0"
+    "Cell \x1b[0;32mIn[4], line 1\x1b[0m\n\x1b[0;32m----> 1\x1b[0m \x1b[43mjob\x1b[49m"
+    "\x1b[38;5;241;43m.\x1b[39;49m\x1b[43mrun\x1b[49m\x1b[43m(\x1b[49m\x1b[43m)\x1b[49m",
+    '\x1b[0;31mRuntimeError\x1b[0m: Job failed with:\ncode: 3\nmessage: "The replica workerpool0-0'
     ' exited with a non-zero status of 1. Termination reason: Error. "',
 ]
 
@@ -60,8 +61,12 @@ def _failed_run() -> list[dict[str, Any]]:
                 "JobState.JOB_STATE_FAILED\n",
             ],
         },
-        {"ename": "RuntimeError", "evalue": "Job failed with: ...", "output_type": "error",
-         "traceback": TRACEBACK},  # fmt: skip
+        {
+            "ename": "RuntimeError",
+            "evalue": "Job failed with: ...",
+            "output_type": "error",
+            "traceback": TRACEBACK,
+        },
         {"data": {"image/png": "iVBORw0KGgo="}, "metadata": {}, "output_type": "display_data"},
     ]
 
@@ -142,8 +147,8 @@ def test_sniffed_by_content_without_the_suffix() -> None:
 def test_a_folder_of_notebooks(tmp_path: Path) -> None:
     other = "1290022358253305856"
     _write(tmp_path / "a.ipynb", _notebook(5, _failed_run()))
-    running = [{"name": "stdout", "output_type": "stream",
-                "text": f"CustomJob {RESOURCE.replace(JOB, other)} current state:\nJOB_STATE_RUNNING\n"}]  # fmt: skip
+    state = f"CustomJob {RESOURCE.replace(JOB, other)} current state:\nJOB_STATE_RUNNING\n"
+    running = [{"name": "stdout", "output_type": "stream", "text": state}]
     _write(tmp_path / "b.ipynb", _notebook(4, running))
     sources = open_sources([str(tmp_path)])
     assert [s.stats.format for s in sources] == [Format.NOTEBOOK] * 2
@@ -154,10 +159,22 @@ def test_a_folder_of_notebooks(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "said"),
     [
-        ('{\n "cells": [\n  {"cell_type": "code",, }\n ]\n}\n', "bad.ipynb:3: not a valid notebook"),
-        ('{"nbformat": 3, "worksheets": []}', "bad.ipynb: not a notebook of nbformat 4 (nbformat 3)"),
-        ('{"cells": {}, "nbformat": 4}', "bad.ipynb: not a valid notebook: its 'cells' is not a list"),
-        ('{"cells": [{"cell_type": "code"}], "nbformat": 4}', "cell 1: its 'outputs' is not a list"),
+        (
+            '{\n "cells": [\n  {"cell_type": "code",, }\n ]\n}\n',
+            "bad.ipynb:3: not a valid notebook",
+        ),
+        (
+            '{"nbformat": 3, "worksheets": []}',
+            "bad.ipynb: not a notebook of nbformat 4 (nbformat 3)",
+        ),
+        (
+            '{"cells": {}, "nbformat": 4}',
+            "bad.ipynb: not a valid notebook: its 'cells' is not a list",
+        ),
+        (
+            '{"cells": [{"cell_type": "code"}], "nbformat": 4}',
+            "cell 1: its 'outputs' is not a list",
+        ),
         ("not json at all\n", "bad.ipynb:1: not a valid notebook"),
     ],
 )
@@ -179,7 +196,9 @@ def test_what_nbformat_writes(tmp_path: Path) -> None:
         v4.new_code_cell(
             "job.run()",
             outputs=[
-                v4.new_output("stream", name="stdout", text=f"CustomJob {RESOURCE} current state:\n5\n"),
+                v4.new_output(
+                    "stream", name="stdout", text=f"CustomJob {RESOURCE} current state:\n5\n"
+                ),
                 v4.new_output("error", ename="RuntimeError", evalue="x", traceback=TRACEBACK),
             ],
         )

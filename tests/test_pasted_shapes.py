@@ -22,7 +22,7 @@ LINK = (
     f"google.com/logs/viewer?project=1&resource=ml_job%2Fjob_id%2F{JOB}&advancedFilter=x"
 )
 TAIL = (
-    "Traceback (most recent call last):\\n  File \"/root/trainer/task.py\", line 12, in"
+    'Traceback (most recent call last):\\n  File "/root/trainer/task.py", line 12, in'
     " <module>\\n    import pandas\\nModuleNotFoundError: No module named \\'pandas\\'"
 )
 REPLICA = "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error."
@@ -44,18 +44,18 @@ SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     # Pretty-printed, trailing commas, a quoted label key, cut inside the labels.
     "js-object-pretty-cut": (
-        "{\n  insertId: \"abc123\",\n  resource: {\n    type: \"ml_job\",\n    labels: {\n"
-        f"      job_id: \"{JOB}\",\n      task_name: \"service\",\n    }},\n  }},\n"
-        "  textPayload: \"Replicas low on memory: workerpool0. Specify a machine with larger"
-        " memory and try again.\",\n  timestamp: \"2024-03-01T10:00:00.123456789Z\",\n"
+        '{\n  insertId: "abc123",\n  resource: {\n    type: "ml_job",\n    labels: {\n'
+        f'      job_id: "{JOB}",\n      task_name: "service",\n    }},\n  }},\n'
+        '  textPayload: "Replicas low on memory: workerpool0. Specify a machine with larger'
+        ' memory and try again.",\n  timestamp: "2024-03-01T10:00:00.123456789Z",\n'
         "  severity: \"ERROR\",\n  labels: {\n    'ml.googleapis.com/endpoint': '',\n",
         {"category": "oom", "job_id": JOB},
     ),
     # Two entries, the second cut inside its message: the first read whole, the second as far
     # as it goes.
     "js-objects-two": (
-        f"{{ textPayload: 'Job is running.', resource: {{ type: 'ml_job', labels: {{ job_id: '{JOB}',"
-        " task_name: 'service' } }, timestamp: '2024-03-01T09:00:00Z' }\n"
+        "{ textPayload: 'Job is running.', resource: { type: 'ml_job', labels: { job_id:"
+        f" '{JOB}', task_name: 'service' }} }}, timestamp: '2024-03-01T09:00:00Z' }}\n"
         f"{{ textPayload: 'Resources are insufficient in region: us-central1', resource: {{ type:"
         f" 'ml_job', labels: {{ job_id: '{JOB}', task_name: 'service' }} }}, timestamp:"
         " '2024-03-01T10:00:00Z', severity: 'ERR",
@@ -131,9 +131,12 @@ def test_protobuf_escapes_are_read() -> None:
     [
         ("{ a: 1, b: 'x', c: \"y\", }", {"a": 1, "b": "x", "c": "y"}),
         ("{ a: { b: [1, 2.5, true, null] } }", {"a": {"b": [1, 2.5, True, None]}}),
-        ("{\n a:  \"x\"  \n b: {\n  c: 3\n }\n}", {"a": "x", "b": {"c": 3}}),  # no commas
+        ('{\n a:  "x"  \n b: {\n  c: 3\n }\n}', {"a": "x", "b": {"c": 3}}),  # no commas
         ("{ labels: {…}, type: 'ml_job' }", {"labels": {}, "type": "ml_job"}),
-        ("{ 'compute.googleapis.com/resource_id': '42' }", {"compute.googleapis.com/resource_id": "42"}),
+        (
+            "{ 'compute.googleapis.com/resource_id': '42' }",
+            {"compute.googleapis.com/resource_id": "42"},
+        ),
         ("{ a: 'it\\'s \\u00e9', b: 'cut he", {"a": "it's é", "b": "cut he"}),
         ("{ a: { b: 'x' }, c: [1, 2", {"a": {"b": "x"}, "c": [1, 2]}),
         ("{ a: 1, b", {"a": 1}),

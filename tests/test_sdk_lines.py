@@ -14,10 +14,10 @@ from __future__ import annotations
 import pytest
 
 from analyzer.api import analyze_sources
+from analyzer.derived import STATE_NAMES, derived_fields
 from analyzer.events import EventKind
 from analyzer.ingest import MemorySource
 from analyzer.rulebook import RuleBook
-from analyzer.derived import STATE_NAMES, derived_fields
 
 BOOK = RuleBook.load()
 RESOURCE = "projects/123/locations/us-central1"
@@ -95,7 +95,10 @@ def test_run_completed_is_a_success(kind: str) -> None:
     # "run completed" line alone.
     cls, collection, job, _, _ = JOBS[kind]
     lines = _state_lines(kind, "2.x", "logging", ["RUNNING"])
-    lines.append(f"INFO:google.cloud.aiplatform.training_jobs:{cls} run completed. Resource name: {RESOURCE}/{collection}/{job}")
+    lines.append(
+        f"INFO:google.cloud.aiplatform.training_jobs:{cls} run completed."
+        f" Resource name: {RESOURCE}/{collection}/{job}"
+    )
     lines.append("Training did not produce a Managed Model returning None.")
     assert _jobs("\n".join(lines)) == {job: "JOB_STATE_SUCCEEDED"}
 
@@ -108,14 +111,16 @@ def test_several_jobs_each_state_line_to_its_job() -> None:
         *_state_lines("custom", "1.x-py311", "bare", ["PENDING", "RUNNING", "SUCCEEDED"]),
         f"CustomJob run completed. Resource name: {RESOURCE}/customJobs/{custom}",
         "Creating HyperparameterTuningJob",
-        f"HyperparameterTuningJob created. Resource name: {RESOURCE}/hyperparameterTuningJobs/{tuning}",
+        "HyperparameterTuningJob created."
+        f" Resource name: {RESOURCE}/hyperparameterTuningJobs/{tuning}",
         *_state_lines("tuning", "1.x-py311", "bare", ["PENDING", "RUNNING", "FAILED"]),
         "Traceback (most recent call last):",
         '  File "/home/user/run.py", line 30, in <module>',
         "    hp_job.run()",
         "RuntimeError: Job failed with:",
         "code: 3",
-        'message: "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error. "',
+        'message: "The replica workerpool0-0 exited with a non-zero status of 1.'
+        ' Termination reason: Error. "',
     ]
     analysis = analyze_sources([MemorySource("\n".join(lines), "two.txt")])
     found = {d.job_id: d for d in analysis.diagnoses}
@@ -128,8 +133,9 @@ def test_several_jobs_each_state_line_to_its_job() -> None:
 
 def test_interleaved_jobs_keep_their_states() -> None:
     # Two jobs polled side by side (sync=False, threads): each state line names its job.
-    a, b = _state_lines("custom", "1.x-py310", "absl", ["PENDING", "RUNNING"]), _state_lines(
-        "tuning", "1.x-py310", "absl", ["PENDING", "PENDING"]
+    a, b = (
+        _state_lines("custom", "1.x-py310", "absl", ["PENDING", "RUNNING"]),
+        _state_lines("tuning", "1.x-py310", "absl", ["PENDING", "PENDING"]),
     )
     lines = [*a[:2], *b[:2], *a[2:], *b[2:]]
     assert _jobs("\n".join(lines)) == {
@@ -151,7 +157,7 @@ def test_job_failed_with_code_1_is_cancelled(form: str) -> None:
 
 
 def test_two_line_messages_count_both_lines() -> None:
-    lines = _state_lines("custom", "2.x", "bare", ["RUNNING"]) + ["", "Job failed with:", "code: 3"]
+    lines = [*_state_lines("custom", "2.x", "bare", ["RUNNING"]), "", "Job failed with:", "code: 3"]
     source = MemorySource("\n".join(lines) + "\n", "pairs.txt")
     records = list(source.records())
     assert [r.origin.line for r in records] == [1, 4]

@@ -176,7 +176,7 @@ class _Reader:
         return _WORDS.get(word.group(), word.group())
 
 
-class _CutValue(Exception):  # noqa: N818 (a string cut by the text's end, not an error)
+class _CutValue(Exception):
     """A string the text's end cut: ``value`` is what it held up to there."""
 
     def __init__(self, value: str) -> None:

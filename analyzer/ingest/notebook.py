@@ -128,7 +128,11 @@ def _text_lines(output: dict[str, Any]) -> list[str]:
     elif kind == _ERROR:
         # A list of strings, a frame (or a block of lines) each, without line ends.
         traceback = output.get("traceback")
-        lines = [part for part in traceback if isinstance(part, str)] if isinstance(traceback, list) else []
+        lines = (
+            [part for part in traceback if isinstance(part, str)]
+            if isinstance(traceback, list)
+            else []
+        )
         text = "\n".join(lines) if lines else _error_line(output)
     elif kind in _RESULTS:
         data = output.get("data")

@@ -39,7 +39,9 @@ _PAIRS = ((_STATE_HEAD, _STATE_VALUE), (_FAILED_HEAD, _CODE_LINE))
 # The line after the code: the error's message as protobuf's text format writes a string, on
 # one line, its line breaks and quotes escaped (\n, \", \', \\, a byte as \NNN or \xNN).
 _MESSAGE_LINE = re.compile(r'^(?P<head>(?:Step #\d+: ?)*\s*message: ")(?P<body>.*)"\s*$')
-_ESCAPE = re.compile(r"\\(?:([nrtabfv\"'\\?])|((?:[0-7]{1,3}|x[0-9a-fA-F]{1,2})(?:\\(?:[0-7]{1,3}|x[0-9a-fA-F]{1,2}))*))")
+_ESCAPE = re.compile(
+    r"\\(?:([nrtabfv\"'\\?])|((?:[0-7]{1,3}|x[0-9a-fA-F]{1,2})(?:\\(?:[0-7]{1,3}|x[0-9a-fA-F]{1,2}))*))"
+)
 _SIMPLE = {"n": "\n", "r": "\r", "t": "\t", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 _BYTE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{1,2}))")
 
@@ -60,7 +62,7 @@ def decoded_message(text: str) -> str | None:
     found = _MESSAGE_LINE.match(text)
     if found is None or "\\" not in found["body"]:
         return None
-    return f"{found['head']}{_ESCAPE.sub(_unescaped, found['body'])}\""
+    return f'{found["head"]}{_ESCAPE.sub(_unescaped, found["body"])}"'
 
 
 def _second_line(first: LogRecord) -> re.Pattern[str] | None:
