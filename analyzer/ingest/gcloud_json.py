@@ -36,7 +36,7 @@ from analyzer.ingest.entries import (
 from analyzer.ingest.lines import LONGEST_LINE
 from analyzer.ingest.loose import loose_object
 from analyzer.ingest.sniff import BOM
-from analyzer.records import InputStats, LogRecord, Origin
+from analyzer.records import TEXT_KEYS, TEXT_PATHS, InputStats, LogRecord, Origin
 
 TRUNCATED = "truncated JSON array"
 OUTSIDE = "text outside the JSON array"
@@ -217,11 +217,15 @@ def _read(stream: BinaryIO, stats: InputStats, scan: _Scanner) -> Iterator[LogRe
 
 
 def _cut_element(scan: _Scanner, ledger: _Ledger, path: str, total: int) -> Iterator[LogRecord]:
-    """The element the input ends inside: an entry read for what it holds (a paste cut in
-    its text: its members before the cut, the text up to it; :func:`loose_object`), else
-    skipped as :data:`TRUNCATED`."""
-    held = b"".join(scan.pieces) if scan.forced is None and scan.held <= LONGEST_LINE else b""
+    """The element the input ends inside: a pasted entry (an object of its own, not an
+    array's element: a download cut short is told as such) read for what it holds when its
+    text is in it (its members before the cut, the text up to it; :func:`loose_object`),
+    else skipped as :data:`TRUNCATED`."""
+    pasted = scan.open_depth == 0 and not scan.api and scan.forced is None
+    held = b"".join(scan.pieces) if pasted and scan.held <= LONGEST_LINE else b""
     entry = loose_object(held.decode("utf-8", "replace")) if held[:1] == b"{" else None
+    if entry is not None and not _has_text(entry):
+        entry = None
     outcome = TRUNCATED if entry is None else record_or_reason(entry, Origin(path, scan.open_line))
     if isinstance(outcome, str):
         ledger.entry(scan.open_line, total, TRUNCATED)
@@ -229,6 +233,14 @@ def _cut_element(scan: _Scanner, ledger: _Ledger, path: str, total: int) -> Iter
     ledger.entry(scan.open_line, total, None)
     ledger.stats.records += 1
     yield outcome
+
+
+def _has_text(entry: dict[str, Any]) -> bool:
+    """Whether a cut entry holds its text (a textPayload, a jsonPayload's text key)."""
+    payload = entry.get(TEXT_PATHS[0][0])
+    return isinstance(entry.get(TEXT_PATHS[1][0]), str) or (
+        isinstance(payload, dict) and any(isinstance(payload.get(k), str) for k in TEXT_KEYS)
+    )
 
 
 def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Iterator[LogRecord]:
