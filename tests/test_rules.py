@@ -98,6 +98,7 @@ EXPECTED = {
     "legacy.task-succeeded": (EventKind.JOB_SUCCEEDED, None),
     "legacy.quota": (EventKind.ERROR, Category.QUOTA),
     "sdk.job-state": (EventKind.JOB_STATE, None),
+    "sdk.run-completed": (EventKind.JOB_STATE, None),
     "sdk.job-error": (EventKind.JOB_ERROR, None),
     "api.creation-refused": (EventKind.CREATION_REFUSED, None),
     "job.named": (EventKind.JOB_NAMED, None),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -41,8 +41,10 @@ from analyzer.ingest.records import (
     parse_timestamp,
     split_job_group,
 )
+from analyzer.ingest.sniff import Format
 from analyzer.ingest.sources import StreamSource, damage_line
-from analyzer.rulebook.events import Event, RuleMatch
+from analyzer.rulebook.derived import derived_fields
+from analyzer.rulebook.events import Event, EventKind, RuleMatch
 
 if TYPE_CHECKING:
     from analyzer.classify.joblog import JobLog, SpanSummary, VmSpan
@@ -252,14 +254,14 @@ def _matched(
     """
     if not (prefilter and can_scan(book)):
         for record in records:
-            yield record, book.match(record.text)
+            yield record, derived_fields(book.match(record.text))
         return
     remaining = iter(records)
     batches = iter(lambda: list(islice(remaining, _MATCH_BATCH)), [])
     for batch in batches:
         chosen = set(book.may_match_texts([record.text for record in batch]))
         for index, record in enumerate(batch):
-            yield record, book.match(record.text) if index in chosen else ()
+            yield record, derived_fields(book.match(record.text)) if index in chosen else ()
 
 
 def _from_scan(scanned: RangeScan) -> dict[str | None, _JobAccumulator]:
@@ -319,6 +321,7 @@ def _settle(
     unnamed: dict[str, _JobAccumulator] = {}
     untried = local.get(None)
     named = _linked_job_id(untried) if untried is not None else None
+    _split_sdk_jobs(local)
     for group in [g for g in local if g is None or not split_job_group(g)[0]]:
         anonymous = local.pop(group)
         trial = None if group is None else split_job_group(group)[1]
@@ -341,6 +344,69 @@ def _settle(
             jobs[key] = acc
 
 
+def _split_sdk_jobs(local: dict[str | None, _JobAccumulator]) -> None:
+    """Give each job the SDK's output in an id-less input polls its own events: the job group
+    of each job :func:`sdk_jobs` finds in ``local``'s records without a job id, in place of
+    that group."""
+    untried = local.get(None)
+    parts = sdk_jobs(untried) if untried is not None else None
+    if parts is None:
+        return
+    del local[None]
+    for job_id, part in parts:
+        target = local.get(job_id)
+        if target is None:
+            local[job_id] = part
+        else:
+            target.merge(part)
+
+
+def sdk_jobs(acc: _JobAccumulator) -> list[tuple[str, _JobAccumulator]] | None:
+    """The jobs whose states the SDK printed in a text without job ids, each with its events,
+    or None when the text shows one such job at most (or its events were thinned).
+
+    The SDK's state line names the job it is about (rule sdk.job-state's ``job_id``): a script
+    that runs several jobs, one after another or side by side, prints each one's. An event
+    belongs to the job that the last line naming one of them named (a state line, ``CustomJob
+    created. Resource name: ...``, the console link in a failure), the events before the first
+    to the first: the failure the SDK raises follows its job's last state line. The records
+    that gave no event, the workers' spans and the service's count stay with the first job.
+    """
+    if acc.dropped is not None or acc.stored or acc.dropped_stored:
+        return None
+    stated = {
+        str(job): None
+        for event in acc.events
+        if event.kind is EventKind.JOB_STATE and (job := event.match.field("job_id"))
+    }
+    if len(stated) < 2:
+        return None
+    current = next(iter(stated))
+    events: dict[str, list[Event]] = {job: [] for job in stated}
+    for event in acc.events:
+        named = event.match.field("job_id")
+        if named is not None and str(named) in events:
+            current = str(named)
+        events[current].append(event)
+    parts = [(job, _part(found)) for job, found in events.items()]
+    first = parts[0][1]
+    first.records += acc.records - sum(part.records for _, part in parts)
+    first.spans, first.service_records = acc.spans, acc.service_records
+    return parts
+
+
+def _part(events: list[Event]) -> _JobAccumulator:
+    """The accumulator of a part of an input's events: its records, the distinct records of
+    its events, its times, theirs."""
+    times = [event.timestamp for event in events if event.timestamp is not None]
+    return _JobAccumulator(
+        events=events,
+        records=len({event.origin for event in events}),
+        first=min(times, default=None),
+        last=max(times, default=None),
+    )
+
+
 def _identity(event: Event) -> tuple[object, ...]:
     """What makes two events the same entry, across exports of different precision."""
     if event.timestamp is None:
@@ -350,6 +416,16 @@ def _identity(event: Event) -> tuple[object, ...]:
     # stream-logs keeps whole seconds only: compare at that precision.
     second = event.timestamp.replace(microsecond=0)
     return (event.match.rule, event.task, head, second)
+
+
+def _with_derived(events: Iterable[Event]) -> list[Event]:
+    """``events`` with the fields their rules' captures stand for
+    (:mod:`analyzer.rulebook.derived`)."""
+    found: list[Event] = []
+    for event in events:
+        (match,) = derived_fields((event.match,))
+        found.append(event if match is event.match else replace(event, match=match))
+    return found
 
 
 def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> list[Event]:
@@ -362,43 +438,57 @@ def _dedupe(events: list[Event], stats_by_path: Mapping[str, InputStats]) -> lis
     first: dict[tuple[object, ...], Event] = {}
     dropped: set[Origin] = set()
     kept: list[Event] = []
-    # The words of a line (_identity) matter only between inputs, and only where the same
-    # rule, task and second come from several: elsewhere the insertId (cheap) decides. A job
-    # read from one input (most are) needs no seconds at all: truncating each time made a new
-    # datetime to hash, twice an event, a third of the serial tail of the 200 MB fleet.
-    several = len({event.origin.path for event in events}) > 1
-    inputs: dict[tuple[object, ...], str | None] = {}
-    for event in events if several else ():
-        if event.timestamp is not None:
-            second = (event.match.rule, event.task, event.timestamp.replace(microsecond=0))
-            path = inputs.setdefault(second, event.origin.path)
-            if path is not None and path != event.origin.path:
-                inputs[second] = None  # several inputs
+    inputs = _inputs_by_second(events)
     for event in events:
         duplicate = False
         if event.insert_id is not None:
             seen = first.setdefault(("insertId", event.insert_id, event.timestamp), event)
             duplicate = seen is not event and seen.origin != event.origin
-        when = event.timestamp if several else None
+        when = event.timestamp if inputs else None
         near = (event.match.rule, event.task, when.replace(microsecond=0)) if when else None
-        if near is None or inputs[near] is not None:
-            if duplicate:
-                _count_duplicate(event, dropped, stats_by_path)
-            else:
-                kept.append(event)
-            continue
-        seen = first.setdefault(_identity(event), event)
-        if not duplicate and seen is not event and seen.origin != event.origin:
-            other_input = seen.origin.path != event.origin.path
-            distinct_ids = None not in (seen.insert_id, event.insert_id) and (
-                seen.insert_id != event.insert_id
-            )
-            duplicate = other_input and not distinct_ids
+        if near is not None and inputs[near] is None:
+            # (The words are entered for every such event, a duplicate by insertId too.)
+            same = _same_words(event, first)
+            duplicate = duplicate or same
         if duplicate:
             _count_duplicate(event, dropped, stats_by_path)
-            continue
-        kept.append(event)
+        else:
+            kept.append(event)
     return kept
+
+
+def _inputs_by_second(events: list[Event]) -> dict[tuple[object, ...], str | None]:
+    """The input each (rule, task, second) of ``events`` comes from, None where several
+    inputs give it; empty when ``events`` come from one input.
+
+    The words of a line (_identity) matter only between inputs, and only where the same
+    rule, task and second come from several: elsewhere the insertId (cheap) decides. A job
+    read from one input (most are) needs no seconds at all: truncating each time made a new
+    datetime to hash, twice an event, a third of the serial tail of the 200 MB fleet.
+    """
+    inputs: dict[tuple[object, ...], str | None] = {}
+    if len({event.origin.path for event in events}) <= 1:
+        return inputs
+    for event in events:
+        if event.timestamp is not None:
+            second = (event.match.rule, event.task, event.timestamp.replace(microsecond=0))
+            path = inputs.setdefault(second, event.origin.path)
+            if path is not None and path != event.origin.path:
+                inputs[second] = None  # several inputs
+    return inputs
+
+
+def _same_words(event: Event, first: dict[tuple[object, ...], Event]) -> bool:
+    """Whether another input gave the entry of ``event`` already (the same words, rule,
+    task and second: :func:`_identity`), without an insertId telling them apart."""
+    seen = first.setdefault(_identity(event), event)
+    if seen is event or seen.origin == event.origin:
+        return False
+    other_input = seen.origin.path != event.origin.path
+    distinct_ids = None not in (seen.insert_id, event.insert_id) and (
+        seen.insert_id != event.insert_id
+    )
+    return other_input and not distinct_ids
 
 
 def _count_duplicate(
@@ -443,7 +533,7 @@ def classify_sources(
     for index, source in enumerate(pending):
         found = scans[index] if scans else None
         if found is not None:
-            yield from found.events
+            yield from _with_derived(found.events)
         else:
             records, share = records_counted(source, meter)
             yield from _events(records, book, prefilter=fast)
@@ -533,7 +623,10 @@ class Collector:
                 share = None
                 try:
                     records, share = records_counted(source, meter)
-                    local = _read_source(records, book, prefilter=self._fast, thin=self._thin)
+                    # A notebook is read whole anyway, and thinning would keep its records'
+                    # origins as a file's lines, without their cells (records.CellOrigin).
+                    thin = self._thin and source.stats.format != Format.NOTEBOOK
+                    local = _read_source(records, book, prefilter=self._fast, thin=thin)
                 except (InputError, OSError) as error:
                     # A file gone since it was opened, an I/O error under it: a batch goes on.
                     # What another source (a frame, a live read) raises is its caller's.
@@ -686,7 +779,9 @@ class Collector:
             if restored:
                 self.restored.append(job_id)
                 acc.dropped = None
-        deduped = _dedupe(sorted(events, key=_event_order), self._stats)
+        # (The fast scan's events come from the rule book directly: their derived fields are
+        # added here, as _matched adds them to the plain path's.)
+        deduped = _with_derived(_dedupe(sorted(events, key=_event_order), self._stats))
         spans = {
             task: tuple(
                 sorted(

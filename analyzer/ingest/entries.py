@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.ingest.records import LogRecord, Origin, entry_fields, record_from_fields
+from analyzer.ingest.records import NO_MESSAGE, LogRecord, Origin, entry_fields, record_from_fields
 
 INVALID_JSON = "invalid JSON"
 # The input's last line, without its line end, holding the start of a JSON object that the
@@ -96,9 +96,43 @@ def record_or_reason(entry: Any, origin: Origin) -> LogRecord | str:
     if not isinstance(entry, dict):
         return NOT_AN_ENTRY
     fields = entry_fields(entry)
+    if fields == NO_MESSAGE and _api_status(entry):
+        # A Google API's error body without its "error" wrapper, {"code": 429, "message":
+        # "The following quota metrics exceed quota limits: ..."}: the API's refusal, read as
+        # the text gcloud would print of it (rule api.creation-refused reads its code and
+        # status; platform.md section 9).
+        return LogRecord(None, None, None, "ERROR", api_status_text(entry), origin)
     if isinstance(fields, str):
         return fields
     try:
         return record_from_fields(fields, origin)
     except (ValueError, OverflowError):
         return INVALID_TIMESTAMP
+
+
+# google.rpc.Status, the body of a Google API's error (its "error" object): an integer code and
+# a message, a status name and details beside them, no other key.
+_STATUS_KEYS = frozenset({"code", "message", "status", "details"})
+
+
+# The status a code stands for where the body names none: HTTP 429 is google.rpc
+# RESOURCE_EXHAUSTED alone (400 may be INVALID_ARGUMENT, FAILED_PRECONDITION or OUT_OF_RANGE).
+_STATUS_OF_CODE = {429: "RESOURCE_EXHAUSTED"}
+
+
+def api_status_text(entry: dict[str, Any]) -> str:
+    """A google.rpc.Status as one line: ``429 RESOURCE_EXHAUSTED: message``."""
+    code = entry["code"]
+    status = entry.get("status")
+    if not isinstance(status, str) or not status:
+        status = _STATUS_OF_CODE.get(code, "")
+    return f"{code} {status}: {entry['message']}" if status else f"{code}: {entry['message']}"
+
+
+def _api_status(entry: dict[str, Any]) -> bool:
+    """Whether ``entry`` is a google.rpc.Status (see :data:`_STATUS_KEYS`)."""
+    return (
+        isinstance(entry.get("code"), int)
+        and isinstance(entry.get("message"), str)
+        and entry.keys() <= _STATUS_KEYS
+    )

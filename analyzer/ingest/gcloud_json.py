@@ -34,7 +34,8 @@ from analyzer.ingest.entries import (
     record_or_reason,
 )
 from analyzer.ingest.lines import BOM, LONGEST_LINE
-from analyzer.ingest.records import InputStats, LogRecord, Origin
+from analyzer.ingest.loose import loose_object
+from analyzer.ingest.records import TEXT_KEYS, TEXT_PATHS, InputStats, LogRecord, Origin
 
 TRUNCATED = "truncated JSON array"
 OUTSIDE = "text outside the JSON array"
@@ -201,7 +202,7 @@ def _read(stream: BinaryIO, stats: InputStats, scan: _Scanner) -> Iterator[LogRe
     total = scan.newlines + (0 if last_byte == b"\n" else 1)
     stats.lines = total
     if scan.open_depth != -1:
-        ledger.entry(scan.open_line, total, TRUNCATED)
+        yield from _cut_element(scan, ledger, path, total)
     if scan.after_string is not None and scan.key == _TOKEN_KEY:
         scan.token = bool(scan.after_string)  # the input ends right after the token's value
     # The API had more entries than the input holds: its last response says where the next
@@ -214,56 +215,55 @@ def _read(stream: BinaryIO, stats: InputStats, scan: _Scanner) -> Iterator[LogRe
     ledger.syntax_until(total)
 
 
+def _cut_element(scan: _Scanner, ledger: _Ledger, path: str, total: int) -> Iterator[LogRecord]:
+    """The element the input ends inside: a pasted entry (an object of its own, not an
+    array's element: a download cut short is told as such) read for what it holds when its
+    text is in it (its members before the cut, the text up to it; :func:`loose_object`),
+    else skipped as :data:`TRUNCATED`."""
+    pasted = scan.open_depth == 0 and not scan.api and scan.forced is None
+    held = b"".join(scan.pieces) if pasted and scan.held <= LONGEST_LINE else b""
+    entry = loose_object(held.decode("utf-8", "replace")) if held[:1] == b"{" else None
+    if entry is not None and not _has_text(entry):
+        entry = None
+    outcome = TRUNCATED if entry is None else record_or_reason(entry, Origin(path, scan.open_line))
+    if isinstance(outcome, str):
+        ledger.entry(scan.open_line, total, TRUNCATED)
+        return
+    ledger.entry(scan.open_line, total, None)
+    ledger.stats.records += 1
+    yield outcome
+
+
+def _has_text(entry: dict[str, Any]) -> bool:
+    """Whether a cut entry holds its text (a textPayload, a jsonPayload's text key)."""
+    payload = entry.get(TEXT_PATHS[0][0])
+    return isinstance(entry.get(TEXT_PATHS[1][0]), str) or (
+        isinstance(payload, dict) and any(isinstance(payload.get(k), str) for k in TEXT_KEYS)
+    )
+
+
 def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Iterator[LogRecord]:
     size = len(chunk)
     position = 0
     while position < size:
         if scan.after_string is not None:
-            # A response level's string closed: a field's name when a ":" follows it.
-            while position < size and chunk[position] in _BLANK:
-                position += 1
+            position = _after_string(chunk, position, scan, ledger)
             if position == size:
                 return
-            if chunk[position : position + 1] == b":":
-                _field(scan.after_string, chunk, position, scan, ledger)
-            elif scan.key == _TOKEN_KEY:
-                scan.token = bool(scan.after_string)
-            scan.after_string = None
         if scan.depth == scan.entries_depth and scan.open_depth == -1 and not scan.in_string:
             # Between two elements of the array: try the whole next element at once.
             element = _indented_element(chunk, position) or _next_element(chunk, position)
             if element is not None:
-                start, close, entry = element
-                first_line, last_line = scan.line_at(chunk, start), scan.line_at(chunk, close)
-                outcome = record_or_reason(entry, scan.origin(path, first_line))
-                if isinstance(outcome, str):
-                    ledger.entry(first_line, last_line, outcome)
-                else:
-                    ledger.entry(first_line, last_line, None)
-                    ledger.stats.records += 1
-                    yield outcome
-                position = close + 1
+                record = _whole_element(chunk, element, scan, ledger, path)
+                if record is not None:
+                    yield record
+                position = element[1] + 1
                 continue
         if scan.in_string:
-            if scan.escaped:
-                scan.escaped = False
-                position += 1
-                continue
-            match = _STRING_STOP.search(chunk, position)
-            if match is None:
+            position = _string_step(chunk, position, scan)
+            if position < 0:
                 return
-            if match.group() == b"\\":
-                scan.escaped = match.end() >= size
-                position = match.end() + 1
-                continue
-            scan.in_string = False
-            position = match.end()
-            if scan.key_from != -1:
-                _keep_key(scan, chunk[scan.key_from : match.start()])
-                scan.after_string = b"".join(scan.key_pieces)
-                scan.key_from, scan.key_pieces = -1, []
             continue
-
         match = _STRUCTURE.search(chunk, position)
         stop = size if match is None else match.start()
         fields = scan.depth == scan.response_depth and scan.open_depth == -1
@@ -271,32 +271,98 @@ def _scan_chunk(chunk: bytes, scan: _Scanner, ledger: _Ledger, path: str) -> Ite
             _mark_stray(chunk, position, stop, scan, ledger)
         if match is None:
             return
-        char = match.group()
         position = match.end()
-        if char == b'"':
-            scan.in_string = True
+        yield from _structure(chunk, match, fields, scan, ledger, path)
+
+
+def _after_string(chunk: bytes, position: int, scan: _Scanner, ledger: _Ledger) -> int:
+    """Past a response level's string that just closed: a field's name when a ":" follows
+    it. The position after the blank space that follows it (the chunk's end: decided in the
+    next chunk)."""
+    size = len(chunk)
+    while position < size and chunk[position] in _BLANK:
+        position += 1
+    if position == size:
+        return position
+    assert scan.after_string is not None
+    if chunk[position : position + 1] == b":":
+        _field(scan.after_string, chunk, position, scan, ledger)
+    elif scan.key == _TOKEN_KEY:
+        scan.token = bool(scan.after_string)
+    scan.after_string = None
+    return position
+
+
+def _whole_element(
+    chunk: bytes, element: tuple[int, int, Any], scan: _Scanner, ledger: _Ledger, path: str
+) -> LogRecord | None:
+    """The record of an element read whole (its lines accounted), None when it gave none."""
+    start, close, entry = element
+    first_line, last_line = scan.line_at(chunk, start), scan.line_at(chunk, close)
+    outcome = record_or_reason(entry, scan.origin(path, first_line))
+    if isinstance(outcome, str):
+        ledger.entry(first_line, last_line, outcome)
+        return None
+    ledger.entry(first_line, last_line, None)
+    ledger.stats.records += 1
+    return outcome
+
+
+def _string_step(chunk: bytes, position: int, scan: _Scanner) -> int:
+    """Read on inside a string: the position after its next escape or its end, -1 when the
+    chunk ends inside it."""
+    if scan.escaped:
+        scan.escaped = False
+        return position + 1
+    match = _STRING_STOP.search(chunk, position)
+    if match is None:
+        return -1
+    if match.group() == b"\\":
+        scan.escaped = match.end() >= len(chunk)
+        return match.end() + 1
+    scan.in_string = False
+    if scan.key_from != -1:
+        _keep_key(scan, chunk[scan.key_from : match.start()])
+        scan.after_string = b"".join(scan.key_pieces)
+        scan.key_from, scan.key_pieces = -1, []
+    return match.end()
+
+
+def _structure(
+    chunk: bytes,
+    match: re.Match[bytes],
+    fields: bool,
+    scan: _Scanner,
+    ledger: _Ledger,
+    path: str,
+) -> Iterator[LogRecord]:
+    """Step over the quote or bracket ``match`` found outside any string."""
+    char = match.group()
+    position = match.end()
+    if char == b'"':
+        scan.in_string = True
+        if fields:
+            scan.key_from = position
+        elif scan.open_depth == -1:
+            ledger.stray.setdefault(scan.line_at(chunk, match.start()), _stray_reason(scan))
+    elif scan.api and scan.open_depth == -1 and _api_structure(char, fields, scan):
+        return
+    elif char == b"[" and scan.depth == 0 and scan.open_depth == -1 and not scan.api:
+        scan.depth = 1  # the array itself
+    elif char in (b"{", b"["):
+        if scan.open_depth == -1:
+            scan.open_depth = scan.depth
+            scan.start = match.start()
+            scan.open_line = scan.line_at(chunk, match.start())
             if fields:
-                scan.key_from = position
-            elif scan.open_depth == -1:
-                ledger.stray.setdefault(scan.line_at(chunk, match.start()), _stray_reason(scan))
-        elif scan.api and scan.open_depth == -1 and _api_structure(char, fields, scan):
-            continue
-        elif char == b"[" and scan.depth == 0 and scan.open_depth == -1 and not scan.api:
-            scan.depth = 1  # the array itself
-        elif char in (b"{", b"["):
-            if scan.open_depth == -1:
-                scan.open_depth = scan.depth
-                scan.start = match.start()
-                scan.open_line = scan.line_at(chunk, match.start())
-                if fields:
-                    scan.forced = _field_reason(scan.key)
-            scan.depth += 1
-        elif scan.depth == 0:
-            ledger.stray.setdefault(scan.line_at(chunk, match.start()), OUTSIDE)
-        else:
-            scan.depth -= 1
-            if scan.depth == scan.open_depth:
-                yield from _close_element(chunk, match.start(), position, scan, ledger, path)
+                scan.forced = _field_reason(scan.key)
+        scan.depth += 1
+    elif scan.depth == 0:
+        ledger.stray.setdefault(scan.line_at(chunk, match.start()), OUTSIDE)
+    else:
+        scan.depth -= 1
+        if scan.depth == scan.open_depth:
+            yield from _close_element(chunk, match.start(), position, scan, ledger, path)
 
 
 def _api_structure(char: bytes, fields: bool, scan: _Scanner) -> bool:
@@ -448,7 +514,8 @@ def _close_element(
             ledger.stats.invalid_utf8 += repaired
             outcome = record_or_reason(entry, scan.origin(path, first_line))
         except InvalidJson:
-            viewer = viewer_entry(raw)
+            # The old Logs Viewer's expanded view, or an entry copied as a JavaScript object.
+            viewer = viewer_entry(raw) or loose_object(raw.decode("utf-8", "replace"))
             outcome = (
                 INVALID_JSON
                 if viewer is None

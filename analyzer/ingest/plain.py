@@ -13,13 +13,14 @@ unknown; the severity is ``DEFAULT`` unless the line gave one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from datetime import datetime
 from typing import BinaryIO
 
 from analyzer.ingest.lines import text_lines
 from analyzer.ingest.records import InputStats, LogRecord, Origin, parse_timestamp
+from analyzer.ingest.sdklines import sdk_messages
 from analyzer.ingest.sniff import CLOCK_LINE, SEVERITIES
 
 BLANK_LINE = "blank line"
@@ -119,10 +120,19 @@ _MOST_JOINED = 40
 def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Yield one record per non-blank line; blank lines are skipped as "blank line". A message
     that goes on over indented lines without a time (:data:`_GOES_ON`) is one record of them
-    all, numbered by its first line."""
+    all, numbered by its first line; so is each of the SDK's two-line messages
+    (:func:`~analyzer.ingest.sdklines.sdk_messages`)."""
+    path = stats.path
+    lines = ((Origin(path, number), line) for number, line in text_lines(stream, stats))
+    return sdk_messages(line_records(lines, stats), stats)
+
+
+def line_records(lines: Iterable[tuple[Origin, str]], stats: InputStats) -> Iterator[LogRecord]:
+    """The records of text ``lines`` (each with its origin, already counted in
+    ``stats.lines``), read as :func:`read_plain_text` reads a text's lines."""
     pending: LogRecord | None = None  # a message that may go on, and the lines it went on over
     more: list[str] = []
-    for number, line in text_lines(stream, stats):
+    for origin, line in lines:
         text = _ANSI_SEQUENCE.sub("", line) if "\x1b" in line else line
         if pending is not None:
             if len(more) < _MOST_JOINED and _CONTINUES.match(text):
@@ -149,7 +159,7 @@ def read_plain_text(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
             task=task,
             severity=severity,
             text=message,
-            origin=Origin(stats.path, number),
+            origin=origin,
         )
         if _GOES_ON.search(message):
             pending, more = record, []

@@ -63,6 +63,29 @@ class TableOrigin(Origin):
         }
 
 
+@dataclass(frozen=True, slots=True)
+class CellOrigin(Origin):
+    """A record read from a notebook's saved outputs (``analyzer.ingest.notebook``): ``line``
+    numbers the notebook's output lines in order (the lines its input counts), ``cell`` is
+    the cell they are in (1-based, every cell counted, as the notebook lists them) and
+    ``cell_line`` the line among that cell's output lines."""
+
+    cell: int = 0
+    cell_line: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.path}:cell {self.cell}:{self.cell_line}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The evidence object: the file form's keys, and the cell and its line."""
+        return {
+            "path": self.path,
+            "line": self.line,
+            "cell": self.cell,
+            "cell_line": self.cell_line,
+        }
+
+
 def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 

@@ -38,6 +38,8 @@ class Format(StrEnum):
     EXPLORER_SUMMARY = "logs-explorer-summary"
     # gcloud ai custom-jobs list (or ai-platform jobs list) as a table: states, not logs.
     JOBS_LIST = "gcloud-jobs-list"
+    # A Jupyter notebook (.ipynb, nbformat 4): its cells' saved outputs.
+    NOTEBOOK = "jupyter-notebook"
     PLAIN_TEXT = "plain-text"
     EMPTY = "empty"
 
@@ -169,21 +171,12 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     body = head.lstrip()
     if not body:
         return Format.EMPTY
-    if body[:1] in (b"{", b"[") and (_API_ERROR.match(body) or _api_fields(body)):
-        return _api_response(body, name)
-    if _EMPTY_RESPONSES.fullmatch(body):
-        # What entries:list answers when nothing matched (and no other export writes): read
-        # as responses, as an empty gcloud array is read (an input that holds no entry).
-        return Format.LOGGING_API
-    # "[" alone could start a bracketed text log line ("[2022-09-21 ...] INFO").
-    if body[:1] == b"[" and body[1:].lstrip()[:1] in (b"{", b"]", b""):
-        return Format.GCLOUD_JSON
-    if body[:1] == b"{":
-        # A "{" alone on its line opens a pretty-printed object (entries copied from the Logs
-        # Explorer, one after another): JSON values over many lines, read like an array's.
-        if body.split(b"\n", 1)[0].strip() == b"{":
-            return Format.GCLOUD_JSON
-        return Format.CLOUD_LOGGING_JSONL
+    if _NOTEBOOK_NAME.search(name) or _NOTEBOOK_START.match(body):
+        # Read (and checked) whole by its reader: a damaged one is said there, in one line.
+        return Format.NOTEBOOK
+    structured = _json_format(body, name)
+    if structured is not None:
+        return structured
     lines = body.split(b"\n", WINDOW_LINES)
     cut = b""
     if len(lines) > WINDOW_LINES or not complete:
@@ -199,6 +192,47 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
         # Only gcloud's own lines (a stream-logs run cut before its first row): its reader
         # skips them.
         return Format.STREAM_LOGS
+    return _text_format(filled, name)
+
+
+# A notebook by its name, or by its content: nbformat writes its keys sorted, "cells" first
+# (nbformat.v4.nbjson.BytesEncoder: sort_keys), and other writers name the version near it.
+_NOTEBOOK_NAME = re.compile(r"(?i)\.ipynb(?:\.gz)?$")
+_NOTEBOOK_START = re.compile(
+    rb'\{\s*"cells"\s*:\s*\[|\{\s*(?:"[^"]*"\s*:\s*(?:"[^"]*"|\d+|\{\s*\})\s*,\s*){0,3}"nbformat"\s*:\s*4\b'
+)
+
+
+def _json_format(body: bytes, name: str) -> Format | None:
+    """The format of a head that starts as JSON does (an API response, a gcloud array, a
+    pretty-printed object, JSON lines), or None when ``body`` is text."""
+    if body[:1] in (b"{", b"[") and (_API_ERROR.match(body) or _api_fields(body)):
+        return _api_response(body, name)
+    if _EMPTY_RESPONSES.fullmatch(body):
+        # What entries:list answers when nothing matched (and no other export writes): read
+        # as responses, as an empty gcloud array is read (an input that holds no entry).
+        return Format.LOGGING_API
+    # "[" alone could start a bracketed text log line ("[2022-09-21 ...] INFO").
+    if body[:1] == b"[" and body[1:].lstrip()[:1] in (b"{", b"]", b""):
+        return Format.GCLOUD_JSON
+    if _STATUS_START.match(body) or _LOOSE_START.match(body):
+        # A Google API's error body without its "error" wrapper (google.rpc.Status), or an
+        # entry copied as a JavaScript object (a key without quotes): read as JSON values of
+        # their own, which the entry reader reads (ingest.entries, ingest.loose).
+        return Format.GCLOUD_JSON
+    if body[:1] == b"{":
+        # A "{" alone on its line opens a pretty-printed object (entries copied from the Logs
+        # Explorer, one after another): JSON values over many lines, read like an array's.
+        if body.split(b"\n", 1)[0].strip() == b"{":
+            return Format.GCLOUD_JSON
+        return Format.CLOUD_LOGGING_JSONL
+    return None
+
+
+def _text_format(filled: list[bytes], name: str) -> Format:
+    """The format of a text whose window's non-blank lines (gcloud's own lines left out) are
+    ``filled``: a CSV download, YAML documents, a jobs list, or the text format most of the
+    lines are in."""
     if _csv_header(filled[0]):
         return Format.EXPLORER_CSV
     if sum(1 for line in filled if _headless_csv_row(line)) * 2 > len(filled):
@@ -233,6 +267,9 @@ _JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
 # Nothing but empty responses ({} is what entries:list answers when nothing matched).
 _EMPTY_RESPONSES = re.compile(rb"[\[\]{},\s]*\{\s*\}[\[\]{},\s]*")
 # Google's error body (google.rpc.Status): {"error": {"code": 403, "message": ..., "status": ...}}.
+# Without its wrapper: {"code": 429, "message": ...}.
+_LOOSE_START = re.compile(rb"\{\s*[A-Za-z_$][\w$]*\s*:")
+_STATUS_START = re.compile(rb'\{\s*"code"\s*:\s*\d+\s*,\s*"(?:message|status)"\s*:')
 _API_ERROR = re.compile(rb'\{\s*"error"\s*:\s*\{')
 _ERROR_MESSAGE = re.compile(rb'"message"\s*:\s*"((?:[^"\\]|\\.)*)"')
 

@@ -83,6 +83,10 @@ def reader_for(form: Format) -> Reader:
         from analyzer.ingest.jobs_list import read_jobs_list
 
         return read_jobs_list
+    if form is Format.NOTEBOOK:
+        from analyzer.ingest.notebook import read_notebook
+
+        return read_notebook
     if form is Format.PLAIN_TEXT:
         from analyzer.ingest.plain import read_plain_text
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from analyzer.classify.tracebacks import parse_text
 from analyzer.ingest.records import LogRecord, Origin
 from analyzer.rulebook import RuleBook
+from analyzer.rulebook.derived import derived_fields
 from analyzer.rulebook.events import (
     LIFECYCLE_KINDS,
     OTHER_SERVICE_NOTE,
@@ -23,6 +24,7 @@ from analyzer.rulebook.events import (
 from analyzer.timeline.exitcodes import decode
 from analyzer.verdict.advice import advice_for, next_step
 from analyzer.verdict.diagnosis import Cause, JobState
+from analyzer.verdict.fragments import PASTE_INSTEAD, SIGNAL_EXITS, fragment_book, nearest_rules
 from analyzer.verdict.policy import RetryPolicy
 
 if TYPE_CHECKING:
@@ -45,6 +47,9 @@ class Explanation:
     also: tuple[RuleMatch, ...] = ()  # further matches (a message naming several replicas)
     cause: Cause | None = None  # what diagnose would name: exception, detail, decoded exit
     job_id: str | None = None  # from the console link or a line naming the job
+    # When no rule knows the message: the rules nearest to it, and what to paste instead.
+    nearest: tuple[str, ...] = ()
+    paste_instead: str | None = None
 
     @property
     def matched(self) -> bool:
@@ -53,7 +58,12 @@ class Explanation:
     def to_dict(self) -> dict[str, Any]:
         """The ``explain --format json`` object."""
         if self.match is None:
-            return {"matched": False, "message": self.message}
+            return {
+                "matched": False,
+                "message": self.message,
+                "nearest_rules": list(self.nearest),
+                "paste_instead": self.paste_instead,
+            }
         fields: dict[str, Any] = dict.fromkeys(_STANDARD_FIELDS)
         fields.update(self.match.fields)
         return {
@@ -97,7 +107,9 @@ def _diagnosed(message: str, book: RuleBook, policy: RetryPolicy, lang: str) -> 
     from analyzer.verdict.predict import diagnose_timeline
 
     record = LogRecord(None, None, None, "DEFAULT", message, Origin("<message>", 1))
-    events = tuple(Event.from_record(record, match) for match in book.match(message))
+    events = tuple(
+        Event.from_record(record, match) for match in derived_fields(book.match(message))
+    )
     job_id = next((str(e.match.field("job_id")) for e in events if e.match.field("job_id")), None)
     log = JobLog(job_id, events, {}, 1, None, None)
     diagnosis = diagnose_timeline(build_timeline(log), policy, lang=lang)
@@ -106,9 +118,17 @@ def _diagnosed(message: str, book: RuleBook, policy: RetryPolicy, lang: str) -> 
 
 def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en") -> Explanation:
     """Explain ``message`` in ``lang`` (en, ja, he; other languages fall back to English)."""
-    matches = book.match(message)
+    matches = derived_fields(book.match(message))
     if not matches:
-        return Explanation(message, None, None, None, None, ())
+        # A fragment (exit code 137, Killed, OOMKilled): read as diagnose would read it with
+        # the fragment rules (a bare exit 137 is a kill without a traceback, say).
+        book = fragment_book()
+        matches = book.match(message)
+    if not matches:
+        nearest = nearest_rules(message, book)  # (the fragments' book: every rule)
+        return Explanation(
+            message, None, None, None, None, (), nearest=nearest, paste_instead=PASTE_INSTEAD
+        )
     match = _primary(matches)
     also = tuple(m for m in matches if m is not match and m.rule == match.rule)
     category = match.category
@@ -152,7 +172,8 @@ def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en")
 
 def _cause(message: str, match: RuleMatch, category: Category) -> Cause:
     exit_code = match.field("exit_code")
-    code = exit_code if isinstance(exit_code, int) else None
+    # A signal's message (the shell's "Killed") stands for its exit code.
+    code = exit_code if isinstance(exit_code, int) else SIGNAL_EXITS.get(match.detail or "")
     replica = match.field("replica") or match.field("pool")
     region = match.field("region")
     decoded = decode(code, _text(match.field("signal"))) if code is not None else None
