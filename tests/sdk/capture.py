@@ -9,9 +9,12 @@ SDK, 2.x, from the ``test`` extra)::
 The other variants run the SDK from virtualenvs of their own (``--venvs DIR``, default
 ``/tmp``), made once with::
 
-    python3.11 -m venv /tmp/aip1-165 && /tmp/aip1-165/bin/pip install 'google-cloud-aiplatform==1.165.1' ipykernel
-    python3.11 -m venv /tmp/aip1-154 && /tmp/aip1-154/bin/pip install 'google-cloud-aiplatform==1.154.0' ipykernel
-    python3.10 -m venv /tmp/aip1-154-py310 && /tmp/aip1-154-py310/bin/pip install 'google-cloud-aiplatform==1.154.0' ipykernel
+    python3.11 -m venv /tmp/aip1-165
+    /tmp/aip1-165/bin/pip install 'google-cloud-aiplatform==1.165.1' ipykernel
+    python3.11 -m venv /tmp/aip1-154
+    /tmp/aip1-154/bin/pip install 'google-cloud-aiplatform==1.154.0' ipykernel
+    python3.10 -m venv /tmp/aip1-154-py310
+    /tmp/aip1-154-py310/bin/pip install 'google-cloud-aiplatform==1.154.0' ipykernel
 
 1.165.1 is the last 1.x; it prints states by name, as 2.x does. 1.154.0 is the last release that
 formats the state enum itself (``"%s" % state``; 1.155.0 changed it to ``state.name``): on Python
@@ -86,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", help="only these cases (repeatable)")
     parser.add_argument("--variant", action="append", help="only these variants (repeatable)")
-    parser.add_argument("--venvs", type=Path, default=Path("/tmp"), help="where the 1.x virtualenvs are")
+    parser.add_argument(
+        "--venvs", type=Path, default=Path("/tmp"), help="where the 1.x virtualenvs are"
+    )
     parser.add_argument("--terminal-only", action="store_true", help="no notebooks")
     args = parser.parse_args(argv)
     cases = [c for c in CASES if not args.case or c.name in args.case]
@@ -98,17 +103,23 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := set(args.case or ()) - {c.name for c in CASES}:
         parser.error(f"unknown case(s): {', '.join(sorted(unknown))}")
     for variant in variants:
-        if not Path(variant.python(args.venvs)).exists():
-            parser.error(f"{variant.name}: no {variant.python(args.venvs)}; make it as this module's docstring says")
+        missing = variant.python(args.venvs)
+        if not Path(missing).exists():
+            parser.error(f"{variant.name}: no {missing}; make it as this module's docstring says")
     _write_variants(variants, args.venvs)
     for case in cases:
         folder = CAPTURES / case.name
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "truth.yaml").write_text(yaml.safe_dump(truth(case), sort_keys=False, allow_unicode=True))
+        (folder / "truth.yaml").write_text(
+            yaml.safe_dump(truth(case), sort_keys=False, allow_unicode=True)
+        )
         for variant in variants:
             started = time.monotonic()
             capture(case, variant, args.venvs, folder / (variant.name + variant.suffix))
-            print(f"{case.name}/{variant.name}{variant.suffix}: {time.monotonic() - started:.1f} s", flush=True)
+            print(
+                f"{case.name}/{variant.name}{variant.suffix}: {time.monotonic() - started:.1f} s",
+                flush=True,
+            )
     return 0
 
 
@@ -120,35 +131,64 @@ def capture(case: Case, variant: Variant, venvs: Path, target: Path) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FORCE_COLOR")}
         env.update(fake.environ(), PYTHONUNBUFFERED="1")
         env.update(storage_env)
-        cells = (prelude(logging_config=variant.logging_config), *case.cells)
+        cells = tuple(
+            map(_formatted, (prelude(logging_config=variant.logging_config), *case.cells))
+        )
         if variant.notebook:
             _notebook(case, cells, variant.python(venvs), env, run_dir, fake, target)
         else:
             _terminal(case, cells, variant.python(venvs), env, run_dir, fake, target)
         if fake.unserved:
-            raise RuntimeError(f"{case.name}/{variant.name}: the SDK called unserved {fake.unserved}")
+            raise RuntimeError(
+                f"{case.name}/{variant.name}: the SDK called unserved {fake.unserved}"
+            )
         _check_served(case, fake)
+
+
+def _formatted(code: str) -> str:
+    """The cell as the project's formatter writes it: the notebooks are files under tests/,
+    which ``ruff format tests`` and ``ruff check tests`` go through."""
+    ruff = Path(sys.executable).parent / "ruff"
+    done = subprocess.run(
+        [str(ruff), "format", "--stdin-filename", "cell.py", "-"],
+        input=code,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=HERE.parents[1],
+    )
+    return done.stdout
 
 
 def _check_served(case: Case, fake: FakeVertex) -> None:
     """The fake served each job's scripted states to its end (the truth's states)."""
     for job in case.jobs:
-        served = fake.last_served(job.script.name)
+        served, scripted = fake.last_served(job.script.name), job.script.final_state
         if job.script.refuse is not None:
             continue
-        if served != job.script.final_state:
+        if served != scripted:
             raise RuntimeError(
-                f"{case.name}: {job.script.name} last served {served}, scripted {job.script.final_state}"
+                f"{case.name}: {job.script.name} last served {served}, scripted {scripted}"
             )
 
 
 def _terminal(
-    case: Case, cells: tuple[str, ...], python: str, env: dict[str, str], run_dir: Path, fake: FakeVertex, target: Path
+    case: Case,
+    cells: tuple[str, ...],
+    python: str,
+    env: dict[str, str],
+    run_dir: Path,
+    fake: FakeVertex,
+    target: Path,
 ) -> None:
     script = run_dir / "train.py"
     script.write_text("\n".join(cells))
     process = subprocess.Popen(
-        [python, script.name], cwd=run_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        [python, script.name],
+        cwd=run_dir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     with _interrupter(case, fake, lambda: process.send_signal(signal.SIGINT)):
         out, _ = process.communicate(timeout=TIMEOUT)
@@ -156,7 +196,13 @@ def _terminal(
 
 
 def _notebook(
-    case: Case, cells: tuple[str, ...], python: str, env: dict[str, str], run_dir: Path, fake: FakeVertex, target: Path
+    case: Case,
+    cells: tuple[str, ...],
+    python: str,
+    env: dict[str, str],
+    run_dir: Path,
+    fake: FakeVertex,
+    target: Path,
 ) -> None:
     import nbformat
     from nbclient import NotebookClient
@@ -178,7 +224,11 @@ def _notebook(
 
     with _interrupter(case, fake, interrupt):
         client.execute(env=env)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
     nbformat.write(notebook, str(target))
 
 
@@ -255,7 +305,10 @@ def _write_variants(variants: list[Variant], venvs: Path) -> None:
     """captures/variants.yaml: each variant's SDK and Python versions, asked of its interpreter."""
     path = CAPTURES / "variants.yaml"
     known: dict[str, Any] = yaml.safe_load(path.read_text()) if path.exists() else {}
-    probe = "import sys; from google.cloud import aiplatform; print(aiplatform.__version__, sys.version.split()[0])"
+    probe = (
+        "import sys; from google.cloud import aiplatform; "
+        "print(aiplatform.__version__, sys.version.split()[0])"
+    )
     for variant in variants:
         sdk, python = subprocess.run(
             [variant.python(venvs), "-c", probe], capture_output=True, text=True, check=True

@@ -18,7 +18,7 @@ RESOURCE_EXHAUSTED) and truth.yaml marks it ``error_code_documented: false``.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -28,6 +28,11 @@ from tests.sdk.fake_vertex import LOCATION, PROJECT_NUMBER, ScriptedJob, Trial
 IMAGE = "us-docker.pkg.dev/my-project/trainers/trainer:latest"
 PREBUILT = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-1.py310:latest"
 
+# platform.md section 3, "What real logs say".
+EXIT_1 = "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error. "
+LOW_MEMORY = (
+    "Replicas low on memory: workerpool0. Specify a machine with larger memory and try again."
+)
 _LINK = (
     "To find out more about why your job exited please check the logs: "
     f"https://console.cloud.google.com/logs/viewer?project={PROJECT_NUMBER}"
@@ -39,7 +44,7 @@ _TAIL = (
     '  File "/root/.local/lib/python3.10/site-packages/trainer/task.py", line 57, in main\n'
     "    train(args)\n"
     '  File "/root/.local/lib/python3.10/site-packages/trainer/task.py", line 31, in train\n'
-    '    frame = pd.read_csv(args.train_path)\n'
+    "    frame = pd.read_csv(args.train_path)\n"
     "FileNotFoundError: [Errno 2] No such file or directory: '/gcs/my-bucket/data/train.csv'\n\n"
 )
 
@@ -56,10 +61,8 @@ class Cause:
 
 @dataclass(frozen=True)
 class Job:
-    """One scripted job of a case and its truth.
-
-    ``shown`` is how many of its scripted states the SDK gets to print (all of them unless the
-    wait is interrupted); ``documented`` says whether platform.md gives the error code."""
+    """One scripted job of a case and its truth: the cause its error message states, and
+    whether platform.md gives the google.rpc code the job carries (``documented``)."""
 
     script: ScriptedJob
     cause: Cause | None = None
@@ -77,16 +80,15 @@ class Case:
     cells: tuple[str, ...]
     interrupt_after: int | None = None
     needs_storage: bool = False
-    tags: tuple[str, ...] = field(default=())
 
 
 def prelude(*, logging_config: bool) -> str:
     """The first cell: logging as the variant wants it, the SDK pointed at the fake."""
-    logging_lines = "import logging\nlogging.basicConfig(level=logging.INFO)\n" if logging_config else ""
-    return (
-        logging_lines
-        + textwrap.dedent(
-            f"""\
+    logging_lines = (
+        "import logging\nlogging.basicConfig(level=logging.INFO)\n" if logging_config else ""
+    )
+    return logging_lines + textwrap.dedent(
+        f"""\
             import os
 
             from google.auth.credentials import AnonymousCredentials
@@ -105,27 +107,39 @@ def prelude(*, logging_config: bool) -> str:
                 credentials=AnonymousCredentials(),
             )
             """
-        )
     )
 
 
 def _custom(name: str, *, wait: str = "run", var: str = "job") -> str:
-    """A user's CustomJob on a custom container; ``wait``: ``run`` or ``submit`` + ``wait``."""
-    start = f"{var}.run()" if wait == "run" else f"{var}.submit()\n{var}.wait()"
-    return textwrap.dedent(
-        f"""\
+    """A user's CustomJob on a custom container; ``wait``: ``run``, ``submit`` then
+    ``wait_for_completion()``, or ``async``: ``run(sync=False)`` then ``wait()``."""
+    start = {
+        "run": f"{var}.run()",
+        "submit": f"{var}.submit()\n{var}.wait_for_completion()",
+        "async": f"{var}.run(sync=False)\n{var}.wait()",
+    }[wait]
+    return (
+        textwrap.dedent(
+            f"""\
         {var} = aiplatform.CustomJob(
             display_name="{name}",
             worker_pool_specs=[
                 {{
-                    "machine_spec": {{"machine_type": "n1-standard-8", "accelerator_type": "NVIDIA_TESLA_T4", "accelerator_count": 1}},
+                    "machine_spec": {{
+                        "machine_type": "n1-standard-8",
+                        "accelerator_type": "NVIDIA_TESLA_T4",
+                        "accelerator_count": 1,
+                    }},
                     "replica_count": 1,
                     "container_spec": {{"image_uri": "{IMAGE}", "args": ["--epochs", "10"]}},
                 }}
             ],
         )
         """
-    ) + start + "\n"
+        )
+        + start
+        + "\n"
+    )
 
 
 def _states(*middle: str, end: str) -> tuple[str, ...]:
@@ -146,19 +160,37 @@ def _user_error(exit_code: int, replica: str = "workerpool0-0") -> Cause:
 
 
 def _custom_cases() -> list[Case]:
-    reason = "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error. "
+    reason = EXIT_1
     return [
         Case(
             "custom-succeeded",
             "a CustomJob queued, then running, then succeeded (run())",
-            (Job(ScriptedJob("custom-succeeded", "custom", _states("RUNNING", "RUNNING", end="SUCCEEDED"))),),
+            (
+                Job(
+                    ScriptedJob(
+                        "custom-succeeded", "custom", _states("RUNNING", "RUNNING", end="SUCCEEDED")
+                    )
+                ),
+            ),
             (_custom("custom-succeeded"),),
         ),
         Case(
             "custom-submit-wait",
-            "a CustomJob submitted, then waited for (submit() and wait()), succeeded",
-            (Job(ScriptedJob("custom-submit-wait", "custom", ("QUEUED", "QUEUED", "RUNNING", "SUCCEEDED"))),),
+            "a CustomJob submitted, then waited for (submit(), wait_for_completion()), succeeded",
+            (
+                Job(
+                    ScriptedJob(
+                        "custom-submit-wait", "custom", ("QUEUED", "QUEUED", "RUNNING", "SUCCEEDED")
+                    )
+                ),
+            ),
             (_custom("custom-submit-wait", wait="submit"),),
+        ),
+        Case(
+            "custom-async-wait",
+            "a CustomJob run with sync=False, then wait(), succeeded",
+            (Job(ScriptedJob("custom-async-wait", "custom", _states("RUNNING", end="SUCCEEDED"))),),
+            (_custom("custom-async-wait", wait="async"),),
         ),
         _failed_custom(
             "user-error-traceback-link",
@@ -167,7 +199,9 @@ def _custom_cases() -> list[Case]:
             _user_error(1),
             about="user code exits 1: reason, the traceback tail and the console link",
         ),
-        _failed_custom("user-error-reason", 3, reason, _user_error(1), about="user code exits 1: reason only"),
+        _failed_custom(
+            "user-error-reason", 3, reason, _user_error(1), about="user code exits 1: reason only"
+        ),
         _failed_custom(
             "user-error-link",
             3,
@@ -185,8 +219,8 @@ def _custom_cases() -> list[Case]:
         _failed_custom(
             "user-error-two-replicas",
             3,
-            "The replica workerpool1-0 exited with a non-zero status of 1. Termination reason: Error. "
-            "The replica workerpool1-3 exited with a non-zero status of 1. Termination reason: Error. ",
+            EXIT_1.replace("workerpool0-0", "workerpool1-0")
+            + EXIT_1.replace("workerpool0-0", "workerpool1-3"),
             _user_error(1, "workerpool1-0"),
             about="one message naming two replicas (the first named is the cause's replica)",
         ),
@@ -201,14 +235,15 @@ def _custom_cases() -> list[Case]:
         _failed_custom(
             "oom-low-memory",
             8,
-            "Replicas low on memory: workerpool0. Specify a machine with larger memory and try again.",
+            LOW_MEMORY,
             Cause("oom", None, "workerpool0"),
             about="OOM, current wording (names the pool, no exit code), code 8",
         ),
         _failed_custom(
             "oom-legacy",
             8,
-            "The replica master 0 ran out-of-memory and exited with a non-zero status of 9(SIGKILL)",
+            "The replica master 0 ran out-of-memory and exited with a non-zero status of "
+            "9(SIGKILL)",
             Cause("oom", 9, "master 0"),
             documented=False,
             about="OOM, legacy wording (master 0, 9(SIGKILL))",
@@ -224,7 +259,8 @@ def _custom_cases() -> list[Case]:
         _failed_custom(
             "stockout-advice",
             8,
-            "Resources are insufficient in region: europe-west4. Try a different region or use a different accelerator.",
+            "Resources are insufficient in region: europe-west4. "
+            "Try a different region or use a different accelerator.",
             Cause("stockout", region="europe-west4"),
             documented=False,
             about="stockout in the template's wording",
@@ -239,7 +275,8 @@ def _custom_cases() -> list[Case]:
         _failed_custom(
             "quota-code-8",
             8,
-            "The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_k80_gpus",
+            "The following quota metrics exceed quota limits: "
+            "aiplatform.googleapis.com/custom_model_training_nvidia_k80_gpus",
             Cause("quota"),
             about="quota exceeded on a created job, code 8",
         ),
@@ -319,15 +356,13 @@ def _script_pipeline(name: str) -> str:
 
 def _pipeline_cases() -> list[Case]:
     states = ("PENDING", "RUNNING", "RUNNING", "RUNNING")
-    link_failure = (
-        "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error. "
-        + _TAIL
-        + _LINK
-    )
+    link_failure = EXIT_1 + _TAIL + _LINK
 
     def failed(name: str, code: int, message: str) -> ScriptedJob:
         job_id = ScriptedJob(name, "pipeline", ("FAILED",)).backing_job_id
-        return ScriptedJob(name, "pipeline", (*states, "FAILED"), error=(code, message.replace("{job_id}", job_id)))
+        return ScriptedJob(
+            name, "pipeline", (*states, "FAILED"), error=(code, message.replace("{job_id}", job_id))
+        )
 
     return [
         Case(
@@ -357,7 +392,7 @@ def _pipeline_cases() -> list[Case]:
                     failed(
                         "script-pipeline-oom",
                         8,
-                        "Replicas low on memory: workerpool0. Specify a machine with larger memory and try again.",
+                        LOW_MEMORY,
                     ),
                     Cause("oom", None, "workerpool0"),
                 ),
@@ -369,10 +404,12 @@ def _pipeline_cases() -> list[Case]:
 
 
 def _tuning(name: str, max_failed: int) -> str:
-    return _custom(f"{name}-trial", var="trial_job").removesuffix("trial_job.run()\n") + textwrap.dedent(
-        f"""\
-        from google.cloud.aiplatform import hyperparameter_tuning as hpt
-
+    trial = _custom(f"{name}-trial", var="trial_job").removesuffix("trial_job.run()\n")
+    return (
+        "from google.cloud.aiplatform import hyperparameter_tuning as hpt\n\n"
+        + trial
+        + textwrap.dedent(
+            f"""\
         job = aiplatform.HyperparameterTuningJob(
             display_name="{name}",
             custom_job=trial_job,
@@ -384,14 +421,23 @@ def _tuning(name: str, max_failed: int) -> str:
         )
         job.run()
         """
+        )
     )
 
 
 def _tuning_cases() -> list[Case]:
     failing = (
         Trial("1", "SUCCEEDED"),
-        Trial("2", "INFEASIBLE", "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error. "),
-        Trial("3", "INFEASIBLE", "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error. "),
+        Trial(
+            "2",
+            "INFEASIBLE",
+            EXIT_1,
+        ),
+        Trial(
+            "3",
+            "INFEASIBLE",
+            EXIT_1,
+        ),
         Trial("4", "SUCCEEDED"),
     )
     states = ("QUEUED", "PENDING", "RUNNING", "RUNNING", "RUNNING")
@@ -405,7 +451,10 @@ def _tuning_cases() -> list[Case]:
                         "tuning-failed-trials",
                         "tuning",
                         (*states, "FAILED"),
-                        error=(3, "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error. "),
+                        error=(
+                            3,
+                            EXIT_1,
+                        ),
                         trials=failing,
                     ),
                     _user_error(1),
@@ -417,7 +466,16 @@ def _tuning_cases() -> list[Case]:
         Case(
             "tuning-some-trials-failed",
             "a tuning job with 2 failed trials of 4 (max 3 failed): the job succeeds",
-            (Job(ScriptedJob("tuning-some-trials-failed", "tuning", (*states, "SUCCEEDED"), trials=failing)),),
+            (
+                Job(
+                    ScriptedJob(
+                        "tuning-some-trials-failed",
+                        "tuning",
+                        (*states, "SUCCEEDED"),
+                        trials=failing,
+                    )
+                ),
+            ),
             (_tuning("tuning-some-trials-failed", 3),),
         ),
     ]
@@ -425,7 +483,7 @@ def _tuning_cases() -> list[Case]:
 
 def _several_cases() -> list[Case]:
     ok = _states("RUNNING", end="SUCCEEDED")
-    reason = "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error. "
+    reason = EXIT_1
     loop = textwrap.dedent(
         """\
         for lr in ["0.1", "0.01", "0.001"]:
@@ -435,7 +493,7 @@ def _several_cases() -> list[Case]:
                     {
                         "machine_spec": {"machine_type": "n1-standard-8"},
                         "replica_count": 1,
-                        "container_spec": {"image_uri": "%s", "args": ["--lr", lr]},
+                        "container_spec": {"image_uri": "IMAGE", "args": ["--lr", lr]},
                     }
                 ],
             )
@@ -444,22 +502,31 @@ def _several_cases() -> list[Case]:
             except RuntimeError as err:
                 print(f"lr={lr}: {err}")
         """
-        % IMAGE
-    )
+    ).replace("IMAGE", IMAGE)
     return [
         Case(
             "several-jobs",
-            "three CustomJobs run in turn from one loop; the second fails, the user prints the error",
+            "three CustomJobs run in turn from one loop; the second fails, the user prints "
+            "the error",
             (
                 Job(ScriptedJob("sweep-lr-0.1", "custom", ok)),
-                Job(ScriptedJob("sweep-lr-0.01", "custom", _states("RUNNING", end="FAILED"), error=(3, reason)), _user_error(1)),
+                Job(
+                    ScriptedJob(
+                        "sweep-lr-0.01",
+                        "custom",
+                        _states("RUNNING", end="FAILED"),
+                        error=(3, reason),
+                    ),
+                    _user_error(1),
+                ),
                 Job(ScriptedJob("sweep-lr-0.001", "custom", ok)),
             ),
             (loop,),
         ),
         Case(
             "several-jobs-stopped",
-            "two CustomJobs in one script: the first succeeds, the second fails (OOM) and ends the script",
+            "two CustomJobs in one script: the first succeeds, the second fails (OOM) and "
+            "ends the script",
             (
                 Job(ScriptedJob("prepare-data", "custom", ok)),
                 Job(
@@ -467,7 +534,10 @@ def _several_cases() -> list[Case]:
                         "train-model",
                         "custom",
                         _states("RUNNING", end="FAILED"),
-                        error=(8, "Replicas low on memory: workerpool0. Specify a machine with larger memory and try again."),
+                        error=(
+                            8,
+                            LOW_MEMORY,
+                        ),
                     ),
                     Cause("oom", None, "workerpool0"),
                 ),
@@ -524,16 +594,20 @@ def truth(case: Case) -> dict[str, Any]:
         interrupted = case.interrupt_after is not None
         entry: dict[str, Any] = {
             "display_name": script.name,
-            "kind": {"custom": "CustomJob", "tuning": "HyperparameterTuningJob", "pipeline": "TrainingPipeline"}[
-                script.kind
-            ],
+            "kind": {
+                "custom": "CustomJob",
+                "tuning": "HyperparameterTuningJob",
+                "pipeline": "TrainingPipeline",
+            }[script.kind],
             "job_id": None if refused else script.job_id,
             "resource_name": None if refused else script.resource_name,
             "refused_at_creation": refused,
             "interrupted": interrupted,
             "state": None if refused else ("JOB_STATE_" + script.final_state),
             "observed_final": (not refused) and final and not interrupted,
-            "error_code": script.refuse[0].value[0] if refused else (script.error[0] if script.error else None),
+            "error_code": script.refuse[0].value[0]
+            if refused
+            else (script.error[0] if script.error else None),
             "error_code_documented": job.documented,
             "cause": None
             if job.cause is None
@@ -549,4 +623,9 @@ def truth(case: Case) -> dict[str, Any]:
         if script.trials:
             entry["trials"] = {t.trial_id: t.state for t in script.trials}
         jobs.append(entry)
-    return {"case": case.name, "about": case.about, "interrupt": case.interrupt_after is not None, "jobs": jobs}
+    return {
+        "case": case.name,
+        "about": case.about,
+        "interrupt": case.interrupt_after is not None,
+        "jobs": jobs,
+    }

@@ -114,7 +114,7 @@ def _self_signed(directory: Path) -> tuple[bytes, bytes, Path]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(subject)
@@ -162,7 +162,10 @@ class FakeVertex:
 
     def environ(self) -> dict[str, str]:
         """What a driver process needs in its environment to reach and trust this fake."""
-        return {"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(self.cert_path), "FAKE_VERTEX": self.endpoint}
+        return {
+            "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(self.cert_path),
+            "FAKE_VERTEX": self.endpoint,
+        }
 
     def __enter__(self) -> FakeVertex:
         self._server.start()
@@ -279,7 +282,7 @@ class FakeVertex:
         if script.refuse is not None:
             raise _Refused(*script.refuse)
         resource.name = script.resource_name
-        resource.create_time = datetime.datetime.now(datetime.timezone.utc)
+        resource.create_time = datetime.datetime.now(datetime.UTC)
         running = _Running(script, resource)
         with self._lock:
             self._running[script.resource_name] = running
@@ -314,7 +317,7 @@ class FakeVertex:
             resource.start_time = resource.create_time
         final = index == len(script.states) - 1 and state in ("SUCCEEDED", "FAILED", "CANCELLED")
         if final:
-            resource.end_time = datetime.datetime.now(datetime.timezone.utc)
+            resource.end_time = datetime.datetime.now(datetime.UTC)
             if script.error is not None:
                 resource.error.code, resource.error.message = script.error
         if script.kind == "pipeline" and state != "QUEUED" and state != "PENDING":
@@ -352,7 +355,9 @@ class _ByPath(grpc.GenericRpcHandler):
     def __init__(self, handlers: dict[str, grpc.RpcMethodHandler]) -> None:
         self._handlers = handlers
 
-    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+    def service(
+        self, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler | None:
         return self._handlers.get(handler_call_details.method)  # type: ignore[attr-defined]
 
 
@@ -365,5 +370,3 @@ class _Unserved(grpc.GenericRpcHandler):
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> None:
         self.seen.append(handler_call_details.method)  # type: ignore[attr-defined]
         return None
-
-

@@ -14,6 +14,7 @@ Replica names compare with the legacy space form and the log's task form as one
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from collections import Counter
@@ -24,6 +25,7 @@ from typing import Any
 import yaml
 
 CAPTURES = Path(__file__).resolve().parent / "captures"
+MISREADS = Path(__file__).resolve().parent / "misreads.yaml"
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,13 @@ def compare(truth: dict[str, Any], jobs: list[dict[str, Any]]) -> list[Misread]:
 
 
 def _refusal(expected: dict[str, Any], jobs: list[dict[str, Any]]) -> list[Misread]:
-    refusals = [j for j in jobs if (j.get("cause") or {}).get("category") == "quota" and j["attempts"] == 0]
+    refusals = [
+        j for j in jobs if (j.get("cause") or {}).get("category") == "quota" and j["attempts"] == 0
+    ]
     if not refusals:
-        shown = ", ".join(f"{j['job_id']} {j['state']} {(j.get('cause') or {}).get('category')}" for j in jobs)
+        shown = ", ".join(
+            f"{j['job_id']} {j['state']} {(j.get('cause') or {}).get('category')}" for j in jobs
+        )
         return [Misread("refusal at creation not read", shown or "no job")]
     return []
 
@@ -99,11 +105,17 @@ def _job(expected: dict[str, Any], job: dict[str, Any]) -> list[Misread]:
     short = expected["state"].removeprefix("JOB_STATE_")
     if job["state"] != expected["state"]:
         found.append(
-            Misread(f"{short} read as {job['state'].removeprefix('JOB_STATE_')}", expected["job_id"])
+            Misread(
+                f"{short} read as {job['state'].removeprefix('JOB_STATE_')}", expected["job_id"]
+            )
         )
     if job["observed_final"] != expected["observed_final"]:
         word = "observed" if expected["observed_final"] else "not final"
-        found.append(Misread(f"{short}: observed_final {job['observed_final']}, truth {word}", expected["job_id"]))
+        found.append(
+            Misread(
+                f"{short}: observed_final {job['observed_final']}, truth {word}", expected["job_id"]
+            )
+        )
     found += _cause(expected, job)
     return found
 
@@ -116,7 +128,9 @@ def _cause(expected: dict[str, Any], job: dict[str, Any]) -> list[Misread]:
         return [Misread(f"{want['category']} cause not read", expected["job_id"])]
     found = []
     if got.get("category") != want["category"]:
-        found.append(Misread(f"{want['category']} read as {got.get('category')}", expected["job_id"]))
+        found.append(
+            Misread(f"{want['category']} read as {got.get('category')}", expected["job_id"])
+        )
     if got.get("exit_code") != want["exit_code"]:
         found.append(Misread("exit code", f"{got.get('exit_code')}, truth {want['exit_code']}"))
     if _replica(got.get("replica")) != _replica(want["replica"]):
@@ -153,13 +167,34 @@ def table(results: dict[Path, list[Misread]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description="jobdoctor on the SDK captures, against their truth"
+    )
+    parser.add_argument(
+        "--write-misreads",
+        action="store_true",
+        help=f"write today's misreads to {MISREADS.name} (the test's strict xfails)",
+    )
+    args = parser.parse_args(argv)
     results = {path: misreads(path) for path in captures()}
     for path, wrong in results.items():
         if wrong:
             print(f"{path.parent.name}/{path.name}: " + "; ".join(map(str, wrong)))
     print()
     print(table(results))
+    if args.write_misreads:
+        known = {
+            f"{path.parent.name}/{path.name}": "; ".join(map(str, wrong))
+            for path, wrong in results.items()
+            if wrong
+        }
+        MISREADS.write_text(
+            "# Captures jobdoctor reads wrong (tests/test_sdk_captures.py: strict xfails),\n"
+            "# written by python -m tests.sdk.verdicts --write-misreads.\n"
+            "# Remove a line once its capture reads right.\n"
+            + yaml.safe_dump(known, sort_keys=True, width=10**6, allow_unicode=True)
+        )
 
 
 if __name__ == "__main__":
