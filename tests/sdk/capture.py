@@ -15,6 +15,16 @@ The other variants run the SDK from virtualenvs of their own (``--venvs DIR``, d
     /tmp/aip1-154/bin/pip install 'google-cloud-aiplatform==1.154.0' ipykernel
     python3.10 -m venv /tmp/aip1-154-py310
     /tmp/aip1-154-py310/bin/pip install 'google-cloud-aiplatform==1.154.0' ipykernel
+    python3.11 -m venv /tmp/aip1-154-apicore223
+    /tmp/aip1-154-apicore223/bin/pip install 'google-cloud-aiplatform==1.154.0' \
+        'google-api-core[grpc]<2.24'
+
+Under ``logging.basicConfig(level=INFO)`` the SDK prints its lines through the root logger
+(``INFO:google.cloud.aiplatform.jobs:...``, on stderr) only until its first API client is made:
+google-api-core 2.24 and later then stop the ``google`` logger's propagation (its
+``client_logging.setup_logging``), so with current libraries the user sees ``Creating
+CustomJob`` and then only the error (``sdk2-py311-logging``). ``sdk1.154-py311-logging`` runs
+with google-api-core 2.23, before that change: every line keeps the prefix.
 
 1.165.1 is the last 1.x; it prints states by name, as 2.x does. 1.154.0 is the last release that
 formats the state enum itself (``"%s" % state``; 1.155.0 changed it to ``state.name``): on Python
@@ -82,6 +92,7 @@ VARIANTS = (
     Variant("sdk1.154-py311", "aip1-154"),
     Variant("sdk1.154-py311", "aip1-154", notebook=True),
     Variant("sdk1.154-py310", "aip1-154-py310"),
+    Variant("sdk1.154-py311-logging", "aip1-154-apicore223", logging_config=True),
 )
 
 
@@ -93,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         "--venvs", type=Path, default=Path("/tmp"), help="where the 1.x virtualenvs are"
     )
     parser.add_argument("--terminal-only", action="store_true", help="no notebooks")
+    parser.add_argument(
+        "--variants-only", action="store_true", help="only rewrite captures/variants.yaml"
+    )
     args = parser.parse_args(argv)
     cases = [c for c in CASES if not args.case or c.name in args.case]
     variants = [
@@ -107,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         if not Path(missing).exists():
             parser.error(f"{variant.name}: no {missing}; make it as this module's docstring says")
     _write_variants(variants, args.venvs)
+    if args.variants_only:
+        return 0
     for case in cases:
         folder = CAPTURES / case.name
         folder.mkdir(parents=True, exist_ok=True)
@@ -306,16 +322,17 @@ def _write_variants(variants: list[Variant], venvs: Path) -> None:
     path = CAPTURES / "variants.yaml"
     known: dict[str, Any] = yaml.safe_load(path.read_text()) if path.exists() else {}
     probe = (
-        "import sys; from google.cloud import aiplatform; "
-        "print(aiplatform.__version__, sys.version.split()[0])"
+        "import sys; from google.cloud import aiplatform; from google.api_core import version; "
+        "print(aiplatform.__version__, sys.version.split()[0], version.__version__)"
     )
     for variant in variants:
-        sdk, python = subprocess.run(
+        sdk, python, api_core = subprocess.run(
             [variant.python(venvs), "-c", probe], capture_output=True, text=True, check=True
         ).stdout.split()
         known[variant.name] = {
             "sdk": sdk,
             "python": python,
+            "google_api_core": api_core,
             "logging_basicConfig": variant.logging_config,
             "files": sorted({*known.get(variant.name, {}).get("files", []), variant.suffix}),
         }

@@ -60,8 +60,9 @@ def misreads(capture: Path) -> list[Misread]:
     """What jobdoctor reads wrong in ``capture`` (empty: all of it right)."""
     code, out, err = diagnose(capture)
     if code != 0:
-        first = (err.strip().splitlines() or ["?"])[0]
-        return [Misread("input refused", f"exit {code}: {first[:160]}")]
+        first = (err.strip().splitlines() or ["?"])[0].replace(str(capture), capture.name)
+        what = "notebook" if capture.suffix == ".ipynb" else "input"
+        return [Misread(f"{what} refused", f"exit {code}: {first[:160]}")]
     return compare(load_truth(capture), json.loads(out)["jobs"])
 
 
