@@ -410,31 +410,33 @@ def diagnose(
     that window, for files too.
     """
     commands.diagnose(
-        paths,
-        job=job,
-        output=output,
-        quiet=quiet,
-        fail_on=fail_on,
-        rules=rules,
-        policy=policy,
-        project=project,
-        job_ids=job_ids,
-        region=region,
-        since=since,
-        start=start,
-        end=end,
-        api_endpoint=api_endpoint,
-        vertex_endpoint=vertex_endpoint,
-        job_record=job_record,
-        bigquery=bigquery,
-        billing_project=billing_project,
-        max_bytes=max_bytes,
-        dry_run=dry_run,
-        follow=follow,
-        lang=lang,
-        job_spec=job_spec,
-        color=color,
-        dask=dask,
+        commands.DiagnoseOptions(
+            paths=paths or (),
+            job=job,
+            output=output,
+            quiet=quiet,
+            fail_on=fail_on,
+            rules=rules,
+            policy=policy,
+            project=project,
+            job_ids=job_ids,
+            region=region,
+            since=since,
+            start=start,
+            end=end,
+            api_endpoint=api_endpoint,
+            vertex_endpoint=vertex_endpoint,
+            job_record=job_record,
+            bigquery=bigquery,
+            billing_project=billing_project,
+            max_bytes=max_bytes,
+            dry_run=dry_run,
+            follow=follow,
+            lang=lang,
+            job_spec=job_spec,
+            color=color,
+            dask=dask,
+        )
     )
 
 
@@ -845,7 +847,12 @@ def command_app(args: Sequence[str]) -> typer.Typer:
     return app
 
 
-if __name__ == "__main__":
-    from analyzer.console import main
+def main() -> None:
+    """Run ``jobdoctor`` as the console script does (:func:`analyzer.console.main`)."""
+    from analyzer.console import main as console_main
 
+    console_main()
+
+
+if __name__ == "__main__":
     main()
