@@ -100,6 +100,7 @@ def test_version_loads_no_stage() -> None:
         "analyzer.cli",
         "analyzer.commands",
         "analyzer.errors",
+        "analyzer.usage_errors",
     ]
     assert not any(_within(m, "rich") for m in loaded)
 
