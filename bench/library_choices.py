@@ -24,6 +24,18 @@ figure that a busy shared host disturbs least) and wall medians:
 
 The inputs are the bench's (``python bench/shapes.py --fleet-bytes 200000000 --shape
 gcloud-json --shape gcloud-yaml --out-dir DIR``).
+
+Figures at 270c3a6 + the faces branch, on the 2-core host shared by 7 sessions (load 15-20:
+the wall times are the load's, the CPU medians hold):
+
+- json (5 runs): per sink line (70,376 lines, 50 MB) ``orjson.loads`` 569 ms, ``msgspec``
+  586 ms (+3%); an 18 MB indented report, the same bytes, orjson 12.9 ms, msgspec 26.5 ms; a
+  49 MB gcloud JSON array, orjson 592 ms, msgspec 557 ms (-6%). msgspec stays either way (its
+  typed block decoding, its msgpack between processes); orjson's share costs little to give up.
+- yaml (3 runs, 22 MB, 32,443 entries): jobdoctor with its own reader 1.68 s, with PyYAML's
+  CSafeLoader for every document 4.81 s (the same report), ``yaml.load_all`` alone 3.02 s.
+- pool (15 runs): ``run_forked`` 87 ms, ``multiprocessing.Pool`` 123 ms,
+  ``ProcessPoolExecutor`` 117 ms (the same counts).
 """
 
 from __future__ import annotations
@@ -73,9 +85,7 @@ def _interleaved_processes(cases: dict[str, list[str]], runs: int) -> None:
             subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
             wall[name].append(time.perf_counter() - clock)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu[name].append(
-                after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-            )
+            cpu[name].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     for name in cases:
         _report(name, cpu[name], wall[name])
 
