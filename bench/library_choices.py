@@ -161,25 +161,17 @@ def yaml_part(path: Path, runs: int) -> None:
     size = path.stat().st_size
     print(f"yaml: {path.name}, {size >> 20} MB", flush=True)
     python = sys.executable
-    out = subprocess.run(
-        [python, "-c", _FAST_YAML, "diagnose", "-f", "json", str(path)],
-        cwd=ROOT,
-        capture_output=True,
-        check=False,
-    ).stdout
-    plain = subprocess.run(
-        [python, "-c", _PLAIN_YAML, "diagnose", "-f", "json", str(path)],
-        cwd=ROOT,
-        capture_output=True,
-        check=False,
-    ).stdout
-    print(f"  the same report both ways: {out == plain}", flush=True)
+    fast = [python, "-c", _FAST_YAML, "diagnose", "-f", "json", str(path)]
+    plain = [python, "-c", _PLAIN_YAML, "diagnose", "-f", "json", str(path)]
+    reports = [
+        subprocess.run(command, cwd=ROOT, capture_output=True, check=False).stdout
+        for command in (fast, plain)
+    ]
+    print(f"  the same report both ways: {reports[0] == reports[1]}", flush=True)
     _interleaved_processes(
         {
-            "jobdoctor, its own YAML reader": [python, "-c", _FAST_YAML]
-            + ["diagnose", "-f", "json", str(path)],
-            "jobdoctor, PyYAML CSafeLoader": [python, "-c", _PLAIN_YAML]
-            + ["diagnose", "-f", "json", str(path)],
+            "jobdoctor, its own YAML reader": fast,
+            "jobdoctor, PyYAML CSafeLoader": plain,
             "yaml.load_all(CSafeLoader) alone": [python, "-c", _PYYAML_ALONE, str(path)],
         },
         runs,
