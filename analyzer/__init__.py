@@ -96,7 +96,7 @@ class _AccessorOnPandas:
 
         def exec_module(module: ModuleType) -> None:
             run_pandas(module)
-            importlib.import_module("analyzer.accessor")
+            _register_accessor()
 
         # On this loader object alone (a new one per look-up): pandas' __loader__ stays the
         # loader it would have been, for its resources.
@@ -104,7 +104,18 @@ class _AccessorOnPandas:
         return spec
 
 
+def _register_accessor() -> None:
+    """Register ``df.jobdoctor`` (importing :mod:`analyzer.accessor` does). What goes wrong
+    is a warning: pandas, imported by the user, must not fail because of jobdoctor."""
+    try:
+        importlib.import_module("analyzer.accessor")
+    except Exception as exc:  # a bug of ours, or a pandas too old for the accessor
+        import warnings
+
+        warnings.warn(f"df.jobdoctor is not available: {exc}", RuntimeWarning, stacklevel=2)
+
+
 if "pandas" in sys.modules:
-    importlib.import_module("analyzer.accessor")
+    _register_accessor()
 else:
     sys.meta_path.insert(0, _AccessorOnPandas())

@@ -4,7 +4,7 @@ machine's load, a read of a small file ends first (``python -m tests.patient_cli
 from __future__ import annotations
 
 import analyzer.cli.commands
-from analyzer.cli.app import main
+from analyzer.cli.console import main
 
 analyzer.cli.commands.PROGRESS_DELAY_S = 3600.0
 

@@ -104,6 +104,7 @@ def test_version_loads_no_stage() -> None:
         "analyzer.cli",
         "analyzer.cli.app",
         "analyzer.cli.commands",
+        "analyzer.cli.usage_errors",
         "analyzer.core",
         "analyzer.core.errors",
     ]

@@ -3,7 +3,8 @@
 Only the CLI prints or exits (exit codes: :mod:`analyzer.cli.commands`). The console script's entry
 is :func:`analyzer.cli.console.main`, which runs :func:`command_app`; what the commands do once
 parsed is :mod:`analyzer.cli.commands`. A usage error is one line on stderr, as jobdoctor's own
-errors are (``jobdoctor: --format: 'xml' is not one of text, json, ...``), exit 2.
+errors are (``jobdoctor: --format: 'xml' is not one of text, json, ...``), exit 2
+(:mod:`analyzer.cli.usage_errors`).
 """
 
 from __future__ import annotations
@@ -13,20 +14,11 @@ import inspect
 import io
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
-
-try:  # typer 0.26 on parses with its own copy of click: its exceptions are that copy's
-    from typer._click import core as click_core
-    from typer._click import exceptions as click_errors
-except ImportError:  # an older typer, on click itself
-    from click import core as click_core  # type: ignore[no-redef]
-    from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from analyzer.cli import commands
 from analyzer.cli.commands import (
@@ -50,107 +42,15 @@ from analyzer.cli.commands import (
     showing_progress,
     table_source,
 )
+from analyzer.cli.usage_errors import OneLineCommand, OneLineGroup
 from analyzer.core.errors import InputError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 
-def usage_line(error: click_errors.UsageError, command: str) -> str:
-    """``error``, raised while parsing ``command`` (its names after the program's, "" for
-    the program's own options), as one line in jobdoctor's words: the option or the command
-    it concerns, then what is wrong (``--format: 'xml' is not one of text, json, ...``)."""
-    param = getattr(error, "param", None)
-    if isinstance(error, click_errors.BadParameter) and param is not None:
-        if isinstance(error, click_errors.MissingParameter):
-            return f"{command or 'jobdoctor'}: missing {param.param_type_name} {_name(param)}"
-        message = " ".join(error.message.split())
-        choices = getattr(param.type, "choices", None)
-        if choices is not None and " is not one of " in message:
-            given = message.partition(" is not one of ")[0]
-            listed = ", ".join(str(getattr(choice, "value", choice)) for choice in choices)
-            message = f"{given} is not one of {listed}"
-        return f"{_name(param)}: {_sentence(message)}"
-    message = _sentence(" ".join(error.format_message().split()))
-    return f"{command}: {message}" if command else message
-
-
-def _name(param: click_core.Parameter) -> str:
-    """How the user writes ``param``: its long option (``--format``), else its short one,
-    else (an argument) its name in capitals, as the help shows it."""
-    names: list[str] = list(param.opts) if param.param_type_name == "option" else []
-    longs = [name for name in names if name.startswith("--")]
-    return (longs or names or [(param.name or "argument").upper()])[0]
-
-
-def _sentence(message: str) -> str:
-    """click's sentence as the end of a jobdoctor line: no final period, lower case first
-    (``No such option`` -> ``no such option``; an acronym stays)."""
-    message = message.rstrip(".")
-    if len(message) > 1 and message[0].isupper() and message[1].islower():
-        message = message[0].lower() + message[1:]
-    return message
-
-
-def _command_of(ctx: click_core.Context | None, name: str | None = None) -> str:
-    """The names of the command that ``ctx`` (and then ``name``) parses, after the
-    program's: "diagnose", "rules check", "" for the program's own options."""
-    names = [name] if name and ctx is not None else []
-    while ctx is not None and ctx.parent is not None:
-        names.insert(0, ctx.info_name or "")
-        ctx = ctx.parent
-    return " ".join(names)
-
-
-@contextmanager
-def _one_line_usage_errors(command: str) -> Iterator[None]:
-    """A usage error raised inside, while parsing ``command``, as one line on stderr and
-    exit 2, as jobdoctor's own errors are, instead of the usage, a hint and rich's box."""
-    try:
-        yield
-    except click_errors.UsageError as error:
-        if type(error).__name__ == "NoArgsIsHelpError":
-            raise  # no arguments: the help, as no_args_is_help asks
-        say(usage_line(error, command))
-        raise typer.Exit(error.exit_code) from None
-
-
-class _Group(TyperGroup):
-    """typer's group, its usage errors (an unknown option, no such command) one line."""
-
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: click_core.Context | None = None,
-        **extra: Any,
-    ) -> click_core.Context:
-        with _one_line_usage_errors(_command_of(parent, info_name)):
-            return super().make_context(info_name, args, parent, **extra)
-
-    def resolve_command(
-        self, ctx: click_core.Context, args: list[str]
-    ) -> tuple[str | None, click_core.Command | None, list[str]]:
-        with _one_line_usage_errors(_command_of(ctx)):
-            return super().resolve_command(ctx, args)
-
-
-class _Command(TyperCommand):
-    """typer's command, its usage errors (a bad value, a missing argument) one line."""
-
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: click_core.Context | None = None,
-        **extra: Any,
-    ) -> click_core.Context:
-        with _one_line_usage_errors(_command_of(parent, info_name)):
-            return super().make_context(info_name, args, parent, **extra)
-
-
 _APP_SETTINGS: dict[str, Any] = {
-    "cls": _Group,
+    "cls": OneLineGroup,
     "no_args_is_help": True,
     "pretty_exceptions_show_locals": False,  # locals may hold log content
     # --install-completion / --show-completion, as typer gives them (bash, zsh, fish, pwsh).
@@ -158,7 +58,7 @@ _APP_SETTINGS: dict[str, Any] = {
     "help": "Diagnose Vertex AI custom training jobs from their Cloud Logging logs.",
 }
 app = typer.Typer(**_APP_SETTINGS)
-rules_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Work with rule files.")
+rules_app = typer.Typer(cls=OneLineGroup, no_args_is_help=True, help="Work with rule files.")
 app.add_typer(rules_app, name="rules")
 
 
@@ -410,31 +310,33 @@ def diagnose(
     that window, for files too.
     """
     commands.diagnose(
-        paths,
-        job=job,
-        output=output,
-        quiet=quiet,
-        fail_on=fail_on,
-        rules=rules,
-        policy=policy,
-        project=project,
-        job_ids=job_ids,
-        region=region,
-        since=since,
-        start=start,
-        end=end,
-        api_endpoint=api_endpoint,
-        vertex_endpoint=vertex_endpoint,
-        job_record=job_record,
-        bigquery=bigquery,
-        billing_project=billing_project,
-        max_bytes=max_bytes,
-        dry_run=dry_run,
-        follow=follow,
-        lang=lang,
-        job_spec=job_spec,
-        color=color,
-        dask=dask,
+        commands.DiagnoseOptions(
+            paths=paths or (),
+            job=job,
+            output=output,
+            quiet=quiet,
+            fail_on=fail_on,
+            rules=rules,
+            policy=policy,
+            project=project,
+            job_ids=job_ids,
+            region=region,
+            since=since,
+            start=start,
+            end=end,
+            api_endpoint=api_endpoint,
+            vertex_endpoint=vertex_endpoint,
+            job_record=job_record,
+            bigquery=bigquery,
+            billing_project=billing_project,
+            max_bytes=max_bytes,
+            dry_run=dry_run,
+            follow=follow,
+            lang=lang,
+            job_spec=job_spec,
+            color=color,
+            dask=dask,
+        )
     )
 
 
@@ -817,7 +719,7 @@ def _reflowed(doc: str) -> str:
 # The commands' help is their docstring, reflowed, and their usage errors one line (set here,
 # once, for the whole app).
 for _info in (*app.registered_commands, *rules_app.registered_commands):
-    _info.cls = _Command
+    _info.cls = OneLineCommand
     if _info.help is None and _info.callback is not None and _info.callback.__doc__:
         _info.help = _reflowed(inspect.cleandoc(_info.callback.__doc__))
 

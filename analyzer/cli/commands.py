@@ -1,10 +1,8 @@
-"""What the ``jobdoctor`` commands do once their arguments are parsed, without typer.
+"""What the ``jobdoctor`` commands do once the typer app (:mod:`analyzer.cli`) has parsed
+their arguments.
 
-The typer app (:mod:`analyzer.cli.app`) and the console script's quick parser
-(:mod:`analyzer.cli.console`) both call these bodies, so that ``jobdoctor diagnose FILE`` can run
-without importing typer (a ninth of a small diagnosis, callgrind). Only the CLI prints or
-exits: a body leaves with ``SystemExit`` and the documented code (not ``typer.Exit``, which
-needs typer loaded; click passes a ``SystemExit`` through alike). Exit codes: 0 the analysis
+Only the CLI prints or exits: a body leaves with ``SystemExit`` and the documented code
+(click passes a ``SystemExit`` through as it is). Exit codes: 0 the analysis
 ran (whatever the jobs' fate), 1 ``--fail-on failed`` and a job failed, 2 bad usage or
 unreadable input (in a batch: after the other inputs were diagnosed) or a full disk, 3
 invalid rules or policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the
@@ -20,7 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
@@ -35,6 +33,7 @@ if TYPE_CHECKING:
     from analyzer.engines.live.window import Window
     from analyzer.ingest.records import Source
     from analyzer.pipeline.analysis import Analysis
+    from analyzer.rulebook import RuleBook
     from analyzer.verdict.jobspec import JobSpec
     from analyzer.verdict.policy import RetryPolicy
 
@@ -188,8 +187,7 @@ def showing_progress(paths: Sequence[str], *, writing: bool = False) -> Iterator
     """A progress bar on stderr while the inputs are read, only when stderr is a terminal and
     the read lasts longer than :data:`PROGRESS_DELAY_S`.
 
-    Files (directories and globs included) are counted by :mod:`analyzer.classify.collector` as it
-    reads
+    Files (directories and globs included) are counted by :mod:`analyzer.classify` as it reads
     them, gzip files by what they expand to; stdin by the bytes read from it, with no total; a
     Cloud Storage tree by its bytes and objects (``opened`` tells how many). Enter it before
     the inputs are opened: stdin is then counted from its first byte. ``writing``: the
@@ -432,150 +430,195 @@ def live_query(
     return LiveQuery(project, job_id, parse_window(since, start, end), endpoint)
 
 
-def diagnose(
-    paths: Sequence[str] | None = None,
-    *,
-    job: str | None = None,
-    output: ReportFormat = ReportFormat.text,
-    quiet: bool = False,
-    fail_on: FailOn = FailOn.never,
-    rules: Sequence[Path] | None = None,
-    policy: Path | None = None,
-    project: str | None = None,
-    job_ids: Sequence[str] | None = None,
-    region: str | None = None,
-    since: str | None = None,
-    start: str | None = None,
-    end: str | None = None,
-    api_endpoint: str | None = None,
-    vertex_endpoint: str | None = None,
-    job_record: bool = True,
-    bigquery: str | None = None,
-    billing_project: str | None = None,
-    max_bytes: str = "100GB",
-    dry_run: bool = False,
-    follow: bool = False,
-    lang: Lang = Lang.en,
-    job_spec: Path | None = None,
-    color: ColorMode = ColorMode.auto,
-    dask: str | None = None,
-) -> None:
-    """``jobdoctor diagnose``: its options as :mod:`analyzer.cli.app` documents them."""
-    # Only what reading needs: the rest (the stages after it, analyzer.pipeline.analysis too) loads
-    # while worker processes scan (analyzer.api).
-    from analyzer.api import analyze_sources
+@dataclass(frozen=True, slots=True)
+class DiagnoseOptions:
+    """``jobdoctor diagnose``'s arguments, as :mod:`analyzer.cli` documents them."""
+
+    paths: Sequence[str] = ()
+    job: str | None = None
+    output: ReportFormat = ReportFormat.text
+    quiet: bool = False
+    fail_on: FailOn = FailOn.never
+    rules: Sequence[Path] | None = None
+    policy: Path | None = None
+    project: str | None = None
+    job_ids: Sequence[str] | None = None
+    region: str | None = None
+    since: str | None = None
+    start: str | None = None
+    end: str | None = None
+    api_endpoint: str | None = None
+    vertex_endpoint: str | None = None
+    job_record: bool = True
+    bigquery: str | None = None
+    billing_project: str | None = None
+    max_bytes: str = "100GB"
+    dry_run: bool = False
+    follow: bool = False
+    lang: Lang = Lang.en
+    job_spec: Path | None = None
+    color: ColorMode = ColorMode.auto
+    dask: str | None = None
+
+
+def diagnose(options: DiagnoseOptions) -> None:
+    """``jobdoctor diagnose``: read the inputs the options name (files, live logs or a
+    BigQuery table), write the report, leave with the documented exit code."""
     from analyzer.rulebook import RuleBook
 
-    job_id = job_ids[-1] if job_ids else None
     with reported_errors():
-        if bigquery is not None and (paths or project is not None or follow):
-            raise InputError("give log files, --project or --bigquery, one of them")
-        wants_live = bigquery is None and (project is not None or bool(job_ids))
-        if wants_live and job_ids and len(job_ids) > 1:
-            raise InputError("live reading takes one --job-id")
-        if paths and job_ids and bigquery is None:
-            raise InputError("give log files or --job-id (live), not both")
-        if paths and project is not None:
-            raise InputError("--project reads live logs: give --job-id instead of log files")
-        live = live_target(project, job_id, region) if wants_live else None
-        if live is not None or bigquery is not None:
+        live = _live_job(options)
+        if live is not None or options.bigquery is not None:
             gc.enable()  # a network client's pages, not files (see main)
-        if live is None and not paths and bigquery is None:
-            raise InputError(
-                "no input: give log files, - for stdin, --project and --job-id, or --bigquery"
-            )
-        if follow and live is None:
-            raise InputError("--follow reads live logs: give --project and --job-id")
-        if follow and end is not None:
-            raise InputError("--follow runs until the job ends: drop --end")
-        only = parse_job_name(job).job_id if job is not None else None
-        if (live is not None or bigquery is not None) and dask is not None:
+        _check_combination(options, live)
+        only = parse_job_name(options.job).job_id if options.job is not None else None
+        if (live is not None or options.bigquery is not None) and options.dask is not None:
             raise InputError("--dask scans files and gs:// trees, not live logs or BigQuery")
-        book = RuleBook.load(rules_dirs(rules))
+        book = RuleBook.load(rules_dirs(options.rules))
         # A policy file of the user's is checked before reading; the built-in one is loaded
         # once the logs are read (with YAML, while worker processes scan them).
-        active_policy = _load_policy(policy) if policy is not None else None
-        if follow and live is not None:
-            _follow(
-                live.project or "",
-                live.job_id,
-                since,
-                start,
-                api_endpoint,
-                book,
-                active_policy or _load_policy(None),
-            )
+        policy = _load_policy(options.policy) if options.policy is not None else None
+        if options.follow and live is not None:
+            o = options
+            _follow(live, o.since, o.start, o.api_endpoint, book, policy or _load_policy(None))
             return
-        analysis: Analysis
-        spec = _load_job_spec(job_spec)
+        spec = _load_job_spec(options.job_spec)
         said = 0
-        if bigquery is not None:
-            from analyzer.engines.bigquery import analyze_bigquery
-            from analyzer.engines.bigquery import describe_window as table_window
-
-            wanted = [*(job_ids or []), *([job] if job else [])]
-            source = table_source(bigquery, since, start, end, wanted, billing_project, max_bytes)
-            say(table_window(source))
-            found = analyze_bigquery(
-                source,
-                rules=book,
-                policy=active_policy,
-                job_spec=spec,
-                lang=lang.value,
-                say=say,
-                dry_run=dry_run,
-            )
+        if options.bigquery is not None:
+            found = _table_analysis(options, options.bigquery, book, policy, spec)
             if found is None:
-                return
+                return  # a dry run
             # The window (the first notice) was said before the queries ran.
             analysis, said = found, 1
         elif live is not None:
-            from analyzer.engines.live import LiveQuery, LiveSource, describe_window
-
-            query = live_query(live.project, live.job_id, since, start, end, api_endpoint)
-            assert isinstance(query, LiveQuery)
-            record_notices: list[str] = []
-            if spec is None and job_record:
-                spec = _live_job_record(live, api_endpoint, vertex_endpoint, record_notices)
-            analysis = analyze_sources(
-                [LiveSource(query)],
-                rules=book,
-                policy=active_policy,
-                job_spec=spec,
-                lang=lang.value,
-            )
-            analysis = replace(
-                analysis,
-                notices=(*analysis.notices, describe_window(query), *record_notices),
-            )
+            analysis = _live_analysis(options, live, book, policy, spec)
         else:
-            window = _file_window(since, start, end)
-            unread: list[str] = []
-            # Entered before opening: the bar counts stdin's bytes from its first one.
-            with showing_progress(paths or []) as progress:
-                sources = open_inputs(paths or [], unread, since, start, end)
-                progress.opened(sources)
-                analysis = analyze_sources(
-                    sources,
-                    rules=book,
-                    policy=active_policy,
-                    job=only,
-                    job_spec=spec,
-                    lang=lang.value,
-                    window=window,
-                    unread=unread,
-                    dask=dask,
-                    timelines=output not in _WITHOUT_EVENTS,
-                )
+            analysis = _files_analysis(options, only, book, policy, spec)
         for notice in analysis.notices[said:]:
             say(notice)
         if only is not None and not analysis.diagnoses:
             raise InputError(f"job {only} is not in the inputs; run without --job to list them")
-        _write_diagnosis(analysis, output, quiet, color)
+        _write_diagnosis(analysis, options.output, options.quiet, options.color)
     if analysis.unread:  # said above, one line each; the rest was diagnosed (as rg does)
         raise SystemExit(EXIT_USAGE)
-    if _fails(analysis, fail_on):
+    if _fails(analysis, options.fail_on):
         raise SystemExit(EXIT_FAILED_JOB)
+
+
+def _live_job(options: DiagnoseOptions) -> JobName | None:
+    """The job to read live from Cloud Logging, when the options ask for one (``--project``
+    or ``--job-id`` without ``--bigquery``); InputError for sources that do not go together."""
+    o = options
+    if o.bigquery is not None and (o.paths or o.project is not None or o.follow):
+        raise InputError("give log files, --project or --bigquery, one of them")
+    wants_live = o.bigquery is None and (o.project is not None or bool(o.job_ids))
+    if wants_live and o.job_ids and len(o.job_ids) > 1:
+        raise InputError("live reading takes one --job-id")
+    if o.paths and o.job_ids and o.bigquery is None:
+        raise InputError("give log files or --job-id (live), not both")
+    if o.paths and o.project is not None:
+        raise InputError("--project reads live logs: give --job-id instead of log files")
+    if not wants_live:
+        return None
+    return live_target(o.project, o.job_ids[-1] if o.job_ids else None, o.region)
+
+
+def _check_combination(options: DiagnoseOptions, live: JobName | None) -> None:
+    """InputError when nothing is to be read, or ``--follow`` has no live job to follow."""
+    if live is None and not options.paths and options.bigquery is None:
+        raise InputError(
+            "no input: give log files, - for stdin, --project and --job-id, or --bigquery"
+        )
+    if options.follow and live is None:
+        raise InputError("--follow reads live logs: give --project and --job-id")
+    if options.follow and options.end is not None:
+        raise InputError("--follow runs until the job ends: drop --end")
+
+
+def _table_analysis(
+    options: DiagnoseOptions,
+    table: str,
+    book: RuleBook,
+    policy: RetryPolicy | None,
+    spec: JobSpec | None,
+) -> Analysis | None:
+    """The diagnosis of the jobs of a BigQuery table (None after a dry run); the window is
+    said first, before the queries run."""
+    from analyzer.engines.bigquery import analyze_bigquery
+    from analyzer.engines.bigquery import describe_window as table_window
+
+    o = options
+    wanted = [*(o.job_ids or []), *([o.job] if o.job else [])]
+    source = table_source(table, o.since, o.start, o.end, wanted, o.billing_project, o.max_bytes)
+    say(table_window(source))
+    return analyze_bigquery(
+        source,
+        rules=book,
+        policy=policy,
+        job_spec=spec,
+        lang=o.lang.value,
+        say=say,
+        dry_run=o.dry_run,
+    )
+
+
+def _live_analysis(
+    options: DiagnoseOptions,
+    live: JobName,
+    book: RuleBook,
+    policy: RetryPolicy | None,
+    spec: JobSpec | None,
+) -> Analysis:
+    """The diagnosis of a job read live from Cloud Logging, with its Vertex AI record unless
+    ``--job-spec`` or ``--no-job-record``; the window read and the record's fate as notices."""
+    from analyzer.api import analyze_sources
+    from analyzer.engines.live import LiveQuery, LiveSource, describe_window
+
+    o = options
+    query = live_query(live.project, live.job_id, o.since, o.start, o.end, o.api_endpoint)
+    assert isinstance(query, LiveQuery)
+    record_notices: list[str] = []
+    if spec is None and o.job_record:
+        spec = _live_job_record(live, o.api_endpoint, o.vertex_endpoint, record_notices)
+    analysis = analyze_sources(
+        [LiveSource(query)], rules=book, policy=policy, job_spec=spec, lang=o.lang.value
+    )
+    notices = (*analysis.notices, describe_window(query), *record_notices)
+    return replace(analysis, notices=notices)
+
+
+def _files_analysis(
+    options: DiagnoseOptions,
+    only: str | None,
+    book: RuleBook,
+    policy: RetryPolicy | None,
+    spec: JobSpec | None,
+) -> Analysis:
+    """The diagnosis of the files, directories, globs, ``-`` and ``gs://`` trees given, with a
+    progress bar on a terminal."""
+    # Only what reading needs: the rest (the stages after it, analyzer.pipeline.analysis too) loads
+    # while worker processes scan (analyzer.api).
+    from analyzer.api import analyze_sources
+
+    o = options
+    window = _file_window(o.since, o.start, o.end)
+    unread: list[str] = []
+    # Entered before opening: the bar counts stdin's bytes from its first one.
+    with showing_progress(o.paths) as progress:
+        sources = open_inputs(o.paths, unread, o.since, o.start, o.end)
+        progress.opened(sources)
+        return analyze_sources(
+            sources,
+            rules=book,
+            policy=policy,
+            job=only,
+            job_spec=spec,
+            lang=o.lang.value,
+            window=window,
+            unread=unread,
+            dask=o.dask,
+            timelines=o.output not in _WITHOUT_EVENTS,
+        )
 
 
 # The reports that show no event of a job's timeline: their diagnoses keep none, so that a
@@ -672,23 +715,20 @@ def open_batch(
 
 
 def _follow(
-    project: str,
-    job_id: str,
+    live: JobName,
     since: str | None,
     start: str | None,
     endpoint: str | None,
-    book: object,
-    policy: object,
+    book: RuleBook,
+    policy: RetryPolicy,
 ) -> None:
     from datetime import UTC, datetime
 
     from analyzer.api import follow_job
-    from analyzer.rulebook import RuleBook
     from analyzer.verdict.diagnosis import Diagnosis
-    from analyzer.verdict.policy import RetryPolicy
 
-    assert isinstance(book, RuleBook) and isinstance(policy, RetryPolicy)
     gc.enable()  # a long run (see main)
+    project, job_id = live.project or "", live.job_id
     say(f"following job {job_id} in project {project}; Ctrl-C to stop")
 
     def show(changes: list[str], diagnosis: Diagnosis) -> None:

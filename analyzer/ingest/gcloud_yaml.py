@@ -9,6 +9,12 @@ that one document is parsed; memory stays bounded by the largest entry.
 Every line is accounted for: a document's lines are used if it gave a record, else skipped
 with the reason; separator lines are used; gcloud's own lines between documents (the pasted
 command, ``Using endpoint [...]``) are skipped as its preamble.
+
+Documents are parsed by PyYAML's ``CSafeLoader``. Files are read first by the hand-written
+reader of gcloud's layout (:mod:`analyzer.classify._fastscan.gcloudyaml`), which hands this one only
+the documents that may matter: a diagnosis of 22 MB of gcloud's YAML takes 1.68 s of CPU
+that way, 4.81 s with every document parsed here, and ``yaml.load_all(CSafeLoader)`` of the
+file alone 3.02 s (``bench/library_choices.py yaml``, medians of 3 interleaved runs).
 """
 
 from __future__ import annotations

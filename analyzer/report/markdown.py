@@ -45,37 +45,7 @@ def render_markdown(analysis: Analysis) -> str:
     if len(ordered) > 1:
         out += _overview(ordered)
     for diagnosis in ordered:
-        out += [f"## {_cell(verdict_line(diagnosis))}", ""]
-        quoted = diagnosis.cause.message if diagnosis.cause is not None else None
-        if quoted is None and diagnosis.recorded_error is not None:
-            quoted = diagnosis.recorded_error.message  # the job's own error: no category fits
-        if quoted is not None:
-            out += [f"> {_cell(quoted)}", ""]
-            out += ["Evidence:", ""]
-            for origin, event in evidence_events(diagnosis):
-                text = first_line(event.text) if event else ""
-                out.append(f"- `{_cell(str(origin))}` {_cell(text)}")
-            out.append("")
-        facts = depth_facts(diagnosis)
-        out += [f"- **{label}**: {_cell(fact)}" for label, fact in facts] + ([""] if facts else [])
-        out += [
-            "| attempt | start | end | duration | outcome | restarts |",
-            "|---|---|---|---|---|---|",
-        ]
-        for attempt in diagnosis.attempt_log:
-            duration = attempt.end - attempt.start if attempt.start and attempt.end else None
-            out.append(
-                f"| {attempt.attempt} | {clock(attempt.start)} | {clock(attempt.end)} "
-                f"| {span(duration)} | {_cell(attempt.outcome)} | {attempt.restarts} |"
-            )
-        out.append("")
-        if diagnosis.worker_restarts:
-            out += ["| worker | restarts |", "|---|---|"]
-            out += [f"| {_cell(w)} | {n} |" for w, n in diagnosis.worker_restarts.items()]
-            out.append("")
-        if diagnosis.advice:
-            out += ["What to do:", ""] + [f"- {_cell(a)}" for a in diagnosis.advice] + [""]
-        out += [f"_{_cell(n)}_" for n in diagnosis.notes] + ([""] if diagnosis.notes else [])
+        out += _job(diagnosis)
     # What the diagnoses may lack: inputs not read, rules stopped after their time budget.
     lacking = [f"- not read: {_cell(problem)}" for problem in analysis.unread] + [
         f"- rule `{_cell(rule)}` kept timing out and was disabled for the rest of the run"
@@ -84,3 +54,45 @@ def render_markdown(analysis: Analysis) -> str:
     if lacking:
         out += ["Not in this diagnosis:", "", *lacking, ""]
     return "\n".join(out)
+
+
+def _job(diagnosis: Diagnosis) -> list[str]:
+    """One job's section: its verdict, the message quoted with its evidence, the facts, the
+    attempts and workers, the advice and the notes."""
+    out = [f"## {_cell(verdict_line(diagnosis))}", "", *_quoted(diagnosis)]
+    facts = depth_facts(diagnosis)
+    out += [f"- **{label}**: {_cell(fact)}" for label, fact in facts] + ([""] if facts else [])
+    out += [
+        "| attempt | start | end | duration | outcome | restarts |",
+        "|---|---|---|---|---|---|",
+    ]
+    for attempt in diagnosis.attempt_log:
+        duration = attempt.end - attempt.start if attempt.start and attempt.end else None
+        out.append(
+            f"| {attempt.attempt} | {clock(attempt.start)} | {clock(attempt.end)} "
+            f"| {span(duration)} | {_cell(attempt.outcome)} | {attempt.restarts} |"
+        )
+    out.append("")
+    if diagnosis.worker_restarts:
+        out += ["| worker | restarts |", "|---|---|"]
+        out += [f"| {_cell(w)} | {n} |" for w, n in diagnosis.worker_restarts.items()]
+        out.append("")
+    if diagnosis.advice:
+        out += ["What to do:", ""] + [f"- {_cell(a)}" for a in diagnosis.advice] + [""]
+    out += [f"_{_cell(n)}_" for n in diagnosis.notes] + ([""] if diagnosis.notes else [])
+    return out
+
+
+def _quoted(diagnosis: Diagnosis) -> list[str]:
+    """The cause's message (else the job's own error, where no category fits it) as a quote,
+    and the lines it was read from; nothing when the job has neither."""
+    quoted = diagnosis.cause.message if diagnosis.cause is not None else None
+    if quoted is None and diagnosis.recorded_error is not None:
+        quoted = diagnosis.recorded_error.message
+    if quoted is None:
+        return []
+    out = [f"> {_cell(quoted)}", "", "Evidence:", ""]
+    for origin, event in evidence_events(diagnosis):
+        text = first_line(event.text) if event else ""
+        out.append(f"- `{_cell(str(origin))}` {_cell(text)}")
+    return [*out, ""]

@@ -234,6 +234,17 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
         _evidence(layout, diagnosis)
     for label, fact in depth_facts(diagnosis):
         layout.labelled(label, _log_text(fact))
+    _attempts(layout, diagnosis)
+    _workers(layout, diagnosis)
+    for index, advice in enumerate(diagnosis.advice):
+        # Advice and notes quote the logs (an exception's message, a path): log text too.
+        layout.labelled("advice" if index == 0 else "", _log_text(advice), "green", lead="→ ")
+    for note in diagnosis.notes:
+        layout.labelled("note", _log_text(note), "italic")
+
+
+def _attempts(layout: _Layout, diagnosis: Diagnosis) -> None:
+    """A line per attempt: its number, period, duration, outcome and restarts."""
     for index, attempt in enumerate(diagnosis.attempt_log):
         took = attempt.end - attempt.start if attempt.start and attempt.end else None
         body = _Text(f"#{attempt.attempt}  {period(attempt.start, attempt.end)}  ")
@@ -242,6 +253,10 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
         if attempt.restarts:
             body.append(f"  {plural(attempt.restarts, 'restart')}")
         layout.labelled("attempts" if index == 0 else "", body)
+
+
+def _workers(layout: _Layout, diagnosis: Diagnosis) -> None:
+    """A line per worker and attempt that restarted or exited: restarts, VM moves, codes."""
     first = True
     for run in diagnosis.timeline.attempts:
         for worker in run.workers:
@@ -256,11 +271,6 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
                 body.append(f", exit codes {', '.join(codes)}")
             layout.labelled("workers" if first else "", body)
             first = False
-    for index, advice in enumerate(diagnosis.advice):
-        # Advice and notes quote the logs (an exception's message, a path): log text too.
-        layout.labelled("advice" if index == 0 else "", _log_text(advice), "green", lead="→ ")
-    for note in diagnosis.notes:
-        layout.labelled("note", _log_text(note), "italic")
 
 
 def _table(layout: _Layout, diagnoses: Sequence[Diagnosis]) -> None:
