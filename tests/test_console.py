@@ -49,19 +49,24 @@ def test_the_console_script_answers_as_the_app(args: list[str]) -> None:
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-def test_what_does_not_fit_on_stdout_is_exit_2() -> None:
+@pytest.mark.parametrize("output", ["json", "text"])
+def test_what_does_not_fit_on_stdout_is_exit_2(output: str, tmp_path: Path) -> None:
     """The report is still in the buffer when the script leaves: the flush that fails is
-    said, not hidden behind a success (os._exit skips the interpreter's own flush)."""
+    said, not hidden behind a success (os._exit skips the interpreter's own flush), and said
+    once, with an empty cache too (a fresh HOME: issue 31, point 10)."""
     code = "from analyzer.cli.console import main; main()"
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    env["HOME"] = str(tmp_path)
     with open("/dev/full", "w") as full:
         done = subprocess.run(
-            [sys.executable, "-c", code, "diagnose", "-f", "json", SUCCESS],
+            [sys.executable, "-c", code, "diagnose", "-f", output, SUCCESS],
             cwd=ROOT,
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
         )
     assert done.returncode == 2
-    assert done.stderr.splitlines()[-1] == (
-        "jobdoctor: cannot write the output: no space left on device"
-    )
+    said = "jobdoctor: cannot write the output: no space left on device"
+    assert done.stderr.splitlines()[-1] == said
+    assert done.stderr.count(said) == 1, done.stderr
