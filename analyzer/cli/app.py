@@ -78,8 +78,19 @@ def _main(
             "--version", help="Print the version and exit.", callback=_version, is_eager=True
         ),
     ] = False,
+    no_redact: Annotated[
+        bool,
+        typer.Option(
+            "--no-redact",
+            help="Print log text raw: tokens, keys and passwords in it are not cut out.",
+        ),
+    ] = False,
 ) -> None:
     """Diagnose Vertex AI custom training jobs from their Cloud Logging logs."""
+    if no_redact:
+        from analyzer.report.redact import set_redaction
+
+        set_redaction(False)
 
 
 # Option groups of --help: a command with twenty options reads by what they are for.

@@ -6,8 +6,8 @@ shows a line's words in another order than they are. :func:`visible` writes each
 escape JSON writes (``\\u001b``, ``\\r``), so the terminal, Markdown and stderr reports show
 it instead of obeying it; :func:`marked_html` does the same in HTML and marks each one.
 Tabs and line ends are kept: they are layout, and reports fold lines themselves. Both also cut
-secrets out (:func:`~analyzer.report.redact.redact`): a job that printed its token, a report pasted
-into an issue. The machine formats (JSON, JSONL, CSV) keep the text as it was logged.
+secrets out (:func:`~analyzer.report.redact.shown`): a job that printed its token, a report
+pasted into an issue. The machine formats redact through the same module.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-from analyzer.report.redact import redact
+from analyzer.report.redact import shown
 
 # C0 controls but tab and line feed, DEL, C1 controls (0x9b is a one-byte CSI), the bidi
 # embeddings, overrides, isolates and marks, and the line and paragraph separators.
@@ -33,7 +33,7 @@ def _escape(match: re.Match[str]) -> str:
 def visible(text: str) -> str:
     """``text`` with every control character written as its escape (``\\u001b``) and every
     secret cut out."""
-    text = redact(text)
+    text = shown(text)
     if _CONTROL.search(text) is None:  # most text: no copy
         return text
     return _CONTROL.sub(_escape, text)
@@ -42,7 +42,7 @@ def visible(text: str) -> str:
 def marked_html(text: str) -> str:
     """``text`` escaped for HTML, each control character shown as a marked escape, every
     secret cut out."""
-    escaped = escape(redact(text), quote=True)
+    escaped = escape(shown(text), quote=True)
     if _CONTROL.search(escaped) is None:
         return escaped
     return _CONTROL.sub(

@@ -7,26 +7,29 @@ import json
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from analyzer.report.redact import shown_tree
 from analyzer.rulebook.events import Event
 
 COLUMNS = ("time", "job_id", "task", "category", "event", "rule", "lang", "fields", "path", "line")
 
 
 def event_row(event: Event) -> dict[str, Any]:
-    """One matched record as a flat row."""
+    """One matched record as a flat row, its log text redacted (:func:`shown_tree`)."""
     match = event.match
-    return {
-        "time": event.timestamp.isoformat().replace("+00:00", "Z") if event.timestamp else None,
-        "job_id": event.job_id,
-        "task": event.task,
-        "category": match.category.value if match.category else None,
-        "event": match.kind.value,
-        "rule": match.rule,
-        "lang": match.lang,
-        "fields": dict(match.fields),
-        "path": event.origin.path,
-        "line": event.origin.line,
-    }
+    return shown_tree(
+        {
+            "time": event.timestamp.isoformat().replace("+00:00", "Z") if event.timestamp else None,
+            "job_id": event.job_id,
+            "task": event.task,
+            "category": match.category.value if match.category else None,
+            "event": match.kind.value,
+            "rule": match.rule,
+            "lang": match.lang,
+            "fields": dict(match.fields),
+            "path": event.origin.path,
+            "line": event.origin.line,
+        }
+    )
 
 
 def write_jsonl(events: Iterable[Event], out: TextIO) -> int:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from analyzer.report.redact import shown_tree
+
 if TYPE_CHECKING:
     from analyzer.pipeline.analysis import Analysis
 
@@ -20,7 +22,7 @@ def render_json(analysis: Analysis, added: Mapping[str, object] | None = None) -
     this document (its floats are rounded durations); a text orjson refuses (a lone surrogate
     from a live entry) falls back to the standard library.
     """
-    document = {**analysis.to_dict(), **(added or {})}
+    document = shown_tree({**analysis.to_dict(), **(added or {})})
     try:
         return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
     except orjson.JSONEncodeError:
@@ -35,7 +37,7 @@ def render_jsonl(analysis: Analysis) -> str:
     """
     lines = []
     for diagnosis in analysis.diagnoses:
-        job = diagnosis.to_dict()
+        job = shown_tree(diagnosis.to_dict())
         try:
             lines.append(orjson.dumps(job).decode())
         except orjson.JSONEncodeError:
@@ -51,5 +53,8 @@ def render_yaml(analysis: Analysis) -> str:
     import yaml
 
     return yaml.safe_dump(
-        analysis.to_dict(), sort_keys=False, allow_unicode=True, default_flow_style=False
+        shown_tree(analysis.to_dict()),
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
     )
