@@ -10,6 +10,7 @@ credential shape people leak is planted there, and every output format of ``diag
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,31 @@ def test_the_html_report_prints_no_secret(leaky: Path, tmp_path: Path) -> None:
     assert code == 0, err
     html = page.read_text()
     assert [name for name, tell in TELLS.items() if tell in html] == []
+
+
+def test_markdown_stays_markdown(tmp_path: Path) -> None:
+    """Log text cannot open an image, a link, raw HTML or a new table row (issue 31, point 5)."""
+    hostile = "KeyError: '![x](https://evil.example/p.png) <img src=x onerror=alert(1)> | a |'"
+    lines = SAMPLE.read_text().splitlines()
+    out: list[str] = []
+    for line in lines:
+        entry = json.loads(line)
+        if entry.get("jsonPayload", {}).get("message", "").startswith("KeyError"):
+            entry["jsonPayload"]["message"] = hostile
+        out.append(json.dumps(entry))
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    code, markdown, err = run("diagnose", "-f", "markdown", str(path))
+    assert code == 0, err
+    assert "evil.example" in markdown  # the text is there, as text
+    assert "![" not in markdown and "<img" not in markdown
+    assert re.search(r"(?<!\\)\]\(", markdown) is None  # a link's "](" only escaped
+
+
+def test_a_line_break_in_markdown_text_opens_nothing() -> None:
+    from analyzer.report.markdown import _cell
+
+    cell = _cell("one\n# heading\n| a | b |\n![i](u)")
+    assert "\n" not in cell and "![" not in cell
+    assert re.search(r"(?<!\\)\]\(", cell) is None
+    assert cell.count("\\|") == 3

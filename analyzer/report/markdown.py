@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -21,9 +22,21 @@ if TYPE_CHECKING:
     from analyzer.pipeline.analysis import Analysis
 
 
+# Log text, job ids and file names are untrusted: in Markdown they must not open an image or a
+# link (``![``, ``](``), raw HTML (``<``), a new table row (``|``, a line break) or a code span.
+_MARKDOWN = str.maketrans({"\\": "\\\\", "[": "\\[", "]": "\\]", "<": "&lt;", "|": "\\|", "`": "'"})
+_LINE_BREAK = re.compile(r"\r\n|\n")
+
+
 def _cell(text: str) -> str:
-    # Log text is untrusted: its control characters are shown, not sent to a terminal.
-    return visible(text).replace("|", "\\|").replace("`", "'")
+    """``text`` as Markdown text: control characters shown (not sent to a terminal), secrets
+    cut out, nothing in it read as Markdown, its line breaks kept inside the paragraph or cell."""
+    return _LINE_BREAK.sub("<br>", visible(text).translate(_MARKDOWN))
+
+
+def _code(text: str) -> str:
+    """``text`` inside a code span: only a backtick, a pipe or a line break could leave it."""
+    return _LINE_BREAK.sub(" ", visible(text).replace("`", "'").replace("|", "\\|"))
 
 
 def _overview(diagnoses: Sequence[Diagnosis]) -> list[str]:
@@ -48,7 +61,7 @@ def render_markdown(analysis: Analysis) -> str:
         out += _job(diagnosis)
     # What the diagnoses may lack: inputs not read, rules stopped after their time budget.
     lacking = [f"- not read: {_cell(problem)}" for problem in analysis.unread] + [
-        f"- rule `{_cell(rule)}` kept timing out and was disabled for the rest of the run"
+        f"- rule `{_code(rule)}` kept timing out and was disabled for the rest of the run"
         for rule in analysis.disabled_rules
     ]
     if lacking:
@@ -94,5 +107,5 @@ def _quoted(diagnosis: Diagnosis) -> list[str]:
     out = [f"> {_cell(quoted)}", "", "Evidence:", ""]
     for origin, event in evidence_events(diagnosis):
         text = first_line(event.text) if event else ""
-        out.append(f"- `{_cell(str(origin))}` {_cell(text)}")
+        out.append(f"- `{_code(str(origin))}` {_cell(text)}")
     return [*out, ""]
