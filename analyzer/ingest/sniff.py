@@ -11,8 +11,10 @@ from typing import Any
 import orjson
 
 from analyzer.core.errors import InputError
+from analyzer.ingest import tables
 from analyzer.ingest.jobs_list import is_jobs_list
 from analyzer.ingest.lines import BOM
+from analyzer.ingest.parquet import PARQUET, is_parquet
 from analyzer.ingest.preamble import is_preamble_bytes
 
 # How many bytes after the leading blank space are looked at: enough for the window of lines
@@ -38,6 +40,13 @@ class Format(StrEnum):
     EXPLORER_SUMMARY = "logs-explorer-summary"
     # gcloud ai custom-jobs list (or ai-platform jobs list) as a table: states, not logs.
     JOBS_LIST = "gcloud-jobs-list"
+    # Tables of entries (analyzer.ingest.tables): a CSV by its header (gcloud's csv print,
+    # pandas), gcloud's table and value prints, pandas' JSON orients; Parquet (ingest.parquet).
+    CSV_TABLE = tables.CSV_TABLE
+    GCLOUD_TABLE = tables.GCLOUD_TABLE
+    GCLOUD_VALUE = tables.GCLOUD_VALUE
+    JSON_TABLE = tables.JSON_TABLE
+    PARQUET = PARQUET
     PLAIN_TEXT = "plain-text"
     EMPTY = "empty"
 
@@ -163,12 +172,16 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     last line may be cut; ``first_line`` is the line number ``head`` starts at. Raises
     InputError naming ``name`` and the line when the bytes are binary.
     """
+    if is_parquet(head):
+        return Format.PARQUET
     if head.startswith(BOM):
         head = head[len(BOM) :]
     _check_text(head, name, first_line)
     body = head.lstrip()
     if not body:
         return Format.EMPTY
+    if body[:1] in (b"{", b"[") and tables.sniff_json_table(body):
+        return Format.JSON_TABLE
     if body[:1] in (b"{", b"[") and (_API_ERROR.match(body) or _api_fields(body)):
         return _api_response(body, name)
     if _EMPTY_RESPONSES.fullmatch(body):
@@ -199,6 +212,9 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
         # Only gcloud's own lines (a stream-logs run cut before its first row): its reader
         # skips them.
         return Format.STREAM_LOGS
+    table = tables.sniff_table(filled)
+    if table is not None:
+        return Format(table)
     if _csv_header(filled[0]):
         return Format.EXPLORER_CSV
     if sum(1 for line in filled if _headless_csv_row(line)) * 2 > len(filled):

@@ -349,6 +349,14 @@ _ERROR_CODE_NAMES = {
 
 
 IN_PROGRESS_NOTE = "logs end while the job is still in progress"
+# platform.md section 9: the runner's start lines and "Task completed. Exit code (N)" mark a
+# process on some worker; only the primary's exit 0 is the job's success. A print without task
+# names (gcloud's value(timestamp,jsonPayload.message)) shows neither which one (issue 29).
+TASKLESS_NOTE = (
+    "the input names no task: its workers' start and exit lines cannot tell which replica"
+    " exited or whether the primary finished, and no line of the service says how the job"
+    " stands: its state is unknown"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,6 +422,8 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
             ("no lifecycle or failure message of this job is in the input: its state is unknown",),
         )
     last = verdicts[-1]
+    if last.status in _IN_PROGRESS and _taskless_workers_only(timeline):
+        return _Fate(JobState.UNSPECIFIED, False, observed, (TASKLESS_NOTE,))
     if last.status is AttemptStatus.REFUSED:
         # Section 9: refused at creation, so no job exists: no attempt, nothing to retry.
         return _Fate(
@@ -822,6 +832,15 @@ def _shows_lifecycle(timeline: JobTimeline) -> bool:
     return any(
         any(e.kind in _JOB_EVIDENCE for e in a.events) or any(w.starts for w in a.workers)
         for a in timeline.attempts
+    )
+
+
+def _taskless_workers_only(timeline: JobTimeline) -> bool:
+    """Whether the job's only evidence is workers' start and exit lines naming no task."""
+    evidence = [e for a in timeline.attempts for e in a.events if e.kind in _JOB_EVIDENCE]
+    return bool(evidence) and all(
+        e.kind in (EventKind.WORKER_STARTED, EventKind.WORKER_EXITED) and not e.task
+        for e in evidence
     )
 
 
