@@ -59,7 +59,9 @@ def read_parquet(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
         for batch in batches:
             for row in batch.to_pylist():
                 stats.lines += 1
-                entry = flat_entry((path, row.get(name)) for path, name in zip(paths, names))
+                entry = flat_entry(
+                    (path, row.get(name)) for path, name in zip(paths, names, strict=True)
+                )
                 yield from counted(entry, Origin(stats.path, stats.lines), 1, stats)
     except (OSError, ValueError) as error:  # a damaged row group, found when it is read
         raise InputError(UNREADABLE.format(path=stats.path, error=error)) from None

@@ -130,32 +130,26 @@ def flat_entry(cells: Iterable[tuple[EntryPath, Any]]) -> dict[str, Any]:
     """The nested LogEntry of a table row's ``(path, value)`` cells; empty cells are fields the
     entry lacks, an object path's text is read by :func:`object_cell`."""
     entry: dict[str, Any] = {}
-    for path, raw in cells:
-        value = _scalar(raw)
-        if value is None or value == "":
-            continue
-        if path in OBJECT_PATHS and isinstance(value, str):
-            value = object_cell(value)
-        if isinstance(value, dict):
-            for inner, leaf in _leaves(value, path):
-                put(entry, inner, leaf)
-        else:
-            put(entry, path, value)
+    for path, value in cells:
+        if value != "":  # an empty cell; inside an object, "" is a value (an empty message)
+            _place(entry, path, value)
     return entry
 
 
-def _leaves(value: dict[str, Any], path: EntryPath) -> Iterator[tuple[EntryPath, Any]]:
-    """The scalar leaves of an object read at ``path``, each at the path of the mapping its
-    names give (a BigQuery sink's ``labels.ml_googleapis_com_trial_id`` is the trial label)."""
+def _place(entry: dict[str, Any], path: EntryPath, raw: Any) -> None:
+    """Put ``raw`` at ``path``; an object's keys each at the path of the mapping their names
+    give (a sink's ``labels.ml_googleapis_com_trial_id`` is the trial label), at any depth."""
+    value = _scalar(raw)
+    if value is None:
+        return
+    if path in OBJECT_PATHS and isinstance(value, str):
+        value = object_cell(value)
+    if not isinstance(value, dict) or not value:
+        put(entry, path, value)
+        return
     for key, inner in value.items():
         below = (*path, str(key))
-        if isinstance(inner, dict) and inner:
-            yield from _leaves(inner, below)
-        else:
-            known = COLUMN_PATHS.get(column_key(".".join(below)))
-            leaf = _scalar(inner)
-            if leaf is not None:
-                yield known or below, leaf
+        _place(entry, COLUMN_PATHS.get(column_key(".".join(below)), below), inner)
 
 
 def header_paths(names: list[str]) -> list[EntryPath]:
@@ -179,7 +173,9 @@ def is_table_header(names: list[str]) -> bool:
         for name, path in zip(named, paths, strict=True)
         if column_key(name) in COLUMN_PATHS or path[:1] in {p[:1] for p in OBJECT_PATHS}
     ]
-    texts = [path for path in known if path in _TEXT_PATHS or path[: len(PAYLOAD_PATH)] == PAYLOAD_PATH]
+    texts = [
+        path for path in known if path in _TEXT_PATHS or path[: len(PAYLOAD_PATH)] == PAYLOAD_PATH
+    ]
     return len(known) * 2 > len(named) and bool(texts)
 
 
@@ -251,7 +247,9 @@ def read_aligned_table(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecor
             else:
                 stats.skip(NO_ROW)
             continue
-        cells = [text[start:end].rstrip() for start, end in zip(starts, [*starts[1:], None])]
+        cells = [
+            text[start:end].rstrip() for start, end in zip(starts, [*starts[1:], None], strict=True)
+        ]
         if row is not None and not cells[0].strip() and text.strip():
             for column, cell in zip(row, cells, strict=True):
                 if cell.strip():
@@ -375,18 +373,33 @@ def _value_row(
 # --- pandas' JSON ------------------------------------------------------------------------
 
 
+# pandas' split and table orients open with their own key; columns with a column of row numbers.
+_FRAME_START = re.compile(
+    rb'\{\s*"(?:columns|schema)"\s*:\s*[\[{]|\{\s*"[^"]+"\s*:\s*\{\s*"\d+"\s*:'
+)
+# The keys and scalar values of a first object (of an array, or of JSON lines), up to its
+# first nested value.
+_JSON_STRING = rb'"(?:[^"\\]|\\.)*"'
+_FIRST_FLAT_OBJECT = re.compile(
+    rb"[\[\s]*\{\s*(?:"
+    + _JSON_STRING
+    + rb"\s*:\s*(?:"
+    + _JSON_STRING
+    + rb'|[^,{}\[\]"]*)\s*,?\s*)*'
+)
+_JSON_KEY = re.compile(rb"(" + _JSON_STRING + rb")\s*:")
+
+
 def sniff_json_table(body: bytes) -> str | None:
     """:data:`JSON_TABLE` for the head of pandas' JSON of a frame of entries: ``split`` and
     ``table`` orients by their keys, ``columns`` (to_json's default) by a column of row
     numbers, ``records`` and ``lines=True`` of a json_normalize'd frame by a dotted key the
     mapping knows; None for anything else."""
-    if re.match(rb'\{\s*"(?:columns|schema)"\s*:\s*[\[{]', body):
+    if _FRAME_START.match(body):
         return JSON_TABLE
-    if re.match(rb'\{\s*"[^"]+"\s*:\s*\{\s*"\d+"\s*:', body):
-        return JSON_TABLE
-    first = re.match(rb'[\[\s]*\{\s*(?:"(?:[^"\\]|\\.)*"\s*:\s*(?:"(?:[^"\\]|\\.)*"|[^,{}\[\]"]*)\s*,?\s*)*', body)
-    keys = re.findall(rb'"((?:[^"\\]|\\.)*)"\s*:', first.group() if first else b"")
-    dotted = [key.decode("utf-8", "replace") for key in keys if b"." in key]
+    first = _FIRST_FLAT_OBJECT.match(body)
+    keys = _JSON_KEY.findall(first.group() if first else b"")
+    dotted = [key[1:-1].decode("utf-8", "replace") for key in keys if b"." in key]
     if any(column_key(key) in COLUMN_PATHS for key in dotted):
         return JSON_TABLE
     return None
@@ -439,11 +452,8 @@ def read_json_table(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
 
 
 def _is_frame(value: dict[str, Any]) -> bool:
-    return _frame_rows(value) is not None and not _is_row(value)
-
-
-def _is_row(value: dict[str, Any]) -> bool:
-    return not all(isinstance(column, dict) for column in value.values())
+    """Whether a JSON object is a whole frame (split, table, columns), not one row."""
+    return _frame_rows(value) is not None
 
 
 def _flat_object(row: Any) -> dict[str, Any]:

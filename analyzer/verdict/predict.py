@@ -422,8 +422,6 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
             ("no lifecycle or failure message of this job is in the input: its state is unknown",),
         )
     last = verdicts[-1]
-    if last.status in _IN_PROGRESS and _taskless_workers_only(timeline):
-        return _Fate(JobState.UNSPECIFIED, False, observed, (TASKLESS_NOTE,))
     if last.status is AttemptStatus.REFUSED:
         # Section 9: refused at creation, so no job exists: no attempt, nothing to retry.
         return _Fate(
@@ -440,12 +438,7 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
     if last.status is AttemptStatus.CANCELLED:
         return _Fate(JobState.CANCELLED, True, observed)
     if last.status is not AttemptStatus.FAILED:
-        return _Fate(
-            _IN_PROGRESS[last.status],
-            False,
-            observed,
-            (IN_PROGRESS_NOTE,),
-        )
+        return _in_progress(timeline, last.status, observed)
     if last.exhausted_line:
         # "Job will not be retried, max error retry attempts reached." ends the last attempt.
         return _Fate(JobState.FAILED, True, observed)
@@ -833,6 +826,14 @@ def _shows_lifecycle(timeline: JobTimeline) -> bool:
         any(e.kind in _JOB_EVIDENCE for e in a.events) or any(w.starts for w in a.workers)
         for a in timeline.attempts
     )
+
+
+def _in_progress(timeline: JobTimeline, status: AttemptStatus, observed: int) -> _Fate:
+    """The fate of a job whose last attempt has not ended: predicted in progress, or unknown
+    when only workers' lines without a task say anything of it (:data:`TASKLESS_NOTE`)."""
+    if _taskless_workers_only(timeline):
+        return _Fate(JobState.UNSPECIFIED, False, observed, (TASKLESS_NOTE,))
+    return _Fate(_IN_PROGRESS[status], False, observed, (IN_PROGRESS_NOTE,))
 
 
 def _taskless_workers_only(timeline: JobTimeline) -> bool:
