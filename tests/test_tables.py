@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer.api import analyze_sources
 from analyzer.ingest import MemorySource, open_sources
@@ -176,6 +178,15 @@ PANDAS = {
     "split": (lambda s: _frame(s, flat=False).to_json(orient="split").encode(), "json-table"),
     "table": (lambda s: _frame(s, flat=True).to_json(orient="table").encode(), "json-table"),
     "columns": (lambda s: _frame(s, flat=False).to_json().encode(), "json-table"),
+    "index": (lambda s: _frame(s, flat=False).to_json(orient="index").encode(), "json-table"),
+    "table-nested": (
+        lambda s: _frame(s, flat=False).to_json(orient="table").encode(),
+        "json-table",
+    ),
+    "split-indented": (
+        lambda s: _frame(s, flat=True).to_json(orient="split", indent=2).encode(),
+        "json-table",
+    ),
     "parquet": (lambda s: _parquet(_frame(s, flat=False)), "parquet"),
     "normalized-parquet": (lambda s: _parquet(_frame(s, flat=True)), "parquet"),
 }
@@ -326,3 +337,71 @@ def test_parquet_without_pyarrow_names_the_extra(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "pip install 'jobdoctor[parquet]'" in line and str(path) in line
+
+
+# --- every line accounted for, whatever the text ----------------------------------------
+
+_LINES = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "TIMESTAMP                       SEVERITY  TASK_NAME  TEXT_PAYLOAD",
+                "2024-01-01T00:00:01Z  INFO      service    Job failed.",
+                "                                                     more",
+                "2024-01-01T00:00:01Z\tINFO\tworkerpool0-0\t\tTask completed. Exit code (0)",
+                '{"resource.labels.job_id": "1", "textPayload": "Job failed."}',
+                '{"columns": ["textPayload"], "data": [["Job failed."]]}',
+                "timestamp,job_id,text_payload",
+                '2024-01-01T00:00:01Z,7,"a, b',
+                "",
+            ]
+        ),
+        st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=_LINES,
+    reader=st.sampled_from(["gcloud-table", "gcloud-value", "json-table", "csv-table"]),
+)
+def test_table_readers_account_for_every_line(lines: list[str], reader: str) -> None:
+    from analyzer.ingest.records import InputStats
+    from analyzer.ingest.sniff import Format
+    from analyzer.ingest.sources import reader_for
+
+    stats = InputStats(path="t")
+    data = "\n".join(lines).encode()
+    records = list(reader_for(Format(reader))(io.BytesIO(data), stats))
+    assert stats.records == len(records)
+    assert stats.lines == stats.used + stats.skipped
+
+
+def test_parquet_is_read_a_batch_at_a_time(tmp_path: Path) -> None:
+    from analyzer.ingest.parquet import BATCH_ROWS
+
+    frame = _frame("worker-restarts-exhausted", flat=True)
+    copies = BATCH_ROWS * 3 // len(frame) + 1
+    path = tmp_path / "big.parquet"
+    pd.concat([frame] * copies).to_parquet(path, row_group_size=BATCH_ROWS)
+    (source,) = open_sources([str(path)])
+    records = iter(source.records())
+    next(records)
+    # One batch decoded, not the file: the rows counted so far are the first batch's.
+    assert source.stats.lines <= BATCH_ROWS < len(frame) * copies
+
+
+def test_parquet_from_stdin(tmp_path: Path) -> None:
+    data = _parquet(_frame("oom", flat=False))
+    done = subprocess.run(
+        [sys.executable, "-m", "analyzer.cli.app", "diagnose", "-", "--format", "json"],
+        input=data,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["inputs"][0]["format"] == "parquet"
+    assert [job["state"] for job in report["jobs"]] == ["JOB_STATE_FAILED"]

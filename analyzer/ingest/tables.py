@@ -373,9 +373,11 @@ def _value_row(
 # --- pandas' JSON ------------------------------------------------------------------------
 
 
-# pandas' split and table orients open with their own key; columns with a column of row numbers.
+# pandas' split and table orients open with their own key; columns with a column of row
+# numbers; index with a row number.
 _FRAME_START = re.compile(
     rb'\{\s*"(?:columns|schema)"\s*:\s*[\[{]|\{\s*"[^"]+"\s*:\s*\{\s*"\d+"\s*:'
+    rb'|\{\s*"\d+"\s*:\s*\{'
 )
 # The keys and scalar values of a first object (of an array, or of JSON lines), up to its
 # first nested value.
@@ -393,8 +395,8 @@ _JSON_KEY = re.compile(rb"(" + _JSON_STRING + rb")\s*:")
 def sniff_json_table(body: bytes) -> str | None:
     """:data:`JSON_TABLE` for the head of pandas' JSON of a frame of entries: ``split`` and
     ``table`` orients by their keys, ``columns`` (to_json's default) by a column of row
-    numbers, ``records`` and ``lines=True`` of a json_normalize'd frame by a dotted key the
-    mapping knows; None for anything else."""
+    numbers, ``index`` by a row number, ``records`` and ``lines=True`` of a json_normalize'd
+    frame by a dotted key the mapping knows; None for anything else."""
     if _FRAME_START.match(body):
         return JSON_TABLE
     first = _FIRST_FLAT_OBJECT.match(body)
@@ -474,6 +476,12 @@ def _frame_rows(value: Any) -> list[Any] | None:
         return [dict(zip(names, row, strict=False)) for row in data if isinstance(row, list)]
     if isinstance(value.get("schema"), dict) and isinstance(data, list):  # orient="table"
         return data
+    if (
+        value
+        and all(isinstance(row, dict) for row in value.values())
+        and all(key.isdigit() for key in value)
+    ):
+        return list(value.values())  # orient="index": {row: {column: value}}
     if value and all(isinstance(column, dict) for column in value.values()):
         # orient="columns" (to_json's default): {column: {row: value}}, rows in index order.
         order: dict[str, None] = {}
