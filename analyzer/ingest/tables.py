@@ -468,7 +468,7 @@ def _frame_rows(value: Any) -> list[Any] | None:
     """The rows of pandas' JSON in any orient, or None when ``value`` is not one."""
     if isinstance(value, list):  # orient="records" (and "values" has no names: not read)
         return value if all(isinstance(row, dict) for row in value) else None
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or not value:
         return None
     data = value.get("data")
     if isinstance(value.get("columns"), list) and isinstance(data, list):  # orient="split"
@@ -476,16 +476,17 @@ def _frame_rows(value: Any) -> list[Any] | None:
         return [dict(zip(names, row, strict=False)) for row in data if isinstance(row, list)]
     if isinstance(value.get("schema"), dict) and isinstance(data, list):  # orient="table"
         return data
-    if (
-        value
-        and all(isinstance(row, dict) for row in value.values())
-        and all(key.isdigit() for key in value)
-    ):
-        return list(value.values())  # orient="index": {row: {column: value}}
-    if value and all(isinstance(column, dict) for column in value.values()):
-        # orient="columns" (to_json's default): {column: {row: value}}, rows in index order.
-        order: dict[str, None] = {}
-        for column in value.values():
-            order.update(dict.fromkeys(column))
-        return [{name: column.get(row) for name, column in value.items()} for row in order]
+    if all(isinstance(inner, dict) for inner in value.values()):
+        return _keyed_rows(value)
     return None
+
+
+def _keyed_rows(value: dict[str, dict[str, Any]]) -> list[Any]:
+    """The rows of orient="index" ({row: {column: value}}, row labels numbers) or "columns"
+    (to_json's default: {column: {row: value}}), in index order."""
+    if all(key.isdigit() for key in value):
+        return list(value.values())
+    order: dict[str, None] = {}
+    for column in value.values():
+        order.update(dict.fromkeys(column))
+    return [{name: column.get(row) for name, column in value.items()} for row in order]
