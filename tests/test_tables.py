@@ -113,6 +113,17 @@ def test_a_print_without_tasks_is_unknown_not_pending() -> None:
     assert TASKLESS_NOTE in job.notes
 
 
+def test_a_wide_message_in_a_middle_column() -> None:
+    # gcloud pads by width on screen: the columns after a wide text start later in characters.
+    (source,) = open_sources([str(TABLES / "wide.table.txt")])
+    got = [(r.task, r.severity, r.text) for r in source.records()]
+    assert source.stats.format == "gcloud-table"
+    assert got == [
+        ("workerpool0-0", "INFO", "別のリージョンを試すか、別のアクセラレータを使用してください。"),
+        ("service", "ERROR", "Resources are insufficient in region: us-central1."),
+    ]
+
+
 def test_the_fixtures_are_gcloud_s_headers() -> None:
     # What platform.md section 10 says gcloud writes, read off the fixtures themselves.
     csv_head = (TABLES / "user-code-exit1.csv").read_text().split("\n", 1)[0]

@@ -28,8 +28,10 @@ made by gcloud's own resource printers):
 from __future__ import annotations
 
 import ast
+import bisect
 import csv
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -247,9 +249,7 @@ def read_aligned_table(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecor
             else:
                 stats.skip(NO_ROW)
             continue
-        cells = [
-            text[start:end].rstrip() for start, end in zip(starts, [*starts[1:], None], strict=True)
-        ]
+        cells = _cut(text, starts)
         if row is not None and not cells[0].strip() and text.strip():
             for column, cell in zip(row, cells, strict=True):
                 if cell.strip():
@@ -265,6 +265,22 @@ def read_aligned_table(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecor
         row, first, count = [[cell] if cell else [] for cell in cells], number, 1
     if row is not None:
         yield from _table_row(paths, row, first, count, stats)
+
+
+def _cut(text: str, starts: list[int]) -> list[str]:
+    """The cells of a table line whose columns start at ``starts`` (display columns: gcloud
+    pads a cell to its width on screen, two columns for a wide character, none for a
+    combining one)."""
+    if not text.isascii():
+        offsets = [0]
+        for char in text:
+            wide = unicodedata.east_asian_width(char) in ("W", "F")
+            offsets.append(offsets[-1] + (0 if unicodedata.combining(char) else 1 + wide))
+        # Each column's start as an index into text: the last character starting at or
+        # before it (a combining character goes with the one before it).
+        starts = [bisect.bisect_right(offsets, start) - 1 for start in starts]
+    ends = [*starts[1:], None]
+    return [text[start:end].rstrip() for start, end in zip(starts, ends, strict=True)]
 
 
 def _table_row(
