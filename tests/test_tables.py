@@ -76,6 +76,12 @@ GCLOUD = {
     "worker-restarts-exhausted.table.txt": (("worker-restarts-exhausted",), "gcloud-table", False),
     "stockout-exhausted.table-wrap.txt": (("stockout-exhausted",), "gcloud-table", False),
     "user-code-exit1.value.txt": (("user-code-exit1",), "gcloud-value", False),
+    # No time: newest first, read bottom up as value(textPayload) is.
+    "transient-sigsegv-retry.value-no-time.txt": (
+        ("transient-sigsegv-retry",),
+        "gcloud-value",
+        False,
+    ),
     "success.value-text.txt": (("success",), "plain-text", False),
 }
 

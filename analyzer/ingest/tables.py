@@ -316,6 +316,11 @@ _KINDS: tuple[tuple[re.Pattern[str], EntryPath], ...] = (
 )
 
 
+# What makes a line a row: a time or a task among its leading cells (a severity or a number
+# alone could start any text).
+_ROW_KINDS = (TIME_PATHS[0], COLUMN_PATHS["taskname"])
+
+
 def _kind(cell: str) -> EntryPath | None:
     if cell in _SEVERITIES:
         return SEVERITY_PATH
@@ -329,7 +334,7 @@ def value_cells(text: str) -> tuple[list[tuple[EntryPath, str]], str] | None:
     """The leading cells of a value print's row, each with the path its kind fills, and the
     text; None when ``text`` is no row.
 
-    A row has a tab and a time among its leading cells, each of which is of one kind or empty
+    A row has a tab and a time or a task among its leading cells, each of one kind or empty
     (a field the entry lacks); the first cell that is neither starts the text (the last cell
     always does), which may hold tabs of its own. Tabs around the text are a text column left
     empty (``textPayload`` beside ``jsonPayload.message``)."""
@@ -343,7 +348,7 @@ def value_cells(text: str) -> tuple[list[tuple[EntryPath, str]], str] | None:
         taken += 1
         if kind is not None:
             found.append((kind, cell))
-    if not any(kind == TIME_PATHS[0] for kind, _ in found):
+    if not any(kind in _ROW_KINDS for kind, _ in found):
         return None
     return found, "\t".join(cells[taken:]).strip("\t")
 
