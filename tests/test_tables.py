@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from analyzer.api import analyze_sources
 from analyzer.ingest import MemorySource, open_sources
 from analyzer.ingest.records import column_path
-from analyzer.ingest.tables import object_cell
+from analyzer.ingest.tables import flat_value, object_cell
 from analyzer.pipeline.analysis import Analysis
 from analyzer.simulate import SCENARIOS, expected, simulate
 from analyzer.verdict.diagnosis import Diagnosis, JobState
@@ -83,6 +83,8 @@ GCLOUD = {
         False,
     ),
     "success.value-text.txt": (("success",), "plain-text", False),
+    "stockout-exhausted.flattened.txt": (("stockout-exhausted",), "gcloud-flattened", True),
+    "oom.flattened.txt": (("oom",), "gcloud-flattened", True),
 }
 
 
@@ -234,6 +236,12 @@ def test_every_scenario_as_pandas_csv(scenario: str) -> None:
     assert _verdicts(table) == _verdicts(sink)
 
 
+def test_flattened_values_are_unquoted_as_gcloud_quotes_them() -> None:
+    assert flat_value('"a\\nb \\"c\\" \\\\ "') == 'a\nb "c" \\ '
+    assert flat_value('"quoted"') == '"quoted"'  # its own quotes: gcloud added none
+    assert flat_value("plain") == "plain"
+
+
 def test_nested_cells_are_literals_never_code() -> None:
     assert object_cell("{'type': 'ml_job', 'labels': {'job_id': '7'}}") == {
         "type": "ml_job",
@@ -369,6 +377,9 @@ _LINES = st.lists(
                 '{"resource.labels.job_id": "1", "textPayload": "Job failed."}',
                 '{"columns": ["textPayload"], "data": [["Job failed."]]}',
                 "timestamp,job_id,text_payload",
+                "---",
+                'textPayload:    "a\\nb \\"c\\""',
+                "resource.labels.job_id: 7",
                 '2024-01-01T00:00:01Z,7,"a, b',
                 "",
             ]

@@ -45,6 +45,7 @@ class Format(StrEnum):
     CSV_TABLE = tables.CSV_TABLE
     GCLOUD_TABLE = tables.GCLOUD_TABLE
     GCLOUD_VALUE = tables.GCLOUD_VALUE
+    GCLOUD_FLATTENED = tables.GCLOUD_FLATTENED
     JSON_TABLE = tables.JSON_TABLE
     PARQUET = PARQUET
     PLAIN_TEXT = "plain-text"

@@ -35,6 +35,7 @@ Reader = Callable[[BinaryIO, InputStats], Iterator[LogRecord]]
 TABLE_READERS = {
     Format.GCLOUD_TABLE: ("analyzer.ingest.tables", "read_aligned_table"),
     Format.GCLOUD_VALUE: ("analyzer.ingest.tables", "read_value_print"),
+    Format.GCLOUD_FLATTENED: ("analyzer.ingest.tables", "read_flattened"),
     Format.JSON_TABLE: ("analyzer.ingest.tables", "read_json_table"),
     Format.PARQUET: ("analyzer.ingest.parquet", "read_parquet"),
 }

@@ -61,6 +61,7 @@ from analyzer.ingest.records import (
 CSV_TABLE = "csv-table"
 GCLOUD_TABLE = "gcloud-table"
 GCLOUD_VALUE = "gcloud-value"
+GCLOUD_FLATTENED = "gcloud-flattened"
 JSON_TABLE = "json-table"
 
 BLANK_LINE = "blank line"
@@ -219,6 +220,8 @@ def sniff_table(lines: list[bytes]) -> str | None:
     if _HEADING.match(first) and is_table_header(_HEADING_NAME.findall(first)):
         return GCLOUD_TABLE
     texts = [line.decode("utf-8", "replace").rstrip("\r") for line in lines]
+    if _flattened(texts):
+        return GCLOUD_FLATTENED
     if value_cells(texts[0]) is not None:
         # A row's text may go on over many lines (a traceback): a quarter of the lines rows.
         rows = sum(1 for text in texts if value_cells(text) is not None)
@@ -389,6 +392,68 @@ def _value_row(
     # read as the service's text, which is what the mapping takes when there is no payload.
     entry["textPayload"] = "\n".join(lines)
     yield from counted(entry, Origin(stats.path, first), count, stats)
+
+
+# --- gcloud's flattened print ------------------------------------------------------------
+
+# A flattened line: the key path (list items as key[0]), ": ", the value padded to a column.
+_FLAT_LINE = re.compile(r"([A-Za-z_][^:\s]*): *(.*)")
+_DOCUMENT = "---"
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "f": "\f"}
+
+
+def _flattened(texts: list[str]) -> bool:
+    """Whether ``texts`` are gcloud's ``flattened`` documents of log entries: ``---`` and
+    ``key: value`` lines only (no indented line, as YAML's nested keys are), a key of the
+    mapping's dotted paths among them."""
+    keys = [found.group(1) for text in texts if (found := _FLAT_LINE.fullmatch(text))]
+    markers = sum(1 for text in texts if text == _DOCUMENT)
+    return len(keys) + markers == len(texts) and any(
+        "." in key and column_key(key) in COLUMN_PATHS for key in keys
+    )
+
+
+def flat_value(text: str) -> str:
+    """A flattened value as it was: gcloud quotes one with a line end or a leading or trailing
+    space, escaping backslashes, quotes and control characters (flattened_printer._StringQuote)."""
+    if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
+        return text
+    chars: list[str] = []
+    escaped = False
+    for char in text[1:-1]:
+        if escaped:
+            chars.append(_ESCAPES.get(char, char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        else:
+            chars.append(char)
+    value = "".join(chars)
+    # Quoted by gcloud only for a line end or a space at either end: else the quotes are the
+    # value's own.
+    return value if "\n" in value or value[:1].isspace() or value[-1:].isspace() else text
+
+
+def read_flattened(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
+    """Yield one record per document of gcloud's ``flattened`` print."""
+    cells: list[tuple[EntryPath, Any]] = []
+    first = count = 0
+    for number, text in text_lines(stream, stats):
+        found = _FLAT_LINE.fullmatch(text)
+        if text == _DOCUMENT or found is None:
+            if count:
+                yield from counted(flat_entry(cells), Origin(stats.path, first), count, stats)
+            cells, first, count = [], number, 0
+            if text != _DOCUMENT:
+                stats.skip(BLANK_LINE if not text.strip() else NO_ROW)
+                continue
+        elif not count:
+            first = number
+        count += 1
+        if found is not None and found.group(2) not in ("{}", "[]"):
+            cells.append((column_path(found.group(1)), flat_value(found.group(2))))
+    if count:
+        yield from counted(flat_entry(cells), Origin(stats.path, first), count, stats)
 
 
 # --- pandas' JSON ------------------------------------------------------------------------
