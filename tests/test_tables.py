@@ -433,3 +433,19 @@ def test_parquet_from_stdin(tmp_path: Path) -> None:
     report = json.loads(done.stdout)
     assert report["inputs"][0]["format"] == "parquet"
     assert [job["state"] for job in report["jobs"]] == ["JOB_STATE_FAILED"]
+
+
+def test_every_mapped_path_is_found_by_its_sink_and_gcloud_names() -> None:
+    # The names the --bigquery path reads each path of the mapping at (a sink table's, Log
+    # Analytics'), and gcloud's csv (last key, snake_case) and table (upper case) headers.
+    sys.path.insert(0, str(ROOT / "tests"))
+    from bq_tables import TABLE_PATHS
+
+    from analyzer.engines.bigquery.columns import _snake, log_analytics_place, sink_column
+
+    for path in TABLE_PATHS:
+        assert column_path(sink_column(path)) == path
+        column, inside = log_analytics_place(path)
+        assert column_path(".".join((column, *inside))) == path
+        first = next(p for p in TABLE_PATHS if p[-1] == path[-1])  # gcloud's name: the last key
+        assert column_path(_snake(path[-1])) == column_path(path[-1].upper()) == first
