@@ -112,13 +112,21 @@ def test_several_jobs_in_one_csv_print_stay_several() -> None:
     assert all(d.job_id for d in shape.diagnoses)
 
 
-def test_a_print_without_tasks_is_unknown_not_pending() -> None:
-    # value(timestamp,jsonPayload.message): the workers' lines only, no task, no service line.
-    shape = analyze_sources(open_sources([str(TABLES / "success.value-message.txt")]))
+@pytest.mark.parametrize(
+    ("name", "seen"),
+    [("success.value-message.txt", None), ("user-code-exit1.value-message.txt", "KeyError")],
+)
+def test_a_print_without_tasks_is_unknown_not_pending(name: str, seen: str | None) -> None:
+    # value(timestamp,jsonPayload.message): the workers' lines only, no task, no service line:
+    # "Task completed. Exit code (0)" is some worker's success, not the job's (a success and a
+    # failure look alike here), and no reason to predict PENDING.
+    shape = analyze_sources(open_sources([str(TABLES / name)]))
     _checked(shape, "gcloud-value")
     (job,) = shape.diagnoses
     assert job.state is JobState.UNSPECIFIED and not job.observed_final
     assert TASKLESS_NOTE in job.notes
+    if seen is not None:  # the user's exception is still told, as a note
+        assert any(seen in note for note in job.notes)
 
 
 def test_a_wide_message_in_a_middle_column() -> None:
