@@ -12,7 +12,10 @@ A cell whose text a spreadsheet could take for a formula or a date (``'2026-03-3
 ``'projects/p/logs/...``, ``'https://...``; seen with a ``-``, ``/``, ``@``, ``(`` or quote in it)
 starts with an apostrophe, the spreadsheet's "this is text" mark: it is removed.
 
-Each row is rebuilt into a nested LogEntry dict and read by the one mapping
+The same reader reads any CSV of log entries by its header (``analyzer.ingest.tables``: gcloud's
+``csv(...)`` print, pandas' ``to_csv``): each column is mapped by its name
+(:func:`~analyzer.ingest.records.column_path`). Each row is rebuilt into a nested LogEntry dict
+and read by the one mapping
 (:func:`~analyzer.ingest.records.entry_fields`). Every physical line is accounted for: the header's
 lines are used, a row's lines are used if it gave a record, else skipped with the reason.
 """
@@ -25,10 +28,8 @@ from typing import Any, BinaryIO
 
 from analyzer.ingest.entries import record_or_reason
 from analyzer.ingest.lines import text_lines
-from analyzer.ingest.records import TEXT_PATHS, InputStats, LogRecord, Origin, field_path
+from analyzer.ingest.records import TEXT_PATHS, InputStats, LogRecord, Origin
 from analyzer.ingest.tables import flat_entry, header_paths
-
-__all__ = ["field_path", "read_explorer_csv", "row_entry"]
 
 BLANK_LINE = "blank line"
 BAD_CSV = "unreadable CSV row"
