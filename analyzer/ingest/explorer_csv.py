@@ -12,7 +12,10 @@ A cell whose text a spreadsheet could take for a formula or a date (``'2026-03-3
 ``'projects/p/logs/...``, ``'https://...``; seen with a ``-``, ``/``, ``@``, ``(`` or quote in it)
 starts with an apostrophe, the spreadsheet's "this is text" mark: it is removed.
 
-Each row is rebuilt into a nested LogEntry dict and read by the one mapping
+The same reader reads any CSV of log entries by its header (``analyzer.ingest.tables``: gcloud's
+``csv(...)`` print, pandas' ``to_csv``): each column is mapped by its name
+(:func:`~analyzer.ingest.records.column_path`). Each row is rebuilt into a nested LogEntry dict
+and read by the one mapping
 (:func:`~analyzer.ingest.records.entry_fields`). Every physical line is accounted for: the header's
 lines are used, a row's lines are used if it gave a record, else skipped with the reason.
 """
@@ -25,7 +28,8 @@ from typing import Any, BinaryIO
 
 from analyzer.ingest.entries import record_or_reason
 from analyzer.ingest.lines import text_lines
-from analyzer.ingest.records import InputStats, LogRecord, Origin
+from analyzer.ingest.records import TEXT_PATHS, InputStats, LogRecord, Origin
+from analyzer.ingest.tables import flat_entry, header_paths
 
 BLANK_LINE = "blank line"
 BAD_CSV = "unreadable CSV row"
@@ -38,25 +42,7 @@ csv.field_size_limit(1 << 30)
 
 # The spreadsheet's text mark before a cell's value.
 TEXT_MARK = "'"
-
-
-def field_path(name: str) -> tuple[str, ...]:
-    """The keys of a header cell: ``labels."compute.googleapis.com/resource_id"`` is
-    ``("labels", "compute.googleapis.com/resource_id")``."""
-    name = name.removeprefix(TEXT_MARK)
-    keys: list[str] = []
-    current: list[str] = []
-    quoted = False
-    for char in name:
-        if char == '"':
-            quoted = not quoted
-        elif char == "." and not quoted:
-            keys.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    keys.append("".join(current))
-    return tuple(keys)
+MESSAGE_PATH = TEXT_PATHS[0]
 
 
 def cell_value(cell: str) -> str:
@@ -64,31 +50,17 @@ def cell_value(cell: str) -> str:
     return cell[1:] if cell.startswith(TEXT_MARK) else cell
 
 
-def _put(entry: dict[str, Any], path: tuple[str, ...], value: str) -> None:
-    node = entry
-    for key in path[:-1]:
-        child = node.setdefault(key, {})
-        if not isinstance(child, dict):
-            return  # a value and a nested field at one path: the first one stays
-        node = child
-    node.setdefault(path[-1], value)
-
-
 def row_entry(paths: list[tuple[str, ...]], row: list[str]) -> dict[str, Any]:
-    """The nested LogEntry of one row; empty cells are fields the entry lacks.
+    """The nested LogEntry of one row; empty cells are fields the entry lacks, a cell where
+    the mapping reads an object (another writer's CSV) is read as one (tables.flat_entry).
 
     An empty ``jsonPayload.message`` cell in a row that has a ``jsonPayload`` is the empty
     message (a blank line the program printed), as the sink holds it.
     """
-    entry: dict[str, Any] = {}
-    message_column = False
-    for path, cell in zip(paths, row, strict=False):
-        if path == ("jsonPayload", "message"):
-            message_column = True
-        if cell:
-            _put(entry, path, cell_value(cell))
+    cells = list(zip(paths, row, strict=False))
+    entry = flat_entry((path, cell_value(cell)) for path, cell in cells)
     payload = entry.get("jsonPayload")
-    if message_column and isinstance(payload, dict):
+    if isinstance(payload, dict) and any(path == MESSAGE_PATH for path, _ in cells):
         payload.setdefault("message", "")
     return entry
 
@@ -120,7 +92,7 @@ def read_explorer_csv(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord
                 stats.skip(BLANK_LINE, count)
                 continue
             if paths is None:
-                paths = [field_path(name) for name in row]
+                paths = header_paths(row)
                 stats.used += count
                 continue
             if len(row) < len(paths):

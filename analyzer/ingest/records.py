@@ -349,6 +349,72 @@ TEXT_KEY_PATHS: tuple[EntryPath, ...] = (
 )
 
 
+# How tables name the mapping's paths (issue 29): a column is matched by its name with case and
+# every character but letters and digits left out, against each path's keys joined, then its
+# last key. One rule covers the dotted paths of the Logs Explorer's CSV and pandas'
+# json_normalize (resource.labels.job_id), gcloud's csv headers (the last key in snake_case:
+# job_id, text_payload, message) and table headers (TASK_NAME, ML.GOOGLEAPIS.COM/TASK_NAME),
+# BigQuery sink columns (labels.ml_googleapis_com_trial_id) and Log Analytics' (json_payload).
+def _column_paths() -> dict[str, EntryPath]:
+    mapped = [
+        *(path for paths in LABEL_PATHS.values() for path in paths),
+        *TEXT_KEY_PATHS,
+        *TIME_PATHS,
+        SEVERITY_PATH,
+        INSERT_ID_PATH,
+        RESOURCE_TYPE_PATH,
+        AUDIT_PATH,
+    ]
+    objects = sorted({path[:size] for path in mapped for size in range(1, len(path))}, key=len)
+    names: dict[str, EntryPath] = {}
+    for path in (*objects, *mapped):
+        names.setdefault(column_key(".".join(path)), path)
+    for path in mapped:  # in precedence order: "task_name" is resource.labels.task_name
+        names.setdefault(column_key(path[-1]), path)
+    return names
+
+
+_NOT_IN_KEY = re.compile(r"[^0-9a-z]+")
+
+
+def column_key(name: str) -> str:
+    """A column's name as :func:`column_path` compares it: lower case, letters and digits."""
+    return _NOT_IN_KEY.sub("", name.lower())
+
+
+def field_path(name: str) -> EntryPath:
+    """The keys of a dotted field path: ``labels."compute.googleapis.com/resource_id"`` is
+    ``("labels", "compute.googleapis.com/resource_id")`` (the spreadsheet's text mark, a
+    leading apostrophe, left out)."""
+    name = name.removeprefix("'")
+    keys: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for char in name:
+        if char == '"':
+            quoted = not quoted
+        elif char == "." and not quoted:
+            keys.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    keys.append("".join(current))
+    return tuple(keys)
+
+
+def column_path(name: str) -> EntryPath:
+    """The LogEntry path a table's column named ``name`` holds: a path of the mapping by any
+    of the names tables give it (see :data:`COLUMN_PATHS`), else the name read as a dotted
+    field path (``jsonPayload.levelname``), kept as it is in the entry."""
+    return COLUMN_PATHS.get(column_key(name.removeprefix("'"))) or field_path(name)
+
+
+def object_paths() -> frozenset[EntryPath]:
+    """The paths the mapping reads objects at (``resource``, ``jsonPayload.attrs``): a cell
+    there holds the object, written out."""
+    return frozenset(_OBJECTS[1:])
+
+
 def _containers() -> tuple[tuple[EntryPath, ...], tuple[tuple[int, str], ...]]:
     """The objects the table's paths go through (the entry itself first), each after its
     parent; and, for each but the entry, its parent's index and its key."""
@@ -368,6 +434,7 @@ def _containers() -> tuple[tuple[EntryPath, ...], tuple[tuple[int, str], ...]]:
 # Where the table's paths lead, as steps from object to object: an entry's objects are looked
 # up once, then each field at its paths (the table, compiled: (object index, key) pairs).
 _OBJECTS, _STEPS = _containers()
+COLUMN_PATHS = _column_paths()
 
 
 def _plan(paths: tuple[EntryPath, ...]) -> tuple[tuple[int, str], ...]:

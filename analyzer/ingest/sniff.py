@@ -11,8 +11,10 @@ from typing import Any
 import orjson
 
 from analyzer.core.errors import InputError
+from analyzer.ingest import tables
 from analyzer.ingest.jobs_list import is_jobs_list
 from analyzer.ingest.lines import BOM
+from analyzer.ingest.parquet import PARQUET, is_parquet
 from analyzer.ingest.preamble import is_preamble_bytes
 
 # How many bytes after the leading blank space are looked at: enough for the window of lines
@@ -40,6 +42,14 @@ class Format(StrEnum):
     JOBS_LIST = "gcloud-jobs-list"
     # A Jupyter notebook (.ipynb, nbformat 4): its cells' saved outputs.
     NOTEBOOK = "jupyter-notebook"
+    # Tables of entries (analyzer.ingest.tables): a CSV by its header (gcloud's csv print,
+    # pandas), gcloud's table and value prints, pandas' JSON orients; Parquet (ingest.parquet).
+    CSV_TABLE = tables.CSV_TABLE
+    GCLOUD_TABLE = tables.GCLOUD_TABLE
+    GCLOUD_VALUE = tables.GCLOUD_VALUE
+    GCLOUD_FLATTENED = tables.GCLOUD_FLATTENED
+    JSON_TABLE = tables.JSON_TABLE
+    PARQUET = PARQUET
     PLAIN_TEXT = "plain-text"
     EMPTY = "empty"
 
@@ -165,6 +175,8 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     last line may be cut; ``first_line`` is the line number ``head`` starts at. Raises
     InputError naming ``name`` and the line when the bytes are binary.
     """
+    if is_parquet(head):
+        return Format.PARQUET
     if head.startswith(BOM):
         head = head[len(BOM) :]
     _check_text(head, name, first_line)
@@ -206,6 +218,8 @@ _NOTEBOOK_START = re.compile(
 def _json_format(body: bytes, name: str) -> Format | None:
     """The format of a head that starts as JSON does (an API response, a gcloud array, a
     pretty-printed object, JSON lines), or None when ``body`` is text."""
+    if body[:1] in (b"{", b"[") and tables.sniff_json_table(body):
+        return Format.JSON_TABLE
     if body[:1] in (b"{", b"[") and (_API_ERROR.match(body) or _api_fields(body)):
         return _api_response(body, name)
     if _EMPTY_RESPONSES.fullmatch(body):
@@ -233,6 +247,9 @@ def _text_format(filled: list[bytes], name: str) -> Format:
     """The format of a text whose window's non-blank lines (gcloud's own lines left out) are
     ``filled``: a CSV download, YAML documents, a jobs list, or the text format most of the
     lines are in."""
+    table = tables.sniff_table(filled)
+    if table is not None:
+        return Format(table)
     if _csv_header(filled[0]):
         return Format.EXPLORER_CSV
     if sum(1 for line in filled if _headless_csv_row(line)) * 2 > len(filled):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from analyzer.core.errors import InputError
 from analyzer.ingest.jsonl import read_jsonl
@@ -30,6 +31,14 @@ STDIN_NAME = "<stdin>"
 BLANK_LINE = "blank line"
 
 Reader = Callable[[BinaryIO, InputStats], Iterator[LogRecord]]
+# The readers of tables (analyzer.ingest.tables, analyzer.ingest.parquet), by module and name.
+TABLE_READERS = {
+    Format.GCLOUD_TABLE: ("analyzer.ingest.tables", "read_aligned_table"),
+    Format.GCLOUD_VALUE: ("analyzer.ingest.tables", "read_value_print"),
+    Format.GCLOUD_FLATTENED: ("analyzer.ingest.tables", "read_flattened"),
+    Format.JSON_TABLE: ("analyzer.ingest.tables", "read_json_table"),
+    Format.PARQUET: ("analyzer.ingest.parquet", "read_parquet"),
+}
 
 
 def _read_empty(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
@@ -63,7 +72,10 @@ def reader_for(form: Format) -> Reader:
         from analyzer.ingest.gcloud_yaml import read_gcloud_yaml
 
         return read_gcloud_yaml
-    if form is Format.EXPLORER_CSV:
+    if form in TABLE_READERS:
+        module, name = TABLE_READERS[form]
+        return cast(Reader, getattr(importlib.import_module(module), name))
+    if form in (Format.EXPLORER_CSV, Format.CSV_TABLE):
         from analyzer.ingest.explorer_csv import read_explorer_csv
 
         return read_explorer_csv

@@ -460,6 +460,14 @@ _ERROR_CODE_NAMES = {
 
 
 IN_PROGRESS_NOTE = "logs end while the job is still in progress"
+# platform.md section 9: the runner's start lines and "Task completed. Exit code (N)" mark a
+# process on some worker; only the primary's exit 0 is the job's success. A print without task
+# names (gcloud's value(timestamp,jsonPayload.message)) shows neither which one (issue 29).
+TASKLESS_NOTE = (
+    "the input names no task: its workers' start and exit lines cannot tell which replica"
+    " exited or whether the primary finished, and no line of the service says how the job"
+    " stands: its state is unknown"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,14 +564,7 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
     if last.status is AttemptStatus.CANCELLED:
         return _Fate(JobState.CANCELLED, True, len(verdicts), source=_read_from(last))
     if last.status is not AttemptStatus.FAILED:
-        # Section 8: the last state seen, not the job's final one.
-        return _Fate(
-            _IN_PROGRESS[last.status],
-            False,
-            len(verdicts),
-            (IN_PROGRESS_NOTE,),
-            _read_from(last),
-        )
+        return _still_going(timeline, last, len(verdicts))
     if last.exhausted_line:
         # "Job will not be retried, max error retry attempts reached." ends the last attempt.
         return _Fate(JobState.FAILED, True, len(verdicts), source=_read_from(last))
@@ -1098,6 +1099,24 @@ def _shows_lifecycle(timeline: JobTimeline) -> bool:
     return any(
         any(e.kind in _JOB_EVIDENCE for e in a.events) or any(w.starts for w in a.workers)
         for a in timeline.attempts
+    )
+
+
+def _still_going(timeline: JobTimeline, last: _AttemptVerdict, observed: int) -> _Fate:
+    """Section 8: a job whose last attempt has not ended is in its last state seen, not its
+    final one; unknown when only workers' lines without a task say anything of it (section 9:
+    :data:`TASKLESS_NOTE`)."""
+    if _taskless_workers_only(timeline):
+        return _Fate(JobState.UNSPECIFIED, False, observed, (TASKLESS_NOTE,))
+    return _Fate(_IN_PROGRESS[last.status], False, observed, (IN_PROGRESS_NOTE,), _read_from(last))
+
+
+def _taskless_workers_only(timeline: JobTimeline) -> bool:
+    """Whether the job's only evidence is workers' start and exit lines naming no task."""
+    evidence = [e for a in timeline.attempts for e in a.events if e.kind in _JOB_EVIDENCE]
+    return bool(evidence) and all(
+        e.kind in (EventKind.WORKER_STARTED, EventKind.WORKER_EXITED) and not e.task
+        for e in evidence
     )
 
 
