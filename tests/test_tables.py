@@ -432,7 +432,7 @@ def test_parquet_is_read_a_batch_at_a_time(tmp_path: Path) -> None:
 def test_parquet_from_stdin(tmp_path: Path) -> None:
     data = _parquet(_frame("oom", flat=False))
     done = subprocess.run(
-        [sys.executable, "-m", "analyzer.cli.app", "diagnose", "-", "--format", "json"],
+        [sys.executable, "-m", "analyzer.cli", "diagnose", "-", "--format", "json"],
         input=data,
         capture_output=True,
         check=False,

@@ -756,3 +756,7 @@ def command_app(args: Sequence[str]) -> typer.Typer:
             alone.registered_commands = [info]
             return alone
     return app
+
+
+if __name__ == "__main__":
+    command_app(sys.argv[1:])()
