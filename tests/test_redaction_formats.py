@@ -164,3 +164,24 @@ def test_a_line_break_in_markdown_text_opens_nothing() -> None:
     assert "\n" not in cell and "![" not in cell
     assert re.search(r"(?<!\\)\]\(", cell) is None
     assert cell.count("\\|") == 3
+
+
+@pytest.mark.parametrize("job_id", ['=HYPERLINK("http://evil.example","x")', "@SUM(1+1)", "+1-1"])
+def test_csv_cells_are_text_to_a_spreadsheet(job_id: str, tmp_path: Path) -> None:
+    """A cell a spreadsheet would run as a formula starts with ``'`` (issue 31, point 4)."""
+    import csv
+    import io
+
+    out: list[str] = []
+    for line in SAMPLE.read_text().splitlines():
+        entry = json.loads(line)
+        entry["resource"]["labels"]["job_id"] = job_id + "\u202e"
+        out.append(json.dumps(entry))
+    path = tmp_path / "formula.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    code, written, err = run("classify", "--format", "csv", str(path))
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(written)))
+    assert rows and {row["job_id"] for row in rows} == {"'" + job_id + "\\u202e"}
+    for row in rows:
+        assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for cell in row.values())

@@ -52,3 +52,16 @@ def marked_html(text: str) -> str:
         ),
         escaped,
     )
+
+
+# What a spreadsheet reads as a formula at a cell's start (OWASP's CSV injection advice).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """``value`` as a CSV cell a spreadsheet shows as text: control characters visible,
+    secrets cut out, and a leading ``'`` before a text it would take for a formula."""
+    if not isinstance(value, str):
+        return value
+    text = visible(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from analyzer.report.controls import csv_cell
 from analyzer.report.redact import shown_tree
 from analyzer.rulebook.events import Event
 
@@ -42,13 +43,14 @@ def write_jsonl(events: Iterable[Event], out: TextIO) -> int:
 
 
 def write_csv(events: Iterable[Event], out: TextIO) -> int:
-    """Write a CSV with a header row; ``fields`` as a JSON object. Returns how many rows."""
+    """Write a CSV with a header row; ``fields`` as a JSON object; every cell safe to open in a
+    spreadsheet (:func:`~analyzer.report.controls.csv_cell`). Returns how many rows."""
     writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
     count = 0
     for event in events:
         row = event_row(event)
         row["fields"] = json.dumps(row["fields"], ensure_ascii=False)
-        writer.writerow(row)
+        writer.writerow({key: csv_cell(value) for key, value in row.items()})
         count += 1
     return count
