@@ -9,11 +9,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from analyzer.core.cache import CACHE_ENV
 
 # The tests (and the CLI runs they start) keep their cache apart from the user's.
 os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="jobdoctor-test-cache-")
+
+# Hypothesis times each example (200 ms) and the making of the inputs (too_slow) by the wall
+# clock, which a loaded machine stretches: test_fastpath's serialisations failed "input
+# generation is slow" beside other work. What a property test checks is its property; speed
+# is bench/'s. A test's own settings replace these fields, so the few that list health checks
+# of their own list too_slow as well.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session")

@@ -262,7 +262,9 @@ def _laid_out(pages: list[Entry], layout: str) -> bytes:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(
     scenario=st.sampled_from(sorted(SCENARIOS)),
@@ -338,7 +340,9 @@ _EXTRA_FIELDS: list[tuple[str, Any]] = [
 
 
 @settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(
     order=st.permutations(["entries", "nextPageToken", *(name for name, _ in _EXTRA_FIELDS)]),

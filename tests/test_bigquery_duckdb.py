@@ -219,7 +219,7 @@ def damaged_text(draw: st.DrawFn) -> str:
     max_examples=8,
     deadline=None,
     derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(st.lists(st.tuples(st.floats(0, 1), damaged_text()), min_size=1, max_size=6))
 def test_hypothesis_texts_from_templates(tmp_path: Path, inserted: list[tuple[float, str]]) -> None:

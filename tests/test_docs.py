@@ -214,3 +214,12 @@ def test_python_examples_are_real(doc: Path, monkeypatch: pytest.MonkeyPatch) ->
             assert session[1] == output, f"{_name(doc)}: an example is stale: run with {_UPDATE}=1"
     if updated != text:
         doc.write_text(updated)
+
+
+def test_the_count_of_real_excerpts_is_today_s() -> None:
+    said = re.search(
+        r"`tests/real/` holds (\d+) cited excerpts", (ROOT / "docs" / "verdicts.md").read_text()
+    )
+    assert said, "docs/verdicts.md no longer says how many real excerpts there are"
+    count = len(list((ROOT / "tests" / "real").glob("*.yaml")))  # one truth file per excerpt
+    assert int(said[1]) == count, f"docs/verdicts.md: say {count} excerpts"

@@ -213,7 +213,9 @@ _TEXTS = ["Job failed.", "OOMKilled", "Traceback (most recent call last):", "yes
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(entries=_DOCUMENTS)
 def test_random_entries_fast_is_plain(

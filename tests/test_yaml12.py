@@ -258,7 +258,9 @@ def _entry(number: int, text: str, label: str) -> dict[str, Any]:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(texts=_TEXTS)
 def test_any_text_reads_back_as_written(
