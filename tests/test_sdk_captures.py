@@ -15,27 +15,27 @@ removed from that file.
 Before issue 27's work (main at 270c3a6), right / wrong per variant:
 
     variant                     right  wrong
-    sdk1.154-py310.txt             22      6
+    sdk1.154-py310.txt             20      8
     sdk1.154-py311-logging.txt     15     13
     sdk1.154-py311.ipynb            0     28
-    sdk1.154-py311.txt             15     13
-    sdk1.165-py311.txt             15     13
-    sdk2-py311-logging.txt         15     13
+    sdk1.154-py311.txt             14     14
+    sdk1.165-py311.txt             14     14
+    sdk2-py311-logging.txt         25      3
     sdk2-py311.ipynb                0     28
-    sdk2-py311.txt                 15     13
-    all                            97    127
+    sdk2-py311.txt                 14     14
+    all                           102    122
 
       56  notebook refused
-      47  job not found
+      46  job not found
       12  SUCCEEDED read as UNSPECIFIED
       12  SUCCEEDED: observed_final False, truth observed
-      12  job the script did not make
-      12  SUCCEEDED read as FAILED
-      12  cause where none
+      10  job the script did not make
+       9  SUCCEEDED read as FAILED
+       9  cause where none
        5  CANCELLED read as FAILED
        5  cancelled cause not read
-       5  QUEUED read as UNSPECIFIED
-       5  RUNNING read as UNSPECIFIED
+       4  QUEUED read as UNSPECIFIED
+       4  RUNNING read as UNSPECIFIED
 
 (the second block: each kind of misread and how many times it occurs over all captures).
 """
