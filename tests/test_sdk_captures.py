@@ -14,7 +14,30 @@ removed from that file.
 
 Before issue 27's work (main at 270c3a6), right / wrong per variant:
 
-    BEFORE-TABLE
+    variant                     right  wrong
+    sdk1.154-py310.txt             20      8
+    sdk1.154-py311-logging.txt     15     13
+    sdk1.154-py311.ipynb            0     28
+    sdk1.154-py311.txt             14     14
+    sdk1.165-py311.txt             14     14
+    sdk2-py311-logging.txt         25      3
+    sdk2-py311.ipynb                0     28
+    sdk2-py311.txt                 14     14
+    all                           102    122
+
+      56  notebook refused
+      46  job not found
+      12  SUCCEEDED read as UNSPECIFIED
+      12  SUCCEEDED: observed_final False, truth observed
+      10  job the script did not make
+       9  SUCCEEDED read as FAILED
+       9  cause where none
+       5  CANCELLED read as FAILED
+       5  cancelled cause not read
+       4  QUEUED read as UNSPECIFIED
+       4  RUNNING read as UNSPECIFIED
+
+(the second block: each kind of misread and how many times it occurs over all captures).
 """
 
 from __future__ import annotations

@@ -609,6 +609,9 @@ def truth(case: Case) -> dict[str, Any]:
             if refused
             else (script.error[0] if script.error else None),
             "error_code_documented": job.documented,
+            "error_message": script.refuse[1]
+            if refused
+            else (script.error[1] if script.error else None),
             "cause": None
             if job.cause is None
             else {
