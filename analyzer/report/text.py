@@ -264,53 +264,10 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
 
 
 def _table(layout: _Layout, diagnoses: Sequence[Diagnosis]) -> None:
-    rows = table_rows(diagnoses)
-    header = list(TABLE_HEADER)
-    cells = [[_log_text(cell) for cell in row_cells(row)] for row in rows]
+    # Laid out by analyzer.report.table: every column kept, cells folded on a terminal.
+    from analyzer.report.table import table_lines
 
-    def widths() -> list[int]:
-        return [
-            max([cell_len(head)] + [cell_len(c[i]) for c in cells]) for i, head in enumerate(header)
-        ]
-
-    sizes = widths()
-    if layout.wrap:
-        # On a narrow terminal rows stay one line each: the columns a reader can spare go
-        # first (retries are attempts - 1; the rows are already in time order), then the
-        # cause gives way in its middle.
-        for spare in _SPARE_COLUMNS:
-            fixed = sum(sizes[:-1]) + len(_TABLE_GAP) * (len(sizes) - 1)
-            if layout.width - fixed >= min(sizes[-1], _CAUSE_MIN):
-                break
-            drop = header.index(spare)
-            del header[drop]
-            for values in cells:
-                del values[drop]
-            sizes = widths()
-        fixed = sum(sizes[:-1]) + len(_TABLE_GAP) * (len(sizes) - 1)
-        sizes[-1] = min(sizes[-1], max(layout.width - fixed, len(header[-1])))
-
-    def cell(index: int, text: str, detail: str | None = None) -> str:
-        fitted = text
-        if cell_len(text) > sizes[index]:
-            # A cause too long for its column: its detail alone says the most.
-            short = detail if detail and cell_len(detail) <= sizes[index] else text
-            fitted = shorten_middle(short, sizes[index])
-        pad = " " * (sizes[index] - cell_len(fitted))
-        return pad + fitted if header[index] in _NUMERIC else fitted + pad
-
-    title = Text(_TABLE_GAP.join(cell(i, h) for i, h in enumerate(header)).rstrip())
-    title.stylize("bold")
-    layout.line(title)
-    for row, values in zip(rows, cells, strict=True):
-        line = Text()
-        for index, value in enumerate(values):
-            if index:
-                line.append(_TABLE_GAP)
-            style = _STATE_STYLE.get(row.state, "bold cyan") if header[index] == "STATE" else ""
-            detail = row.detail if header[index] == "CAUSE" else None
-            line.append(cell(index, value, detail), style=style)
-        line.rstrip()
+    for line in table_lines(diagnoses, layout.width if layout.wrap else None):
         layout.line(line)
 
 
