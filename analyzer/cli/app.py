@@ -27,6 +27,7 @@ from analyzer.cli.commands import (
     ExplainFormat,
     FailOn,
     FleetFormat,
+    GroupBy,
     Lang,
     ReportFormat,
     RowFormat,
@@ -233,8 +234,9 @@ def diagnose(
         typer.Option(
             "--format",
             "-f",
-            help="text (summary, table, details), table (the table alone), json (the "
-            "contract), jsonl (one job object a line), yaml, markdown.",
+            help="text (summary, table, details), table (the table alone), wide (the table "
+            "with more columns), json (the contract), jsonl (one job object a line), yaml, "
+            "markdown.",
             rich_help_panel=OUTPUT_PANEL,
         ),
     ] = ReportFormat.text,
@@ -297,6 +299,14 @@ def diagnose(
     ] = None,
     color: ColorOpt = ColorMode.auto,
     dask: DaskOpt = None,
+    group_by: Annotated[
+        GroupBy | None,
+        typer.Option(
+            "--group-by",
+            help="signature: the table grouped by recurring failure, the most costly first.",
+            rich_help_panel=OUTPUT_PANEL,
+        ),
+    ] = None,
 ) -> None:
     """Diagnose every job in the logs: state, retries, root cause, evidence, advice.
 
@@ -331,6 +341,7 @@ def diagnose(
         job_spec=job_spec,
         color=color,
         dask=dask,
+        group_by=group_by,
     )
 
 
@@ -360,6 +371,17 @@ def fetch(
         say(f"wrote {count} entries to {out} ({describe_window(query)})")
 
 
+def report_format(output: FleetFormat | None, out: Path | None) -> FleetFormat:
+    """The report's format: the one asked for, else HTML, but Markdown on a terminal without
+    ``--out`` (a page of markup is no use there)."""
+    if output is not None:
+        return output
+    if out is None and sys.stdout.isatty():
+        say("the Markdown report (the HTML one needs --out report.html)")
+        return FleetFormat.markdown
+    return FleetFormat.html
+
+
 @app.command()
 def report(
     paths: Annotated[
@@ -367,8 +389,14 @@ def report(
         typer.Argument(help="Log files, directories, globs, or - for stdin.", show_default=False),
     ] = None,
     output: Annotated[
-        FleetFormat, typer.Option("--format", "-f", help="Report format.")
-    ] = FleetFormat.html,
+        FleetFormat | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Report format (default: html, or markdown on a terminal without --out).",
+            show_default=False,
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="File to write (default: stdout).", dir_okay=False),
@@ -401,6 +429,7 @@ def report(
     from analyzer.cli.report_command import HTML_ON_TERMINAL, report_command
 
     with reported_errors():
+        output = report_format(output, out)
         if out is None and output is FleetFormat.html and sys.stdout.isatty():
             raise InputError(HTML_ON_TERMINAL)
         if bigquery is not None:

@@ -52,6 +52,11 @@ class ReportFormat(StrEnum):
     yaml = "yaml"
     markdown = "markdown"
     table = "table"
+    wide = "wide"
+
+
+class GroupBy(StrEnum):
+    signature = "signature"
 
 
 class ExplainFormat(StrEnum):
@@ -459,6 +464,7 @@ def diagnose(
     job_spec: Path | None = None,
     color: ColorMode = ColorMode.auto,
     dask: str | None = None,
+    group_by: GroupBy | None = None,
 ) -> None:
     """``jobdoctor diagnose``: its options as :mod:`analyzer.cli.app` documents them."""
     # Only what reading needs: the rest (the stages after it, analyzer.pipeline.analysis too) loads
@@ -488,7 +494,8 @@ def diagnose(
             raise InputError("--follow reads live logs: give --project and --job-id")
         if follow and end is not None:
             raise InputError("--follow runs until the job ends: drop --end")
-        only = parse_job_name(job).job_id if job is not None else None
+        label = job if job is not None and is_job_label(job) else None
+        only = parse_job_name(job).job_id if job is not None and label is None else None
         if (live is not None or bigquery is not None) and dask is not None:
             raise InputError("--dask scans files and gs:// trees, not live logs or BigQuery")
         book = RuleBook.load(rules_dirs(rules))
@@ -551,6 +558,7 @@ def diagnose(
         else:
             window = _file_window(since, start, end)
             unread: list[str] = []
+            paste_prompt(paths or [])
             # Entered before opening: the bar counts stdin's bytes from its first one.
             with showing_progress(paths or []) as progress:
                 sources = open_inputs(paths or [], unread, since, start, end)
@@ -569,9 +577,14 @@ def diagnose(
                 )
         for notice in analysis.notices[said:]:
             say(notice)
+        if label is not None:
+            analysis = only_labelled(analysis, label)
         if only is not None and not analysis.diagnoses:
             raise InputError(f"job {only} is not in the inputs; run without --job to list them")
-        _write_diagnosis(analysis, output, quiet, color)
+        if group_by is not None or output is ReportFormat.wide:
+            write_table(analysis, output, quiet, color, group_by)
+        else:
+            _write_diagnosis(analysis, output, quiet, color)
     if analysis.unread:  # said above, one line each; the rest was diagnosed (as rg does)
         raise SystemExit(EXIT_USAGE)
     if _fails(analysis, fail_on):
@@ -581,6 +594,62 @@ def diagnose(
 # The reports that show no event of a job's timeline: their diagnoses keep none, so that a
 # run's memory stays that of its largest job (analyzer.api.analyze_sources' ``timelines``).
 _WITHOUT_EVENTS = frozenset({ReportFormat.json, ReportFormat.jsonl, ReportFormat.yaml})
+
+
+def is_job_label(job: str) -> bool:
+    """Whether ``--job`` names a job by the label the reports print rather than by its id:
+    a job whose logs name no id (``(no id) PATH:LINE``), or a trial (``ID trial N``)."""
+    from analyzer.report.facts import NO_ID
+
+    return job.startswith(NO_ID) or " trial " in job
+
+
+def only_labelled(analysis: object, label: str) -> Analysis:
+    """``analysis`` with only the job the reports label ``label``; InputError naming the
+    labels there are when none is."""
+    from analyzer.pipeline.analysis import Analysis
+    from analyzer.report.facts import job_label
+
+    assert isinstance(analysis, Analysis)
+    kept = tuple(d for d in analysis.diagnoses if job_label(d) == label.strip())
+    if not kept:
+        raise InputError(f"job {label!r} is not in the inputs; run without --job to list them")
+    return replace(analysis, diagnoses=type(analysis.diagnoses)(kept))
+
+
+def paste_prompt(paths: Sequence[str]) -> None:
+    """Say how to end a paste when ``-`` reads a terminal (the cursor would otherwise just
+    wait, with no word of what it waits for)."""
+    if "-" in paths and sys.stdin.isatty():
+        say("reading the log from the terminal: paste the log, then Ctrl-D (Windows: Ctrl-Z Enter)")
+
+
+def write_table(
+    analysis: object, output: ReportFormat, quiet: bool, color: ColorMode, group_by: GroupBy | None
+) -> None:
+    """``--format table|wide`` (wide: more columns, never folded), ``--group-by signature``
+    (the table under each recurring failure's heading, the most costly first)."""
+    from analyzer.pipeline.analysis import Analysis
+    from analyzer.report.overview import fleet_order
+    from analyzer.report.table import grouped_table_lines, table_lines
+
+    assert isinstance(analysis, Analysis)
+    if group_by is not None and output not in (ReportFormat.table, ReportFormat.wide):
+        raise InputError("--group-by signature groups the table: add --format table (or wide)")
+    if quiet:
+        _write_diagnosis(analysis, ReportFormat.table, quiet, color)
+        return
+    shown = console(color)
+    width = shown.width if sys.stdout.isatty() else None
+    ordered = fleet_order(analysis.diagnoses)
+    wide = output is ReportFormat.wide
+    lines = (
+        grouped_table_lines(ordered, width, wide=wide)
+        if group_by is not None
+        else table_lines(ordered, width, wide=wide)
+    )
+    for line in lines:
+        shown.print(line, soft_wrap=True)
 
 
 def _fails(analysis: object, fail_on: FailOn) -> bool:

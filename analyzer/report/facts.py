@@ -10,13 +10,12 @@ from analyzer.ingest.lines import LONG_LINE
 from analyzer.ingest.records import InputStats, Origin
 from analyzer.rulebook.events import Event, EventKind
 from analyzer.verdict.diagnosis import (
-    JobState,
     Diagnosis,
+    JobState,
     cause_phrase,
     observed_word,
     plural,
     short_state,
-    verdict_line,
 )
 
 __all__ = [
@@ -323,3 +322,26 @@ def worker_hours(diagnosis: Diagnosis) -> list[tuple[int, str, float]]:
 def attempt_hours(diagnosis: Diagnosis, number: int) -> float:
     """The machine-hours of attempt ``number`` (:func:`worker_hours`)."""
     return round(sum(h for n, _, h in worker_hours(diagnosis) if n == number), 4)
+
+
+def counts_phrase(diagnosis: Diagnosis) -> str:
+    """``2 attempts, 1 retry`` as the logs show them, with what is only predicted beyond them
+    said apart: ``2 attempts, 1 retry (2 more of each predicted)``."""
+    attempts, retries = observed_attempts(diagnosis), observed_retries(diagnosis)
+    more_attempts, more_retries = predicted_attempts(diagnosis), predicted_retries(diagnosis)
+    text = f"{plural(attempts, 'attempt')}, {plural(retries, 'retry')}".replace("retrys", "retries")
+    if more_attempts and more_attempts == more_retries:
+        text += f" ({more_attempts} more of each predicted)"
+    elif more_attempts or more_retries:
+        text += f" ({more_attempts} more attempts, {more_retries} more retries predicted)"
+    return text
+
+
+def verdict_line(diagnosis: Diagnosis) -> str:
+    """The one line a person reads first, as every report prints it: the job's label
+    (:func:`job_label`), its state and how it was reached, the counts the logs show (and
+    those predicted, apart: :func:`counts_phrase`), the cause."""
+    return (
+        f"job {job_label(diagnosis)}: {short_state(diagnosis)} ({observed_word(diagnosis)}), "
+        f"{counts_phrase(diagnosis)} - {cause_phrase(diagnosis)}"
+    )

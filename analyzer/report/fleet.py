@@ -347,7 +347,9 @@ def summarize(
         outcomes={o: outcomes[o] for o in OUTCOMES if outcomes[o]},
         recovered=_counts(jobs, len(jobs), "category", of="recovered"),
         signatures=recurring(
-            attempt for d, j in zip(kept, jobs, strict=True) for attempt in failed_attempts(d, j.job)
+            attempt
+            for d, j in zip(kept, jobs, strict=True)
+            for attempt in failed_attempts(d, j.job)
         ),
         lost_work=sum((j.lost_work or timedelta() for j in jobs), timedelta()),
         observed_time=sum((j.duration or timedelta() for j in jobs), timedelta()),

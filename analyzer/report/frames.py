@@ -32,8 +32,8 @@ def jobs_frame(diagnoses: Iterable[Diagnosis], job_spec: JobSpec | None = None) 
     fails): ``frame[frame.outcome == "failed"].groupby("category", observed=True)`` gives the
     fleet report's causes table, ``outcome == "recovered"`` its "recovered from" table;
     ``attempts`` and ``retries`` count what the logs show, ``attempts_predicted`` and
-    ``retries_predicted`` what the verdict predicts beyond them; ``first_seen``/``last_seen`` are UTC timestamps,
-    ``duration``/``time_lost``/``lost_work`` timedeltas, ``machine_hours`` and
+    ``retries_predicted`` what the verdict predicts beyond them; ``first_seen``/``last_seen``
+    are UTC timestamps, ``duration``/``time_lost``/``lost_work`` timedeltas, ``machine_hours`` and
     ``accelerator_hours`` floats (the latter NaN without the job's record), ``exit_code`` a
     nullable integer; ``category``, ``detail`` and the cause's fields are missing for a job
     with no failure.

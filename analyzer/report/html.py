@@ -192,8 +192,7 @@ def diagnosis_html(diagnosis: Diagnosis, anchor: str | None = None) -> str:
     return (
         f'<section class="jd-job"{ident}>'
         f"<h3>{_badge(diagnosis.state.value)} <span class='jd-id'>job "
-        f"{_e(job_label(diagnosis))}"
-        + "</span></h3>"
+        f"{_e(job_label(diagnosis))}" + "</span></h3>"
         f'<p class="jd-verdict">{_e(verdict_line(diagnosis))}</p>'
         + _cause_block(diagnosis)
         + _attempts_table(diagnosis)

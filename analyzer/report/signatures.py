@@ -47,7 +47,9 @@ _VARIABLE: tuple[tuple[re.Pattern[str], str], ...] = (
     # (Cloud Storage FUSE mounts buckets at /gcs/BUCKET: the same objects by another name.)
     (re.compile(r"(\bgs:/|(?<![\w/])/gcs)/([a-z0-9][a-z0-9._-]*)/[^\s'\"),;\]]*"), r"\1/\2/<path>"),
     (
-        re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+        re.compile(
+            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+        ),
         "<id>",
     ),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),

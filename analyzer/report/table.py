@@ -145,7 +145,10 @@ def _lay(
         ]
         depth = max(len(c) for c in columns)
         return [
-            [_pad(c[line] if line < len(c) else "", sizes[i], header[i]) for i, c in enumerate(columns)]
+            [
+                _pad(c[line] if line < len(c) else "", sizes[i], header[i])
+                for i, c in enumerate(columns)
+            ]
             for line in range(depth)
         ]
 

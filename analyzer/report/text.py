@@ -29,10 +29,12 @@ from analyzer.report.controls import visible
 from analyzer.report.facts import (
     cause_phrase,
     clock,
+    counts_phrase,
     cut_line,
     depth_facts,
     evidence_events,
     first_line,
+    job_label,
     jobs_list_line,
     more_pages_line,
     no_entry_line,
@@ -44,11 +46,8 @@ from analyzer.report.facts import (
     span,
 )
 from analyzer.report.overview import (
-    TABLE_HEADER,
     fleet_order,
-    row_cells,
     summary_line,
-    table_rows,
 )
 from analyzer.rulebook.events import Event
 from analyzer.verdict.diagnosis import Diagnosis, JobState
@@ -70,11 +69,6 @@ _EVIDENCE_CHARS = 140
 # Below this many cells for its text, an evidence line is folded rather than cut to nothing.
 _EVIDENCE_MIN = 32
 _NARROWEST = 20  # a console narrower than this is laid out as if it were this wide
-_TABLE_GAP = "  "
-_NUMERIC = frozenset({"ATTEMPTS", "RETRIES", "RESTARTS"})
-# Dropped in this order when the table does not fit a terminal; the cause keeps this much.
-_SPARE_COLUMNS = ("RETRIES", "LAST SEEN (UTC)")
-_CAUSE_MIN = 24
 
 
 def _log_text(text: str) -> str:
@@ -170,14 +164,12 @@ class _Layout:
 
 def _verdict(diagnosis: Diagnosis) -> Text:
     line = Text("job ", style="bold")
-    line.append(_log_text(diagnosis.job_id or "(job id not in the logs)"), style="bold")
-    if diagnosis.trial:
-        line.append(_log_text(f" trial {diagnosis.trial}"), style="bold")
+    # The label and the counts every report prints (analyzer.report.facts).
+    line.append(_log_text(job_label(diagnosis)), style="bold")
     line.append("  ")
     line.append(short_state(diagnosis), style=_STATE_STYLE.get(diagnosis.state, "bold cyan"))
     line.append(f" ({observed_word(diagnosis)})  ")
-    retries = plural(diagnosis.retries, "retry").replace("retrys", "retries")
-    line.append(f"{plural(diagnosis.attempts, 'attempt')}, {retries}  ")
+    line.append(f"{counts_phrase(diagnosis)}  ")
     line.append(_log_text(cause_phrase(diagnosis)), style="bold" if diagnosis.cause else "dim")
     return line
 
