@@ -19,6 +19,7 @@ from analyzer.report.facts import (
     job_label,
     observed_attempts,
     observed_retries,
+    outcome,
     plural,
     predicted_attempts,
     predicted_retries,
@@ -57,16 +58,19 @@ def fleet_order(diagnoses: Iterable[Diagnosis]) -> list[Diagnosis]:
 
 
 def summary_line(diagnoses: Sequence[Diagnosis]) -> str:
-    """``132 jobs: 59 failed, 70 succeeded, 3 running; 41 retries (3 more predicted), 9
-    worker restarts spent``.
+    """``132 jobs: 59 failed, 70 succeeded (12 after a failure), 3 running; 41 retries (3
+    more predicted), 9 worker restarts spent``.
 
     States are named worst first; a predicted state counts as its state (the table and the
     verdicts say which are predicted). Retries are those the logs show; those the verdicts
     predict beyond them are said apart.
     """
     states = Counter(d.state for d in diagnoses)
+    recovered = sum(1 for d in diagnoses if outcome(d) == "recovered")
     named = ", ".join(
         f"{count} {state.value.removeprefix('JOB_STATE_').lower()}"
+        # A success after a failure is counted apart: it cost what a failure costs.
+        + (f" ({recovered} after a failure)" if state is JobState.SUCCEEDED and recovered else "")
         for state, count in sorted(
             states.items(), key=lambda item: _STATE_RANK.get(item[0], len(_STATE_RANK))
         )

@@ -313,7 +313,7 @@ def render_text(analysis: Analysis, console: Console, *, wrap: bool | None = Non
     if not ordered:
         console.print("No job found in the inputs.", markup=False)
     if len(ordered) > 1:
-        layout.line(Text(summary_line(ordered), style="bold"))
+        layout.folded(Text(), Text(summary_line(ordered), style="bold"), 2)
         layout.line(Text())
         _table(layout, ordered)
         layout.line(Text())
