@@ -420,11 +420,19 @@ def report(
     max_bytes: MaxBytesOpt = "100GB",
     dry_run: DryRunOpt = False,
     dask: DaskOpt = None,
+    group_by: Annotated[
+        GroupBy | None,
+        typer.Option(
+            "--group-by",
+            help="signature: with --format csv, one row per recurring failure.",
+        ),
+    ] = None,
 ) -> None:
     """Fleet report over many jobs: causes, time lost, machine-hours, worst jobs, timelines.
 
     Reads files or gs://BUCKET/PREFIX/ sink trees (--since: only the hours of that window).
-    HTML goes to --out (never to a terminal); markdown, csv and json may go to stdout.
+    HTML goes to --out (never to a terminal: there, without --out, the Markdown report is
+    printed); markdown, csv and json may go to stdout.
     """
     from analyzer.cli.report_command import HTML_ON_TERMINAL, report_command
 
@@ -462,6 +470,7 @@ def report(
                 start=start,
                 end=end,
                 dask=dask,
+                group_by=group_by.value if group_by is not None else None,
             )
         for notice in analysis.notices:
             say(notice)

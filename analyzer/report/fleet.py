@@ -633,12 +633,13 @@ SIGNATURE_COLUMNS: tuple[str, ...] = (
 
 
 def render_signatures_csv(summary: FleetSummary) -> str:
-    """One CSV row per recurring failure, the most costly first (job ids joined by spaces)."""
+    """One CSV row per recurring failure, the most costly first (its jobs' labels joined by
+    ``; ``: a label of a job without an id holds spaces)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(SIGNATURE_COLUMNS)
     for group in summary.signatures:
         row = signature_json(group)
-        row["job_ids"] = " ".join(group.jobs)
+        row["job_ids"] = "; ".join(group.jobs)
         writer.writerow([_csv_value(row[name]) for name in SIGNATURE_COLUMNS])
     return out.getvalue()
