@@ -619,9 +619,34 @@ def only_labelled(analysis: object, label: str) -> Analysis:
 
 def paste_prompt(paths: Sequence[str]) -> None:
     """Say how to end a paste when ``-`` reads a terminal (the cursor would otherwise just
-    wait, with no word of what it waits for)."""
+    wait, with no word of what it waits for), and make the first Ctrl-D end it."""
     if "-" in paths and sys.stdin.isatty():
         say("reading the log from the terminal: paste the log, then Ctrl-D (Windows: Ctrl-Z Enter)")
+        reader = io.BufferedReader(_EndsAtFirstEof(sys.stdin.fileno()))
+        sys.stdin = io.TextIOWrapper(reader, encoding="utf-8")
+
+
+class _EndsAtFirstEof(io.RawIOBase):
+    """A terminal's input that stays at its end once Ctrl-D ended it: a terminal's end of
+    input is one empty read, and the readers after the sniffer would each wait for another
+    Ctrl-D."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self._ended:
+            return 0
+        target = memoryview(buffer).cast("B")
+        data = os.read(self._fd, len(target))
+        self._ended = not data
+        target[: len(data)] = data
+        return len(data)
 
 
 def write_table(
