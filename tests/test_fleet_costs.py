@@ -193,9 +193,7 @@ def test_the_causes_table_shows_category_totals_above_their_details(fleet: Fleet
     html = render_html(fleet)
     jobs = len(fleet.jobs)
     # The failed jobs of that cause: those that recovered from it have their own table.
-    users = [
-        j for j in fleet.jobs if j.category == "user_code_exception" and j.outcome == "failed"
-    ]
+    users = [j for j in fleet.jobs if j.category == "user_code_exception" and j.outcome == "failed"]
     share = round(100 * len(users) / jobs)
     total = re.search(
         r"<tr class='jd-total'><td>.*?user_code_exception</td><td>all</td>"

@@ -494,8 +494,7 @@ def diagnose(
             raise InputError("--follow reads live logs: give --project and --job-id")
         if follow and end is not None:
             raise InputError("--follow runs until the job ends: drop --end")
-        label = job if job is not None and is_job_label(job) else None
-        only = parse_job_name(job).job_id if job is not None and label is None else None
+        only, label = chosen_job(job)
         if (live is not None or bigquery is not None) and dask is not None:
             raise InputError("--dask scans files and gs:// trees, not live logs or BigQuery")
         book = RuleBook.load(rules_dirs(rules))
@@ -573,18 +572,14 @@ def diagnose(
                     window=window,
                     unread=unread,
                     dask=dask,
-                    timelines=output not in _WITHOUT_EVENTS,
+                    timelines=keeps_events(output, label),
                 )
         for notice in analysis.notices[said:]:
             say(notice)
-        if label is not None:
-            analysis = only_labelled(analysis, label)
+        analysis = only_labelled(analysis, label)
         if only is not None and not analysis.diagnoses:
             raise InputError(f"job {only} is not in the inputs; run without --job to list them")
-        if group_by is not None or output is ReportFormat.wide:
-            write_table(analysis, output, quiet, color, group_by)
-        else:
-            _write_diagnosis(analysis, output, quiet, color)
+        write_table(analysis, output, quiet, color, group_by)
     if analysis.unread:  # said above, one line each; the rest was diagnosed (as rg does)
         raise SystemExit(EXIT_USAGE)
     if _fails(analysis, fail_on):
@@ -596,21 +591,34 @@ def diagnose(
 _WITHOUT_EVENTS = frozenset({ReportFormat.json, ReportFormat.jsonl, ReportFormat.yaml})
 
 
-def is_job_label(job: str) -> bool:
-    """Whether ``--job`` names a job by the label the reports print rather than by its id:
-    a job whose logs name no id (``(no id) PATH:LINE``), or a trial (``ID trial N``)."""
+def chosen_job(job: str | None) -> tuple[str | None, str | None]:
+    """``--job`` as ``(job id, None)``, or as ``(None, label)`` when it names a job by the
+    label the reports print: a job whose logs name no id (``(no id) PATH:LINE``), or a
+    trial (``ID trial N``)."""
     from analyzer.report.facts import NO_ID
 
-    return job.startswith(NO_ID) or " trial " in job
+    if job is None:
+        return None, None
+    if job.startswith(NO_ID) or " trial " in job:
+        return None, job
+    return parse_job_name(job).job_id, None
 
 
-def only_labelled(analysis: object, label: str) -> Analysis:
-    """``analysis`` with only the job the reports label ``label``; InputError naming the
-    labels there are when none is."""
+def keeps_events(output: ReportFormat, label: str | None) -> bool:
+    """Whether the diagnoses keep their events: for the reports that show them, and to find
+    a job by its label (which names its first line)."""
+    return output not in _WITHOUT_EVENTS or label is not None
+
+
+def only_labelled(analysis: object, label: str | None) -> Analysis:
+    """``analysis`` with only the job the reports label ``label`` (all of it for None);
+    InputError when no job has that label."""
     from analyzer.pipeline.analysis import Analysis
     from analyzer.report.facts import job_label
 
     assert isinstance(analysis, Analysis)
+    if label is None:
+        return analysis
     kept = tuple(d for d in analysis.diagnoses if job_label(d) == label.strip())
     if not kept:
         raise InputError(f"job {label!r} is not in the inputs; run without --job to list them")
@@ -652,13 +660,17 @@ class _EndsAtFirstEof(io.RawIOBase):
 def write_table(
     analysis: object, output: ReportFormat, quiet: bool, color: ColorMode, group_by: GroupBy | None
 ) -> None:
-    """``--format table|wide`` (wide: more columns, never folded), ``--group-by signature``
-    (the table under each recurring failure's heading, the most costly first)."""
+    """The diagnoses as ``output`` says; the tables of ``--format table|wide`` (wide: more
+    columns, never folded) and ``--group-by signature`` (the table under each recurring
+    failure's heading, the most costly first) here."""
     from analyzer.pipeline.analysis import Analysis
     from analyzer.report.overview import fleet_order
     from analyzer.report.table import grouped_table_lines, table_lines
 
     assert isinstance(analysis, Analysis)
+    if group_by is None and output is not ReportFormat.wide:
+        _write_diagnosis(analysis, output, quiet, color)
+        return
     if group_by is not None and output not in (ReportFormat.table, ReportFormat.wide):
         raise InputError("--group-by signature groups the table: add --format table (or wide)")
     if quiet:

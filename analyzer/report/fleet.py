@@ -315,6 +315,21 @@ def _failures(diagnoses: Iterable[Diagnosis]) -> tuple[FailurePoint, ...]:
     return tuple(sorted(points, key=lambda p: (p.time, p.category)))
 
 
+def _outcomes(jobs: Sequence[JobSummary]) -> dict[str, int]:
+    counts = Counter(j.outcome for j in jobs)
+    return {name: counts[name] for name in OUTCOMES if counts[name]}
+
+
+def _signatures(
+    diagnoses: Sequence[Diagnosis], jobs: Sequence[JobSummary]
+) -> tuple[Recurring, ...]:
+    return recurring(
+        attempt
+        for diagnosis, job in zip(diagnoses, jobs, strict=True)
+        for attempt in failed_attempts(diagnosis, job.job)
+    )
+
+
 def summarize(
     diagnoses: Iterable[Diagnosis],
     inputs: Iterable[InputStats] = (),
@@ -331,7 +346,6 @@ def summarize(
     kept = tuple(diagnoses)
     jobs = tuple(job_summary(d, job_spec) for d in kept)
     states = Counter(j.state for j in jobs)
-    outcomes = Counter(j.outcome for j in jobs)
     ranked = sorted((j for j in jobs if any(_badness(j))), key=_badness, reverse=True)
     known = [j.accelerator_hours for j in jobs if j.accelerator_hours is not None]
     return FleetSummary(
@@ -344,13 +358,9 @@ def summarize(
         retries=sum(j.retries for j in jobs),
         retries_predicted=sum(j.retries_predicted for j in jobs),
         restarts=sum(j.restarts for j in jobs),
-        outcomes={o: outcomes[o] for o in OUTCOMES if outcomes[o]},
+        outcomes=_outcomes(jobs),
         recovered=_counts(jobs, len(jobs), "category", of="recovered"),
-        signatures=recurring(
-            attempt
-            for d, j in zip(kept, jobs, strict=True)
-            for attempt in failed_attempts(d, j.job)
-        ),
+        signatures=_signatures(kept, jobs),
         lost_work=sum((j.lost_work or timedelta() for j in jobs), timedelta()),
         observed_time=sum((j.duration or timedelta() for j in jobs), timedelta()),
         worst=tuple(ranked[:worst]),

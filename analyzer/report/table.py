@@ -172,6 +172,9 @@ def layout(header: Sequence[str], cells: Sequence[Sequence[str]], width: int | N
         if compact is not None and (sizes is None or compact[cause] > sizes[cause]):
             header, sizes, gap = short, compact, " "
     if sizes is None:
+        # Narrower than the folded table: the narrowest it can be, running past the width
+        # rather than losing a column.
+        header, gap = [_SHORT.get(h, h) for h in header], " "
         least = zip(_natural(header, cells), header, strict=True)
         sizes = [min(n, _FOLDING.get(h, n)) for n, h in least]
     return _lay(header, cells, sizes, gap)
