@@ -204,6 +204,8 @@ def test_the_table_keeps_every_column_and_folds_its_cells(fleet: Analysis) -> No
     # piece of a long name broken after its _, -, / or . (never "recov" | "ered").
     words = {w for line in wide for w in line.split()}
     for line in narrow[2:]:
+        # The times shortened to MM-DD HH:MM keep a row on one line.
+        line = re.sub(r"\b\d\d-\d\d \d\d:\d\d\b", "", line)
         for piece in line.split():
             assert piece in words or any(
                 w.startswith(piece) or w.endswith(piece) or f"{piece}" in w for w in words

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from analyzer.cli import commands
-from analyzer.cli.commands import ColorMode, FailOn, Lang, ReportFormat
+from analyzer.cli.commands import ColorMode, FailOn, GroupBy, Lang, ReportFormat
 
 # A value's kind: a flag (no value), text, a path (typer's checks: it must be readable when it
 # exists), several paths (the option repeated), or one of an enum's values.
@@ -56,6 +56,7 @@ DIAGNOSE_OPTIONS: dict[str, tuple[str, Kind]] = {
     "--job-spec": ("job_spec", PATH),
     "--color": ("color", ColorMode),
     "--dask": ("dask", TEXT),
+    "--group-by": ("group_by", GroupBy),
 }
 
 

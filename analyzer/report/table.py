@@ -30,7 +30,7 @@ NUMERIC = frozenset({"ATTEMPTS", "RETRIES", "RESTARTS", "ATT", "RETR", "RSTRT", 
 # The short names of the numeric columns, taken when the full ones leave the cause no room.
 _SHORT = {"ATTEMPTS": "ATT", "RETRIES": "RETR", "RESTARTS": "RSTRT"}
 # Columns whose cells fold, and the fewest cells each keeps: a date, a job id, a category.
-_FOLDING = {"JOB": 19, "LAST SEEN (UTC)": 10, "CAUSE": 12, "SIGNATURE": 24}
+_FOLDING = {"JOB": 19, "LAST SEEN (UTC)": 11, "CAUSE": 12, "SIGNATURE": 24}
 # How the room left over goes to the folding columns, in turn (up to so many cells): the
 # cause first as far as the longest category name, then the time on one line.
 _ROOM_ORDER = (
@@ -41,7 +41,6 @@ _ROOM_ORDER = (
     ("SIGNATURE", 1 << 16),
     ("JOB", 1 << 16),
 )
-_CAUSE_WANTED = 25
 WIDE_HEADER = (
     *TABLE_HEADER,
     "FIRST SEEN (UTC)",
@@ -158,26 +157,46 @@ def _lay(
 def layout(header: Sequence[str], cells: Sequence[Sequence[str]], width: int | None) -> Grid:
     """The table of ``cells`` under ``header``: one line a row when ``width`` is None (not a
     terminal) or when it fits, else folded to ``width`` (see the module docstring). Every
-    column is kept; at a width too narrow for even the folded table, rows run past it."""
+    column is kept; at a width too narrow for even the folded table, rows run past it.
+
+    Folded, the table is laid out three ways and the one of the fewest lines is kept (the
+    first of them on a tie): as it is; with the short numeric headers and one space between
+    columns; and so with times shortened to ``MM-DD HH:MM`` as well.
+    """
     natural = _natural(header, cells)
     if width is None or sum(natural) + len(GAP) * (len(natural) - 1) <= width:
         return _lay(header, cells, natural)
-    sizes = _widths(header, cells, width)
-    cause = header.index("CAUSE")
-    gap = GAP
-    if sizes is None or sizes[cause] < min(natural[cause], _CAUSE_WANTED):
-        # Short numeric headers, one space between columns: the cause gets the room.
-        short = [_SHORT.get(h, h) for h in header]
-        compact = _widths(short, cells, width, " ")
-        if compact is not None and (sizes is None or compact[cause] > sizes[cause]):
-            header, sizes, gap = short, compact, " "
-    if sizes is None:
-        # Narrower than the folded table: the narrowest it can be, running past the width
-        # rather than losing a column.
-        header, gap = [_SHORT.get(h, h) for h in header], " "
-        least = zip(_natural(header, cells), header, strict=True)
-        sizes = [min(n, _FOLDING.get(h, n)) for n, h in least]
-    return _lay(header, cells, sizes, gap)
+    short = [_SHORT.get(h, h) for h in header]
+    candidates = (
+        (list(header), cells, GAP),
+        (short, cells, " "),
+        (short, _short_times(header, cells), " "),
+    )
+    grids = []
+    for names, values, gap in candidates:
+        sizes = _widths(names, values, width, gap)
+        if sizes is not None:
+            grids.append(_lay(names, values, sizes, gap))
+    if grids:
+        return min(grids, key=lambda g: len(g.header) + sum(len(row) for row in g.rows))
+    # Narrower than the folded table: the narrowest it can be, running past the width rather
+    # than losing a column.
+    values = _short_times(header, cells)
+    least = zip(_natural(short, values), short, strict=True)
+    return _lay(short, values, [min(n, _FOLDING.get(h, n)) for n, h in least], " ")
+
+
+_CLOCK = re.compile(r"^\d{4}-(\d\d-\d\d \d\d:\d\d):\d\d$")
+
+
+def _short_times(header: Sequence[str], cells: Sequence[Sequence[str]]) -> list[list[str]]:
+    """``cells`` with the times of the last-seen column as ``MM-DD HH:MM``: a row on one
+    line where the year and the seconds would fold it onto two."""
+    column = header.index("LAST SEEN (UTC)")
+    shortened = [list(row) for row in cells]
+    for row in shortened:
+        row[column] = _CLOCK.sub(r"\1", row[column])
+    return shortened
 
 
 def _wide_cells(diagnosis: Diagnosis) -> tuple[str, ...]:
