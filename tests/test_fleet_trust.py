@@ -231,9 +231,9 @@ def test_recurring_failures_in_every_format_most_costly_first(fleet: Analysis) -
     summary = summarize_analysis(fleet)
     lost = [r.time_lost for r in summary.signatures]
     assert lost == sorted(lost, reverse=True) and len(lost) > 5
-    failed_attempts = sum(
-        a.outcome in {c.value for c in Category} for d in fleet.diagnoses for a in d.attempt_log
-    )
+    # Every failed attempt (a cancellation is no failure), under one signature each.
+    failures = {c.value for c in Category if c is not Category.CANCELLED} | {"failed"}
+    failed_attempts = sum(a.outcome in failures for d in fleet.diagnoses for a in d.attempt_log)
     assert sum(r.attempts for r in summary.signatures) == failed_attempts
     rows = _signature_rows(summary)
     wanted = {"signature", "exception", "message", "frame", "category", "jobs", "attempts"}
@@ -514,3 +514,20 @@ def test_report_on_a_terminal_without_out_prints_markdown() -> None:
     assert done.code == 0, done.stderr
     assert done.text.startswith("# jobdoctor fleet report")
     assert "## Recurring failures" in done.text and "--out" in done.stderr
+
+
+def test_a_cancellation_is_no_recurring_failure(tmp_path: Path) -> None:
+    from tests.test_fleet_costs import CANCEL_RULE, CANCELLED, QUOTA
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "cancel.yaml").write_text(CANCEL_RULE)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "cancelled.stream-logs.txt").write_text(CANCELLED)
+    (logs / "quota.stream-logs.txt").write_text(QUOTA)
+    summary = summarize_analysis(analyze([logs], rules_dirs=[rules]))
+    assert {j.outcome for j in summary.jobs} == {"cancelled", "failed"}
+    (group,) = summary.signatures
+    assert group.signature.category == "quota"
+    assert group.jobs == tuple(j.job for j in summary.jobs if j.outcome == "failed")

@@ -28,9 +28,11 @@ from analyzer.ingest.records import Origin
 from analyzer.report.facts import attempt_hours
 from analyzer.rulebook.events import Category, EventKind
 from analyzer.timeline.attempts import Attempt
-from analyzer.verdict.diagnosis import Cause, Diagnosis
+from analyzer.verdict.diagnosis import Cause, Diagnosis, JobState
 
-_CATEGORIES = frozenset(c.value for c in Category)
+# The outcomes of a failed attempt: a cause category, or "failed" when no rule read why. A
+# cancellation is someone's decision, not a failure that recurs.
+FAILURES = frozenset(c.value for c in Category if c is not Category.CANCELLED) | {"failed"}
 
 # The variable parts of a message, in the order they are replaced: a time before the numbers
 # in it, a gs:// path before the ids in its objects' names, a UUID before its hex, a size
@@ -106,7 +108,9 @@ class Signature:
             fields.append(f"exit {self.exit_code}")
         if self.region:
             fields.append(self.region)
-        return f"{self.rule or 'no rule'}: {', '.join(fields)}"
+        if self.rule is None:
+            return f"{', '.join(fields)} (no message the rules know)"
+        return f"{self.rule}: {', '.join(fields)}"
 
 
 def _category(category: str, detail: str | None) -> str:
@@ -186,7 +190,7 @@ def failed_attempts(diagnosis: Diagnosis, job: str) -> Iterator[FailedAttempt]:
     """Every failed attempt of ``diagnosis`` the logs show (``job`` is the job's label), each
     with its signature; a job refused before any attempt ran gives its cause once."""
     attempts = {a.number: a for a in diagnosis.timeline.attempts}
-    failed = [a for a in diagnosis.attempt_log if a.outcome in _CATEGORIES]
+    failed = [a for a in diagnosis.attempt_log if a.outcome in FAILURES]
     for outcome in failed:
         attempt = attempts.get(outcome.attempt)
         signature, origin, example = _attempt_signature(
@@ -209,7 +213,7 @@ def failed_attempts(diagnosis: Diagnosis, job: str) -> Iterator[FailedAttempt]:
             example,
         )
     cause = diagnosis.cause
-    if not failed and cause is not None and diagnosis.state.value != "JOB_STATE_SUCCEEDED":
+    if not failed and cause is not None and diagnosis.state is JobState.FAILED:
         # No failed attempt in the log (the API refused the job; a paste of the error alone):
         # the job still failed of its cause, at no cost the logs show.
         yield FailedAttempt(
