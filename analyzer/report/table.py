@@ -2,17 +2,18 @@
 
 Written to a file or a pipe, each job is one line with every cell whole (for ``grep`` and
 ``awk``). On a terminal too narrow for that, no column is dropped: the numeric headers take
-their short names (``ATT``, ``RETR``, ``RSTRT``) if need be, and the cells that hold words (the
-job's label, the time, the cause, the signature) fold onto more lines at word boundaries (a
-space, else after ``_``, ``-``, ``/`` or ``.`` inside a long name), so a row may take two or
-three lines but reads whole: ``recovered from`` is never cut inside a word. ``--format wide``
-adds columns (:data:`WIDE_HEADER`) and never folds, as ``kubectl -o wide``.
+their short names (``ATT``, ``RETR``, ``RSTRT``) and times drop their year and seconds if that
+keeps rows on fewer lines (:func:`layout`), and the cells that hold words (the job's label, the
+time, the cause) fold onto more lines at word boundaries (a space, else after ``_``, ``-``,
+``/`` or ``.`` inside a long name), so a row may take two or three lines but reads whole:
+``recovered from`` is never cut inside a word. ``--format wide`` adds columns
+(:data:`WIDE_HEADER`) and never folds, as ``kubectl -o wide``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -27,7 +28,7 @@ from analyzer.verdict.diagnosis import Diagnosis, JobState
 
 GAP = "  "
 NUMERIC = frozenset({"ATTEMPTS", "RETRIES", "RESTARTS", "ATT", "RETR", "RSTRT", "MACHINE-H"})
-# The short names of the numeric columns, taken when the full ones leave the cause no room.
+# The short names of the numeric columns, taken when the full ones fold more rows.
 _SHORT = {"ATTEMPTS": "ATT", "RETRIES": "RETR", "RESTARTS": "RSTRT"}
 # Columns whose cells fold, and the fewest cells each keeps: a date, a job id, a category.
 _FOLDING = {"JOB": 19, "LAST SEEN (UTC)": 11, "CAUSE": 12, "SIGNATURE": 24}
@@ -221,23 +222,36 @@ def _cells(rows: Sequence[TableRow], diagnoses: Sequence[Diagnosis], wide: bool)
     return cells
 
 
-def _texts(grid: Grid, states: Sequence[JobState]) -> list[Text]:
+def _header_texts(grid: Grid) -> list[Text]:
     lines = []
     for header_line in grid.header:
         title = Text(grid.gap.join(header_line).rstrip())
         title.stylize("bold")
         lines.append(title)
-    for row, state in zip(grid.rows, states, strict=True):
-        for physical in row:
-            line = Text()
-            for index, value in enumerate(physical):
-                if index:
-                    line.append(grid.gap)
-                style = _STATE_STYLE.get(state, "bold cyan") if grid.names[index] == "STATE" else ""
-                line.append(value, style=style)
-            line.rstrip()
-            lines.append(line)
     return lines
+
+
+def _row_texts(grid: Grid, row: list[list[str]], state: JobState) -> list[Text]:
+    lines = []
+    for physical in row:
+        line = Text()
+        for index, value in enumerate(physical):
+            if index:
+                line.append(grid.gap)
+            style = _STATE_STYLE.get(state, "bold cyan") if grid.names[index] == "STATE" else ""
+            line.append(value, style=style)
+        line.rstrip()
+        lines.append(line)
+    return lines
+
+
+def _grid(
+    diagnoses: Sequence[Diagnosis], width: int | None, wide: bool
+) -> tuple[Grid, list[JobState]]:
+    rows = table_rows(diagnoses)
+    header = list(WIDE_HEADER if wide else TABLE_HEADER)
+    grid = layout(header, _cells(rows, diagnoses, wide), None if wide else width)
+    return grid, [row.state for row in rows]
 
 
 def table_lines(
@@ -245,41 +259,44 @@ def table_lines(
 ) -> list[Text]:
     """The fleet table of ``diagnoses`` (in the order given) as lines: folded to ``width`` on a
     terminal (None: one line a row), with :data:`WIDE_HEADER`'s columns when ``wide``."""
-    rows = table_rows(diagnoses)
-    header = list(WIDE_HEADER if wide else TABLE_HEADER)
-    grid = layout(header, _cells(rows, diagnoses, wide), None if wide else width)
-    return _texts(grid, [row.state for row in rows])
+    grid, states = _grid(diagnoses, width, wide)
+    lines = _header_texts(grid)
+    for row, state in zip(grid.rows, states, strict=True):
+        lines.extend(_row_texts(grid, row, state))
+    return lines
 
 
 def grouped_table_lines(
     diagnoses: Sequence[Diagnosis], width: int | None, *, wide: bool = False
 ) -> list[Text]:
-    """The fleet table by failure signature (``--group-by signature``): the most costly
-    signature first, a heading line each (its jobs, failed attempts and time lost), then the
-    table of its jobs; the jobs without a failed attempt last, under ``no failure``."""
+    """The fleet table by failure signature (``--group-by signature``): one header, then the
+    most costly signature first, a heading line each (its jobs, failed attempts and time
+    lost) over its jobs' rows; the jobs without a failed attempt last, under ``no failure``.
+    A job whose attempts failed in two ways is under both."""
     labels = {job_label(d): d for d in diagnoses}
     groups = recurring(a for d in diagnoses for a in failed_attempts(d, job_label(d)))
-    lines: list[Text] = []
-    placed: set[str] = set()
-    for group in groups:
-        lines.extend(_heading(group, width))
-        members = [labels[j] for j in group.jobs]
-        placed.update(group.jobs)
-        lines.extend(table_lines(members, width, wide=wide))
-        lines.append(Text())
+    placed = {job for group in groups for job in group.jobs}
+    sections = [(_heading(g, width), [labels[j] for j in g.jobs]) for g in groups]
     rest = [d for label, d in labels.items() if label not in placed]
     if rest:
-        lines.append(Text("no failure", style="bold"))
-        lines.extend(table_lines(rest, width, wide=wide))
+        sections.append(([Text("no failure", style="bold")], rest))
+    # One layout for every section, so that the columns line up from one to the next.
+    grid, states = _grid([d for _, members in sections for d in members], width, wide)
+    lines = _header_texts(grid)
+    index = 0
+    for heading, members in sections:
+        lines += [Text(), *heading]
+        for _ in members:
+            lines.extend(_row_texts(grid, grid.rows[index], states[index]))
+            index += 1
     return lines
 
 
-def _heading(group: Recurring, width: int | None) -> Iterable[Text]:
+def _heading(group: Recurring, width: int | None) -> list[Text]:
     jobs = len(group.jobs)
     counts = (
         f"{jobs} job{'s' if jobs != 1 else ''}, {group.attempts} failed"
         f" attempt{'s' if group.attempts != 1 else ''}, {span(group.time_lost)} lost"
     )
     text = f"{visible(group.signature.text)} ({counts})"
-    for line in [text] if width is None else fold(text, width):
-        yield Text(line, style="bold")
+    return [Text(line, style="bold") for line in ([text] if width is None else fold(text, width))]
