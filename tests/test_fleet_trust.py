@@ -280,6 +280,9 @@ _KINDS = (
     st.lists(st.text("abcdefghijklmnopqrstuvwxyz0123456789_-.", min_size=1), min_size=1).map(
         lambda parts: "gs://acme-data/" + "/".join(parts)
     ),
+    st.lists(st.text("abcdefghijklmnopqrstuvwxyz0123456789_-.", min_size=1), min_size=1).map(
+        lambda parts: "/data/" + "/".join(parts)
+    ),
     st.integers(min_value=0, max_value=2**63).map(hex),
     st.uuids().map(str),
     st.integers(min_value=1, max_value=4096).map(lambda n: f"{n}.00 GiB"),
@@ -531,3 +534,9 @@ def test_a_cancellation_is_no_recurring_failure(tmp_path: Path) -> None:
     (group,) = summary.signatures
     assert group.signature.category == "quota"
     assert group.jobs == tuple(j.job for j in summary.jobs if j.outcome == "failed")
+
+
+@given(st.text(max_size=400))
+def test_normalising_is_idempotent(message: str) -> None:
+    once = normalise(message)
+    assert normalise(once) == once and len(once) <= 200

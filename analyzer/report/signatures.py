@@ -47,7 +47,9 @@ _VARIABLE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
     # The bucket says whose data it is; the objects under it change with every run.
     # (Cloud Storage FUSE mounts buckets at /gcs/BUCKET: the same objects by another name.)
-    (re.compile(r"(\bgs:/|(?<![\w/])/gcs)/([a-z0-9][a-z0-9._-]*)/[^\s'\"),;\]]*"), r"\1/\2/<path>"),
+    (re.compile(r"(\bgs:/|(?<![\w/])/gcs)/([a-z0-9][a-z0-9._-]*)/[^\s'\"),;\]]+"), r"\1/\2/<path>"),
+    # A local path likewise: its top directory (a mount, /tmp, /data) and what is under it.
+    (re.compile(r"(?<![\w:/.<>])/(?!gcs/)([\w.-]+)/[^\s'\"),;\]]+"), r"/\1/<path>"),
     (
         re.compile(
             r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
@@ -66,18 +68,26 @@ _VARIABLE: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 _LATEST = datetime.max.replace(tzinfo=UTC)
 _SPACES = re.compile(r"\s+")
+_PARTIAL = re.compile(r"<[a-z]*$")
 # A message is cut to this many characters: what follows is seldom what tells two bugs apart.
 _MESSAGE_CHARS = 200
 
 
 def normalise(message: str) -> str:
-    """``message`` with its variable parts (times, gs:// paths under a bucket, UUIDs, hex,
-    sizes, numbers) replaced by ``<time>``, ``gs://BUCKET/<path>``, ``<id>``, ``<hex>``,
-    ``<size>`` and ``<n>``, and its whitespace folded. Idempotent."""
+    """``message`` with its variable parts replaced: times by ``<time>``, what is under a
+    bucket or a local path's top directory by ``gs://BUCKET/<path>`` and ``/DIR/<path>``,
+    UUIDs by ``<id>``, hex by ``<hex>``, sizes by ``<size>``, numbers by ``<n>``; whitespace
+    folded, cut to 200 characters. Idempotent."""
     text = _SPACES.sub(" ", message).strip()
     for pattern, replacement in _VARIABLE:
         text = pattern.sub(replacement, text)
-    return text[:_MESSAGE_CHARS]
+    if len(text) <= _MESSAGE_CHARS:
+        return text
+    # Cut after the replacing (two messages apart by a number's length are cut alike), at a
+    # space: never inside a placeholder or a word (which the next reading would change).
+    cut = text[:_MESSAGE_CHARS]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > 0 else _PARTIAL.sub("", cut)).rstrip()
 
 
 @dataclass(frozen=True, slots=True)
