@@ -185,6 +185,7 @@ def test_causes_count_failed_jobs_recovered_ones_apart(fleet: Analysis) -> None:
     markdown = render_fleet(fleet, "markdown")
     assert f"## Failed jobs by cause ({failed} failed)" in markdown
     assert f"## Recovered from ({recovered} jobs succeeded after a failure)" in markdown
+    assert "| `vertex.stockout: stockout, us-central1` |" in markdown
 
 
 def test_the_samples_causes_add_up_to_the_failed_jobs(samples: Analysis) -> None:

@@ -377,7 +377,7 @@ def report_format(output: FleetFormat | None, out: Path | None) -> FleetFormat:
     if output is not None:
         return output
     if out is None and sys.stdout.isatty():
-        say("the Markdown report (the HTML one needs --out report.html)")
+        say("printing the Markdown report here: the HTML one needs --out report.html")
         return FleetFormat.markdown
     return FleetFormat.html
 

@@ -38,6 +38,7 @@ from analyzer.report.facts import (
     observed_attempts,
     observed_retries,
     outcome,
+    plural,
     predicted_attempts,
     predicted_retries,
     span,
@@ -487,7 +488,7 @@ def _markdown_causes(summary: FleetSummary) -> list[str]:
         out.append("")
     if summary.recovered:
         jobs = sum(c.jobs for c in summary.recovered)
-        out += [f"## Recovered from ({jobs} jobs succeeded after a failure)", "", head]
+        out += [f"## Recovered from ({plural(jobs, 'job')} succeeded after a failure)", "", head]
         out.append("|---|---|---|---|---|---|---|")
         out += [_markdown_count(c) for c in summary.recovered]
         out.append("")
@@ -509,8 +510,8 @@ def _markdown_signatures(signatures: Sequence[Recurring]) -> list[str]:
         "## Recurring failures",
         "",
         "Failed attempts grouped by signature (exception, message with its variable parts"
-        " as <n>, <path>, ..., and the user's frame; else the rule and its fields), the most"
-        " costly first.",
+        " as `<n>`, `<path>`, ..., and the user's frame; else the rule and its fields), the"
+        " most costly first.",
         "",
         "| signature | jobs | attempts | first seen | last seen | time lost | machine-hours "
         "| job ids | evidence |",
@@ -520,7 +521,8 @@ def _markdown_signatures(signatures: Sequence[Recurring]) -> list[str]:
         shown = ", ".join(r.jobs[:_JOBS_SHOWN]) + (", ..." if len(r.jobs) > _JOBS_SHOWN else "")
         where = f"{r.evidence.path}:{r.evidence.line}" if r.evidence else "-"
         out.append(
-            f"| {_cell(r.signature.text)} | {len(r.jobs)} | {r.attempts} "
+            # In code: a Markdown viewer would take <n> and <path> for HTML tags.
+            f"| `{_cell(r.signature.text)}` | {len(r.jobs)} | {r.attempts} "
             f"| {clock(r.first_seen)} | {clock(r.last_seen)} | {span(r.time_lost)} "
             f"| {hours(r.machine_hours)} | {_cell(shown)} | {_cell(where)} |"
         )
