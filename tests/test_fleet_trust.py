@@ -462,7 +462,6 @@ def _start(tmux: tuple[str, str], command: str) -> None:
     subprocess.run(
         [binary, "-L", socket, "new-session", "-d", "-x", "80", "-y", "24", shell], check=True
     )
-    subprocess.run([binary, "-L", socket, "set-option", "-g", "history-limit", "5000"])
 
 
 def _screen(tmux: tuple[str, str], until: str, timeout: float = 60) -> str:
