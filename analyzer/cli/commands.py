@@ -663,14 +663,15 @@ def write_table(
     """The diagnoses as ``output`` says; the tables of ``--format table|wide`` (wide: more
     columns, never folded) and ``--group-by signature`` (the table under each recurring
     failure's heading, the most costly first) here."""
+    if group_by is None and output is not ReportFormat.wide:
+        _write_diagnosis(analysis, output, quiet, color)
+        return
+    # Only here: the plain reports load none of the signatures' and tables' modules.
     from analyzer.pipeline.analysis import Analysis
     from analyzer.report.overview import fleet_order
     from analyzer.report.table import grouped_table_lines, table_lines
 
     assert isinstance(analysis, Analysis)
-    if group_by is None and output is not ReportFormat.wide:
-        _write_diagnosis(analysis, output, quiet, color)
-        return
     if group_by is not None and output not in (ReportFormat.table, ReportFormat.wide):
         raise InputError("--group-by signature groups the table: add --format table (or wide)")
     if quiet:
