@@ -25,9 +25,16 @@ from analyzer import accessor as _accessor  # noqa: F401 - registers df.jobdocto
 from analyzer.api import PathsLike, analyze, flatten_paths
 from analyzer.core.errors import InputError
 from analyzer.ingest import read_records
-from analyzer.report.frames import jobs_frame
+from analyzer.report.frames import jobs_frame, signatures_frame
 
-__all__ = ["RECORD_COLUMNS", "UnreadInputWarning", "diagnose_frame", "jobs_frame", "read_logs"]
+__all__ = [
+    "RECORD_COLUMNS",
+    "UnreadInputWarning",
+    "diagnose_frame",
+    "jobs_frame",
+    "read_logs",
+    "signatures_frame",
+]
 
 if TYPE_CHECKING:
     from analyzer.engines.bigquery import BigQuerySource

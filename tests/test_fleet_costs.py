@@ -192,7 +192,8 @@ def test_worst_jobs_are_led_by_failures(fleet: FleetSummary) -> None:
 def test_the_causes_table_shows_category_totals_above_their_details(fleet: FleetSummary) -> None:
     html = render_html(fleet)
     jobs = len(fleet.jobs)
-    users = [j for j in fleet.jobs if j.category == "user_code_exception"]
+    # The failed jobs of that cause: those that recovered from it have their own table.
+    users = [j for j in fleet.jobs if j.category == "user_code_exception" and j.outcome == "failed"]
     share = round(100 * len(users) / jobs)
     total = re.search(
         r"<tr class='jd-total'><td>.*?user_code_exception</td><td>all</td>"
@@ -221,7 +222,10 @@ def test_report_json_for_dashboards(tmp_path: Path) -> None:
     assert fleet["totals"]["time_lost_s"] == pytest.approx(lost, abs=0.01)
     assert {"trial", "path", "duration_s", "machine_hours"} <= set(fleet["jobs"][0])
     shares = {c["category"]: c["share"] for c in fleet["by_category"]}
-    assert shares["user_code_exception"] == pytest.approx(13 / 25)
+    # 11 jobs failed of it; 2 more recovered from it (fleet["recovered"]).
+    assert shares["user_code_exception"] == pytest.approx(11 / 25)
+    recovered = {c["category"]: c["jobs"] for c in fleet["recovered"]}
+    assert recovered == {"user_code_exception": 2, "worker_restarts_exhausted": 1}
     assert f"wrote the json report of 25 jobs to {out}" in result.stderr
 
 
@@ -231,11 +235,12 @@ def test_html_is_refused_on_a_terminal() -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals here")
-def test_html_is_refused_on_a_real_terminal() -> None:
+def test_html_asked_for_is_refused_on_a_real_terminal() -> None:
     import pty
 
     leader, follower = pty.openpty()
-    command = [sys.executable, "-m", "analyzer.cli", "report", str(SAMPLES / "success.jsonl")]
+    sample = str(SAMPLES / "success.jsonl")
+    command = [sys.executable, "-m", "analyzer.cli", "report", "-f", "html", sample]
     with subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE) as proc:
         os.close(follower)
         _, err = proc.communicate(timeout=60)

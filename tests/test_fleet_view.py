@@ -67,10 +67,15 @@ def test_the_text_report_starts_with_a_summary_and_a_table_failures_first(
     states = [j["state"].removeprefix("JOB_STATE_") for j in jobs]
     counts = {s: states.count(s) for s in RANK}
     retries = sum(j["retries"] for j in jobs)
-    assert code == 0
+    predicted = sum(j["retries"] for j in jobs if not j["observed_final"]) - sum(
+        max(0, len(j["attempt_log"]) - 1) for j in jobs if not j["observed_final"]
+    )
+    assert code == 0 and predicted > 0
+    # What the logs show, and what is only predicted said apart (issue 33.1).
     assert lines[0].startswith(
         f"{len(jobs)} jobs: {counts['FAILED']} failed, {counts['RUNNING']} running, "
-        f"{counts['SUCCEEDED']} succeeded; {retries} retries"
+        f"{counts['SUCCEEDED']} succeeded (3 after a failure); {retries - predicted} retries"
+        f" ({predicted} more predicted)"
     )
     assert lines[2].split() == [
         "JOB", "STATE", "ATTEMPTS", "RETRIES", "RESTARTS", "LAST", "SEEN", "(UTC)", "CAUSE"
@@ -78,16 +83,18 @@ def test_the_text_report_starts_with_a_summary_and_a_table_failures_first(
     rows = lines[3 : 3 + len(jobs)]
     assert lines[3 + len(jobs)] == ""
     # Failures first, the most recent first within a state.
-    shown = [(r[21:31].strip().rstrip("?"), r[63:82]) for r in rows]
+    cells = [re.split(r"\s{2,}", r) for r in rows]
+    shown = [(c[1].rstrip("?"), c[5]) for c in cells]
     expected = sorted(shown, key=lambda s: (RANK.index(s[0]), [-ord(c) for c in s[1]]))
     assert shown == expected
     # And again at the end, where a terminal's reader is after the details scrolled by.
     footer = [line for line in lines[3 + len(jobs) :] if line.startswith(f"{len(jobs)} jobs: ")]
     assert footer and footer[0].startswith(lines[0])
-    # The details follow in the table's order.
+    # The details follow in the table's order, each job under the label of its row.
     verdicts = [line for line in lines if line.startswith("job ")]
-    ids = [row.split()[0] for row in rows]
-    assert [v.split()[1] for v in verdicts] == ["(job" if i == "(no" else i for i in ids]
+    labels = [c[0] for c in cells]
+    assert [v.removeprefix("job ").split("  ")[0] for v in verdicts] == labels
+    assert sum(label.startswith("(no id) ") for label in labels) == 2
 
 
 def test_fleet_order_is_failures_first_then_most_recent(fleet: Analysis) -> None:
@@ -175,7 +182,10 @@ def test_lines_fold_at_word_boundaries(fleet: Analysis, width: int) -> None:
     words = {w.strip("(),") for line in wide for w in line.split()}
     # Only a word longer than a line's room (a long URL) may be folded inside.
     too_long = [w for w in words if cell_len(w) > width - 14]
-    for line in recorded(fleet, width):
+    lines = recorded(fleet, width)
+    # The details: the table above them folds long names after _ - / . (tested apart).
+    details = lines[next(i for i, line in enumerate(lines) if line.startswith("job ")) :]
+    for line in details:
         for word in (w.strip("(),") for w in line.split()):
             # A folded word would leave pieces that are not words of the unfolded report;
             # the ellipsis of a shortened text is the other exception.
@@ -183,12 +193,30 @@ def test_lines_fold_at_word_boundaries(fleet: Analysis, width: int) -> None:
             assert word in words or "…" in word or folded, (word, line)
 
 
-def test_the_table_drops_columns_before_it_wraps(fleet: Analysis) -> None:
+def test_the_table_keeps_every_column_and_folds_its_cells(fleet: Analysis) -> None:
     narrow = recorded(fleet, 80, render_table)
     wide = recorded(fleet, 200, render_table)
-    assert "RETRIES" not in narrow[0] and "RETRIES" in wide[0]
-    assert len(narrow) == len(wide) == 1 + len(fleet.diagnoses)
+    # Every column at 80 (numeric headers shortened), every one at its full name at 200.
+    assert narrow[0].split() == ["JOB", "STATE", "ATT", "RETR", "RSTRT", "LAST", "SEEN", "CAUSE"]
+    assert "RETRIES" in wide[0] and len(wide) == 1 + len(fleet.diagnoses)
     assert max(map(cell_len, narrow)) <= 80
+    # Folded, no word is cut: every piece of a line is a word of the one-line table, or a
+    # piece of a long name broken after its _, -, / or . (never "recov" | "ered").
+    words = {w for line in wide for w in line.split()}
+    for line in narrow[2:]:
+        # The times shortened to MM-DD HH:MM keep a row on one line.
+        line = re.sub(r"\b\d\d-\d\d \d\d:\d\d\b", "", line)
+        for piece in line.split():
+            assert piece in words or any(
+                w.startswith(piece) or w.endswith(piece) or f"{piece}" in w for w in words
+            ), (piece, line)
+            if piece not in words:
+                assert piece[-1] in "_-/." or any(w.endswith(piece) for w in words), piece
+    assert not any(re.search(r"\brecov\b|\bered\b", line) for line in narrow)
+    # "recovered from" stays whole on a line, and its category follows under it.
+    row = next(i for i, line in enumerate(narrow) if "recovered from" in line)
+    assert narrow[row].rstrip().endswith("recovered from")
+    assert narrow[row + 1].split()[-1] in {"user_code_exception", "worker_restarts_"}
 
 
 def test_evidence_is_shortened_keeping_its_start_and_end(fleet: Analysis) -> None:
@@ -262,7 +290,7 @@ def test_a_label_too_long_for_its_column_gets_its_own_line() -> None:
 def test_markdown_of_many_jobs_starts_with_the_summary_and_table() -> None:
     code, out, _ = cli("diagnose", "--format", "markdown", str(SAMPLES / "project-wide.jsonl"))
     lines = out.splitlines()
-    assert code == 0 and lines[2].startswith("**5 jobs: 3 failed, 2 succeeded;")
+    assert code == 0 and lines[2].startswith("**5 jobs: 3 failed, 2 succeeded (1 after a failure);")
     rows = [line for line in lines if line.startswith("| ") and line.count("|") == 8]
     assert rows[0].startswith("| JOB | STATE |") and len(rows) == 6
     # The details follow the table's order.

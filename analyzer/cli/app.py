@@ -28,6 +28,7 @@ from analyzer.cli.commands import (
     ExplainFormat,
     FailOn,
     FleetFormat,
+    GroupBy,
     Lang,
     ReportFormat,
     RowFormat,
@@ -248,8 +249,9 @@ def diagnose(
         typer.Option(
             "--format",
             "-f",
-            help="text (summary, table, details), table (the table alone), json (the "
-            "contract), jsonl (one job object a line), yaml, markdown.",
+            help="text (summary, table, details), table (the table alone), wide (the table "
+            "with more columns), json (the contract), jsonl (one job object a line), yaml, "
+            "markdown.",
             rich_help_panel=OUTPUT_PANEL,
         ),
     ] = ReportFormat.text,
@@ -312,6 +314,14 @@ def diagnose(
     ] = None,
     color: ColorOpt = ColorMode.auto,
     dask: DaskOpt = None,
+    group_by: Annotated[
+        GroupBy | None,
+        typer.Option(
+            "--group-by",
+            help="signature: the table grouped by recurring failure, the most costly first.",
+            rich_help_panel=OUTPUT_PANEL,
+        ),
+    ] = None,
 ) -> None:
     """Diagnose every job in the logs: state, retries, root cause, evidence, advice.
 
@@ -347,6 +357,7 @@ def diagnose(
             job_spec=job_spec,
             color=color,
             dask=dask,
+            group_by=group_by,
         )
     )
 
@@ -377,6 +388,17 @@ def fetch(
         say(f"wrote {count} entries to {out} ({describe_window(query)})")
 
 
+def report_format(output: FleetFormat | None, out: Path | None) -> FleetFormat:
+    """The report's format: the one asked for, else HTML, but Markdown on a terminal without
+    ``--out`` (a page of markup is no use there)."""
+    if output is not None:
+        return output
+    if out is None and sys.stdout.isatty():
+        say("printing the Markdown report here: the HTML one needs --out report.html")
+        return FleetFormat.markdown
+    return FleetFormat.html
+
+
 @app.command()
 def report(
     paths: Annotated[
@@ -384,8 +406,14 @@ def report(
         typer.Argument(help="Log files, directories, globs, or - for stdin.", show_default=False),
     ] = None,
     output: Annotated[
-        FleetFormat, typer.Option("--format", "-f", help="Report format.")
-    ] = FleetFormat.html,
+        FleetFormat | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Report format (default: html, or markdown on a terminal without --out).",
+            show_default=False,
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="File to write (default: stdout).", dir_okay=False),
@@ -409,15 +437,24 @@ def report(
     max_bytes: MaxBytesOpt = "100GB",
     dry_run: DryRunOpt = False,
     dask: DaskOpt = None,
+    group_by: Annotated[
+        GroupBy | None,
+        typer.Option(
+            "--group-by",
+            help="signature: with --format csv, one row per recurring failure.",
+        ),
+    ] = None,
 ) -> None:
     """Fleet report over many jobs: causes, time lost, machine-hours, worst jobs, timelines.
 
     Reads files or gs://BUCKET/PREFIX/ sink trees (--since: only the hours of that window).
-    HTML goes to --out (never to a terminal); markdown, csv and json may go to stdout.
+    HTML goes to --out (never to a terminal: there, without --out, the Markdown report is
+    printed); markdown, csv and json may go to stdout.
     """
     from analyzer.cli.report_command import HTML_ON_TERMINAL, report_command
 
     with reported_errors():
+        output = report_format(output, out)
         if out is None and output is FleetFormat.html and sys.stdout.isatty():
             raise InputError(HTML_ON_TERMINAL)
         if bigquery is not None:
@@ -450,6 +487,7 @@ def report(
                 start=start,
                 end=end,
                 dask=dask,
+                group_by=group_by.value if group_by is not None else None,
             )
         for notice in analysis.notices:
             say(notice)

@@ -51,6 +51,11 @@ class ReportFormat(StrEnum):
     yaml = "yaml"
     markdown = "markdown"
     table = "table"
+    wide = "wide"
+
+
+class GroupBy(StrEnum):
+    signature = "signature"
 
 
 class ExplainFormat(StrEnum):
@@ -459,6 +464,7 @@ class DiagnoseOptions:
     job_spec: Path | None = None
     color: ColorMode = ColorMode.auto
     dask: str | None = None
+    group_by: GroupBy | None = None
 
 
 def diagnose(options: DiagnoseOptions) -> None:
@@ -471,7 +477,7 @@ def diagnose(options: DiagnoseOptions) -> None:
         if live is not None or options.bigquery is not None:
             gc.enable()  # a network client's pages, not files (see main)
         _check_combination(options, live)
-        only = parse_job_name(options.job).job_id if options.job is not None else None
+        only, label = chosen_job(options.job)
         if (live is not None or options.bigquery is not None) and options.dask is not None:
             raise InputError("--dask scans files and gs:// trees, not live logs or BigQuery")
         book = RuleBook.load(rules_dirs(options.rules))
@@ -493,12 +499,13 @@ def diagnose(options: DiagnoseOptions) -> None:
         elif live is not None:
             analysis = _live_analysis(options, live, book, policy, spec)
         else:
-            analysis = _files_analysis(options, only, book, policy, spec)
+            analysis = _files_analysis(options, (only, label), book, policy, spec)
         for notice in analysis.notices[said:]:
             say(notice)
+        analysis = only_labelled(analysis, label)
         if only is not None and not analysis.diagnoses:
             raise InputError(f"job {only} is not in the inputs; run without --job to list them")
-        _write_diagnosis(analysis, options.output, options.quiet, options.color)
+        write_table(analysis, options.output, options.quiet, options.color, options.group_by)
     if analysis.unread:  # said above, one line each; the rest was diagnosed (as rg does)
         raise SystemExit(EXIT_USAGE)
     if _fails(analysis, options.fail_on):
@@ -589,7 +596,7 @@ def _live_analysis(
 
 def _files_analysis(
     options: DiagnoseOptions,
-    only: str | None,
+    chosen: tuple[str | None, str | None],
     book: RuleBook,
     policy: RetryPolicy | None,
     spec: JobSpec | None,
@@ -601,8 +608,10 @@ def _files_analysis(
     from analyzer.api import analyze_sources
 
     o = options
+    only, label = chosen  # the job's id, or the label of a job without one (chosen_job)
     window = _file_window(o.since, o.start, o.end)
     unread: list[str] = []
+    paste_prompt(o.paths)
     # Entered before opening: the bar counts stdin's bytes from its first one.
     with showing_progress(o.paths) as progress:
         sources = open_inputs(o.paths, unread, o.since, o.start, o.end)
@@ -617,13 +626,112 @@ def _files_analysis(
             window=window,
             unread=unread,
             dask=o.dask,
-            timelines=o.output not in _WITHOUT_EVENTS,
+            timelines=keeps_events(o.output, label),
         )
 
 
 # The reports that show no event of a job's timeline: their diagnoses keep none, so that a
 # run's memory stays that of its largest job (analyzer.api.analyze_sources' ``timelines``).
 _WITHOUT_EVENTS = frozenset({ReportFormat.json, ReportFormat.jsonl, ReportFormat.yaml})
+
+
+def chosen_job(job: str | None) -> tuple[str | None, str | None]:
+    """``--job`` as ``(job id, None)``, or as ``(None, label)`` when it names a job by the
+    label the reports print: a job whose logs name no id (``(no id) PATH:LINE``), or a
+    trial (``ID trial N``)."""
+    from analyzer.report.facts import NO_ID
+
+    if job is None:
+        return None, None
+    if job.startswith(NO_ID) or " trial " in job:
+        return None, job
+    return parse_job_name(job).job_id, None
+
+
+def keeps_events(output: ReportFormat, label: str | None) -> bool:
+    """Whether the diagnoses keep their events: for the reports that show them, and to find
+    a job by its label (which names its first line)."""
+    return output not in _WITHOUT_EVENTS or label is not None
+
+
+def only_labelled(analysis: object, label: str | None) -> Analysis:
+    """``analysis`` with only the job the reports label ``label`` (all of it for None);
+    InputError when no job has that label."""
+    from analyzer.pipeline.analysis import Analysis
+    from analyzer.report.facts import job_label
+
+    assert isinstance(analysis, Analysis)
+    if label is None:
+        return analysis
+    kept = tuple(d for d in analysis.diagnoses if job_label(d) == label.strip())
+    if not kept:
+        raise InputError(f"job {label!r} is not in the inputs; run without --job to list them")
+    return replace(analysis, diagnoses=type(analysis.diagnoses)(kept))
+
+
+def paste_prompt(paths: Sequence[str]) -> None:
+    """Say how to end a paste when ``-`` reads a terminal (the cursor would otherwise just
+    wait, with no word of what it waits for), and make the first Ctrl-D end it."""
+    if "-" in paths and sys.stdin.isatty():
+        say("reading the log from the terminal: paste the log, then Ctrl-D (Windows: Ctrl-Z Enter)")
+        reader = io.BufferedReader(_EndsAtFirstEof(sys.stdin.fileno()))
+        sys.stdin = io.TextIOWrapper(reader, encoding="utf-8")
+
+
+class _EndsAtFirstEof(io.RawIOBase):
+    """A terminal's input that stays at its end once Ctrl-D ended it: a terminal's end of
+    input is one empty read, and the readers after the sniffer would each wait for another
+    Ctrl-D."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self._ended:
+            return 0
+        target = memoryview(buffer).cast("B")
+        data = os.read(self._fd, len(target))
+        self._ended = not data
+        target[: len(data)] = data
+        return len(data)
+
+
+def write_table(
+    analysis: object, output: ReportFormat, quiet: bool, color: ColorMode, group_by: GroupBy | None
+) -> None:
+    """The diagnoses as ``output`` says; the tables of ``--format table|wide`` (wide: more
+    columns, never folded) and ``--group-by signature`` (the table under each recurring
+    failure's heading, the most costly first) here."""
+    if group_by is None and output is not ReportFormat.wide:
+        _write_diagnosis(analysis, output, quiet, color)
+        return
+    # Only here: the plain reports load none of the signatures' and tables' modules.
+    from analyzer.pipeline.analysis import Analysis
+    from analyzer.report.overview import fleet_order
+    from analyzer.report.table import grouped_table_lines, table_lines
+
+    assert isinstance(analysis, Analysis)
+    if group_by is not None and output not in (ReportFormat.table, ReportFormat.wide):
+        raise InputError("--group-by signature groups the table: add --format table (or wide)")
+    if quiet:
+        _write_diagnosis(analysis, ReportFormat.table, quiet, color)
+        return
+    shown = console(color)
+    width = shown.width if sys.stdout.isatty() else None
+    ordered = fleet_order(analysis.diagnoses)
+    wide = output is ReportFormat.wide
+    lines = (
+        grouped_table_lines(ordered, width, wide=wide)
+        if group_by is not None
+        else table_lines(ordered, width, wide=wide)
+    )
+    for line in lines:
+        shown.print(line, soft_wrap=True)
 
 
 def _fails(analysis: object, fail_on: FailOn) -> bool:

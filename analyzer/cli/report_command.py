@@ -19,6 +19,7 @@ from analyzer.report.fleet import (
     fleet_document,
     render_csv,
     render_markdown_fleet,
+    render_signatures_csv,
     summarize_analysis,
 )
 from analyzer.report.html import render_html
@@ -33,15 +34,29 @@ HTML_ON_TERMINAL = (
 )
 
 
-def render_fleet(analysis: Analysis, output_format: str, job_spec: JobSpec | None = None) -> str:
+def render_fleet(
+    analysis: Analysis,
+    output_format: str,
+    job_spec: JobSpec | None = None,
+    group_by: str | None = None,
+) -> str:
     """The fleet report of ``analysis`` in ``output_format`` (``html``, ``markdown``, ``csv``,
     or ``json``: the ``jobdoctor.diagnosis/1`` document of every job, with the fleet summary
     added as ``fleet`` for dashboards); ``job_spec`` gives the accelerator-hours of the job it
-    describes.
+    describes. ``group_by="signature"`` makes the CSV one row per recurring failure (the
+    other formats show them in a section of their own).
 
-    Raises :class:`~analyzer.core.errors.InputError` for an unknown format.
+    Raises :class:`~analyzer.core.errors.InputError` for an unknown format, or a grouping of
+    another format than CSV.
     """
+    if group_by is not None and output_format != "csv":
+        raise InputError(
+            f"--group-by {group_by} gives the CSV of recurring failures: add --format csv"
+            " (the other formats show them in their own section)"
+        )
     summary = summarize_analysis(analysis, job_spec=job_spec)
+    if output_format == "csv" and group_by == "signature":
+        return render_signatures_csv(summary)
     if output_format == "json":
         from analyzer.report.json import render_json
 
@@ -73,17 +88,20 @@ def report_command(
     start: str | None = None,
     end: str | None = None,
     dask: object = None,
+    group_by: str | None = None,
 ) -> Analysis:
     """Diagnose every job in ``paths`` and write the fleet report to ``out`` (stdout if None).
 
-    ``since``/``start``/``end`` and ``dask`` are those of :func:`analyzer.api.analyze`.
+    ``since``/``start``/``end`` and ``dask`` are those of :func:`analyzer.api.analyze`;
+    ``group_by``: see :func:`render_fleet`.
     Returns the analysis, so that the caller can print its notices. Raises
     :class:`~analyzer.core.errors.InputError` for an unreadable input, an unknown format, HTML
     asked for on a ``terminal`` stdout (a page of markup is no use there), or an output file
     that cannot be written; rule and policy errors as ``analyze`` does.
     """
-    if output_format not in FLEET_FORMATS:
-        render_fleet(Analysis((), ()), output_format)  # raises the "did you mean" error
+    if output_format not in FLEET_FORMATS or group_by is not None:
+        # Raises the "did you mean" error, or the grouping's, before anything is read.
+        render_fleet(Analysis((), ()), output_format, group_by=group_by)
     if out is None and terminal and output_format == "html":
         raise InputError(HTML_ON_TERMINAL)
     analysis = analyze(
@@ -99,7 +117,7 @@ def report_command(
     from analyzer.verdict.jobspec import load_job_spec
 
     spec = load_job_spec(job_spec_path) if job_spec_path is not None else None
-    write_report(render_fleet(analysis, output_format, spec), out)
+    write_report(render_fleet(analysis, output_format, spec, group_by), out)
     return analysis
 
 

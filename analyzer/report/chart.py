@@ -23,6 +23,7 @@ from html import escape as _html_escape
 
 from analyzer.ingest.records import replica_task
 from analyzer.report.controls import visible
+from analyzer.report.facts import job_label
 from analyzer.rulebook.events import Category, Event, EventKind
 from analyzer.timeline.attempts import (
     Attempt,
@@ -555,7 +556,7 @@ def timeline_svg(diagnosis: Diagnosis) -> str:
     legend, legend_height = _legend(marks, top + plot_height + 10)
     parts.append(legend)
     height = top + plot_height + 10 + legend_height
-    job = diagnosis.job_id or "unknown job"
+    job = job_label(diagnosis)
     return (
         f'<svg class="jd-chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_WIDTH} '
         f'{height}" width="100%" style="max-width:{_WIDTH}px" role="img" '

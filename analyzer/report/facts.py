@@ -11,11 +11,11 @@ from analyzer.ingest.records import InputStats, Origin
 from analyzer.rulebook.events import Event, EventKind
 from analyzer.verdict.diagnosis import (
     Diagnosis,
+    JobState,
     cause_phrase,
     observed_word,
     plural,
     short_state,
-    verdict_line,
 )
 
 __all__ = [
@@ -200,3 +200,148 @@ def depth_facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
         verdict = "agrees" if spec.agrees else "DISAGREES"
         facts.append(("job spec", f"{spec.state}, error code {spec.error_code}: {verdict}"))
     return facts
+
+
+# The label of a job whose logs name no id (a stream-logs paste, a text without the job's
+# resource): where its first line is, so that two such jobs of one run never share a label.
+NO_ID = "(no id)"
+
+
+def job_label(diagnosis: Diagnosis) -> str:
+    """The job's name in every report, table and frame: its id (with its trial), or, for a
+    job whose logs name none, ``(no id) PATH:LINE`` of its first line read (``--job``
+    takes it as it is printed)."""
+    if diagnosis.job_id is not None:
+        label = diagnosis.job_id
+    else:
+        origin = _first_origin(diagnosis)
+        label = f"{NO_ID} {origin.path}:{origin.line}" if origin is not None else NO_ID
+    return f"{label} trial {diagnosis.trial}" if diagnosis.trial else label
+
+
+def _first_origin(diagnosis: Diagnosis) -> Origin | None:
+    origins = [e.origin for a in diagnosis.timeline.attempts for e in a.events]
+    if not origins and diagnosis.cause is not None:
+        # A diagnosis kept without its events (the JSON reports'): its evidence still says
+        # where the job is.
+        origins = list(diagnosis.cause.evidence)
+    if not origins and diagnosis.recorded_error is not None:
+        origins = [diagnosis.recorded_error.origin]
+    return min(origins, key=lambda o: (o.path, o.line)) if origins else None
+
+
+# What became of a job, as a fleet counts it: the state, with a success after a failure told
+# apart from a clean one (platform.md section 2: retries and restarts can get past a failure).
+_OUTCOMES: dict[JobState, str] = {
+    JobState.FAILED: "failed",
+    JobState.SUCCEEDED: "succeeded",
+    JobState.RUNNING: "running",
+    JobState.UPDATING: "running",
+    JobState.PAUSED: "paused",
+    JobState.CANCELLING: "cancelled",
+    JobState.CANCELLED: "cancelled",
+    JobState.QUEUED: "queued",
+    JobState.PENDING: "queued",
+    JobState.EXPIRED: "expired",
+    JobState.PARTIALLY_SUCCEEDED: "partially_succeeded",
+    JobState.UNSPECIFIED: "unknown",
+}
+OUTCOMES: tuple[str, ...] = (
+    "failed",
+    "recovered",
+    "succeeded",
+    "running",
+    "paused",
+    "queued",
+    "cancelled",
+    "expired",
+    "partially_succeeded",
+    "unknown",
+)
+
+
+def outcome(diagnosis: Diagnosis) -> str:
+    """``failed`` (observed or predicted), ``recovered`` (succeeded after a failure the
+    platform's restarts or retries got past), ``succeeded`` (without one), ``running``,
+    ``queued``, ``cancelled``, ... (:data:`OUTCOMES`)."""
+    if diagnosis.state is JobState.SUCCEEDED and diagnosis.cause is not None:
+        return "recovered"
+    return _OUTCOMES.get(diagnosis.state, "unknown")
+
+
+def observed_attempts(diagnosis: Diagnosis) -> int:
+    """The attempts the logs show; the rest of ``diagnosis.attempts`` is predicted (a
+    replay of the retry policy past the input's end: :func:`predicted_attempts`)."""
+    if diagnosis.observed_final:
+        return diagnosis.attempts
+    return min(diagnosis.attempts, len(diagnosis.attempt_log))
+
+
+def predicted_attempts(diagnosis: Diagnosis) -> int:
+    """Attempts beyond those the logs show that the verdict predicts (0 when observed)."""
+    return diagnosis.attempts - observed_attempts(diagnosis)
+
+
+def observed_retries(diagnosis: Diagnosis) -> int:
+    """The retries the logs show: every attempt after the first that they show."""
+    return min(diagnosis.retries, max(0, observed_attempts(diagnosis) - 1))
+
+
+def predicted_retries(diagnosis: Diagnosis) -> int:
+    """Retries the verdict predicts beyond those the logs show."""
+    return diagnosis.retries - observed_retries(diagnosis)
+
+
+def counted(observed: int, predicted: int) -> str:
+    """``2`` or ``2+2?``: a count the logs show, then the part only predicted, marked."""
+    return f"{observed}+{predicted}?" if predicted else str(observed)
+
+
+def worker_hours(diagnosis: Diagnosis) -> list[tuple[int, str, float]]:
+    """``(attempt, task, hours)`` of every worker the logs show: from its first to its last
+    line in each attempt, cut at the next attempt's start (so that a VM's lines that run past
+    an attempt's end are not counted twice)."""
+    found: list[tuple[int, str, float]] = []
+    attempts = diagnosis.timeline.attempts
+    for index, attempt in enumerate(attempts):
+        lower = attempt.start if index else None
+        upper = attempts[index + 1].start if index + 1 < len(attempts) else None
+        for worker in attempt.workers:
+            first, last = worker.first_seen, worker.last_seen
+            if first is None or last is None:
+                continue
+            if lower is not None:
+                first = max(first, lower)
+            if upper is not None:
+                last = min(last, upper)
+            hours = max(0.0, (last - first).total_seconds() / 3600)
+            found.append((attempt.number, worker.task, hours))
+    return found
+
+
+def attempt_hours(diagnosis: Diagnosis, number: int) -> float:
+    """The machine-hours of attempt ``number`` (:func:`worker_hours`)."""
+    return round(sum(h for n, _, h in worker_hours(diagnosis) if n == number), 4)
+
+
+def counts_phrase(diagnosis: Diagnosis) -> str:
+    """``2 attempts, 1 retry`` as the logs show them, with what is only predicted beyond them
+    said apart: ``2 attempts, 1 retry (2 more of each predicted)``."""
+    attempts, retries = observed_attempts(diagnosis), observed_retries(diagnosis)
+    more_attempts, more_retries = predicted_attempts(diagnosis), predicted_retries(diagnosis)
+    text = f"{plural(attempts, 'attempt')}, {plural(retries, 'retry')}".replace("retrys", "retries")
+    if more_attempts and more_attempts == more_retries:
+        text += f" ({more_attempts} more of each predicted)"
+    elif more_attempts or more_retries:
+        text += f" ({more_attempts} more attempts, {more_retries} more retries predicted)"
+    return text
+
+
+def verdict_line(diagnosis: Diagnosis) -> str:
+    """The one line a person reads first, as every report prints it: the job's label
+    (:func:`job_label`), its state and how it was reached, the counts the logs show (and
+    those predicted, apart: :func:`counts_phrase`), the cause."""
+    return (
+        f"job {job_label(diagnosis)}: {short_state(diagnosis)} ({observed_word(diagnosis)}), "
+        f"{counts_phrase(diagnosis)} - {cause_phrase(diagnosis)}"
+    )

@@ -24,13 +24,28 @@ import csv
 import io
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from analyzer.ingest.records import InputStats
 from analyzer.report.controls import visible
-from analyzer.report.facts import clock, span, verdict_line
+from analyzer.report.facts import (
+    OUTCOMES,
+    clock,
+    counted,
+    job_label,
+    observed_attempts,
+    observed_retries,
+    outcome,
+    plural,
+    predicted_attempts,
+    predicted_retries,
+    span,
+    verdict_line,
+    worker_hours,
+)
+from analyzer.report.signatures import Recurring, failed_attempts, recurring
 from analyzer.rulebook.events import Category
 from analyzer.verdict.diagnosis import Diagnosis, JobState
 
@@ -53,7 +68,12 @@ TIME_LOST_DEFINITION = (
 class JobSummary:
     """One job in one flat row: the verdict, the cause's fields, when, and what it cost.
 
-    ``trial`` is the hyperparameter-tuning trial (None for a plain job); ``restarts`` sums
+    ``job`` is the job's label (:func:`~analyzer.report.facts.job_label`: never empty, so a
+    job whose logs name no id keeps its row in a ``groupby``); ``trial`` is the
+    hyperparameter-tuning trial (None for a plain job); ``outcome`` is
+    :func:`~analyzer.report.facts.outcome` (``failed``, ``recovered``, ``succeeded``, ...);
+    ``attempts`` and ``retries`` are what the logs show, ``attempts_predicted`` and
+    ``retries_predicted`` what the verdict predicts beyond them; ``restarts`` sums
     ``worker_restarts``; ``time_lost`` is :func:`time_lost`; ``lost_work`` is the diagnosis's
     work lost since checkpoints (see :mod:`analyzer.verdict.work`); ``machine_hours`` and
     ``accelerator_hours`` are :func:`machine_hours` (the latter None without the job's
@@ -61,12 +81,16 @@ class JobSummary:
     ``verdict`` is the one-line verdict of the text report.
     """
 
+    job: str
     job_id: str | None
     trial: str | None
     state: str
     observed_final: bool
+    outcome: str
     attempts: int
+    attempts_predicted: int
     retries: int
+    retries_predicted: int
     restarts: int
     category: str | None
     detail: str | None
@@ -114,31 +138,18 @@ def time_lost(diagnosis: Diagnosis) -> timedelta:
 def machine_hours(diagnosis: Diagnosis, spec: JobSpec | None = None) -> tuple[float, float | None]:
     """Machine-hours and accelerator-hours the logs show.
 
-    Each worker counts from its first to its last line within each attempt (cut at the next
-    attempt's start, so a VM's lines that run past an attempt's end are not counted twice).
-    Accelerator-hours weigh each worker by its pool's accelerator count in ``spec``; None when
-    ``spec`` is None or describes another job.
+    Each worker counts from its first to its last line within each attempt
+    (:func:`~analyzer.report.facts.worker_hours`). Accelerator-hours weigh each worker by its
+    pool's accelerator count in ``spec``; None when ``spec`` is None or describes another job.
     """
     if spec is not None and not spec.applies_to(diagnosis.job_id):
         spec = None
     machines = accelerators = 0.0
-    attempts = diagnosis.timeline.attempts
-    for index, attempt in enumerate(attempts):
-        lower = attempt.start if index else None
-        upper = attempts[index + 1].start if index + 1 < len(attempts) else None
-        for worker in attempt.workers:
-            first, last = worker.first_seen, worker.last_seen
-            if first is None or last is None:
-                continue
-            if lower is not None:
-                first = max(first, lower)
-            if upper is not None:
-                last = min(last, upper)
-            hours = max(0.0, (last - first).total_seconds() / 3600)
-            machines += hours
-            pool = spec.pool(worker.task) if spec is not None else None
-            if pool is not None:
-                accelerators += hours * pool.accelerator_count
+    for _, task, hours in worker_hours(diagnosis):
+        machines += hours
+        pool = spec.pool(task) if spec is not None else None
+        if pool is not None:
+            accelerators += hours * pool.accelerator_count
     return round(machines, 4), (round(accelerators, 4) if spec is not None else None)
 
 
@@ -156,12 +167,16 @@ def job_summary(diagnosis: Diagnosis, spec: JobSpec | None = None) -> JobSummary
     cause = diagnosis.cause
     machines, accelerators = machine_hours(diagnosis, spec)
     return JobSummary(
+        job=job_label(diagnosis),
         job_id=diagnosis.job_id,
         trial=diagnosis.trial,
         state=diagnosis.state.value,
         observed_final=diagnosis.observed_final,
-        attempts=diagnosis.attempts,
-        retries=diagnosis.retries,
+        outcome=outcome(diagnosis),
+        attempts=observed_attempts(diagnosis),
+        attempts_predicted=predicted_attempts(diagnosis),
+        retries=observed_retries(diagnosis),
+        retries_predicted=predicted_retries(diagnosis),
         restarts=sum(diagnosis.worker_restarts.values()),
         category=cause.category.value if cause else None,
         detail=cause.detail if cause else None,
@@ -184,9 +199,12 @@ def job_summary(diagnosis: Diagnosis, spec: JobSpec | None = None) -> JobSummary
 
 @dataclass(frozen=True, slots=True)
 class CauseCount:
-    """Jobs whose root cause is ``category`` (and ``detail``, when counting by detail).
+    """Jobs of one outcome (failed, or recovered) whose root cause is ``category`` (and
+    ``detail``, when counting by detail).
 
-    ``share`` is of all jobs in the report; ``time_lost`` and ``machine_hours`` sum the jobs'.
+    ``share`` is of all jobs in the report; ``retries`` are those the logs show,
+    ``retries_predicted`` those predicted beyond them; ``time_lost`` and ``machine_hours`` sum
+    the jobs'.
     """
 
     category: str
@@ -198,6 +216,7 @@ class CauseCount:
     lost_work: timedelta
     time_lost: timedelta = timedelta()
     machine_hours: float = 0.0
+    retries_predicted: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +231,14 @@ class FailurePoint:
 
 @dataclass(frozen=True, slots=True)
 class FleetSummary:
-    """Everything a fleet report shows, computed once for every format."""
+    """Everything a fleet report shows, computed once for every format.
+
+    Totals count what the logs show; ``retries_predicted`` is what the verdicts predict beyond
+    them. ``by_category`` and ``by_detail`` count the jobs that failed (observed or predicted)
+    by cause, ``recovered`` those that succeeded after a failure, by the failure they got past;
+    ``outcomes`` counts every job by :func:`~analyzer.report.facts.outcome`; ``signatures``
+    are the recurring failures, the most costly first (:mod:`analyzer.report.signatures`).
+    """
 
     jobs: tuple[JobSummary, ...]
     diagnoses: tuple[Diagnosis, ...]
@@ -229,17 +255,29 @@ class FleetSummary:
     time_lost: timedelta = timedelta()
     machine_hours: float = 0.0
     accelerator_hours: float | None = None
+    retries_predicted: int = 0
+    outcomes: Mapping[str, int] = field(default_factory=dict)
+    recovered: tuple[CauseCount, ...] = ()
+    signatures: tuple[Recurring, ...] = ()
 
     @property
     def failed(self) -> int:
         """Jobs whose state (observed or predicted) is FAILED."""
         return self.states.get(JobState.FAILED.value, 0)
 
+    @property
+    def failed_unexplained(self) -> int:
+        """Failed jobs no cause category fits (so the causes table sums to :attr:`failed`
+        with these)."""
+        return self.failed - sum(c.jobs for c in self.by_category)
 
-def _counts(jobs: Sequence[JobSummary], total: int, key: str) -> tuple[CauseCount, ...]:
+
+def _counts(
+    jobs: Sequence[JobSummary], total: int, key: str, of: str = "failed"
+) -> tuple[CauseCount, ...]:
     groups: dict[tuple[str, str | None], list[JobSummary]] = {}
     for job in jobs:
-        if job.category is None:
+        if job.category is None or job.outcome != of:
             continue
         detail = job.detail if key == "detail" else None
         groups.setdefault((job.category, detail), []).append(job)
@@ -254,6 +292,7 @@ def _counts(jobs: Sequence[JobSummary], total: int, key: str) -> tuple[CauseCoun
             lost_work=sum((j.lost_work or timedelta() for j in members), timedelta()),
             time_lost=sum((j.time_lost for j in members), timedelta()),
             machine_hours=round(sum(j.machine_hours for j in members), 4),
+            retries_predicted=sum(j.retries_predicted for j in members),
         )
         for (category, detail), members in groups.items()
     ]
@@ -275,6 +314,21 @@ def _failures(diagnoses: Iterable[Diagnosis]) -> tuple[FailurePoint, ...]:
                     FailurePoint(when, attempt.outcome, diagnosis.job_id, attempt.attempt)
                 )
     return tuple(sorted(points, key=lambda p: (p.time, p.category)))
+
+
+def _outcomes(jobs: Sequence[JobSummary]) -> dict[str, int]:
+    counts = Counter(j.outcome for j in jobs)
+    return {name: counts[name] for name in OUTCOMES if counts[name]}
+
+
+def _signatures(
+    diagnoses: Sequence[Diagnosis], jobs: Sequence[JobSummary]
+) -> tuple[Recurring, ...]:
+    return recurring(
+        attempt
+        for diagnosis, job in zip(diagnoses, jobs, strict=True)
+        for attempt in failed_attempts(diagnosis, job.job)
+    )
 
 
 def summarize(
@@ -303,7 +357,11 @@ def summarize(
         by_category=_counts(jobs, len(jobs), "category"),
         by_detail=_counts(jobs, len(jobs), "detail"),
         retries=sum(j.retries for j in jobs),
+        retries_predicted=sum(j.retries_predicted for j in jobs),
         restarts=sum(j.restarts for j in jobs),
+        outcomes=_outcomes(jobs),
+        recovered=_counts(jobs, len(jobs), "category", of="recovered"),
+        signatures=_signatures(kept, jobs),
         lost_work=sum((j.lost_work or timedelta() for j in jobs), timedelta()),
         observed_time=sum((j.duration or timedelta() for j in jobs), timedelta()),
         worst=tuple(ranked[:worst]),
@@ -358,19 +416,22 @@ def _share(value: float) -> str:
     return f"{100 * value:.0f}%"
 
 
+def _retries_text(observed: int, predicted: int) -> str:
+    return f"{observed} ({predicted} more predicted)" if predicted else str(observed)
+
+
 def render_markdown_fleet(summary: FleetSummary) -> str:
-    """The fleet summary as Markdown: totals, causes, worst jobs and every job's verdict."""
+    """The fleet summary as Markdown: totals, failed jobs by cause, the failures jobs
+    recovered from, recurring failures, worst jobs and every job's verdict."""
     n = len(summary.jobs)
     out = [
         "# jobdoctor fleet report",
         "",
         f"{n} jobs from {len(summary.inputs)} inputs: "
-        + ", ".join(
-            f"{count} {state.removeprefix('JOB_STATE_')}" for state, count in summary.states.items()
-        )
+        + ", ".join(f"{count} {name}" for name, count in summary.outcomes.items())
         + ".",
         "",
-        f"- retries spent: {summary.retries}",
+        f"- retries spent: {_retries_text(summary.retries, summary.retries_predicted)}",
         f"- worker restarts spent: {summary.restarts}",
         f"- time lost: {span(summary.time_lost)} (of {span(summary.observed_time)} observed)",
         f"- machine-hours: {hours(summary.machine_hours)}",
@@ -378,24 +439,8 @@ def render_markdown_fleet(summary: FleetSummary) -> str:
     if summary.accelerator_hours is not None:
         out.append(f"- accelerator-hours: {hours(summary.accelerator_hours)}")
     out += ["", TIME_LOST_DEFINITION, ""]
-    if summary.by_category:
-        out += [
-            "## Causes",
-            "",
-            "| category | jobs | share | retries | restarts | time lost | machine-hours |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        out += [
-            f"| {c.category} | {c.jobs} | {_share(c.share)} | {c.retries} | {c.restarts} "
-            f"| {span(c.time_lost)} | {hours(c.machine_hours)} |"
-            for c in summary.by_category
-        ]
-        out += ["", "| category | detail | jobs | share |", "|---|---|---|---|"]
-        out += [
-            f"| {c.category} | {_cell(c.detail)} | {c.jobs} | {_share(c.share)} |"
-            for c in summary.by_detail
-        ]
-        out.append("")
+    out += _markdown_causes(summary)
+    out += _markdown_signatures(summary.signatures)
     if summary.worst:
         out += [
             "## Worst jobs",
@@ -404,18 +449,89 @@ def render_markdown_fleet(summary: FleetSummary) -> str:
             "|---|---|---|---|---|---|",
         ]
         out += [
-            f"| {_cell(j.job_id)} | {j.state.removeprefix('JOB_STATE_')} | {j.retries} "
-            f"| {j.restarts} | {span(j.time_lost)} | {_cell(j.category)} |"
+            f"| {_cell(j.job)} | {j.state.removeprefix('JOB_STATE_')} "
+            f"| {counted(j.retries, j.retries_predicted)} "
+            f"| {j.restarts} | {span(j.time_lost)} | {_cell(_cause_cell(j))} |"
             for j in summary.worst
         ]
         out.append("")
     out += ["## Jobs", "", "| job | first seen | duration | verdict |", "|---|---|---|---|"]
     out += [
-        f"| {_cell(j.job_id)} | {clock(j.first_seen)} | {span(j.duration)} | {_cell(j.verdict)} |"
+        f"| {_cell(j.job)} | {clock(j.first_seen)} | {span(j.duration)} | {_cell(j.verdict)} |"
         for j in summary.jobs
     ]
     out.append("")
     return "\n".join(out)
+
+
+def _cause_cell(job: JobSummary) -> str:
+    if job.category is None:
+        return "-"
+    what = f"{job.category} ({job.detail})" if job.detail else job.category
+    return f"recovered from {what}" if job.outcome == "recovered" else what
+
+
+def _markdown_causes(summary: FleetSummary) -> list[str]:
+    out: list[str] = []
+    head = "| category | jobs | share | retries | restarts | time lost | machine-hours |"
+    if summary.by_category or summary.failed:
+        out += [f"## Failed jobs by cause ({summary.failed} failed)", "", head]
+        out.append("|---|---|---|---|---|---|---|")
+        out += [_markdown_count(c) for c in summary.by_category]
+        if summary.failed_unexplained:
+            out.append(f"| no cause the rules know | {summary.failed_unexplained} | | | | | |")
+        out += ["", "| category | detail | jobs | share |", "|---|---|---|---|"]
+        out += [
+            f"| {c.category} | {_cell(c.detail)} | {c.jobs} | {_share(c.share)} |"
+            for c in summary.by_detail
+        ]
+        out.append("")
+    if summary.recovered:
+        jobs = sum(c.jobs for c in summary.recovered)
+        out += [f"## Recovered from ({plural(jobs, 'job')} succeeded after a failure)", "", head]
+        out.append("|---|---|---|---|---|---|---|")
+        out += [_markdown_count(c) for c in summary.recovered]
+        out.append("")
+    return out
+
+
+def _markdown_count(c: CauseCount) -> str:
+    return (
+        f"| {c.category} | {c.jobs} | {_share(c.share)} "
+        f"| {counted(c.retries, c.retries_predicted)} | {c.restarts} "
+        f"| {span(c.time_lost)} | {hours(c.machine_hours)} |"
+    )
+
+
+def _markdown_signatures(signatures: Sequence[Recurring]) -> list[str]:
+    if not signatures:
+        return []
+    out = [
+        "## Recurring failures",
+        "",
+        "Failed attempts grouped by signature (exception, message with its variable parts"
+        " as `<n>`, `<path>`, ..., and the user's frame; else the rule and its fields), the"
+        " most costly first.",
+        "",
+        "| signature | jobs | attempts | first seen | last seen | time lost | machine-hours "
+        "| job ids | evidence |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in signatures:
+        shown = ", ".join(r.jobs[:_JOBS_SHOWN]) + (", ..." if len(r.jobs) > _JOBS_SHOWN else "")
+        where = f"{r.evidence.path}:{r.evidence.line}" if r.evidence else "-"
+        out.append(
+            # In code: a Markdown viewer would take <n> and <path> for HTML tags.
+            f"| `{_cell(r.signature.text)}` | {len(r.jobs)} | {r.attempts} "
+            f"| {clock(r.first_seen)} | {clock(r.last_seen)} | {span(r.time_lost)} "
+            f"| {hours(r.machine_hours)} | {_cell(shown)} | {_cell(where)} |"
+        )
+    out.append("")
+    return out
+
+
+# How many of a signature's jobs a table row names (the JSON and CSV name them all).
+_JOBS_SHOWN = 5
 
 
 def _seconds(delta: timedelta | None) -> float | None:
@@ -442,6 +558,7 @@ def _count_json(count: CauseCount) -> dict[str, object]:
         "jobs": count.jobs,
         "share": round(count.share, 4),
         "retries": count.retries,
+        "retries_predicted": count.retries_predicted,
         "restarts": count.restarts,
         "time_lost_s": _seconds(count.time_lost),
         "machine_hours": count.machine_hours,
@@ -452,8 +569,11 @@ def fleet_document(summary: FleetSummary) -> dict[str, object]:
     """The fleet summary as a ``jobdoctor.fleet/1`` JSON object, for dashboards (``report
     --format json`` adds it to the diagnosis document as ``fleet``).
 
-    Durations are seconds (``_s``), hours are hours; ``worst`` lists job ids in rank order;
-    ``jobs`` holds the CSV's rows (the diagnoses are the document's own ``jobs``).
+    Durations are seconds (``_s``), hours are hours; totals count what the logs show, with
+    ``retries_predicted`` beside them; ``by_category``/``by_detail`` count the failed jobs,
+    ``recovered`` the jobs that succeeded after a failure; ``signatures`` are the recurring
+    failures, the most costly first (:func:`signature_json`); ``worst`` lists jobs in rank
+    order; ``jobs`` holds the CSV's rows (the diagnoses are the document's own ``jobs``).
     """
     return {
         "schema": FLEET_SCHEMA,
@@ -461,7 +581,9 @@ def fleet_document(summary: FleetSummary) -> dict[str, object]:
         "totals": {
             "jobs": len(summary.jobs),
             "states": dict(summary.states),
+            "outcomes": dict(summary.outcomes),
             "retries": summary.retries,
+            "retries_predicted": summary.retries_predicted,
             "restarts": summary.restarts,
             "time_lost_s": _seconds(summary.time_lost),
             "observed_s": _seconds(summary.observed_time),
@@ -470,6 +592,66 @@ def fleet_document(summary: FleetSummary) -> dict[str, object]:
         },
         "by_category": [_count_json(c) for c in summary.by_category],
         "by_detail": [_count_json(c) for c in summary.by_detail],
-        "worst": [{"job_id": j.job_id, "trial": j.trial} for j in summary.worst],
+        "recovered": [_count_json(c) for c in summary.recovered],
+        "signatures": [signature_json(r) for r in summary.signatures],
+        "worst": [{"job": j.job, "job_id": j.job_id, "trial": j.trial} for j in summary.worst],
         "jobs": [_job_json(j) for j in summary.jobs],
     }
+
+
+def signature_json(group: Recurring) -> dict[str, object]:
+    """One recurring failure as the fleet document lists it."""
+    signature = group.signature
+    return {
+        "signature": signature.text,
+        "exception": signature.exception,
+        "message": signature.message,
+        "frame": signature.frame,
+        "category": signature.category,
+        "rule": signature.rule,
+        "exit_code": signature.exit_code,
+        "region": signature.region,
+        "jobs": len(group.jobs),
+        "attempts": group.attempts,
+        "first_seen": _csv_value(group.first_seen) or None,
+        "last_seen": _csv_value(group.last_seen) or None,
+        "time_lost_s": _seconds(group.time_lost),
+        "machine_hours": group.machine_hours,
+        "job_ids": list(group.jobs),
+        "evidence": (
+            {"path": group.evidence.path, "line": group.evidence.line} if group.evidence else None
+        ),
+        "example": group.example,
+    }
+
+
+SIGNATURE_COLUMNS: tuple[str, ...] = (
+    "signature",
+    "exception",
+    "message",
+    "frame",
+    "category",
+    "rule",
+    "exit_code",
+    "region",
+    "jobs",
+    "attempts",
+    "first_seen",
+    "last_seen",
+    "time_lost_s",
+    "machine_hours",
+    "job_ids",
+)
+
+
+def render_signatures_csv(summary: FleetSummary) -> str:
+    """One CSV row per recurring failure, the most costly first (its jobs' labels joined by
+    ``; ``: a label of a job without an id holds spaces)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(SIGNATURE_COLUMNS)
+    for group in summary.signatures:
+        row = signature_json(group)
+        row["job_ids"] = "; ".join(group.jobs)
+        writer.writerow([_csv_value(row[name]) for name in SIGNATURE_COLUMNS])
+    return out.getvalue()

@@ -19,8 +19,10 @@ from analyzer.report.chart import failures_svg, timeline_svg, tone_colour
 from analyzer.report.controls import marked_html
 from analyzer.report.facts import (
     clock,
+    counted,
     evidence_events,
     first_line,
+    job_label,
     plural,
     span,
     verdict_line,
@@ -190,9 +192,7 @@ def diagnosis_html(diagnosis: Diagnosis, anchor: str | None = None) -> str:
     return (
         f'<section class="jd-job"{ident}>'
         f"<h3>{_badge(diagnosis.state.value)} <span class='jd-id'>job "
-        f"{_e(diagnosis.job_id or '(unknown job id)')}"
-        + (f" trial {_e(diagnosis.trial)}" if diagnosis.trial else "")
-        + "</span></h3>"
+        f"{_e(job_label(diagnosis))}" + "</span></h3>"
         f'<p class="jd-verdict">{_e(verdict_line(diagnosis))}</p>'
         + _cause_block(diagnosis)
         + _attempts_table(diagnosis)
@@ -206,17 +206,20 @@ def diagnosis_html(diagnosis: Diagnosis, anchor: str | None = None) -> str:
 def _jobs_table(jobs: Sequence[JobSummary], anchors: dict[int, str], link: bool) -> str:
     rows = []
     for index, job in enumerate(jobs):
-        name = _e(job.job_id or "(unknown job id)")
+        name = _e(job.job)
         if link and index in anchors:
             name = f'<a href="#{_e(anchors[index])}">{name}</a>'
         observed = "observed" if job.observed_final else "predicted"
         cause = job.category or "-"
         if job.detail:
             cause += f" ({job.detail})"
+        if job.outcome == "recovered":
+            cause = f"recovered from {cause}"
         rows.append(
             f"<tr><td>{name}</td><td>{_e(job.trial or '-')}</td>"
             f"<td>{_badge(job.state)} <small>{observed}</small></td>"
-            f"<td class='num'>{job.attempts}</td><td class='num'>{job.retries}</td>"
+            f"<td class='num'>{_e(counted(job.attempts, job.attempts_predicted))}</td>"
+            f"<td class='num'>{_e(counted(job.retries, job.retries_predicted))}</td>"
             f"<td class='num'>{job.restarts}</td><td>{_e(cause)}</td>"
             f"<td class='num'>{_e(span(job.time_lost))}</td>"
             f"<td class='num'>{_e(hours(job.machine_hours))}</td>"
@@ -260,19 +263,26 @@ def _cause_row(count: CauseCount, total: bool) -> str:
         f"<td class='num'>{count.jobs}</td>"
         f"<td><span class='jd-share' style='width:{bar}px;background:{colour}'></span>"
         f"{100 * count.share:.0f}%</td>"
-        f"<td class='num'>{count.retries}</td><td class='num'>{count.restarts}</td>"
+        f"<td class='num'>{_e(counted(count.retries, count.retries_predicted))}</td>"
+        f"<td class='num'>{count.restarts}</td>"
         f"<td class='num'>{_e(span(count.time_lost))}</td>"
         f"<td class='num'>{_e(hours(count.machine_hours))}</td></tr>"
     )
 
 
-def _causes_table(summary: FleetSummary) -> str:
+def _causes_table(summary: FleetSummary, recovered: bool = False) -> str:
     """Each category's totals, then its details under it (a category's share is never read
-    off one of its details)."""
-    if not summary.by_category:
+    off one of its details): of the failed jobs, or (``recovered``) of the jobs that
+    succeeded after a failure."""
+    counts = summary.recovered if recovered else summary.by_category
+    if not counts:
         return '<p class="jd-note">No failure in these jobs.</p>'
     rows = []
-    for total in summary.by_category:
+    unexplained = summary.failed_unexplained if not recovered else 0
+    for total in counts:
+        if recovered:
+            rows.append(_cause_row(total, True))
+            continue
         rows.append(_cause_row(total, True))
         details = [c for c in summary.by_detail if c.category == total.category]
         if len(details) > 1 or (details and details[0].detail is not None):
@@ -284,6 +294,40 @@ def _causes_table(summary: FleetSummary) -> str:
         "<th class='num'>machine-hours</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
+        + (
+            f'<p class="jd-note">{unexplained} failed jobs show no cause the rules know.</p>'
+            if unexplained
+            else ""
+        )
+    )
+
+
+def _signatures_table(summary: FleetSummary, anchors: dict[str, str]) -> str:
+    """The recurring failures, the most costly first, each job linked to its card."""
+    if not summary.signatures:
+        return '<p class="jd-note">No failed attempt in these jobs.</p>'
+    rows = []
+    for group in summary.signatures:
+        jobs = ", ".join(
+            f'<a href="#{_e(anchors[j])}">{_e(j)}</a>' if j in anchors else _e(j)
+            for j in group.jobs
+        )
+        where = f"{group.evidence.path}:{group.evidence.line}" if group.evidence else "-"
+        rows.append(
+            f"<tr><td><code>{_e(group.signature.text)}</code>"
+            f"<br><small>{_e(where)} · {_e(first_line(group.example, 140))}</small></td>"
+            f"<td class='num'>{len(group.jobs)}</td><td class='num'>{group.attempts}</td>"
+            f"<td>{_e(clock(group.first_seen))}</td><td>{_e(clock(group.last_seen))}</td>"
+            f"<td class='num'>{_e(span(group.time_lost))}</td>"
+            f"<td class='num'>{_e(hours(group.machine_hours))}</td><td>{jobs}</td></tr>"
+        )
+    return (
+        "<div class='jd-scroll'><table class='jd-wide'><thead><tr><th>signature</th>"
+        "<th class='num'>jobs</th><th class='num'>attempts</th><th>first seen (UTC)</th>"
+        "<th>last seen (UTC)</th><th class='num'>time lost</th>"
+        "<th class='num'>machine-hours</th><th>jobs</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
     )
 
 
@@ -291,13 +335,17 @@ def _cards(summary: FleetSummary) -> str:
     def card(value: str, label: str) -> str:
         return f'<div class="jd-card"><b>{_e(value)}</b><span>{_e(label)}</span></div>'
 
-    succeeded = summary.states.get(JobState.SUCCEEDED.value, 0)
+    predicted = summary.retries_predicted
     return (
         '<div class="jd-cards">'
         + card(str(len(summary.jobs)), "jobs")
         + card(str(summary.failed), "failed")
-        + card(str(succeeded), "succeeded")
-        + card(str(summary.retries), "retries spent")
+        + card(str(summary.outcomes.get("recovered", 0)), "recovered after a failure")
+        + card(str(summary.outcomes.get("succeeded", 0)), "succeeded without one")
+        + card(
+            str(summary.retries),
+            f"retries spent ({predicted} more predicted)" if predicted else "retries spent",
+        )
         + card(str(summary.restarts), "worker restarts spent")
         + card(span(summary.time_lost), "time lost")
         + card(hours(summary.machine_hours), "machine-hours")
@@ -329,7 +377,8 @@ def render_html(
     card per job with its timeline chart. Times are UTC.
     """
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    anchors = dict(enumerate(job_anchors(j.job_id for j in summary.jobs)))
+    anchors = dict(enumerate(job_anchors(j.job for j in summary.jobs)))
+    by_label = {job.job: anchors[i] for i, job in enumerate(summary.jobs)}
     by_id = {id(job): index for index, job in enumerate(summary.jobs)}
     worst_anchors = {i: anchors[by_id[id(job)]] for i, job in enumerate(summary.worst)}
     states = ", ".join(
@@ -344,8 +393,15 @@ def render_html(
         f"{_e(states or 'No job found.')}. {_e(TIME_LOST_DEFINITION)} Machine-hours count "
         "each worker from its first to its last line.</p>"
         + _cards(summary)
-        + "<h2>Causes</h2>"
+        + f"<h2>Failed jobs by cause ({summary.failed})</h2>"
         + _causes_table(summary)
+        + (
+            "<h2>Recovered from</h2>" + _causes_table(summary, recovered=True)
+            if summary.recovered
+            else ""
+        )
+        + "<h2>Recurring failures</h2>"
+        + _signatures_table(summary, by_label)
         + f"<h2>Failed attempts over time</h2>{failures_svg(failures)}"
         + "<h2>Worst jobs</h2>"
         + (
@@ -374,7 +430,7 @@ def diagnoses_repr_html(diagnoses: Sequence[Diagnosis]) -> str:
     """The notebook display of a list of diagnoses (for ``DiagnosisList._repr_html_``): the
     fleet's verdict line, the table of jobs and the first job cards."""
     summary = summarize(diagnoses)
-    anchors = dict(enumerate(job_anchors(j.job_id for j in summary.jobs)))
+    anchors = dict(enumerate(job_anchors(j.job for j in summary.jobs)))
     shown = diagnoses[:_NOTEBOOK_CARDS]
     cards = "".join(diagnosis_html(d, anchors[i]) for i, d in enumerate(shown))
     more = len(diagnoses) - _NOTEBOOK_CARDS

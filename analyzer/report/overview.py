@@ -13,7 +13,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from analyzer.report.facts import clock, plural, short_state
+from analyzer.report.facts import (
+    clock,
+    counted,
+    job_label,
+    observed_attempts,
+    observed_retries,
+    outcome,
+    plural,
+    predicted_attempts,
+    predicted_retries,
+    short_state,
+)
 from analyzer.verdict.diagnosis import Diagnosis, JobState
 
 # Worst first: what failed, what ended without succeeding, what is still under way, success.
@@ -47,21 +58,29 @@ def fleet_order(diagnoses: Iterable[Diagnosis]) -> list[Diagnosis]:
 
 
 def summary_line(diagnoses: Sequence[Diagnosis]) -> str:
-    """``132 jobs: 59 failed, 70 succeeded, 3 running; 41 retries, 9 worker restarts spent``.
+    """``132 jobs: 59 failed, 70 succeeded (12 after a failure), 3 running; 41 retries (3
+    more predicted), 9 worker restarts spent``.
 
     States are named worst first; a predicted state counts as its state (the table and the
-    verdicts say which are predicted).
+    verdicts say which are predicted). Retries are those the logs show; those the verdicts
+    predict beyond them are said apart.
     """
     states = Counter(d.state for d in diagnoses)
+    recovered = sum(1 for d in diagnoses if outcome(d) == "recovered")
     named = ", ".join(
         f"{count} {state.value.removeprefix('JOB_STATE_').lower()}"
+        # A success after a failure is counted apart: it cost what a failure costs.
+        + (f" ({recovered} after a failure)" if state is JobState.SUCCEEDED and recovered else "")
         for state, count in sorted(
             states.items(), key=lambda item: _STATE_RANK.get(item[0], len(_STATE_RANK))
         )
     )
-    retries = sum(d.retries for d in diagnoses)
+    retries = sum(observed_retries(d) for d in diagnoses)
+    predicted = sum(predicted_retries(d) for d in diagnoses)
     restarts = sum(sum(d.worker_restarts.values()) for d in diagnoses)
     spent = plural(retries, "retry").replace("retrys", "retries")
+    if predicted:
+        spent += f" ({predicted} more predicted)"
     if restarts:
         spent += f", {plural(restarts, 'worker restart')}"
     head = plural(len(diagnoses), "job")
@@ -87,12 +106,11 @@ TABLE_HEADER = ("JOB", "STATE", "ATTEMPTS", "RETRIES", "RESTARTS", "LAST SEEN (U
 
 
 def table_rows(diagnoses: Iterable[Diagnosis]) -> list[TableRow]:
-    """One row per job, in the order given; a predicted state ends with ``?``."""
+    """One row per job, in the order given; a predicted state ends with ``?``, and so do
+    predicted attempts and retries, after those the logs show (``2+2?``)."""
     rows = []
     for diagnosis in diagnoses:
-        job = diagnosis.job_id or "(no job id)"
-        if diagnosis.trial:
-            job += f" trial {diagnosis.trial}"
+        job = job_label(diagnosis)
         cause = diagnosis.cause
         if cause is None and diagnosis.recorded_error is not None:
             # The job's own error where no category fits: its first sentence, as the verdict.
@@ -112,8 +130,8 @@ def table_rows(diagnoses: Iterable[Diagnosis]) -> list[TableRow]:
                 job=job,
                 state=diagnosis.state,
                 state_text=short_state(diagnosis) + ("" if diagnosis.observed_final else "?"),
-                attempts=str(diagnosis.attempts),
-                retries=str(diagnosis.retries),
+                attempts=counted(observed_attempts(diagnosis), predicted_attempts(diagnosis)),
+                retries=counted(observed_retries(diagnosis), predicted_retries(diagnosis)),
                 restarts=str(sum(diagnosis.worker_restarts.values())),
                 last_seen=clock(diagnosis.last_seen),
                 cause=what,

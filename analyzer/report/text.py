@@ -29,10 +29,12 @@ from analyzer.report.controls import visible
 from analyzer.report.facts import (
     cause_phrase,
     clock,
+    counts_phrase,
     cut_line,
     depth_facts,
     evidence_events,
     first_line,
+    job_label,
     jobs_list_line,
     more_pages_line,
     no_entry_line,
@@ -44,11 +46,8 @@ from analyzer.report.facts import (
     span,
 )
 from analyzer.report.overview import (
-    TABLE_HEADER,
     fleet_order,
-    row_cells,
     summary_line,
-    table_rows,
 )
 from analyzer.rulebook.events import Event
 from analyzer.verdict.diagnosis import Diagnosis, JobState
@@ -70,11 +69,6 @@ _EVIDENCE_CHARS = 140
 # Below this many cells for its text, an evidence line is folded rather than cut to nothing.
 _EVIDENCE_MIN = 32
 _NARROWEST = 20  # a console narrower than this is laid out as if it were this wide
-_TABLE_GAP = "  "
-_NUMERIC = frozenset({"ATTEMPTS", "RETRIES", "RESTARTS"})
-# Dropped in this order when the table does not fit a terminal; the cause keeps this much.
-_SPARE_COLUMNS = ("RETRIES", "LAST SEEN (UTC)")
-_CAUSE_MIN = 24
 
 
 def _log_text(text: str) -> str:
@@ -170,14 +164,12 @@ class _Layout:
 
 def _verdict(diagnosis: Diagnosis) -> Text:
     line = Text("job ", style="bold")
-    line.append(_log_text(diagnosis.job_id or "(job id not in the logs)"), style="bold")
-    if diagnosis.trial:
-        line.append(_log_text(f" trial {diagnosis.trial}"), style="bold")
+    # The label and the counts every report prints (analyzer.report.facts).
+    line.append(_log_text(job_label(diagnosis)), style="bold")
     line.append("  ")
     line.append(short_state(diagnosis), style=_STATE_STYLE.get(diagnosis.state, "bold cyan"))
     line.append(f" ({observed_word(diagnosis)})  ")
-    retries = plural(diagnosis.retries, "retry").replace("retrys", "retries")
-    line.append(f"{plural(diagnosis.attempts, 'attempt')}, {retries}  ")
+    line.append(f"{counts_phrase(diagnosis)}  ")
     line.append(_log_text(cause_phrase(diagnosis)), style="bold" if diagnosis.cause else "dim")
     return line
 
@@ -274,53 +266,10 @@ def _workers(layout: _Layout, diagnosis: Diagnosis) -> None:
 
 
 def _table(layout: _Layout, diagnoses: Sequence[Diagnosis]) -> None:
-    rows = table_rows(diagnoses)
-    header = list(TABLE_HEADER)
-    cells = [[_log_text(cell) for cell in row_cells(row)] for row in rows]
+    # Laid out by analyzer.report.table: every column kept, cells folded on a terminal.
+    from analyzer.report.table import table_lines
 
-    def widths() -> list[int]:
-        return [
-            max([cell_len(head)] + [cell_len(c[i]) for c in cells]) for i, head in enumerate(header)
-        ]
-
-    sizes = widths()
-    if layout.wrap:
-        # On a narrow terminal rows stay one line each: the columns a reader can spare go
-        # first (retries are attempts - 1; the rows are already in time order), then the
-        # cause gives way in its middle.
-        for spare in _SPARE_COLUMNS:
-            fixed = sum(sizes[:-1]) + len(_TABLE_GAP) * (len(sizes) - 1)
-            if layout.width - fixed >= min(sizes[-1], _CAUSE_MIN):
-                break
-            drop = header.index(spare)
-            del header[drop]
-            for values in cells:
-                del values[drop]
-            sizes = widths()
-        fixed = sum(sizes[:-1]) + len(_TABLE_GAP) * (len(sizes) - 1)
-        sizes[-1] = min(sizes[-1], max(layout.width - fixed, len(header[-1])))
-
-    def cell(index: int, text: str, detail: str | None = None) -> str:
-        fitted = text
-        if cell_len(text) > sizes[index]:
-            # A cause too long for its column: its detail alone says the most.
-            short = detail if detail and cell_len(detail) <= sizes[index] else text
-            fitted = shorten_middle(short, sizes[index])
-        pad = " " * (sizes[index] - cell_len(fitted))
-        return pad + fitted if header[index] in _NUMERIC else fitted + pad
-
-    title = Text(_TABLE_GAP.join(cell(i, h) for i, h in enumerate(header)).rstrip())
-    title.stylize("bold")
-    layout.line(title)
-    for row, values in zip(rows, cells, strict=True):
-        line = Text()
-        for index, value in enumerate(values):
-            if index:
-                line.append(_TABLE_GAP)
-            style = _STATE_STYLE.get(row.state, "bold cyan") if header[index] == "STATE" else ""
-            detail = row.detail if header[index] == "CAUSE" else None
-            line.append(cell(index, value, detail), style=style)
-        line.rstrip()
+    for line in table_lines(diagnoses, layout.width if layout.wrap else None):
         layout.line(line)
 
 
@@ -374,7 +323,7 @@ def render_text(analysis: Analysis, console: Console, *, wrap: bool | None = Non
     if not ordered:
         console.print("No job found in the inputs.", markup=False)
     if len(ordered) > 1:
-        layout.line(Text(summary_line(ordered), style="bold"))
+        layout.folded(Text(), Text(summary_line(ordered), style="bold"), 2)
         layout.line(Text())
         _table(layout, ordered)
         layout.line(Text())
