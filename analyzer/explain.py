@@ -91,7 +91,12 @@ class Explanation:
 
 def _primary(matches: tuple[RuleMatch, ...]) -> RuleMatch:
     """The match that says most: a failure before a finer detail before a lifecycle event."""
-    for kind in (EventKind.ERROR, EventKind.DETAIL, EventKind.CREATION_REFUSED):
+    for kind in (
+        EventKind.ERROR,
+        EventKind.DETAIL,
+        EventKind.CREATION_REFUSED,
+        EventKind.JOB_STATE,  # (the SDK's state line names its job too)
+    ):
         for match in matches:
             if match.kind is kind:
                 return match
