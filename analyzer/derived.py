@@ -47,6 +47,9 @@ _DERIVED: dict[tuple[EventKind, str], tuple[str, Callable[[str], str | None]]] =
     (EventKind.JOB_STATE, "state_code"): ("state", lambda code: _state_name(int(code))),
     (EventKind.JOB_STATE, "run"): ("state", _RUN_STATES.get),
     (EventKind.CREATION_REFUSED, "http_status"): ("status", _HTTP_STATUSES.get),
+    # googleapiclient's HttpError (its own group: one name per alternative keeps the pattern
+    # in the syntax the long-text windows read, rulebook/windows.py).
+    (EventKind.CREATION_REFUSED, "http_error"): ("status", _HTTP_STATUSES.get),
 }
 _KINDS = frozenset(kind for kind, _ in _DERIVED)
 

@@ -127,10 +127,11 @@ def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en")
     if not matches:
         # A fragment (exit code 137, Killed, OOMKilled): read as diagnose would read it with
         # the fragment rules (a bare exit 137 is a kill without a traceback, say).
-        book = fragment_book()
+        books = (book, fragment_book())
+        book = books[1]
         matches = book.match(message)
+        nearest = () if matches else nearest_rules(message, books)
     if not matches:
-        nearest = nearest_rules(message, book)  # (the fragments' book: every rule)
         return Explanation(
             message, None, None, None, None, (), nearest=nearest, paste_instead=PASTE_INSTEAD
         )
