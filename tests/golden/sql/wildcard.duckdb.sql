@@ -200,7 +200,7 @@ FROM (
       )
       OR REGEXP_MATCHES(
         LOWER(text),
-        '403|accelerators|ai\-platform|arguments|attempts|barrier|batchpredictionjobs|bootdisksizegb|bus|cancelled|checkpoint|clean|cleaning|command|completed|containerd|creating|cuda|cuda\_error\_out\_of\_memory|current|currently|custom\-jobs|customjobs|dag|directory|distbackenderror|diststoreerror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|httperror|hyperparametertuningjobs|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissiondenied|permissionerror|pipelinejobs|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|trainingpipelines|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
+        '403|accelerators|ai\-platform|arguments|attempts|barrier|batchpredictionjobs|bootdisksizegb|bus|cancelled|checkpoint|clean|cleaning|command|completed|containerd|creating|cuda|cuda\_error\_out\_of\_memory|current|currently|custom\-jobs|customjobs|dag|directory|distbackenderror|diststoreerror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|httperror|hyperparametertuningjobs|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|managed|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissiondenied|permissionerror|pipelinejobs|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|trainingpipelines|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
       )
     )
 )
@@ -615,9 +615,11 @@ WHERE
     )
   )
   OR (
-    STRPOS(lowered, 'completed') > 0
+    (
+      STRPOS(lowered, 'completed') > 0 OR STRPOS(lowered, 'managed') > 0
+    )
     AND REGEXP_MATCHES(
       folded,
-      '\b[A-Z]\w* run (?P<run>completed)\. ?Resource name: ?projects/[^/\s]+/locations/[^/\s]+/(?:(?:customJobs|hyperparameterTuningJobs|trainingPipelines)/(?:(?P<job_id>[0-9]+)\b|\S+)|pipelineJobs/(?:(?P<job_id>[a-z][a-z0-9-]*)\b|\S+))'
+      '\b[A-Z]\w* run (?P<run>completed)\. ?Resource name: ?projects/[^/\s]+/locations/[^/\s]+/(?:(?:customJobs|hyperparameterTuningJobs|trainingPipelines)/(?:(?P<job_id>[0-9]+)\b|\S+)|pipelineJobs/(?:(?P<job_id>[a-z][a-z0-9-]*)\b|\S+))|\bTraining (?P<run>did not produce a Managed Model) returning None\. ?Training Pipeline projects/[^/\s]+/locations/[^/\s]+/trainingPipelines/(?:(?P<job_id>[0-9]+)\b|\S+)'
     )
   );
