@@ -36,7 +36,9 @@ STATE_NAMES = (
 # "<Class> run completed.": jobs._block_until_complete logs it when the state is not one of
 # _JOB_ERROR_STATES (FAILED, CANCELLED), training_jobs._block_until_complete only after
 # _raise_failure found no error: the run succeeded.
-_RUN_STATES = {"completed": "SUCCEEDED"}
+# A training pipeline without a model to upload logs "Training did not produce a Managed Model
+# returning None." instead, and only after _get_model's _block_until_complete found no failure.
+_RUN_STATES = {"completed": "SUCCEEDED", "did not produce a Managed Model": "SUCCEEDED"}
 
 
 # google.rpc's status of an API error's HTTP code (AIP-193's mapping; 400 may also be
@@ -47,6 +49,9 @@ _DERIVED: dict[tuple[EventKind, str], tuple[str, Callable[[str], str | None]]] =
     (EventKind.JOB_STATE, "state_code"): ("state", lambda code: _state_name(int(code))),
     (EventKind.JOB_STATE, "run"): ("state", _RUN_STATES.get),
     (EventKind.CREATION_REFUSED, "http_status"): ("status", _HTTP_STATUSES.get),
+    # googleapiclient's HttpError (its own group: one name per alternative keeps the pattern
+    # in the syntax the long-text windows read, rulebook/windows.py).
+    (EventKind.CREATION_REFUSED, "http_error"): ("status", _HTTP_STATUSES.get),
 }
 _KINDS = frozenset(kind for kind, _ in _DERIVED)
 

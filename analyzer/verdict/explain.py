@@ -91,7 +91,12 @@ class Explanation:
 
 def _primary(matches: tuple[RuleMatch, ...]) -> RuleMatch:
     """The match that says most: a failure before a finer detail before a lifecycle event."""
-    for kind in (EventKind.ERROR, EventKind.DETAIL, EventKind.CREATION_REFUSED):
+    for kind in (
+        EventKind.ERROR,
+        EventKind.DETAIL,
+        EventKind.CREATION_REFUSED,
+        EventKind.JOB_STATE,  # (the SDK's state line names its job too)
+    ):
         for match in matches:
             if match.kind is kind:
                 return match
@@ -122,10 +127,11 @@ def explain(message: str, book: RuleBook, policy: RetryPolicy, lang: str = "en")
     if not matches:
         # A fragment (exit code 137, Killed, OOMKilled): read as diagnose would read it with
         # the fragment rules (a bare exit 137 is a kill without a traceback, say).
-        book = fragment_book()
+        books = (book, fragment_book())
+        book = books[1]
         matches = book.match(message)
+        nearest = () if matches else nearest_rules(message, books)
     if not matches:
-        nearest = nearest_rules(message, book)  # (the fragments' book: every rule)
         return Explanation(
             message, None, None, None, None, (), nearest=nearest, paste_instead=PASTE_INSTEAD
         )

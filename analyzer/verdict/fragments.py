@@ -11,6 +11,7 @@ words the message shares, and :data:`PASTE_INSTEAD` says what to paste.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 
 from analyzer.rulebook import RuleBook
@@ -44,22 +45,24 @@ _MOST_NEAREST = 3
 
 @cache
 def fragment_book() -> RuleBook:
-    """The built-in rules and those of ``rules/fragments/`` (validated like any rules)."""
-    return RuleBook.load([builtin_rules_dir() / FRAGMENTS_DIR])
+    """The rules of ``rules/fragments/`` alone (validated like any rules; the directory
+    declares its own placeholders): the rule book's own rules, the user's among them, are
+    not read again behind them."""
+    return RuleBook.load([builtin_rules_dir() / FRAGMENTS_DIR], builtin=False)
 
 
 def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower())) - _COMMON
 
 
-def nearest_rules(message: str, book: RuleBook) -> tuple[str, ...]:
-    """The ids of the rules of ``book`` whose templates or literals share most words with
+def nearest_rules(message: str, books: Sequence[RuleBook]) -> tuple[str, ...]:
+    """The ids of the rules of ``books`` whose templates or literals share most words with
     ``message``, best first: at most three, none when no word is shared."""
     said = _words(message)
     if not said:
         return ()
     scores: dict[str, int] = {}
-    for rule in book.rules:
+    for rule in (rule for book in books for rule in book.rules):
         words: set[str] = set()
         for template in rule.templates:
             # A raw pattern's words too, its escapes (\b, \d, \.) and group names read away.

@@ -305,7 +305,7 @@ FROM (
       )
       OR REGEXP_MATCHES(
         LOWER(text),
-        '403|accelerators|ai\-platform|arguments|attempts|barrier|batchpredictionjobs|bootdisksizegb|bus|cancelled|checkpoint|clean|cleaning|command|containerd|creating|cuda|cuda\_error\_out\_of\_memory|currently|custom\-jobs|customjobs|dag|directory|distbackenderror|diststoreerror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissiondenied|permissionerror|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
+        '403|accelerators|ai\-platform|arguments|attempts|barrier|batchpredictionjobs|bootdisksizegb|bus|cancelled|checkpoint|clean|cleaning|command|completed|containerd|creating|cuda|cuda\_error\_out\_of\_memory|current|currently|custom\-jobs|customjobs|dag|directory|distbackenderror|diststoreerror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|httperror|hyperparametertuningjobs|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|managed|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissiondenied|permissionerror|pipelinejobs|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|trainingpipelines|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
       )
     )
 )
@@ -432,6 +432,13 @@ WHERE
     AND REGEXP_MATCHES(
       folded,
       'Replicas\s*low\s*on\s*memory\s*:\s*(?P<POOL_NAME_0>(?:workerpool[0-9]+|master|worker|ps|evaluator))\s*\.\s*Specify\s*a\s*machine\s*with\s*larger\s*memory\s*and\s*try\s*again(?:\s*\.)?'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'replicas') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Replicas\s*low\s*on\s*memory\s*:\s*(?P<POOL_NAME_0>(?:workerpool[0-9]+|master|worker|ps|evaluator))(?:\s*\.)?'
     )
   )
   OR (
@@ -640,19 +647,6 @@ WHERE
     )
   )
   OR (
-    (
-      STRPOS(lowered, 'jobstate') > 0
-      OR STRPOS(lowered, 'job_state') > 0
-      OR STRPOS(lowered, 'succeeded') > 0
-      OR STRPOS(lowered, 'failed') > 0
-      OR STRPOS(lowered, 'cancelled') > 0
-    )
-    AND REGEXP_MATCHES(
-      folded,
-      '(?:\bJobState\.|\bstatus |^state: ?|\bcurrent state: ?)JOB_STATE_(?P<state>[A-Z_]+)\b|^state: ?(?P<state>SUCCEEDED|FAILED|CANCELLED)$|^\$ state ?: chr "(?P<state>SUCCEEDED|FAILED|CANCELLED)"$|^Job: \S+ \((?P<state>SUCCEEDED|FAILED|CANCELLED)\)$'
-    )
-  )
-  OR (
     STRPOS(lowered, 'failed') > 0
     AND REGEXP_MATCHES(
       folded,
@@ -680,10 +674,12 @@ WHERE
       OR STRPOS(lowered, 'creating') > 0
       OR STRPOS(lowered, 'quota') > 0
       OR STRPOS(lowered, 'permissiondenied') > 0
+      OR STRPOS(lowered, 'resource_exhausted') > 0
+      OR STRPOS(lowered, 'httperror') > 0
     )
     AND REGEXP_MATCHES(
       folded,
-      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\b(?P<sdk_status>ResourceExhausted: ?429|InvalidArgument: ?400)\b|\bcode=(?P<pipeline_status>INVALID_ARGUMENT|RESOURCE_EXHAUSTED)\b(?:\S* ){0,60}?\S*?\bFailed to create custom job\b|\b(?P<denied>PermissionDenied: ?403) Permission denied on resource project\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b'
+      '(?:\(gcloud\.[a-z0-9_.-]+\) |"status": ?"|StatusCode\.)(?P<status>RESOURCE_EXHAUSTED|INVALID_ARGUMENT)\b|\b(?P<sdk_status>ResourceExhausted: ?429|InvalidArgument: ?400)\b|\bcode=(?P<pipeline_status>INVALID_ARGUMENT|RESOURCE_EXHAUSTED)\b(?:\S* ){0,60}?\S*?\bFailed to create custom job\b|\b(?P<denied>PermissionDenied: ?403) Permission denied on resource project\b|\b429 Quota exceeded\b|\bError creating the job\b|\bQuota failure for project\b|^(?P<http_status>429|400) (?:RESOURCE_EXHAUSTED|INVALID_ARGUMENT): |<HttpError (?P<http_error>429|400) when requesting https://(?:ml|[a-z0-9-]*aiplatform)\.googleapis\.com/v1(?:beta1)?/projects/[^/\s]+/(?:locations/[^/\s]+/)?(?:jobs|customJobs|hyperparameterTuningJobs|trainingPipelines)\?'
     )
   )
   OR (
@@ -694,6 +690,9 @@ WHERE
     (
       STRPOS(lowered, 'ml_job') > 0
       OR STRPOS(lowered, 'customjobs') > 0
+      OR STRPOS(lowered, 'hyperparametertuningjobs') > 0
+      OR STRPOS(lowered, 'trainingpipelines') > 0
+      OR STRPOS(lowered, 'pipelinejobs') > 0
       OR STRPOS(lowered, 'submitted') > 0
       OR STRPOS(lowered, 'jobid') > 0
       OR STRPOS(lowered, 'job_id') > 0
@@ -703,6 +702,29 @@ WHERE
     )
     AND REGEXP_MATCHES(
       folded,
-      'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\bcustomJobs/(?P<job_id>[0-9]+)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)|\bJob \x27(?P<job_id>[A-Za-z0-9_-]+)\x27 is currently running|\bgcloud (?:(?:beta|alpha) )?ai custom-jobs (?:describe|stream-logs|cancel) (?:--?[a-z][a-z-]*(?:=\S+)? )*(?P<job_id>[0-9]{6,})\b|\bgcloud (?:(?:beta|alpha) )?ai-platform jobs (?:describe|stream-logs|cancel) (?:--?[a-z][a-z-]*(?:=\S+)? )*(?P<job_id>[A-Za-z][A-Za-z0-9_]*)(?:\s|$)'
+      'ml_job(?:%2F|/)job_id(?:%2F|/)(?P<job_id>[A-Za-z0-9_-]+)|\b(?:customJobs|hyperparameterTuningJobs|trainingPipelines)/(?P<job_id>[0-9]+)\b|\bpipelineJobs/(?P<job_id>[a-z][a-z0-9-]*)\b|\bJob \[(?P<job_id>[A-Za-z0-9_-]+)\] submitted successfully|^jobId: ?(?P<job_id>[A-Za-z0-9_-]+)$|^\$ jobId ?: chr "(?P<job_id>[A-Za-z0-9_-]+)"$|ml\.googleapis\.com%2Fjob_id%2F(?P<job_id>[A-Za-z0-9_-]+)|\bJob \x27(?P<job_id>[A-Za-z0-9_-]+)\x27 is currently running|\bgcloud (?:(?:beta|alpha) )?ai custom-jobs (?:describe|stream-logs|cancel) (?:--?[a-z][a-z-]*(?:=\S+)? )*(?P<job_id>[0-9]{6,})\b|\bgcloud (?:(?:beta|alpha) )?ai-platform jobs (?:describe|stream-logs|cancel) (?:--?[a-z][a-z-]*(?:=\S+)? )*(?P<job_id>[A-Za-z][A-Za-z0-9_]*)(?:\s|$)'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'jobstate') > 0
+      OR STRPOS(lowered, 'job_state') > 0
+      OR STRPOS(lowered, 'succeeded') > 0
+      OR STRPOS(lowered, 'failed') > 0
+      OR STRPOS(lowered, 'cancelled') > 0
+      OR STRPOS(lowered, 'current') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      '\b(?:(?:customJobs|hyperparameterTuningJobs|trainingPipelines)/(?:(?P<job_id>[0-9]+)|\S+)|pipelineJobs/(?:(?P<job_id>[a-z][a-z0-9-]*)|\S+)) current state: ?(?:(?:(?:JobState|PipelineState)\.)?(?:JOB|PIPELINE)_STATE_(?P<state>[A-Z_]+)\b|(?P<state_code>[0-9]{1,2})\s*$)|(?:\bJobState\.|\bstatus |^state: ?|\bcurrent state: ?)JOB_STATE_(?P<state>[A-Z_]+)\b|^state: ?(?P<state>SUCCEEDED|FAILED|CANCELLED)$|^\$ state ?: chr "(?P<state>SUCCEEDED|FAILED|CANCELLED)"$|^Job: \S+ \((?P<state>SUCCEEDED|FAILED|CANCELLED)\)$'
+    )
+  )
+  OR (
+    (
+      STRPOS(lowered, 'completed') > 0 OR STRPOS(lowered, 'managed') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      '\b[A-Z]\w* run (?P<run>completed)\. ?Resource name: ?projects/[^/\s]+/locations/[^/\s]+/(?:(?:customJobs|hyperparameterTuningJobs|trainingPipelines)/(?:(?P<job_id>[0-9]+)\b|\S+)|pipelineJobs/(?:(?P<job_id>[a-z][a-z0-9-]*)\b|\S+))|\bTraining (?P<run>did not produce a Managed Model) returning None\. ?Training Pipeline projects/[^/\s]+/locations/[^/\s]+/trainingPipelines/(?:(?P<job_id>[0-9]+)\b|\S+)'
     )
   );
