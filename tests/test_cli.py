@@ -179,7 +179,13 @@ def test_explain_in_hebrew_with_damaged_text() -> None:
 
 def test_explain_reads_stdin_and_says_unknown() -> None:
     code, out, _ = run("explain", "--format", "json", stdin="all good here\n")
-    assert code == 1 and json.loads(out) == {"matched": False, "message": "all good here\n"}
+    said = json.loads(out)
+    assert code == 1 and said["matched"] is False and said["message"] == "all good here\n"
+    assert (
+        said["nearest_rules"] == [] and "Paste the whole failure message" in said["paste_instead"]
+    )
+    code, text, _ = run("explain", stdin="all good here\n")
+    assert code == 1 and "No rule knows this message." in text and "Paste the whole" in text
 
 
 def test_explain_japanese_explanation_for_a_stockout() -> None:

@@ -20,11 +20,11 @@ CASES = [
     # A value that is not one of an option's choices: the option, the value, the choices.
     (
         ["diagnose", "--format", "xml", SAMPLE],
-        "--format: 'xml' is not one of text, json, jsonl, yaml, markdown, table",
+        "--format: 'xml' is not one of text, json, jsonl, yaml, markdown, table, wide",
     ),
     (
         ["diagnose", "-f", "JSON", SAMPLE],
-        "--format: 'JSON' is not one of text, json, jsonl, yaml, markdown, table",
+        "--format: 'JSON' is not one of text, json, jsonl, yaml, markdown, table, wide",
     ),
     (
         ["diagnose", "--fail-on=sometimes", SAMPLE],
@@ -72,7 +72,7 @@ def test_the_console_script_says_it_in_one_line_too() -> None:
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
-        "jobdoctor: --format: 'xml' is not one of text, json, jsonl, yaml, markdown, table\n"
+        "jobdoctor: --format: 'xml' is not one of text, json, jsonl, yaml, markdown, table, wide\n"
     )
 
 

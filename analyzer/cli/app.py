@@ -573,6 +573,17 @@ def explain(
 Line = list[tuple[str, str]]
 
 
+def _unknown_lines(nearest: Sequence[str], paste_instead: str | None) -> list[Line]:
+    """What explain says of a message no rule knows: the rules whose words it shares, and what
+    to paste instead."""
+    lines: list[Line] = [[("No rule knows this message.", "")]]
+    if nearest:
+        lines.append([("nearest rules: " + ", ".join(nearest), "dim")])
+    if paste_instead:
+        lines.append([(paste_instead, "")])
+    return lines
+
+
 def _explanation_lines(result: object) -> list[Line]:
     """What ``jobdoctor explain`` prints, line by line, with the styles a terminal shows."""
     from analyzer.report.controls import visible
@@ -580,7 +591,7 @@ def _explanation_lines(result: object) -> list[Line]:
 
     assert isinstance(result, Explanation)
     if result.match is None:
-        return [[("No rule knows this message.", "")]]
+        return _unknown_lines(result.nearest, result.paste_instead)
     match = result.match
     kind = match.category.value if match.category else match.kind.value
     lines: list[Line] = [[(kind, "bold"), (f"  (rule {match.rule}, language {match.lang})", "dim")]]

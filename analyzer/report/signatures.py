@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from analyzer.classify.tracebacks import ExceptionInfo, exception_from_events
 from analyzer.ingest.records import Origin
 from analyzer.report.facts import attempt_hours
+from analyzer.report.redact import shown
 from analyzer.rulebook.events import Category, EventKind
 from analyzer.timeline.attempts import Attempt
 from analyzer.verdict.diagnosis import Cause, Diagnosis, JobState
@@ -77,8 +78,9 @@ def normalise(message: str) -> str:
     """``message`` with its variable parts replaced: times by ``<time>``, what is under a
     bucket or a local path's top directory by ``gs://BUCKET/<path>`` and ``/DIR/<path>``,
     UUIDs by ``<id>``, hex by ``<hex>``, sizes by ``<size>``, numbers by ``<n>``; whitespace
-    folded, cut to 200 characters. Idempotent."""
-    text = _SPACES.sub(" ", message).strip()
+    folded, cut to 200 characters; a secret in it cut out first (before a number of it is
+    replaced, which would leave the rest unrecognisable). Idempotent."""
+    text = _SPACES.sub(" ", shown(message)).strip()
     for pattern, replacement in _VARIABLE:
         text = pattern.sub(replacement, text)
     if len(text) <= _MESSAGE_CHARS:
