@@ -184,7 +184,7 @@ def test_an_unreachable_scheduler_is_one_line(monkeypatch: pytest.MonkeyPatch) -
     [
         (("--dask", "somewhere", "sample_logs/success.jsonl"), "--dask somewhere: give 'local'"),
         (
-            ("--dask", "local", "--project", "p", "--job-id", "1"),
+            ("--dask", "local", "--project", "acme-ml-prod", "--job-id", "1"),
             "--dask scans files and gs:// trees, not live logs",
         ),
         (
