@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from analyzer.ingest.records import InputStats
-from analyzer.report.controls import visible
+from analyzer.report.controls import csv_cell, visible
 from analyzer.report.facts import (
     OUTCOMES,
     clock,
@@ -388,6 +388,9 @@ def _csv_value(value: object) -> str:
         return f"{value.total_seconds():g}"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str):
+        # Log text, job ids and paths: shown safely to a spreadsheet (issue 31, point 4).
+        return str(csv_cell(value))
     return str(value)
 
 
