@@ -13,6 +13,7 @@ import gc
 import inspect
 import io
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -561,10 +562,12 @@ def explain(
 
             sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
         elif _styled(color):
-            _print_lines(_explanation_lines(result), console(color))
+            _print_lines(_explanation_lines(result), console(color), fold=sys.stdout.isatty())
         else:  # what rich writes off a terminal: the pieces, unstyled, never wrapped
-            lines = _explanation_lines(result)
-            sys.stdout.write("".join("".join(p for p, _ in line) + "\n" for line in lines))
+            plain = ["".join(p for p, _ in line) for line in _explanation_lines(result)]
+            if sys.stdout.isatty():  # a terminal without colour: folded as rich folds
+                plain = _folded(plain, shutil.get_terminal_size().columns)
+            sys.stdout.write("".join(line + "\n" for line in plain))
     if not result.matched:
         raise SystemExit(1)
 
@@ -626,15 +629,42 @@ def _explanation_lines(result: object) -> list[Line]:
     return lines
 
 
-def _print_lines(lines: Sequence[Line], console: Console) -> None:
-    """``lines`` through rich: styled on a terminal, never wrapped (soft wrap)."""
+def _print_lines(lines: Sequence[Line], console: Console, *, fold: bool = False) -> None:
+    """``lines`` through rich, styled; ``fold``: at word boundaries to the terminal's width,
+    each folded line under the start of its text (as ``diagnose`` folds), else never
+    wrapped (soft wrap)."""
     from rich.text import Text
 
     for line in lines:
         text = Text()
         for piece, style in line:
             text.append(piece, style=style)
-        console.print(text, soft_wrap=True)
+        if not fold:
+            console.print(text, soft_wrap=True)
+            continue
+        hang = _hanging(text.plain)
+        for index, part in enumerate(text.wrap(console, max(20, console.width - len(hang)))):
+            console.print(Text(hang) + part if index else part, soft_wrap=True)
+
+
+def _hanging(line: str) -> str:
+    """The indent of a folded line's continuation: under its text (after ``→ ``)."""
+    indent = len(line) - len(line.lstrip(" "))
+    return " " * (indent + (2 if line.lstrip(" ").startswith("→ ") else 0))
+
+
+def _folded(lines: Sequence[str], width: int) -> list[str]:
+    """``lines`` folded at word boundaries to ``width`` columns, continuations hanging under
+    the text (:func:`_hanging`); a word longer than a line is cut."""
+    import textwrap
+
+    folded: list[str] = []
+    for line in lines:
+        hang = _hanging(line)
+        folded += textwrap.wrap(
+            line, max(20, width), subsequent_indent=hang, break_on_hyphens=False
+        ) or [line]
+    return folded
 
 
 def _styled(color: ColorMode) -> bool:
