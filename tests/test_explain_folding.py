@@ -29,3 +29,16 @@ def test_a_folded_line_hangs_under_its_text() -> None:
     folded = _folded([line], 40)
     assert folded[0].startswith("  → ") and all(f.startswith("    w") for f in folded[1:])
     assert all(len(f) <= 40 for f in folded)
+
+
+@pytest.mark.parametrize("command", ["diagnose", "report", "classify", "explain", "sql"])
+@pytest.mark.parametrize("width", [50, 80])
+def test_help_never_breaks_a_choice_in_a_word(command: str, width: int) -> None:
+    """``--help`` folds an option's choices between two values (issue 33, point 5)."""
+    import re
+
+    shown = run_in_terminal([command, "--help"], width=width)
+    assert shown.code == 0
+    assert "<" in shown.text  # an option of choices is there
+    # Every value follows a "| " or the "<": a fold can fall only at the space.
+    assert re.search(r"\|\S", shown.text) is None, shown.text

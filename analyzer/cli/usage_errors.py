@@ -107,7 +107,12 @@ class OneLineGroup(TyperGroup):
 
 
 class OneLineCommand(TyperCommand):
-    """typer's command, its usage errors (a bad value, a missing argument) one line."""
+    """typer's command, its usage errors (a bad value, a missing argument) one line, and its
+    choices shown in ``--help`` so that a narrow terminal folds them between two values."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        spaced_choices(self.params)
 
     def make_context(
         self,
@@ -118,3 +123,13 @@ class OneLineCommand(TyperCommand):
     ) -> click_core.Context:
         with _one_line_usage_errors(_command_of(parent, info_name)):
             return super().make_context(info_name, args, parent, **extra)
+
+
+def spaced_choices(params: list[click_core.Parameter]) -> None:
+    """Give each option of a few choices (``--format``) a metavar with a space after each
+    ``|``: rich folds ``--help``'s column at spaces, and never inside a value (``t`` then
+    ``able``, issue 33 point 5)."""
+    for param in params:
+        choices = getattr(param.type, "choices", None)
+        if param.param_type_name == "option" and choices and param.metavar is None:
+            param.metavar = "<" + "| ".join(str(c) for c in choices) + ">"
