@@ -195,3 +195,28 @@ def _number(cell: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def test_no_name_forges_a_line(tmp_path: Path) -> None:
+    """A line break in a job id or a file name is shown as ``\\n`` in every text output,
+    never as a line of its own (issue 31, point 6)."""
+    forged = "FORGED job 1 SUCCEEDED"
+    out: list[str] = []
+    for line in SAMPLE.read_text().splitlines():
+        entry = json.loads(line)
+        entry["resource"]["labels"]["job_id"] = f"1597\n{forged}"
+        out.append(json.dumps(entry))
+    path = tmp_path / f"logs\n{forged}.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    for args in [
+        ("diagnose",),
+        ("diagnose", "-f", "table"),
+        ("diagnose", "-f", "markdown"),
+        ("diagnose", "-q"),
+        ("report", "-f", "markdown"),
+    ]:
+        code, written, err = run(*args, str(path))
+        assert code == 0, err
+        starts = [line.lstrip(" #>-|*`") for line in (written + err).splitlines()]
+        assert not any(line.startswith("FORGED") for line in starts), (args, written, err)
+        assert "\\nFORGED" in written + err, args

@@ -103,9 +103,9 @@ def say(message: str) -> None:
     """One line on stderr, never wrapped (scripts grep it); a path or text from a log in it
     shows its control characters rather than sending them to the terminal, and a token or
     password in it (a server's echo, a URL's ``user:pass@``) is cut out."""
-    from analyzer.report.controls import visible
+    from analyzer.report.controls import one_line
 
-    sys.stderr.write(f"jobdoctor: {visible(message)}\n")
+    sys.stderr.write(f"jobdoctor: {one_line(message)}\n")
 
 
 @contextmanager

@@ -65,3 +65,13 @@ def csv_cell(value: object) -> object:
         return value
     text = visible(value)
     return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def one_line(text: str) -> str:
+    """A name from the input (a file name, a job id, a project) or a one-line message, as
+    :func:`visible` shows it and with its line breaks and tabs escaped too (``\\n``): a name
+    never starts a line of its own, so it cannot forge one (issue 31, point 6)."""
+    shown_text = visible(text)
+    if "\n" not in shown_text and "\t" not in shown_text:
+        return shown_text
+    return shown_text.replace("\n", "\\n").replace("\t", "\\t")

@@ -8,6 +8,7 @@ from analyzer.ingest.entries import CUT_SHORT
 from analyzer.ingest.explorer_csv import CUT_ROW
 from analyzer.ingest.lines import LONG_LINE
 from analyzer.ingest.records import InputStats, Origin
+from analyzer.report.controls import one_line
 from analyzer.rulebook.events import Event, EventKind
 from analyzer.verdict.diagnosis import (
     Diagnosis,
@@ -216,7 +217,8 @@ def job_label(diagnosis: Diagnosis) -> str:
     else:
         origin = _first_origin(diagnosis)
         label = f"{NO_ID} {origin.path}:{origin.line}" if origin is not None else NO_ID
-    return f"{label} trial {diagnosis.trial}" if diagnosis.trial else label
+    # A name from the input, shown on one line whatever it holds (a forged line break).
+    return one_line(f"{label} trial {diagnosis.trial}" if diagnosis.trial else label)
 
 
 def _first_origin(diagnosis: Diagnosis) -> Origin | None:

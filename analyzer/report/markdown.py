@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from analyzer.report.controls import visible
+from analyzer.report.controls import one_line, visible
 from analyzer.report.facts import (
     clock,
     depth_facts,
@@ -36,7 +36,7 @@ def _cell(text: str) -> str:
 
 def _code(text: str) -> str:
     """``text`` inside a code span: only a backtick, a pipe or a line break could leave it."""
-    return _LINE_BREAK.sub(" ", visible(text).replace("`", "'").replace("|", "\\|"))
+    return one_line(text).replace("`", "'").replace("|", "\\|")
 
 
 def _overview(diagnoses: Sequence[Diagnosis]) -> list[str]:

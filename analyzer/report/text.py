@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
-from analyzer.report.controls import visible
+from analyzer.report.controls import one_line, visible
 from analyzer.report.facts import (
     cause_phrase,
     clock,
@@ -196,7 +196,7 @@ def _evidence(layout: _Layout, diagnosis: Diagnosis) -> None:
     )
     for index, (origin, event) in enumerate(evidence):
         label = "evidence" if index == 0 else ""
-        body = _Text(str(origin), style="cyan")
+        body = _Text(one_line(str(origin)), style="cyan")
         if event is None:
             layout.labelled(label, body)
             continue
