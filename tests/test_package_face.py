@@ -111,7 +111,7 @@ def _printed_order(*args: str) -> list[tuple[str | None, str]]:
     code, out, _ = run("diagnose", "-q", *args)
     assert code == 0
     found = [
-        re.match(r"job (\d+|\(job id not in the logs\))\s+(\w+)", line) for line in out.splitlines()
+        re.match(r"job (\d+|\(no id\) \S+)\s+(\w+)", line) for line in out.splitlines()
     ]
     assert all(found), out
     return [
