@@ -54,7 +54,11 @@ def test_shell_completion_is_offered() -> None:
     [
         ("jobdoctor diag", 1, ["diagnose"]),
         ("jobdoctor diagnose --form", 2, ["--format"]),
-        ("jobdoctor diagnose --format ", 3, ["text", "json", "jsonl", "yaml", "markdown", "table"]),
+        (
+            "jobdoctor diagnose --format ",
+            3,
+            ["text", "json", "jsonl", "yaml", "markdown", "table", "wide"],
+        ),
         ("jobdoctor diagnose --fail-on n", 3, ["not-succeeded", "never"]),
     ],
 )

@@ -110,9 +110,7 @@ def _printed_order(*args: str) -> list[tuple[str | None, str]]:
     """(job id, state) of each verdict line of ``jobdoctor diagnose -q ARGS``, in order."""
     code, out, _ = run("diagnose", "-q", *args)
     assert code == 0
-    found = [
-        re.match(r"job (\d+|\(no id\) \S+)\s+(\w+)", line) for line in out.splitlines()
-    ]
+    found = [re.match(r"job (\d+|\(no id\) \S+)\s+(\w+)", line) for line in out.splitlines()]
     assert all(found), out
     return [
         (None if m[1].startswith("(") else m[1], f"JOB_STATE_{m[2]}")

@@ -13,7 +13,6 @@ pasted into an issue. The machine formats redact through the same module.
 from __future__ import annotations
 
 import re
-from html import escape
 
 from analyzer.report.redact import shown
 
@@ -42,6 +41,8 @@ def visible(text: str) -> str:
 def marked_html(text: str) -> str:
     """``text`` escaped for HTML, each control character shown as a marked escape, every
     secret cut out."""
+    from html import escape  # only the HTML report needs it (a JSON run loads no html)
+
     escaped = escape(shown(text), quote=True)
     if _CONTROL.search(escaped) is None:
         return escaped
