@@ -142,3 +142,9 @@ def test_a_placeholder_the_finding_lacks_is_a_file_line_error(tmp_path: Path) ->
         _read(tmp_path, _GOOD.replace("note: echoes", "note: newest-first"))
     assert str(raised.value).startswith(f"{tmp_path / 'notes.yaml'}:3: note 'newest-first'")
     assert "{path}" in str(raised.value)
+
+
+def test_the_constants_tests_look_for_are_the_tables_texts() -> None:
+    texts = read_texts(_texts_path(_rows_path()))
+    assert texts["in-progress"] == predict.IN_PROGRESS_NOTE
+    assert texts["taskless"] == predict.TASKLESS_NOTE

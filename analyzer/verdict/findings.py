@@ -72,6 +72,7 @@ class FindingKind(StrEnum):
     CUT_MESSAGE = "cut-message"  # the service's copied traceback stops before its exception
     COPIED_EXCEPTION = "copied-exception"  # the exception read from the service's copied tail
     CAUSE_DETAIL = "cause-detail"  # what the cause's finer detail says of the evidence
+    FATE = "fate"  # how the job's state was reached (read, predicted, unknown) and why
 
 
 # The fields each kind carries; rows may test only these (checked when rows are loaded).
@@ -111,6 +112,9 @@ FIELDS: Mapping[FindingKind, frozenset[str]] = {
     FindingKind.CUT_MESSAGE: frozenset({"replica"}),
     FindingKind.COPIED_EXCEPTION: frozenset({"type", "origin", "replica", "top_cut"}),
     FindingKind.CAUSE_DETAIL: frozenset({"detail", "exit_code", "signal", "replica"}),
+    FindingKind.FATE: frozenset(
+        {"why", "refusal", "message", "origin", "allowed", "observed", "category"}
+    ),
 }
 
 

@@ -60,7 +60,15 @@ from analyzer.verdict.diagnosis import (
     RecordedError,
     SpecCheck,
 )
-from analyzer.verdict.findings import Finding, FindingKind, Findings, Provenance, collect, finding
+from analyzer.verdict.findings import (
+    FieldValue,
+    Finding,
+    FindingKind,
+    Findings,
+    Provenance,
+    collect,
+    finding,
+)
 from analyzer.verdict.findings_job import (
     interrupted_wait,
     sdk_state_only,
@@ -457,10 +465,18 @@ _ERROR_CODE_NAMES = {
 }
 
 
+def _fate_finding(why: str, **fields: FieldValue) -> Finding:
+    """How the job's state was reached (``why``: a note row's ``fate.why``), with what the
+    note says of it (platform.md sections 2, 6, 8 and 9; rules/advice/notes.yaml)."""
+    return finding(FindingKind.FATE, Provenance.SERVICE, (), why=why, **fields)
+
+
+# platform.md section 8 (its text is note_texts.yaml's in-progress; kept for the tests).
 IN_PROGRESS_NOTE = "logs end while the job is still in progress"
 # platform.md section 9: the runner's start lines and "Task completed. Exit code (N)" mark a
 # process on some worker; only the primary's exit 0 is the job's success. A print without task
 # names (gcloud's value(timestamp,jsonPayload.message)) shows neither which one (issue 29).
+# (The note's text is note_texts.yaml's taskless; kept here for the tests that look for it.)
 TASKLESS_NOTE = (
     "the input names no task: its workers' start and exit lines cannot tell which replica"
     " exited or whether the primary finished, and no line of the service says how the job"
@@ -475,7 +491,8 @@ class _Fate:
     state: JobState
     final: bool
     attempts: int
-    notes: tuple[str, ...] = ()
+    # How the state was reached, each a fate finding the note rows say (rules/advice/notes.yaml).
+    notes: tuple[Finding, ...] = ()
     # Where the state was read (Provenance.source), "predicted" when replayed forward, None
     # when unknown (the JSON's state_source).
     source: str | None = None
@@ -542,7 +559,7 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
             JobState.UNSPECIFIED,
             False,
             0,
-            ("no lifecycle or failure message of this job is in the input: its state is unknown",),
+            (_fate_finding("unknown-state"),),
         )
     last = verdicts[-1]
     if last.status is AttemptStatus.REFUSED:
@@ -551,10 +568,7 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
             JobState.UNSPECIFIED,
             True,
             0,
-            (
-                f"the API refused to create the job ({last.refusal}): it was never created,"
-                " no attempt ran",
-            ),
+            (_fate_finding("refused", refusal=last.refusal),),
             _read_from(last),
         )
     if last.status is AttemptStatus.SUCCEEDED:
@@ -581,23 +595,16 @@ def _failed_without_cause(timeline: JobTimeline, verdicts: list[_AttemptVerdict]
             JobState.FAILED,
             last.recorded_end,
             observed,
-            ("the attempt failed without a failure message the rules know",),
+            (_fate_finding("no-message"),),
             _read_from(last) if last.recorded_end else _PREDICTED,
         )
-    notes = [
-        f'the job\'s own error: "{error.message}" ({error.origin});'
-        " none of jobdoctor's cause categories (user_code_exception, oom, quota, ...) is"
-        " this failure, so the cause is left empty"
-    ]
+    notes = [_fate_finding("own-error", message=error.message, origin=str(error.origin))]
     final = last.recorded_end or last.failed_line
     lifecycle = any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events)
     if not final:
-        notes.append("logs end before the job's last line; outcome predicted")
+        notes.append(_fate_finding("predicted"))
     elif not lifecycle:
-        notes.append(
-            "the input is the job's record (its state and error), not its log: how many"
-            " attempts ran is not shown (1 is counted)"
-        )
+        notes.append(_fate_finding("record-not-log"))
     return _Fate(
         JobState.FAILED, final, observed, tuple(notes), _read_from(last) if final else _PREDICTED
     )
@@ -619,10 +626,7 @@ def _failed_replayed(
                 JobState.FAILED,
                 True,
                 allowed,
-                (
-                    f"the job's record says it failed; its attempts are not in the input: the"
-                    f" policy allows {allowed} for {cause.category.value}",
-                ),
+                (_fate_finding("record-attempts", allowed=allowed, category=cause.category.value),),
                 _read_from(last),
             )
         return _Fate(JobState.FAILED, True, observed, source=_read_from(last))
@@ -632,9 +636,9 @@ def _failed_replayed(
             False,
             allowed,
             (
-                f"logs end after attempt {observed}; the policy allows {allowed}"
-                f" attempts for {cause.category.value}: predicted assuming"
-                " the failure repeats",
+                _fate_finding(
+                    "replayed", observed=observed, allowed=allowed, category=cause.category.value
+                ),
             ),
             _PREDICTED,
         )
@@ -644,7 +648,7 @@ def _failed_replayed(
         JobState.FAILED,
         False,
         observed,
-        ("logs end before the job's last line; outcome predicted",),
+        (_fate_finding("predicted"),),
         _PREDICTED,
     )
 
@@ -702,13 +706,13 @@ class _Evidence:
         return [e for a in self.timeline.attempts for e in a.events]
 
 
-def _evidence_notes(evidence: _Evidence) -> list[str]:
+def _evidence_notes(evidence: _Evidence, fate: Sequence[Finding] = ()) -> list[str]:
     """What the reader should know about the evidence itself: what the input lacks, what
     was set aside, and what a tool's record of the job adds. Each fact is a finding (one
     function per platform fact, :data:`_NOTE_FACTS`); the rows of ``rules/advice/notes.yaml``
     choose the note each one says (analyzer.verdict.notes_rows)."""
     found = [one for fact in _NOTE_FACTS for one in fact(evidence)]
-    findings = Findings(evidence.found.items + tuple(found))
+    findings = Findings(evidence.found.items + tuple(fate) + tuple(found))
     return builtin_note_rows().notes(findings, evidence.state.value.removeprefix("JOB_STATE_"))
 
 
@@ -1137,8 +1141,14 @@ def _still_going(timeline: JobTimeline, last: _AttemptVerdict, observed: int) ->
     final one; unknown when only workers' lines without a task say anything of it (section 9:
     :data:`TASKLESS_NOTE`)."""
     if _taskless_workers_only(timeline):
-        return _Fate(JobState.UNSPECIFIED, False, observed, (TASKLESS_NOTE,))
-    return _Fate(_IN_PROGRESS[last.status], False, observed, (IN_PROGRESS_NOTE,), _read_from(last))
+        return _Fate(JobState.UNSPECIFIED, False, observed, (_fate_finding("taskless"),))
+    return _Fate(
+        _IN_PROGRESS[last.status],
+        False,
+        observed,
+        (_fate_finding("in-progress"),),
+        _read_from(last),
+    )
 
 
 def _taskless_workers_only(timeline: JobTimeline) -> bool:
@@ -1349,12 +1359,8 @@ def _notes(
     inputs: Sequence[InputStats],
 ) -> list[str]:
     """The diagnosis's notes: the fate's, the evidence's, the input's cut, the work's."""
-    notes = list(fate.notes)
-    if evidence.cause is None and _exit_pair(timeline) is not None:
-        # The worker-exit note says what the input's end shows, more exactly than "still in
-        # progress" (an exit may have ended the job): the general note yields to it.
-        notes = [n for n in notes if n != IN_PROGRESS_NOTE]
-    notes += _evidence_notes(evidence)
+    # (The fate's notes come first: rules/advice/notes.yaml's first rows.)
+    notes = _evidence_notes(evidence, fate.notes)
     notes += oldest_entries_missing(timeline, inputs)
     notes += _work_notes(timeline, works)
     return notes
