@@ -73,6 +73,9 @@ class FindingKind(StrEnum):
     COPIED_EXCEPTION = "copied-exception"  # the exception read from the service's copied tail
     CAUSE_DETAIL = "cause-detail"  # what the cause's finer detail says of the evidence
     FATE = "fate"  # how the job's state was reached (read, predicted, unknown) and why
+    OLDEST_MISSING = "oldest-missing"  # an input written newest first lost its oldest entries
+    ATTEMPT_WORK = "attempt-work"  # what an attempt's work shows (no checkpoint, a start race)
+    RECORD_DISAGREES = "record-disagrees"  # the job's record (--job-spec) says another state
 
 
 # The fields each kind carries; rows may test only these (checked when rows are loaded).
@@ -112,6 +115,9 @@ FIELDS: Mapping[FindingKind, frozenset[str]] = {
     FindingKind.CUT_MESSAGE: frozenset({"replica"}),
     FindingKind.COPIED_EXCEPTION: frozenset({"type", "origin", "replica", "top_cut"}),
     FindingKind.CAUSE_DETAIL: frozenset({"detail", "exit_code", "signal", "replica"}),
+    FindingKind.OLDEST_MISSING: frozenset({"path", "cut_line", "cap", "oldest"}),
+    FindingKind.ATTEMPT_WORK: frozenset({"what", "attempt", "training", "gap", "skew"}),
+    FindingKind.RECORD_DISAGREES: frozenset({"state", "error_code", "concluded"}),
     FindingKind.FATE: frozenset(
         {"why", "refusal", "message", "origin", "allowed", "observed", "category"}
     ),

@@ -706,13 +706,14 @@ class _Evidence:
         return [e for a in self.timeline.attempts for e in a.events]
 
 
-def _evidence_notes(evidence: _Evidence, fate: Sequence[Finding] = ()) -> list[str]:
+def _evidence_notes(evidence: _Evidence, more: Sequence[Finding] = ()) -> list[str]:
     """What the reader should know about the evidence itself: what the input lacks, what
     was set aside, and what a tool's record of the job adds. Each fact is a finding (one
-    function per platform fact, :data:`_NOTE_FACTS`); the rows of ``rules/advice/notes.yaml``
-    choose the note each one says (analyzer.verdict.notes_rows)."""
+    function per platform fact, :data:`_NOTE_FACTS`, and ``more``: the fate's, the input's
+    cut, the work's, the record's); the rows of ``rules/advice/notes.yaml`` choose the note
+    each one says, in their order (analyzer.verdict.notes_rows)."""
     found = [one for fact in _NOTE_FACTS for one in fact(evidence)]
-    findings = Findings(evidence.found.items + tuple(fate) + tuple(found))
+    findings = Findings(evidence.found.items + tuple(more) + tuple(found))
     return builtin_note_rows().notes(findings, evidence.state.value.removeprefix("JOB_STATE_"))
 
 
@@ -987,8 +988,8 @@ def _written_newest_first(events: Sequence[Event]) -> bool:
     return down > up
 
 
-def oldest_entries_missing(timeline: JobTimeline, inputs: Sequence[InputStats]) -> list[str]:
-    """A note for each input written newest first that lost its oldest entries: cut short
+def oldest_entries_missing(timeline: JobTimeline, inputs: Sequence[InputStats]) -> list[Finding]:
+    """A finding for each input written newest first that lost its oldest entries: cut short
     (``cut_line``), or holding exactly the Download's 10,000 entries (more probably existed).
     The oldest entries are a job's first attempts and restarts and its start: what the
     diagnosis counts of them is then a lower bound. Not said of a job whose creation line
@@ -1001,30 +1002,27 @@ def oldest_entries_missing(timeline: JobTimeline, inputs: Sequence[InputStats]) 
     for attempt in timeline.attempts:
         for event in attempt.events:
             by_path.setdefault(event.origin.path, []).append(event)
-    notes: list[str] = []
+    found: list[Finding] = []
     for stats in inputs:
         events = by_path.get(stats.path)
         if not events or stats.format not in NEWEST_FIRST_FORMATS:
             continue
-        if stats.cut_line is not None:
-            why = f"is cut short (line {stats.cut_line:,}, the last, ends inside an entry)"
-        elif stats.records == DOWNLOAD_CAP:
-            why = (
-                f"holds exactly {DOWNLOAD_CAP:,} entries, the most a Logs Explorer download"
-                " holds (or a --limit), so older entries probably exist"
-            )
-        else:
+        if stats.cut_line is None and stats.records != DOWNLOAD_CAP:
             continue
         if not _written_newest_first(events):
             continue
         oldest = min((e.timestamp for e in events if e.timestamp is not None), default=None)
-        since = f" (its oldest here: {oldest:%Y-%m-%d %H:%M:%S})" if oldest is not None else ""
-        notes.append(
-            f"{stats.path} is written newest first and {why}: the entries older than its last"
-            f" are not in it and may be this job's{since}, so its attempts and restarts"
-            " counted here are lower bounds and its first attempt's start is not known"
+        found.append(
+            finding(
+                FindingKind.OLDEST_MISSING,
+                Provenance.SERVICE,
+                path=stats.path,
+                cut_line=stats.cut_line,
+                cap=DOWNLOAD_CAP,
+                oldest=f"{oldest:%Y-%m-%d %H:%M:%S}" if oldest is not None else None,
+            )
         )
-    return notes
+    return found
 
 
 def _exception_source(timeline: JobTimeline, cause: Cause) -> list[Finding]:
@@ -1165,11 +1163,11 @@ def _shows_attempts(timeline: JobTimeline) -> bool:
     return any(a.has(EventKind.ATTEMPT_STARTED) for a in timeline.attempts)
 
 
-def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[str]:
+def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[Finding]:
     """What the attempts' work shows: long stretches without a checkpoint (platform.md
     section 2: at least every 4 hours in jobs longer than 4 hours), and failures inside the
     parallel start of the workers (section 2: user code starts as soon as its worker is up)."""
-    notes: list[str] = []
+    found: list[Finding] = []
     for attempt, work in zip(timeline.attempts, works, strict=True):
         if (
             work.training is not None
@@ -1177,19 +1175,27 @@ def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[str]:
             and work.checkpoint_gap is not None
             and work.checkpoint_gap > CHECKPOINT_INTERVAL
         ):
-            notes.append(
-                f"attempt {attempt.number} trained {_span_text(work.training)} with"
-                f" {_span_text(work.checkpoint_gap)} without a checkpoint: save one at least"
-                " every 4 hours so that a restart resumes instead of starting over"
+            found.append(
+                finding(
+                    FindingKind.ATTEMPT_WORK,
+                    Provenance.USER,
+                    what="no-checkpoint",
+                    attempt=attempt.number,
+                    training=_span_text(work.training),
+                    gap=_span_text(work.checkpoint_gap),
+                )
             )
         if work.startup_race and work.startup_skew is not None:
-            notes.append(
-                f"attempt {attempt.number} failed while workers were still starting"
-                f" ({int(work.startup_skew.total_seconds())} s between the first and the last"
-                " worker start): a parallel-start race; wait for every peer before"
-                " communicating"
+            found.append(
+                finding(
+                    FindingKind.ATTEMPT_WORK,
+                    Provenance.RUNNER,
+                    what="startup-race",
+                    attempt=attempt.number,
+                    skew=int(work.startup_skew.total_seconds()),
+                )
             )
-    return notes
+    return found
 
 
 def diagnose_timeline(
@@ -1222,14 +1228,9 @@ def diagnose_timeline(
     evidence = _Evidence(
         timeline, verdicts, cause, state, _seen(timeline, verdicts, cause, state), found
     )
-    notes = _notes(timeline, fate, evidence, [work for work, _ in works], inputs)
-    timed = [w.lost for w, _ in works if w.lost is not None]
     check = _spec_check(spec, state, cause) if spec is not None else None
-    if check is not None and not check.agrees:
-        notes.append(
-            f"the job's record says {check.state} (error code {check.error_code}),"
-            f" jobdoctor concluded {state.value}"
-        )
+    notes = _notes(timeline, fate, evidence, [work for work, _ in works], inputs, check)
+    timed = [w.lost for w, _ in works if w.lost is not None]
     return Diagnosis(
         job_id=timeline.job_id,
         state=state,
@@ -1357,10 +1358,32 @@ def _notes(
     evidence: _Evidence,
     works: list[AttemptWork],
     inputs: Sequence[InputStats],
+    check: SpecCheck | None,
 ) -> list[str]:
-    """The diagnosis's notes: the fate's, the evidence's, the input's cut, the work's."""
-    # (The fate's notes come first: rules/advice/notes.yaml's first rows.)
-    notes = _evidence_notes(evidence, fate.notes)
-    notes += oldest_entries_missing(timeline, inputs)
-    notes += _work_notes(timeline, works)
-    return notes
+    """The diagnosis's notes: the fate's, the evidence's, the input's cut, the work's, and
+    the job's record when it disagrees (their order is rules/advice/notes.yaml's)."""
+    return _evidence_notes(
+        evidence,
+        (
+            *fate.notes,
+            *oldest_entries_missing(timeline, inputs),
+            *_work_notes(timeline, works),
+            *_disagreement(check, evidence.state),
+        ),
+    )
+
+
+def _disagreement(check: SpecCheck | None, state: JobState) -> list[Finding]:
+    """The job's record (``--job-spec``) says another state than the one concluded
+    (platform.md section 6: the record is the job's own)."""
+    if check is None or check.agrees:
+        return []
+    return [
+        finding(
+            FindingKind.RECORD_DISAGREES,
+            Provenance.RECORD,
+            state=check.state,
+            error_code=check.error_code,
+            concluded=state.value,
+        )
+    ]
