@@ -83,8 +83,12 @@ def _read(path: Path) -> dict[str, dict[str, tuple[str, ...]]]:
 
 
 def load_advice() -> None:
-    """Read the built-in advice texts and rows now (they are read once, when first needed)."""
+    """Read the built-in advice texts and rows, and the note rows, now (they are read once,
+    when first needed; a bad row is a file:line error before any input is read)."""
+    from analyzer.verdict.notes_rows import builtin_note_rows
+
     _data(_advice_path())
+    builtin_note_rows()
 
 
 def _metric(message: str) -> str:

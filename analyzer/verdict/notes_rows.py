@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from analyzer.core.cache import remembered
 from analyzer.core.errors import PolicyError
+from analyzer.verdict import findings as findings_model
 from analyzer.verdict import findings_rows
 from analyzer.verdict.findings import (
     FIELDS,
@@ -123,7 +124,7 @@ def builtin_note_rows() -> NoteRows:
     texts = _texts_path(rows)
     return remembered(
         "notes",
-        [rows, texts, Path(__file__), Path(findings_rows.__file__)],
+        [rows, texts, Path(__file__), Path(findings_rows.__file__), Path(findings_model.__file__)],
         lambda: read_note_rows(rows, read_texts(texts)),
         NoteRows,
     )
