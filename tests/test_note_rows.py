@@ -12,12 +12,12 @@ import pytest
 from analyzer.api import analyze
 from analyzer.core.errors import PolicyError
 from analyzer.verdict import predict
+from analyzer.verdict.advice import _advice_path, builtin_note_rows
 from analyzer.verdict.findings import FindingKind, Provenance, collect, finding
 from analyzer.verdict.notes_rows import (
     NoteRow,
-    _rows_path,
-    _texts_path,
-    builtin_note_rows,
+    note_rows_path,
+    note_texts_path,
     read_note_rows,
     read_texts,
 )
@@ -102,7 +102,7 @@ _GOOD = """\
 def _read(tmp_path: Path, rows: str) -> None:
     path = tmp_path / "notes.yaml"
     path.write_text(rows, encoding="utf-8")
-    read_note_rows(path, read_texts(_texts_path(_rows_path())))
+    read_note_rows(path, read_texts(note_texts_path(note_rows_path(_advice_path()))))
 
 
 def test_a_good_row_reads(tmp_path: Path) -> None:
@@ -145,6 +145,6 @@ def test_a_placeholder_the_finding_lacks_is_a_file_line_error(tmp_path: Path) ->
 
 
 def test_the_constants_tests_look_for_are_the_tables_texts() -> None:
-    texts = read_texts(_texts_path(_rows_path()))
+    texts = read_texts(note_texts_path(note_rows_path(_advice_path())))
     assert texts["in-progress"] == predict.IN_PROGRESS_NOTE
     assert texts["taskless"] == predict.TASKLESS_NOTE

@@ -21,13 +21,10 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.core.cache import remembered
 from analyzer.core.errors import PolicyError
-from analyzer.verdict import findings as findings_model
 from analyzer.verdict import findings_rows
 from analyzer.verdict.findings import (
     FIELDS,
@@ -107,27 +104,14 @@ class NoteRows:
         return said
 
 
-def _rows_path() -> Path:
-    from analyzer.verdict.policy import builtin_policy_path
+def note_rows_path(advice: Path) -> Path:
+    """The note rows beside the advice texts: ``advice/notes.yaml``."""
+    return advice.with_name("advice") / "notes.yaml"
 
-    return builtin_policy_path().with_name("advice") / "notes.yaml"
 
-
-def _texts_path(rows: Path) -> Path:
+def note_texts_path(rows: Path) -> Path:
+    """The note texts beside the note rows: ``note_texts.yaml``."""
     return rows.with_name("note_texts.yaml")
-
-
-@cache
-def builtin_note_rows() -> NoteRows:
-    """The built-in note rows (kept by analyzer.core.cache: no YAML on most runs)."""
-    rows = _rows_path()
-    texts = _texts_path(rows)
-    return remembered(
-        "notes",
-        [rows, texts, Path(__file__), Path(findings_rows.__file__), Path(findings_model.__file__)],
-        lambda: read_note_rows(rows, read_texts(texts)),
-        NoteRows,
-    )
 
 
 def read_texts(path: Path) -> dict[str, str]:

@@ -43,7 +43,7 @@ from analyzer.timeline.attempts import (
     steps_down_up,
 )
 from analyzer.timeline.exitcodes import decode
-from analyzer.verdict.advice import AdviceFacts, advice_for, cause_finding
+from analyzer.verdict.advice import AdviceFacts, advice_for, builtin_note_rows, cause_finding
 from analyzer.verdict.causes import (
     cause_from_event,
     first_cause,
@@ -75,7 +75,6 @@ from analyzer.verdict.findings_job import (
     strongest,
 )
 from analyzer.verdict.jobspec import JobSpec
-from analyzer.verdict.notes_rows import builtin_note_rows
 from analyzer.verdict.policy import RetryPolicy
 from analyzer.verdict.rootcause import deepen, find_death
 from analyzer.verdict.work import AttemptWork, attempt_work
