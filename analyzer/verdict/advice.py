@@ -13,10 +13,18 @@ from analyzer.core.cache import remembered
 from analyzer.core.errors import PolicyError
 from analyzer.rulebook.events import Category
 from analyzer.timeline.exitcodes import decode
+from analyzer.verdict import findings as findings_model
 from analyzer.verdict.diagnosis import Cause, JobState, RecordedError
 from analyzer.verdict.findings import Finding, FindingKind, Findings, Provenance, collect, finding
 from analyzer.verdict.findings_rows import AdviceRows, read_rows
 from analyzer.verdict.jobspec import MACHINE_TYPES, JobSpec, larger_machine
+from analyzer.verdict.notes_rows import (
+    NoteRows,
+    note_rows_path,
+    note_texts_path,
+    read_note_rows,
+    read_texts,
+)
 from analyzer.verdict.policy import RetryPolicy, builtin_policy_path
 
 
@@ -30,6 +38,8 @@ class _Advice:
 
     texts: dict[str, dict[str, tuple[str, ...]]]
     rows: AdviceRows
+    # The note rows (rules/advice/notes.yaml), kept with the advice: read and cached together.
+    notes: NoteRows
 
 
 @cache
@@ -37,17 +47,36 @@ def _data(path: Path) -> _Advice:
     # Kept by analyzer.core.cache (keyed by the files and the modules that read them): no YAML on
     # most runs.
     rows = _rows_path(path)
+    notes = note_rows_path(path)
     return remembered(
         "advice",
-        [path, rows, Path(__file__), Path(read_rows.__code__.co_filename)],
-        lambda: _both(path, rows),
+        [
+            path,
+            rows,
+            notes,
+            note_texts_path(notes),
+            Path(__file__),
+            Path(read_rows.__code__.co_filename),
+            Path(read_note_rows.__code__.co_filename),
+            Path(findings_model.__file__),
+        ],
+        lambda: _both(path, rows, notes),
         _Advice,
     )
 
 
-def _both(path: Path, rows: Path) -> _Advice:
+def _both(path: Path, rows: Path, notes: Path) -> _Advice:
     texts = _read(path)
-    return _Advice(texts, read_rows(rows, frozenset(texts)))
+    return _Advice(
+        texts,
+        read_rows(rows, frozenset(texts)),
+        read_note_rows(notes, read_texts(note_texts_path(notes))),
+    )
+
+
+def builtin_note_rows() -> NoteRows:
+    """The built-in note rows (read with the advice)."""
+    return _data(_advice_path()).notes
 
 
 def _load(path: Path) -> Mapping[str, Mapping[str, tuple[str, ...]]]:
@@ -83,7 +112,8 @@ def _read(path: Path) -> dict[str, dict[str, tuple[str, ...]]]:
 
 
 def load_advice() -> None:
-    """Read the built-in advice texts and rows now (they are read once, when first needed)."""
+    """Read the built-in advice texts and rows, and the note rows, now (they are read once,
+    when first needed; a bad row is a file:line error before any input is read)."""
     _data(_advice_path())
 
 

@@ -57,6 +57,25 @@ class FindingKind(StrEnum):
     MACHINE = "machine"  # the job spec names the failing pool's machine type
     INTERRUPTED_WAIT = "interrupted-wait"  # Ctrl-C stopped the SDK's wait (section 10)
     SDK_STATE_ONLY = "sdk-state-only"  # the SDK's state line is the only evidence of the state
+    # Facts the notes are chosen from (rules/advice/notes.yaml; analyzer.verdict.findings_notes).
+    OTHER_SERVICE_LINES = "other-service-lines"  # another service's API error, set aside
+    OTHER_JOBS_LINES = "other-jobs-lines"  # a batch prediction job's lines, set aside
+    NEWEST_FIRST = "newest-first"  # an input without times read bottom up (one per input)
+    PASTED_JOBS = "pasted-jobs"  # one of several jobs pasted without their ids
+    NAMED_JOBS = "named-jobs"  # an SDK's output naming several jobs on lines without an id
+    ERROR_CODE = "error-code"  # the job record's error code
+    ECHOES = "echoes"  # platform messages inside the containers' own output
+    WAIT_INTERRUPTED = "wait-interrupted"  # the input ends in an interrupted SDK wait
+    UNEXPLAINED_EXCEPTION = "unexplained-exception"  # an exception no platform message explains
+    OPEN_TRACEBACK = "open-traceback"  # a traceback without its exception line (one per process)
+    UNEXPLAINED_EXIT = "unexplained-exit"  # a worker's exit ends the input, no service line after
+    CUT_MESSAGE = "cut-message"  # the service's copied traceback stops before its exception
+    COPIED_EXCEPTION = "copied-exception"  # the exception read from the service's copied tail
+    CAUSE_DETAIL = "cause-detail"  # what the cause's finer detail says of the evidence
+    FATE = "fate"  # how the job's state was reached (read, predicted, unknown) and why
+    OLDEST_MISSING = "oldest-missing"  # an input written newest first lost its oldest entries
+    ATTEMPT_WORK = "attempt-work"  # what an attempt's work shows (no checkpoint, a start race)
+    RECORD_DISAGREES = "record-disagrees"  # the job's record (--job-spec) says another state
 
 
 # The fields each kind carries; rows may test only these (checked when rows are loaded).
@@ -82,6 +101,26 @@ FIELDS: Mapping[FindingKind, frozenset[str]] = {
     FindingKind.MACHINE: frozenset({"small", "pool"}),
     FindingKind.INTERRUPTED_WAIT: frozenset({"resource", "job", "region", "state", "command"}),
     FindingKind.SDK_STATE_ONLY: frozenset({"state"}),
+    FindingKind.OTHER_SERVICE_LINES: frozenset(),
+    FindingKind.OTHER_JOBS_LINES: frozenset({"count"}),
+    FindingKind.NEWEST_FIRST: frozenset({"path"}),
+    FindingKind.PASTED_JOBS: frozenset({"index", "count"}),
+    FindingKind.NAMED_JOBS: frozenset({"count", "names", "job"}),
+    FindingKind.ERROR_CODE: frozenset({"code", "name"}),
+    FindingKind.ECHOES: frozenset({"count"}),
+    FindingKind.WAIT_INTERRUPTED: frozenset({"at", "state"}),
+    FindingKind.UNEXPLAINED_EXCEPTION: frozenset({"type", "message"}),
+    FindingKind.OPEN_TRACEBACK: frozenset({"task", "at", "ends"}),
+    FindingKind.UNEXPLAINED_EXIT: frozenset({"task", "exit_code", "signal", "time"}),
+    FindingKind.CUT_MESSAGE: frozenset({"replica"}),
+    FindingKind.COPIED_EXCEPTION: frozenset({"type", "origin", "replica", "top_cut"}),
+    FindingKind.CAUSE_DETAIL: frozenset({"detail", "exit_code", "signal", "replica"}),
+    FindingKind.OLDEST_MISSING: frozenset({"path", "cut_line", "cap", "oldest"}),
+    FindingKind.ATTEMPT_WORK: frozenset({"what", "attempt", "training", "gap", "skew"}),
+    FindingKind.RECORD_DISAGREES: frozenset({"state", "error_code", "concluded"}),
+    FindingKind.FATE: frozenset(
+        {"why", "refusal", "message", "origin", "allowed", "observed", "category"}
+    ),
 }
 
 
@@ -119,12 +158,17 @@ def finding(
 
 @dataclass(frozen=True, slots=True)
 class Findings:
-    """All findings of one job, at most one of each kind."""
+    """All findings of one job: at most one of each kind the advice reads; the notes' kinds
+    may hold one per input or process (:meth:`every`)."""
 
     items: tuple[Finding, ...] = ()
 
     def get(self, kind: FindingKind) -> Finding | None:
         return next((f for f in self.items if f.kind is kind), None)
+
+    def every(self, kind: FindingKind) -> list[Finding]:
+        """All findings of ``kind``, in the order found."""
+        return [f for f in self.items if f.kind is kind]
 
     def has(self, kind: FindingKind) -> bool:
         return self.get(kind) is not None

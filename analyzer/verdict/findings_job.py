@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from analyzer.classify.tracebacks import ExceptionInfo, exception_from_events, last_exception_line
+from analyzer.classify.tracebacks import exception_from_events, last_exception_line
 from analyzer.rulebook.events import LIFECYCLE_KINDS, WORKER_KINDS, Event, EventKind, Writer
 from analyzer.timeline.attempts import JobTimeline
 from analyzer.verdict.findings import Finding, FindingKind, Provenance, finding
@@ -113,21 +113,6 @@ def _resource(events: Sequence[Event], job_id: str | None) -> re.Match[str] | No
     return found
 
 
-def interruption_note(wait: Finding, exception: ExceptionInfo | None) -> str:
-    """What the input's end shows of an interrupted wait."""
-    where = f" ({exception.origin})" if exception is not None and exception.origin else ""
-    state = wait.field("state")
-    last = (
-        f"its state here is the last one seen ({state}), not its final one"
-        if state
-        else "no state of it is in the input"
-    )
-    return (
-        f"the input ends with {_INTERRUPT} inside the SDK's wait for the job{where}: the wait"
-        f" was interrupted, not the job, which goes on on the platform; {last}"
-    )
-
-
 def sdk_state_only(timeline: JobTimeline, source: str | None) -> Finding | None:
     """The job's state rests on the SDK's state lines alone: no line of the service and no
     record of the job is in the input (issue 27, point 2)."""
@@ -144,11 +129,4 @@ def sdk_state_only(timeline: JobTimeline, source: str | None) -> Finding | None:
         Provenance.SDK,
         [states[-1].origin],
         state=str(states[-1].match.field("state") or ""),
-    )
-
-
-def sdk_state_only_note(found: Finding) -> str:
-    return (
-        "the job's state is read from the SDK's state line alone (the SDK's poll of the job"
-        " object): no line of the training service is in the input to say more"
     )

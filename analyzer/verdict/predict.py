@@ -28,7 +28,6 @@ from analyzer.rulebook.events import (
     AFTER_DEATH,
     CHECKPOINT_INTERVAL,
     LIFECYCLE_KINDS,
-    OTHER_SERVICE_NOTE,
     Category,
     Event,
     EventKind,
@@ -44,7 +43,7 @@ from analyzer.timeline.attempts import (
     steps_down_up,
 )
 from analyzer.timeline.exitcodes import decode
-from analyzer.verdict.advice import AdviceFacts, advice_for, cause_finding
+from analyzer.verdict.advice import AdviceFacts, advice_for, builtin_note_rows, cause_finding
 from analyzer.verdict.causes import (
     cause_from_event,
     first_cause,
@@ -61,12 +60,18 @@ from analyzer.verdict.diagnosis import (
     RecordedError,
     SpecCheck,
 )
-from analyzer.verdict.findings import FindingKind, Findings, Provenance, collect
+from analyzer.verdict.findings import (
+    FieldValue,
+    Finding,
+    FindingKind,
+    Findings,
+    Provenance,
+    collect,
+    finding,
+)
 from analyzer.verdict.findings_job import (
     interrupted_wait,
-    interruption_note,
     sdk_state_only,
-    sdk_state_only_note,
     strongest,
 )
 from analyzer.verdict.jobspec import JobSpec
@@ -459,10 +464,18 @@ _ERROR_CODE_NAMES = {
 }
 
 
+def _fate_finding(why: str, **fields: FieldValue) -> Finding:
+    """How the job's state was reached (``why``: a note row's ``fate.why``), with what the
+    note says of it (platform.md sections 2, 6, 8 and 9; rules/advice/notes.yaml)."""
+    return finding(FindingKind.FATE, Provenance.SERVICE, (), why=why, **fields)
+
+
+# platform.md section 8 (its text is note_texts.yaml's in-progress; kept for the tests).
 IN_PROGRESS_NOTE = "logs end while the job is still in progress"
 # platform.md section 9: the runner's start lines and "Task completed. Exit code (N)" mark a
 # process on some worker; only the primary's exit 0 is the job's success. A print without task
 # names (gcloud's value(timestamp,jsonPayload.message)) shows neither which one (issue 29).
+# (The note's text is note_texts.yaml's taskless; kept here for the tests that look for it.)
 TASKLESS_NOTE = (
     "the input names no task: its workers' start and exit lines cannot tell which replica"
     " exited or whether the primary finished, and no line of the service says how the job"
@@ -477,7 +490,8 @@ class _Fate:
     state: JobState
     final: bool
     attempts: int
-    notes: tuple[str, ...] = ()
+    # How the state was reached, each a fate finding the note rows say (rules/advice/notes.yaml).
+    notes: tuple[Finding, ...] = ()
     # Where the state was read (Provenance.source), "predicted" when replayed forward, None
     # when unknown (the JSON's state_source).
     source: str | None = None
@@ -544,7 +558,7 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
             JobState.UNSPECIFIED,
             False,
             0,
-            ("no lifecycle or failure message of this job is in the input: its state is unknown",),
+            (_fate_finding("unknown-state"),),
         )
     last = verdicts[-1]
     if last.status is AttemptStatus.REFUSED:
@@ -553,10 +567,7 @@ def _fate(timeline: JobTimeline, verdicts: list[_AttemptVerdict], policy: RetryP
             JobState.UNSPECIFIED,
             True,
             0,
-            (
-                f"the API refused to create the job ({last.refusal}): it was never created,"
-                " no attempt ran",
-            ),
+            (_fate_finding("refused", refusal=last.refusal),),
             _read_from(last),
         )
     if last.status is AttemptStatus.SUCCEEDED:
@@ -583,23 +594,16 @@ def _failed_without_cause(timeline: JobTimeline, verdicts: list[_AttemptVerdict]
             JobState.FAILED,
             last.recorded_end,
             observed,
-            ("the attempt failed without a failure message the rules know",),
+            (_fate_finding("no-message"),),
             _read_from(last) if last.recorded_end else _PREDICTED,
         )
-    notes = [
-        f'the job\'s own error: "{error.message}" ({error.origin});'
-        " none of jobdoctor's cause categories (user_code_exception, oom, quota, ...) is"
-        " this failure, so the cause is left empty"
-    ]
+    notes = [_fate_finding("own-error", message=error.message, origin=str(error.origin))]
     final = last.recorded_end or last.failed_line
     lifecycle = any(e.kind in LIFECYCLE_KINDS for a in timeline.attempts for e in a.events)
     if not final:
-        notes.append("logs end before the job's last line; outcome predicted")
+        notes.append(_fate_finding("predicted"))
     elif not lifecycle:
-        notes.append(
-            "the input is the job's record (its state and error), not its log: how many"
-            " attempts ran is not shown (1 is counted)"
-        )
+        notes.append(_fate_finding("record-not-log"))
     return _Fate(
         JobState.FAILED, final, observed, tuple(notes), _read_from(last) if final else _PREDICTED
     )
@@ -621,10 +625,7 @@ def _failed_replayed(
                 JobState.FAILED,
                 True,
                 allowed,
-                (
-                    f"the job's record says it failed; its attempts are not in the input: the"
-                    f" policy allows {allowed} for {cause.category.value}",
-                ),
+                (_fate_finding("record-attempts", allowed=allowed, category=cause.category.value),),
                 _read_from(last),
             )
         return _Fate(JobState.FAILED, True, observed, source=_read_from(last))
@@ -634,9 +635,9 @@ def _failed_replayed(
             False,
             allowed,
             (
-                f"logs end after attempt {observed}; the policy allows {allowed}"
-                f" attempts for {cause.category.value}: predicted assuming"
-                " the failure repeats",
+                _fate_finding(
+                    "replayed", observed=observed, allowed=allowed, category=cause.category.value
+                ),
             ),
             _PREDICTED,
         )
@@ -646,7 +647,7 @@ def _failed_replayed(
         JobState.FAILED,
         False,
         observed,
-        ("logs end before the job's last line; outcome predicted",),
+        (_fate_finding("predicted"),),
         _PREDICTED,
     )
 
@@ -704,123 +705,147 @@ class _Evidence:
         return [e for a in self.timeline.attempts for e in a.events]
 
 
-def _evidence_notes(evidence: _Evidence) -> list[str]:
+def _evidence_notes(evidence: _Evidence, more: Sequence[Finding] = ()) -> list[str]:
     """What the reader should know about the evidence itself: what the input lacks, what
-    was set aside, and what a tool's record of the job adds: a note per platform fact, in
-    the order of :data:`_EVIDENCE_FACTS`."""
-    return [note for fact in _EVIDENCE_FACTS for note in fact(evidence)]
+    was set aside, and what a tool's record of the job adds. Each fact is a finding (one
+    function per platform fact, :data:`_NOTE_FACTS`, and ``more``: the fate's, the input's
+    cut, the work's, the record's); the rows of ``rules/advice/notes.yaml`` choose the note
+    each one says, in their order (analyzer.verdict.notes_rows)."""
+    found = [one for fact in _NOTE_FACTS for one in fact(evidence)]
+    findings = Findings(evidence.found.items + tuple(more) + tuple(found))
+    return builtin_note_rows().notes(findings, evidence.state.value.removeprefix("JOB_STATE_"))
 
 
-def _other_service(evidence: _Evidence) -> list[str]:
+def other_service_lines(evidence: _Evidence) -> list[Finding]:
     """platform.md section 9: another Vertex AI service's API error is no training job's."""
     if not evidence.timeline.other_service:
         return []
-    return [f"{OTHER_SERVICE_NOTE}: no training job's message is in the input"]
+    return [finding(FindingKind.OTHER_SERVICE_LINES, Provenance.SDK)]
 
 
-def _other_jobs(evidence: _Evidence) -> list[str]:
+def other_jobs_lines(evidence: _Evidence) -> list[Finding]:
     """platform.md section 9: a batch prediction job's states are not a training job's."""
     if not evidence.timeline.other_jobs:
         return []
     return [
-        f"{evidence.timeline.other_jobs} state or error line(s) follow a batch prediction"
-        " job's name (batchPredictionJobs/ID) and are that job's, not a training job's: set"
-        " aside"
+        finding(FindingKind.OTHER_JOBS_LINES, Provenance.SDK, count=evidence.timeline.other_jobs)
     ]
 
 
-def _reversed_inputs(evidence: _Evidence) -> list[str]:
-    """platform.md section 6: gcloud logging read prints newest first."""
+def newest_first(evidence: _Evidence) -> list[Finding]:
+    """platform.md section 6: gcloud logging read prints newest first (one per input read
+    bottom up)."""
     return [
-        f"{path} holds no times and its lifecycle messages run newest first (as gcloud"
-        " logging read prints them), so its lines were read bottom up"
+        finding(FindingKind.NEWEST_FIRST, Provenance.SERVICE, path=path)
         for path in evidence.timeline.reversed_paths
     ]
 
 
-def _pasted_jobs(evidence: _Evidence) -> list[str]:
+def pasted_jobs(evidence: _Evidence) -> list[Finding]:
     """platform.md section 9: several jobs in one paste, without their ids."""
     if evidence.timeline.pasted_part is None:
         return []
     index, count = evidence.timeline.pasted_part
-    return [
-        f"this input holds {count} jobs without their ids (this is job {index} of {count}:"
-        " a new provisioning after the previous job had ended)"
-    ]
+    return [finding(FindingKind.PASTED_JOBS, Provenance.SERVICE, index=index, count=count)]
 
 
-def _named_jobs(evidence: _Evidence) -> list[str]:
+def named_jobs(evidence: _Evidence) -> list[Finding]:
     """platform.md section 10: an SDK's polling output names several jobs on lines without a
     job id: its lines cannot be told apart by job, so what they show is read as one job's."""
-    named = list(
-        dict.fromkeys(
-            str(e.match.field("job_id"))
-            for e in evidence.events()
-            if e.kind is EventKind.JOB_NAMED and e.job_id is None and e.match.field("job_id")
-        )
-    )
+    shown = [
+        e
+        for e in evidence.events()
+        if e.kind is EventKind.JOB_NAMED and e.job_id is None and e.match.field("job_id")
+    ]
+    named = list(dict.fromkeys(str(e.match.field("job_id")) for e in shown))
     if len(named) < 2:
         return []
     return [
-        f"this input names {len(named)} jobs ({', '.join(named[:3])}"
-        f"{', ...' if len(named) > 3 else ''}) on lines without a job id: their lines are"
-        f" read as {evidence.timeline.job_id or 'one job'}'s, so the state shown may belong to"
-        " another of them"
+        finding(
+            FindingKind.NAMED_JOBS,
+            Provenance.SDK,
+            [e.origin for e in shown[:1]],
+            count=len(named),
+            # (The first three, then an ellipsis: a list's rendering, not a choice of words.)
+            names=", ".join(named[:3]) + (", ..." if len(named) > 3 else ""),
+            job=evidence.timeline.job_id or None,
+        )
     ]
 
 
-def _error_code_note(evidence: _Evidence) -> list[str]:
+def error_code(evidence: _Evidence) -> list[Finding]:
     """platform.md section 9: the job object's error code (3 user, 8 resources, 13 internal)."""
     codes = [v.error_code for v in evidence.verdicts if v.error_code is not None]
     if not codes:
         return []
     name = _ERROR_CODE_NAMES.get(codes[-1], "see google.rpc.Code")
-    return [f"the job's record gives error code {codes[-1]} ({name})"]
+    return [finding(FindingKind.ERROR_CODE, Provenance.RECORD, code=codes[-1], name=name)]
 
 
-def _echoes(evidence: _Evidence) -> list[str]:
+def echoes(evidence: _Evidence) -> list[Finding]:
     """platform.md section 9: platform sentences in a container's output are evidence about
     another job, not this job's fate."""
-    echoes = sum(1 for e in evidence.events() if e.kind is EventKind.ECHO)
-    if not echoes:
+    echoed = [e for e in evidence.events() if e.kind is EventKind.ECHO]
+    if not echoed:
         return []
+    return [finding(FindingKind.ECHOES, Provenance.USER, [echoed[0].origin], count=len(echoed))]
+
+
+def wait_interrupted(evidence: _Evidence) -> list[Finding]:
+    """platform.md section 10: a Ctrl-C in the SDK's wait stops the caller, not the job
+    (where the input shows the exception, and the last state seen)."""
+    wait = evidence.found.get(FindingKind.INTERRUPTED_WAIT)
+    if wait is None:
+        return []
+    seen = evidence.seen
+    at = str(seen.origin) if seen is not None and seen.origin else None
+    state = wait.field("state")
     return [
-        f"{echoes} platform message(s) inside the containers' own output (another job's"
-        " state a launcher printed, an echoed log) were kept as evidence, not as this"
-        " job's fate"
+        finding(
+            FindingKind.WAIT_INTERRUPTED,
+            Provenance.SDK,
+            wait.evidence,
+            at=at,
+            state=str(state) if state else None,
+        )
     ]
 
 
-def _interrupted(evidence: _Evidence) -> list[str]:
-    """platform.md section 10: a Ctrl-C in the SDK's wait stops the caller, not the job."""
-    wait = evidence.found.get(FindingKind.INTERRUPTED_WAIT)
-    return [interruption_note(wait, evidence.seen)] if wait is not None else []
-
-
-def _sdk_state_only(evidence: _Evidence) -> list[str]:
-    """Issue 27 point 2: a state that rests on the SDK's state line alone says so."""
-    only = evidence.found.get(FindingKind.SDK_STATE_ONLY)
-    return [sdk_state_only_note(only)] if only is not None else []
-
-
-def _unexplained_exception(evidence: _Evidence) -> list[str]:
+def unexplained_exception(evidence: _Evidence) -> list[Finding]:
     """platform.md section 9: an exception in the input with no platform message saying it
-    ended the job; else a traceback the input cuts before its exception line."""
-    if not evidence.unexplained:
-        return []
+    ended the job (no cause, no success, no refusal)."""
     seen = evidence.seen
-    if seen is not None and not evidence.found.has(FindingKind.INTERRUPTED_WAIT):
-        return [
-            f"the input shows {seen.type}: {seen.message} but no platform message"
-            " saying it ended the job"
-        ]
-    if seen is None and recorded_error(evidence.timeline) is None:
-        # (Beside the job's own error, a traceback is the tool's that printed it.)
-        return _open_tracebacks(evidence.timeline, None)
-    return []
+    if not evidence.unexplained or seen is None:
+        return []
+    return [
+        finding(
+            FindingKind.UNEXPLAINED_EXCEPTION,
+            Provenance.USER,
+            [seen.origin],
+            type=seen.type,
+            message=seen.message,
+        )
+    ]
 
 
-def _unexplained_exit(evidence: _Evidence) -> list[str]:
+def open_tracebacks(evidence: _Evidence) -> list[Finding]:
+    """platform.md sections 3 and 9: a traceback the input cuts before its exception line:
+    the failing replica's, or, in a job no cause explains and no exception or job error
+    shows, any process's (beside the job's own error, a traceback is the tool's that
+    printed it)."""
+    cause = evidence.cause
+    if cause is not None:
+        if cause.exception is not None or not cause.replica:
+            return []
+        return _open_tracebacks(evidence.timeline, replica_task(cause.replica))
+    if not evidence.unexplained or evidence.seen is not None:
+        return []
+    if recorded_error(evidence.timeline) is not None:
+        return []
+    return _open_tracebacks(evidence.timeline, None)
+
+
+def unexplained_exit(evidence: _Evidence) -> list[Finding]:
     """platform.md section 2: a worker that exits non-zero is restarted, so an exit that
     ends the input is no failure of the job by itself."""
     if not evidence.unexplained:
@@ -828,37 +853,38 @@ def _unexplained_exit(evidence: _Evidence) -> list[str]:
     gone = last_worker_exit(evidence.timeline)
     if gone is None:
         return []
-    signal = decode(gone.exit_code).signal
-    how = f"{gone.exit_code}, {signal}" if signal else str(gone.exit_code)
-    when = f" at {gone.time:%Y-%m-%d %H:%M:%S}" if gone.time is not None else ""
     return [
-        f"{gone.task} exited ({how}){when} and no line of the service follows in the"
-        " input: the platform restarts a worker after a non-zero exit, so the job is"
-        " predicted still in progress; whether this exit ended it (its restarts used"
-        " up, the job failing) is not shown"
+        finding(
+            FindingKind.UNEXPLAINED_EXIT,
+            Provenance.RUNNER,
+            task=gone.task,
+            exit_code=gone.exit_code,
+            signal=decode(gone.exit_code).signal or None,
+            time=f"{gone.time:%Y-%m-%d %H:%M:%S}" if gone.time is not None else None,
+        )
     ]
 
 
-def _cut_traceback(evidence: _Evidence) -> list[str]:
-    """platform.md sections 3 and 9: the failing replica's traceback, or the tail the
-    service copied into its message, in the input without its end."""
+def cut_message(evidence: _Evidence) -> list[Finding]:
+    """platform.md sections 3 and 9: the traceback the service copied into its message about
+    the failing replica stops before its exception line."""
     cause = evidence.cause
     if cause is None or cause.exception is not None:
         return []
-    notes = (
-        _open_tracebacks(evidence.timeline, replica_task(cause.replica)) if cause.replica else []
-    )
     own = [e for e in evidence.events() if e.origin in cause.evidence[:1]]
-    if any(HEADER in e.text for e in own):
-        notes.append(
-            f"the traceback in the service's message about {cause.replica or 'the replica'}"
-            " stops before its exception line (the message is cut), so the exception is"
-            " not known"
+    if not any(HEADER in e.text for e in own):
+        return []
+    return [
+        finding(
+            FindingKind.CUT_MESSAGE,
+            Provenance.SERVICE,
+            cause.evidence[:1],
+            replica=cause.replica or None,
         )
-    return notes
+    ]
 
 
-def _copied_exception(evidence: _Evidence) -> list[str]:
+def copied_exception(evidence: _Evidence) -> list[Finding]:
     """platform.md sections 3 and 9: the exception read from the service's copied tail."""
     cause = evidence.cause
     if cause is None or cause.exception is None:
@@ -866,48 +892,43 @@ def _copied_exception(evidence: _Evidence) -> list[str]:
     return _exception_source(evidence.timeline, cause)
 
 
-def _detail_notes(evidence: _Evidence) -> list[str]:
-    """What the cause's finer detail says of the evidence (platform.md sections 7 and 9)."""
+def cause_detail(evidence: _Evidence) -> list[Finding]:
+    """What the cause's finer detail says of the evidence (platform.md sections 7 and 9):
+    an exit beside the platform's memory message, a replica's lines without an error, the
+    service's lines without the container's output."""
     cause = evidence.cause
-    if cause is None:
+    if cause is None or not cause.detail:
         return []
-    note = _DETAIL_NOTES.get(cause.detail or "")
-    return [note(cause)] if note is not None else []
+    return [
+        finding(
+            FindingKind.CAUSE_DETAIL,
+            Provenance.SERVICE,
+            cause.evidence[:1],
+            detail=cause.detail,
+            exit_code=cause.exit_code,
+            signal=cause.signal or None,
+            replica=cause.replica or None,
+        )
+    ]
 
 
-_DETAIL_NOTES: dict[str, Callable[[Cause], str]] = {
-    # Section 7: 137 alone does not prove OOM; beside the platform's memory message it does.
-    "oom-confirmed": lambda cause: (
-        f"exit {cause.exit_code} ({cause.signal or 'SIGKILL'}) beside the platform's"
-        " out-of-memory message: the memory message confirms it was memory"
-    ),
-    # Section 9: the replica wrote, but nothing behind its exit.
-    "replica-lines-no-error": lambda cause: (
-        f"the input holds some of {cause.replica or 'the replica'}'s own lines but no"
-        " traceback or error message behind its exit: the cause is not known"
-    ),
-    # Section 9: a paste of the service's lines lacks the container's output.
-    "output-not-in-input": lambda cause: (
-        "the input holds the service's messages but not the container's own output:"
-        " fetch the job's whole log (jobdoctor fetch) or open the console link"
-    ),
-}
-
-_EVIDENCE_FACTS: tuple[Callable[[_Evidence], list[str]], ...] = (
-    _other_service,
-    _other_jobs,
-    _reversed_inputs,
-    _pasted_jobs,
-    _named_jobs,
-    _error_code_note,
-    _echoes,
-    _interrupted,
-    _sdk_state_only,
-    _unexplained_exception,
-    _unexplained_exit,
-    _cut_traceback,
-    _copied_exception,
-    _detail_notes,
+# The facts the notes are chosen from, each found once per job (the order found; the notes'
+# order is the rows').
+_NOTE_FACTS: tuple[Callable[[_Evidence], list[Finding]], ...] = (
+    other_service_lines,
+    other_jobs_lines,
+    newest_first,
+    pasted_jobs,
+    named_jobs,
+    error_code,
+    echoes,
+    wait_interrupted,
+    unexplained_exception,
+    open_tracebacks,
+    unexplained_exit,
+    cut_message,
+    copied_exception,
+    cause_detail,
 )
 
 
@@ -966,8 +987,8 @@ def _written_newest_first(events: Sequence[Event]) -> bool:
     return down > up
 
 
-def oldest_entries_missing(timeline: JobTimeline, inputs: Sequence[InputStats]) -> list[str]:
-    """A note for each input written newest first that lost its oldest entries: cut short
+def oldest_entries_missing(timeline: JobTimeline, inputs: Sequence[InputStats]) -> list[Finding]:
+    """A finding for each input written newest first that lost its oldest entries: cut short
     (``cut_line``), or holding exactly the Download's 10,000 entries (more probably existed).
     The oldest entries are a job's first attempts and restarts and its start: what the
     diagnosis counts of them is then a lower bound. Not said of a job whose creation line
@@ -980,35 +1001,33 @@ def oldest_entries_missing(timeline: JobTimeline, inputs: Sequence[InputStats]) 
     for attempt in timeline.attempts:
         for event in attempt.events:
             by_path.setdefault(event.origin.path, []).append(event)
-    notes: list[str] = []
+    found: list[Finding] = []
     for stats in inputs:
         events = by_path.get(stats.path)
         if not events or stats.format not in NEWEST_FIRST_FORMATS:
             continue
-        if stats.cut_line is not None:
-            why = f"is cut short (line {stats.cut_line:,}, the last, ends inside an entry)"
-        elif stats.records == DOWNLOAD_CAP:
-            why = (
-                f"holds exactly {DOWNLOAD_CAP:,} entries, the most a Logs Explorer download"
-                " holds (or a --limit), so older entries probably exist"
-            )
-        else:
+        if stats.cut_line is None and stats.records != DOWNLOAD_CAP:
             continue
         if not _written_newest_first(events):
             continue
         oldest = min((e.timestamp for e in events if e.timestamp is not None), default=None)
-        since = f" (its oldest here: {oldest:%Y-%m-%d %H:%M:%S})" if oldest is not None else ""
-        notes.append(
-            f"{stats.path} is written newest first and {why}: the entries older than its last"
-            f" are not in it and may be this job's{since}, so its attempts and restarts"
-            " counted here are lower bounds and its first attempt's start is not known"
+        found.append(
+            finding(
+                FindingKind.OLDEST_MISSING,
+                Provenance.SERVICE,
+                path=stats.path,
+                cut_line=stats.cut_line,
+                cap=DOWNLOAD_CAP,
+                oldest=f"{oldest:%Y-%m-%d %H:%M:%S}" if oldest is not None else None,
+            )
         )
-    return notes
+    return found
 
 
-def _exception_source(timeline: JobTimeline, cause: Cause) -> list[str]:
+def _exception_source(timeline: JobTimeline, cause: Cause) -> list[Finding]:
     """Where the cause's exception was read, when not from the replica's own lines: the
-    traceback tail the service copied into its message (platform.md sections 3 and 9)."""
+    traceback tail the service copied into its message (platform.md sections 3 and 9);
+    ``top_cut`` when the message lacks the traceback's header."""
     exception = cause.exception
     if exception is None or exception.origin is None or exception.origin not in cause.evidence[:1]:
         return []
@@ -1023,14 +1042,17 @@ def _exception_source(timeline: JobTimeline, cause: Cause) -> list[str]:
     )
     if own is None:
         return []
-    whose = f"{cause.replica}'s" if cause.replica else "the replica's"
-    note = (
-        f"{exception.type} is read from the traceback the service copied into its message"
-        f" ({exception.origin}), not from {whose} own lines"
-    )
-    if HEADER not in own.text:
-        note += ": the message's top is cut, so the traceback's first lines are not in the input"
-    return [note]
+    return [
+        finding(
+            FindingKind.COPIED_EXCEPTION,
+            Provenance.SERVICE,
+            [exception.origin],
+            type=exception.type,
+            origin=str(exception.origin),
+            replica=cause.replica or None,
+            top_cut=HEADER not in own.text,
+        )
+    ]
 
 
 def _exit_pair(timeline: JobTimeline) -> tuple[str, int] | None:
@@ -1038,10 +1060,11 @@ def _exit_pair(timeline: JobTimeline) -> tuple[str, int] | None:
     return (gone.task, gone.exit_code) if gone is not None else None
 
 
-def _open_tracebacks(timeline: JobTimeline, task: str | None) -> list[str]:
-    """A note for each process (of ``task`` only, when given) whose last traceback in the
-    input has no exception line: where it begins, and that the process's lines in the input
-    end inside it (or, with no ``task``, that no exception line jobdoctor reads ends it)."""
+def _open_tracebacks(timeline: JobTimeline, task: str | None) -> list[Finding]:
+    """A finding for each process (of ``task`` only, when given) whose last traceback in the
+    input has no exception line: where it begins, and whether the input ends inside it
+    (``ends: input``), the process's lines do (``ends: task``), or, with no ``task``, no
+    exception line jobdoctor reads ends it (``ends: unread``)."""
     by_task: dict[str | None, list[Event]] = {}
     own_last: dict[str, datetime] = {}
     for attempt in timeline.attempts:
@@ -1052,35 +1075,43 @@ def _open_tracebacks(timeline: JobTimeline, task: str | None) -> list[str]:
                 own_last[worker.task] = max(
                     worker.own_last, own_last.get(worker.task, worker.own_last)
                 )
-    notes: list[str] = []
+    found: list[Finding] = []
     for name, events in by_task.items():
         if task is not None and name != task:
             continue
-        found = open_traceback(events)
-        if found is None:
+        found_tb = open_traceback(events)
+        if found_tb is None:
             continue
-        header, last = found
-        begins = "a traceback begins" + (f" in {name}" if name else "")
-        begins += (
-            f" at {header.timestamp:%Y-%m-%d %H:%M:%S}"
+        header, last = found_tb
+        at = (
+            f"{header.timestamp:%Y-%m-%d %H:%M:%S}"
             if header.timestamp is not None
-            else f" at {header.origin}"
+            else str(header.origin)
         )
         ends = own_last.get(name) if name else None
         # A traceback is written at once: a process whose last record comes within a second
         # of the traceback's last frame (its source line, say) ends inside it in the input.
         if ends is not None and last.timestamp is not None and ends - last.timestamp <= AFTER_DEATH:
             whose = (
-                "the input ends"
+                "input"
                 if timeline.last_seen is None or timeline.last_seen - ends <= AFTER_DEATH
-                else f"{name}'s lines in the input end"
-            )
-            notes.append(
-                f"{begins} but {whose} before its exception line, so the exception is not known"
+                else "task"
             )
         elif task is None:
-            notes.append(f"{begins} but no exception line jobdoctor reads ends it in the input")
-    return notes
+            whose = "unread"
+        else:
+            continue
+        found.append(
+            finding(
+                FindingKind.OPEN_TRACEBACK,
+                Provenance.USER,
+                [header.origin],
+                task=name or None,
+                at=at,
+                ends=whose,
+            )
+        )
+    return found
 
 
 # Kinds that say something of how the job stands: its lifecycle, a failure, what a tool
@@ -1107,8 +1138,14 @@ def _still_going(timeline: JobTimeline, last: _AttemptVerdict, observed: int) ->
     final one; unknown when only workers' lines without a task say anything of it (section 9:
     :data:`TASKLESS_NOTE`)."""
     if _taskless_workers_only(timeline):
-        return _Fate(JobState.UNSPECIFIED, False, observed, (TASKLESS_NOTE,))
-    return _Fate(_IN_PROGRESS[last.status], False, observed, (IN_PROGRESS_NOTE,), _read_from(last))
+        return _Fate(JobState.UNSPECIFIED, False, observed, (_fate_finding("taskless"),))
+    return _Fate(
+        _IN_PROGRESS[last.status],
+        False,
+        observed,
+        (_fate_finding("in-progress"),),
+        _read_from(last),
+    )
 
 
 def _taskless_workers_only(timeline: JobTimeline) -> bool:
@@ -1125,11 +1162,11 @@ def _shows_attempts(timeline: JobTimeline) -> bool:
     return any(a.has(EventKind.ATTEMPT_STARTED) for a in timeline.attempts)
 
 
-def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[str]:
+def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[Finding]:
     """What the attempts' work shows: long stretches without a checkpoint (platform.md
     section 2: at least every 4 hours in jobs longer than 4 hours), and failures inside the
     parallel start of the workers (section 2: user code starts as soon as its worker is up)."""
-    notes: list[str] = []
+    found: list[Finding] = []
     for attempt, work in zip(timeline.attempts, works, strict=True):
         if (
             work.training is not None
@@ -1137,19 +1174,27 @@ def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[str]:
             and work.checkpoint_gap is not None
             and work.checkpoint_gap > CHECKPOINT_INTERVAL
         ):
-            notes.append(
-                f"attempt {attempt.number} trained {_span_text(work.training)} with"
-                f" {_span_text(work.checkpoint_gap)} without a checkpoint: save one at least"
-                " every 4 hours so that a restart resumes instead of starting over"
+            found.append(
+                finding(
+                    FindingKind.ATTEMPT_WORK,
+                    Provenance.USER,
+                    what="no-checkpoint",
+                    attempt=attempt.number,
+                    training=_span_text(work.training),
+                    gap=_span_text(work.checkpoint_gap),
+                )
             )
         if work.startup_race and work.startup_skew is not None:
-            notes.append(
-                f"attempt {attempt.number} failed while workers were still starting"
-                f" ({int(work.startup_skew.total_seconds())} s between the first and the last"
-                " worker start): a parallel-start race; wait for every peer before"
-                " communicating"
+            found.append(
+                finding(
+                    FindingKind.ATTEMPT_WORK,
+                    Provenance.RUNNER,
+                    what="startup-race",
+                    attempt=attempt.number,
+                    skew=int(work.startup_skew.total_seconds()),
+                )
             )
-    return notes
+    return found
 
 
 def diagnose_timeline(
@@ -1182,14 +1227,9 @@ def diagnose_timeline(
     evidence = _Evidence(
         timeline, verdicts, cause, state, _seen(timeline, verdicts, cause, state), found
     )
-    notes = _notes(timeline, fate, evidence, [work for work, _ in works], inputs)
-    timed = [w.lost for w, _ in works if w.lost is not None]
     check = _spec_check(spec, state, cause) if spec is not None else None
-    if check is not None and not check.agrees:
-        notes.append(
-            f"the job's record says {check.state} (error code {check.error_code}),"
-            f" jobdoctor concluded {state.value}"
-        )
+    notes = _notes(timeline, fate, evidence, [work for work, _ in works], inputs, check)
+    timed = [w.lost for w, _ in works if w.lost is not None]
     return Diagnosis(
         job_id=timeline.job_id,
         state=state,
@@ -1317,14 +1357,32 @@ def _notes(
     evidence: _Evidence,
     works: list[AttemptWork],
     inputs: Sequence[InputStats],
+    check: SpecCheck | None,
 ) -> list[str]:
-    """The diagnosis's notes: the fate's, the evidence's, the input's cut, the work's."""
-    notes = list(fate.notes)
-    if evidence.cause is None and _exit_pair(timeline) is not None:
-        # The worker-exit note says what the input's end shows, more exactly than "still in
-        # progress" (an exit may have ended the job): the general note yields to it.
-        notes = [n for n in notes if n != IN_PROGRESS_NOTE]
-    notes += _evidence_notes(evidence)
-    notes += oldest_entries_missing(timeline, inputs)
-    notes += _work_notes(timeline, works)
-    return notes
+    """The diagnosis's notes: the fate's, the evidence's, the input's cut, the work's, and
+    the job's record when it disagrees (their order is rules/advice/notes.yaml's)."""
+    return _evidence_notes(
+        evidence,
+        (
+            *fate.notes,
+            *oldest_entries_missing(timeline, inputs),
+            *_work_notes(timeline, works),
+            *_disagreement(check, evidence.state),
+        ),
+    )
+
+
+def _disagreement(check: SpecCheck | None, state: JobState) -> list[Finding]:
+    """The job's record (``--job-spec``) says another state than the one concluded
+    (platform.md section 6: the record is the job's own)."""
+    if check is None or check.agrees:
+        return []
+    return [
+        finding(
+            FindingKind.RECORD_DISAGREES,
+            Provenance.RECORD,
+            state=check.state,
+            error_code=check.error_code,
+            concluded=state.value,
+        )
+    ]
