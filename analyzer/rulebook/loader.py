@@ -107,6 +107,24 @@ class Loaded:
     problems: tuple[Problem, ...]
 
 
+# What a rule folder may hold (docs/rules.md): the built-in rules are ~130 KB and ~150 rules, a
+# user's additions a few; a folder of hundreds of thousands of rules would take minutes to parse
+# and compile before any log is read, and is refused at once with one line instead.
+MAX_RULE_BYTES = 8 << 20
+MAX_RULES = 5000
+TOO_MANY_BYTES = (
+    f"the rule files of this folder hold more than {MAX_RULE_BYTES >> 20} MiB, more than"
+    " jobdoctor reads: keep the rules you need (a rule is a few lines)"
+)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # said when the file is read
+
+
 def read_dir(directory: Path, problems: list[Problem]) -> list[RuleFile]:
     """Parse every ``*.yaml``/``*.yml`` file of ``directory`` except the policy profile."""
     if not directory.is_dir():
@@ -116,9 +134,14 @@ def read_dir(directory: Path, problems: list[Problem]) -> list[RuleFile]:
         return []
     files: list[RuleFile] = []
     paths = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
+    total = 0
     for path in paths:
         if path.name in RESERVED_FILES:
             continue
+        total += _size(path)
+        if total > MAX_RULE_BYTES:
+            problems.append(Problem(str(path), 1, 1, "error", TOO_MANY_BYTES))
+            break
         try:
             text = read_config(path)
         except NotARegularFile as exc:
@@ -654,6 +677,8 @@ def load(
 
     rules: dict[str, Rule] = {}
     for files in files_by_layer:
+        if _too_many_rules(files, problems):
+            continue
         seen: dict[str, Location] = {}
         for rule_file in files:
             if _is_placeholder_file(rule_file.root):
@@ -680,3 +705,26 @@ def load(
                     )
                 rules[rule.id] = rule
     return Loaded(placeholders, tuple(rules.values()), tuple(notices), tuple(problems))
+
+
+def _too_many_rules(files: Sequence[RuleFile], problems: list[Problem]) -> bool:
+    """Whether a layer's files hold more than :data:`MAX_RULES` rules (said as a problem at
+    the file that passes the limit): compiling them all would take minutes."""
+    count = 0
+    for rule_file in files:
+        if _is_placeholder_file(rule_file.root):
+            continue
+        count += len(_rule_nodes(rule_file.root, []))
+        if count > MAX_RULES:
+            problems.append(
+                Problem(
+                    str(rule_file.path),
+                    1,
+                    1,
+                    "error",
+                    f"more than {MAX_RULES} rules in one folder, more than jobdoctor loads:"
+                    " keep the rules you need",
+                )
+            )
+            return True
+    return False
