@@ -39,6 +39,19 @@ def is_parquet(head: bytes) -> bool:
     return head.startswith(MAGIC)
 
 
+# The magic at both ends and a footer's length between them: the least a Parquet file is.
+_SMALLEST = 2 * len(MAGIC) + 4
+NOT_PARQUET = (
+    "binary data that starts as a Parquet file but is not one (no footer): check the file or"
+    " export it again"
+)
+
+
+def is_whole_parquet(data: bytes) -> bool:
+    """Whether ``data``, a whole input, has a Parquet file's frame (magic at both ends)."""
+    return len(data) >= _SMALLEST and data.startswith(MAGIC) and data.endswith(MAGIC)
+
+
 def read_parquet(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     """Yield one record per row of the Parquet file ``stream``, a batch at a time."""
     try:

@@ -14,7 +14,7 @@ from analyzer.core.errors import InputError
 from analyzer.ingest import tables
 from analyzer.ingest.jobs_list import is_jobs_list
 from analyzer.ingest.lines import BOM
-from analyzer.ingest.parquet import PARQUET, is_parquet
+from analyzer.ingest.parquet import NOT_PARQUET, PARQUET, is_parquet, is_whole_parquet
 from analyzer.ingest.preamble import is_preamble_bytes
 
 # How many bytes after the leading blank space are looked at: enough for the window of lines
@@ -176,6 +176,10 @@ def sniff(head: bytes, name: str, *, complete: bool = True, first_line: int = 1)
     InputError naming ``name`` and the line when the bytes are binary.
     """
     if is_parquet(head):
+        # A whole input seen (a small file, a paste) that is not Parquet end to end is refused
+        # up front, as binary data is: it cannot be read row by row.
+        if complete and not is_whole_parquet(head):
+            raise InputError(f"{name}: {NOT_PARQUET}")
         return Format.PARQUET
     if head.startswith(BOM):
         head = head[len(BOM) :]
