@@ -48,8 +48,23 @@ NOT_PARQUET = (
 
 
 def is_whole_parquet(data: bytes) -> bool:
-    """Whether ``data``, a whole input, has a Parquet file's frame (magic at both ends)."""
-    return len(data) >= _SMALLEST and data.startswith(MAGIC) and data.endswith(MAGIC)
+    """Whether ``data``, a whole input (small enough to be seen whole), is a Parquet file:
+    magic at both ends, a footer length that fits, and a footer pyarrow reads (when pyarrow
+    is there; without it the reader says what to install)."""
+    if len(data) < _SMALLEST or not data.startswith(MAGIC) or not data.endswith(MAGIC):
+        return False
+    footer = int.from_bytes(data[-8:-4], "little")
+    if footer + _SMALLEST > len(data):
+        return False
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        return True
+    try:
+        pq.ParquetFile(io.BytesIO(data)).schema_arrow  # noqa: B018 - reading the footer
+    except Exception:  # pyarrow's errors for a damaged file are of several kinds
+        return False
+    return True
 
 
 def read_parquet(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
