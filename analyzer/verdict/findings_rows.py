@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzer.core.errors import PolicyError
+from analyzer.rulebook.derived import STATE_NAMES
 from analyzer.verdict.findings import FIELDS, FieldValue, FindingKind, Findings
 
 if TYPE_CHECKING:
@@ -33,22 +34,8 @@ if TYPE_CHECKING:
 _ROW_KEYS = frozenset({"when", "say", "also", "fact"})
 _WHEN_KEYS = frozenset({"state", "not_state", "finding", "absent"})
 _FACT = re.compile(r"platform\.md section (?:[1-9]|10)\b.*")
-_STATES = frozenset(
-    {
-        "UNSPECIFIED",
-        "QUEUED",
-        "PENDING",
-        "RUNNING",
-        "SUCCEEDED",
-        "FAILED",
-        "CANCELLING",
-        "CANCELLED",
-        "PAUSED",
-        "EXPIRED",
-        "UPDATING",
-        "PARTIALLY_SUCCEEDED",
-    }
-)
+# The states a row may name: JobState's (analyzer.rulebook.derived's table, without the prefix).
+_STATES = frozenset(STATE_NAMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,18 +122,25 @@ def _fail(path: str, line: int, message: str) -> PolicyError:
     return PolicyError(f"{path}:{line}: {message}")
 
 
-def _row(node: Node, path: str, texts: Collection[str]) -> AdviceRow:
-    line = node.location.line
+def row_fields(node: Node, path: str, keys: Collection[str], what: str) -> dict[str, Node]:
+    """The keys of a row (``what``: "row", "note row") that is a mapping of only ``keys``;
+    else a one-line ``file:line`` error."""
     if not node.is_mapping:
-        raise _fail(path, line, "a row is a mapping with when, say and fact")
+        raise _fail(path, node.location.line, f"a {what} is a mapping of {', '.join(sorted(keys))}")
     fields = node.mapping()
     for key in fields:
-        if key not in _ROW_KEYS:
+        if key not in keys:
             raise _fail(
                 path,
                 node.key_location(key).line,
-                f"unknown key '{key}' in a row; use {', '.join(sorted(_ROW_KEYS))}",
+                f"unknown key '{key}' in a {what}; use {', '.join(sorted(keys))}",
             )
+    return fields
+
+
+def _row(node: Node, path: str, texts: Collection[str]) -> AdviceRow:
+    line = node.location.line
+    fields = row_fields(node, path, _ROW_KEYS, "row")
     fact = str(_scalar(fields.get("fact")))
     if not _FACT.fullmatch(fact):
         raise _fail(

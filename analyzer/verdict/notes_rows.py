@@ -158,16 +158,7 @@ def _fail(path: str, line: int, message: str) -> PolicyError:
 
 def _row(node: Node, path: str, texts: dict[str, str]) -> NoteRow:
     line = node.location.line
-    if not node.is_mapping:
-        raise _fail(path, line, "a note row is a mapping with of, when, note and fact")
-    fields = node.mapping()
-    for key in fields:
-        if key not in _ROW_KEYS:
-            raise _fail(
-                path,
-                node.key_location(key).line,
-                f"unknown key '{key}' in a note row; use {', '.join(sorted(_ROW_KEYS))}",
-            )
+    fields = findings_rows.row_fields(node, path, _ROW_KEYS, "note row")
     of = _kind(fields.get("of"), path, node.key_location("of").line)
     fact = str(findings_rows._scalar(fields.get("fact")))
     if not findings_rows._FACT.fullmatch(fact):
