@@ -26,6 +26,7 @@ from analyzer.api import PathsLike, analyze, flatten_paths
 from analyzer.core.errors import InputError
 from analyzer.ingest import read_records
 from analyzer.report.frames import jobs_frame, signatures_frame
+from analyzer.report.redact import shown
 
 __all__ = [
     "RECORD_COLUMNS",
@@ -71,7 +72,7 @@ def read_logs(*paths: PathsLike) -> pd.DataFrame:
         columns["job_id"].append(record.job_id)
         columns["task"].append(record.task)
         columns["severity"].append(record.severity)
-        columns["text"].append(record.text)
+        columns["text"].append(shown(record.text))  # redacted (--no-redact: set_redaction)
         columns["path"].append(record.origin.path)
         columns["line"].append(record.origin.line)
         columns["vm"].append(record.vm)

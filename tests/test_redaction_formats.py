@@ -220,3 +220,21 @@ def test_no_name_forges_a_line(tmp_path: Path) -> None:
         starts = [line.lstrip(" #>-|*`") for line in (written + err).splitlines()]
         assert not any(line.startswith("FORGED") for line in starts), (args, written, err)
         assert "\\nFORGED" in written + err, args
+
+
+def test_the_frames_text_columns_are_redacted_too(leaky: Path) -> None:
+    """The job frame's message and the record frame's text (issue 31, point 2)."""
+    from analyzer.frames import diagnose_frame, read_logs
+
+    def tells(frame_text: str) -> set[str]:
+        return {name for name, tell in TELLS.items() if tell in frame_text}
+
+    jobs, records = diagnose_frame(leaky), read_logs(leaky)
+    assert tells(jobs["message"].astype(str).str.cat()) == set()
+    assert tells(records["text"].str.cat()) == set()
+    set_redaction(False)
+    try:
+        raw = read_logs(leaky)["text"].str.cat()
+    finally:
+        set_redaction(True)
+    assert tells(raw) >= set(SECRETS) - {"pem"}

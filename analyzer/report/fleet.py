@@ -45,6 +45,7 @@ from analyzer.report.facts import (
     verdict_line,
     worker_hours,
 )
+from analyzer.report.redact import shown
 from analyzer.report.signatures import Recurring, failed_attempts, recurring
 from analyzer.rulebook.events import Category
 from analyzer.verdict.diagnosis import Diagnosis, JobState
@@ -183,7 +184,8 @@ def job_summary(diagnosis: Diagnosis, spec: JobSpec | None = None) -> JobSummary
         replica=cause.replica if cause else None,
         exit_code=cause.exit_code if cause else None,
         region=cause.region if cause else None,
-        message=cause.message if cause else None,
+        # Log text entering the fleet's rows (CSV, JSON, the job frame): redacted here, once.
+        message=shown(cause.message) if cause else None,
         first_seen=diagnosis.first_seen,
         last_seen=diagnosis.last_seen,
         duration=diagnosis.duration,
