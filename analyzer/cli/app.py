@@ -654,16 +654,16 @@ def _hanging(line: str) -> str:
 
 
 def _folded(lines: Sequence[str], width: int) -> list[str]:
-    """``lines`` folded at word boundaries to ``width`` columns, continuations hanging under
-    the text (:func:`_hanging`); a word longer than a line is cut."""
-    import textwrap
+    """``lines`` folded to ``width`` columns as the table folds its cells
+    (:func:`analyzer.report.table.fold`: at spaces, a long word after ``_-/.``), each
+    continuation hanging under its line's text (:func:`_hanging`)."""
+    from analyzer.report.table import fold
 
     folded: list[str] = []
     for line in lines:
-        hang = _hanging(line)
-        folded += textwrap.wrap(
-            line, max(20, width), subsequent_indent=hang, break_on_hyphens=False
-        ) or [line]
+        indent, hang = " " * (len(line) - len(line.lstrip(" "))), _hanging(line)
+        parts = fold(line.strip(), max(20, width) - len(hang))
+        folded += [indent + parts[0], *(hang + part for part in parts[1:])]
     return folded
 
 

@@ -118,7 +118,8 @@ def read_rows(path: Path, texts: Collection[str]) -> AdviceRows:
     return AdviceRows(tuple(_row(node, str(path), texts) for node in root.items()))
 
 
-def _fail(path: str, line: int, message: str) -> PolicyError:
+def row_error(path: str, line: int, message: str) -> PolicyError:
+    """A row that cannot be read: one ``file:line: message`` line (exit 3)."""
     return PolicyError(f"{path}:{line}: {message}")
 
 
@@ -126,11 +127,13 @@ def row_fields(node: Node, path: str, keys: Collection[str], what: str) -> dict[
     """The keys of a row (``what``: "row", "note row") that is a mapping of only ``keys``;
     else a one-line ``file:line`` error."""
     if not node.is_mapping:
-        raise _fail(path, node.location.line, f"a {what} is a mapping of {', '.join(sorted(keys))}")
+        raise row_error(
+            path, node.location.line, f"a {what} is a mapping of {', '.join(sorted(keys))}"
+        )
     fields = node.mapping()
     for key in fields:
         if key not in keys:
-            raise _fail(
+            raise row_error(
                 path,
                 node.key_location(key).line,
                 f"unknown key '{key}' in a {what}; use {', '.join(sorted(keys))}",
@@ -143,17 +146,17 @@ def _row(node: Node, path: str, texts: Collection[str]) -> AdviceRow:
     fields = row_fields(node, path, _ROW_KEYS, "row")
     fact = str(_scalar(fields.get("fact")))
     if not _FACT.fullmatch(fact):
-        raise _fail(
+        raise row_error(
             path, line, "a row names the fact it applies: fact: 'platform.md section N ...'"
         )
     say = fields.get("say")
     if say is None or not say.is_list:
-        raise _fail(path, line, "a row says a list of text keys: say: [key, ...]")
+        raise row_error(path, line, "a row says a list of text keys: say: [key, ...]")
     keys: list[str] = []
     for item in say.items():
         key = str(_scalar(item))
         if key not in texts:
-            raise _fail(
+            raise row_error(
                 path,
                 item.location.line,
                 f"unknown advice text '{key}': add it to rules/advice.yaml or fix the name",
@@ -161,10 +164,10 @@ def _row(node: Node, path: str, texts: Collection[str]) -> AdviceRow:
         keys.append(key)
     also = _scalar(fields.get("also"))
     if also not in (None, True, False):
-        raise _fail(path, line, "also: is true or false")
+        raise row_error(path, line, "also: is true or false")
     when = fields.get("when")
     if when is None or not when.is_mapping:
-        raise _fail(path, line, "a row has a condition: when: {...} ({} holds always)")
+        raise row_error(path, line, "a row has a condition: when: {...} ({} holds always)")
     return _condition(when, path, tuple(keys), bool(also), fact, line)
 
 
@@ -180,7 +183,7 @@ def _condition(
         elif "." in key:
             tests.append(_field_test(key, value, path, at))
         else:
-            raise _fail(
+            raise row_error(
                 path,
                 at,
                 f"unknown condition '{key}'; use state, not_state, finding, absent or KIND.FIELD",
@@ -206,7 +209,7 @@ def _names(value: Node, key: str, path: str, line: int) -> set[str]:
     )
     for name in names:
         if name not in known:
-            raise _fail(
+            raise row_error(
                 path, line, f"unknown {key} '{name}'; use one of {', '.join(sorted(known))}"
             )
     return names
@@ -217,10 +220,12 @@ def _field_test(key: str, value: Node, path: str, line: int) -> FieldTest:
     try:
         kind = FindingKind(kind_name)
     except ValueError:
-        raise _fail(path, line, f"unknown finding '{kind_name}' in '{key}'") from None
+        raise row_error(path, line, f"unknown finding '{kind_name}' in '{key}'") from None
     if name not in FIELDS[kind]:
         choices = ", ".join(sorted(FIELDS[kind])) or "none"
-        raise _fail(path, line, f"finding {kind_name} has no field '{name}' (fields: {choices})")
+        raise row_error(
+            path, line, f"finding {kind_name} has no field '{name}' (fields: {choices})"
+        )
     items = value.items() if value.is_list else [value]
     return FieldTest(kind, name, tuple(_scalar(item) for item in items))
 

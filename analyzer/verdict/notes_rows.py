@@ -37,6 +37,7 @@ from analyzer.verdict.findings import (
     finding,
 )
 from analyzer.verdict.findings_rows import AdviceRow
+from analyzer.verdict.findings_rows import row_error as _fail
 
 if TYPE_CHECKING:
     from analyzer.rulebook.yamlnodes import Node
@@ -150,10 +151,6 @@ def _parse(path: Path, what: str) -> Node | None:
     if problems:
         raise PolicyError(str(problems[0]))
     return root
-
-
-def _fail(path: str, line: int, message: str) -> PolicyError:
-    return PolicyError(f"{path}:{line}: {message}")
 
 
 def _row(node: Node, path: str, texts: dict[str, str]) -> NoteRow:
