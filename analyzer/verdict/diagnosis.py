@@ -17,6 +17,7 @@ from analyzer.ingest.records import Origin
 from analyzer.rulebook.events import Category
 from analyzer.timeline.attempts import JobTimeline
 from analyzer.verdict.findings import Findings
+from analyzer.verdict.stall import Stall
 
 
 class JobState(StrEnum):
@@ -181,6 +182,9 @@ class Diagnosis:
     state_source: str | None = None
     # The facts the advice was chosen from (analyzer.verdict.findings); not in to_dict().
     findings: Findings | None = None
+    # A hang: RUNNING with a worker silent past its rhythm or a collective timed out (issue
+    # 30, analyzer.verdict.stall); None when not stalled.
+    stalled: Stall | None = None
 
     @property
     def trial(self) -> str | None:
@@ -241,6 +245,7 @@ class Diagnosis:
             "notes": list(self.notes),
             "lost_work_seconds": _seconds(self.lost_work),
             "job_spec": self.job_spec.to_dict() if self.job_spec else None,
+            "stalled": self.stalled.to_dict() if self.stalled else None,
         }
 
 
