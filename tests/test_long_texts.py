@@ -303,7 +303,11 @@ def test_a_remembered_traceback_keeps_each_origin() -> None:
     [
         # Its raw pattern's literal ("watchdog") is a word of the pattern's sentence: it
         # counts, beside the pattern's own words.
-        ("distributed.detail.collective-timeout", "watchdog caught collective operation timeout", True),
+        (
+            "distributed.detail.collective-timeout",
+            "watchdog caught collective operation timeout",
+            True,
+        ),
         # Caseless: no run through an "i" (which also matches the dotless "ı").
         ("progress.checkpoint", "checkpo", False),
         ("api.creation-refused", "429 quota exceeded", True),
