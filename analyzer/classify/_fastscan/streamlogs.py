@@ -226,27 +226,26 @@ class StreamLogsScanner:
         # Times in UTC: the order of the strings is the order of the times. In time order (as
         # gcloud prints them), a task's earliest and latest are at its first and last line.
         ordered = len(names) == 1 or all(map(operator.le, times, itertools.islice(times, 1, None)))
-        backwards = run[::-1] if len(names) > 1 and ordered else run
         # In order of first appearance, as line by line.
         for name in sorted(names, key=run.index) if len(names) > 1 else names:
             if len(names) == 1:
+                mine = times
                 count, earliest, latest = len(run), min(times), max(times)
-            elif ordered:
-                count = run.count(name)
-                earliest = times[run.index(name)]
-                latest = times[len(run) - 1 - backwards.index(name)]
             else:
                 mine = list(itertools.compress(times, map(name.__eq__, run)))
-                count, earliest, latest = len(mine), min(mine), max(mine)
+                count = len(mine)
+                earliest, latest = (mine[0], mine[-1]) if ordered else (min(mine), max(mine))
             first, last = _utc_key(earliest), _utc_key(latest)
             span_key = (None, name or None, None)
             span = spans.get(span_key)
             if span is None:
-                spans[span_key] = SpanTally(first, last, count)
-            else:
-                span.records += count
-                span.first = min(span.first, first)
-                span.last = max(span.last, last)
+                span = spans[span_key] = SpanTally.at(first)
+            span.count(first)
+            span.count(last)
+            span.records += count - 2
+            # The minutes of its lines, each distinct time read once (key form: a "T").
+            for minute in {when[:16] for when in set(mine)}:
+                span.note(f"{minute[:10]}T{minute[11:16]}")
         self._span_key = (None, "\x00")  # looked up again by the next line read one by one
         count = end - start
         self._texts.extend(messages[start:end])
@@ -337,10 +336,16 @@ class StreamLogsScanner:
                 self._find_span(None if not trial else "\x1f" + trial, worker, key)
                 span = self._span
             span.records += 1
-            if key < span.first:
-                span.first = key
-            elif key > span.last:
+            if key > span.last:
                 span.last = key
+                if key >= span.hi:
+                    span.note(key)
+            elif key < span.first:
+                span.first = key
+                if key < span.flo:
+                    span.note(key)
+            elif key < span.lo and not span.flo <= key < span.fhi:
+                span.note(key)
             texts.append(message)
             metas.append((number, severity, key, worker, trial_id))
             made += 1
@@ -354,7 +359,7 @@ class StreamLogsScanner:
         span_key = (group, task, None)
         known = spans.get(span_key)
         if known is None:
-            known = spans[span_key] = SpanTally(key, key, 0)
+            known = spans[span_key] = SpanTally.at(key)
         self._span = known
         self._span_key = (group, task)
 
@@ -434,11 +439,7 @@ class StreamLogsScanner:
         if (group, task) != self._span_key:
             self._find_span(group, task, key)
         span = self._span
-        span.records += 1
-        if key < span.first:
-            span.first = key
-        elif key > span.last:
-            span.last = key
+        span.count(key)
         self.stats.used += 1
         self.stats.records += 1
         self._texts.append(text)
