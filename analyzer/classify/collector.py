@@ -737,6 +737,11 @@ class Collector:
             self._naming.add(stats.path)
         self._stats.setdefault(stats.path, stats)
 
+    def latest_time(self) -> datetime | None:
+        """The latest time any job's record shows (where the inputs end, whichever job wrote
+        it), None when no record has a time."""
+        return max((acc.last for acc in self._jobs.values() if acc.last is not None), default=None)
+
     @property
     def stats(self) -> list[InputStats]:
         """How each input was read, in reading order."""

@@ -39,17 +39,19 @@ _STALL_KEYS = (
     "default_timeout_hours",
     "hang_evidence",
 )
-_EVIDENCE_KEYS = frozenset({"detail", "text", "collective"})
+_EVIDENCE_KEYS = frozenset({"detail", "text", "fields", "collective"})
 
 
 @dataclass(frozen=True, slots=True)
 class HangEvidence:
     """A detail rule whose lines show a hang (``stall.hang_evidence``): ``text`` a pattern the
-    line must match too (its groups ``collective``, ``timeout_ms``, ``timeout_s`` read as
-    fields), ``collective`` what it names when the line does not."""
+    line must match too, ``fields`` one whose groups ``collective``, ``timeout_ms`` and
+    ``timeout_s`` are read wherever they match, ``collective`` what it names when the line
+    does not."""
 
     detail: str
     text: re.Pattern[str] | None = None
+    fields: re.Pattern[str] | None = None
     collective: str | None = None
 
 
@@ -269,8 +271,13 @@ def _read_policy(path: Path | None) -> RetryPolicy:
         transient_exit_codes=frozenset(count("transient_exit_codes", c, 0) for c in codes),
         transient_max_attempts=count("transient_max_attempts", data["transient_max_attempts"], 1),
         spot_max_attempts=count("spot_max_attempts", data["spot_max_attempts"], 1),
-        stall=(_stall_policy(data["stall"], fail) if "stall" in data else _builtin_policy().stall),
+        stall=_stall_or_builtin(data, fail),
     )
+
+
+def _stall_or_builtin(data: dict[str, Any], fail: Callable[[str, str], PolicyError]) -> StallPolicy:
+    """The file's ``stall`` section, or the built-in one's when the file has none."""
+    return _stall_policy(data["stall"], fail) if "stall" in data else _builtin_policy().stall
 
 
 def _stall_policy(raw: Any, fail: Callable[[str, str], PolicyError]) -> StallPolicy:
@@ -310,6 +317,21 @@ def _stall_policy(raw: Any, fail: Callable[[str, str], PolicyError]) -> StallPol
     )
 
 
+def _pattern(
+    row: dict[str, Any], key: str, fail: Callable[[str, str], PolicyError]
+) -> re.Pattern[str] | None:
+    where = "stall.hang_evidence"
+    value = row.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise fail(where, f"{where} row {row['detail']!r}: {key} must be a regular expression")
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise fail(where, f"{where} row {row['detail']!r}: bad {key} pattern ({exc})") from exc
+
+
 def _hang_evidence(raw: Any, fail: Callable[[str, str], PolicyError]) -> tuple[HangEvidence, ...]:
     where = "stall.hang_evidence"
     if not isinstance(raw, list):
@@ -325,15 +347,11 @@ def _hang_evidence(raw: Any, fail: Callable[[str, str], PolicyError]) -> tuple[H
                 f"unknown key {sorted(unknown)[0]!r} in {where}; known: "
                 + ", ".join(sorted(_EVIDENCE_KEYS)),
             )
-        text = row.get("text")
-        try:
-            pattern = re.compile(text) if isinstance(text, str) else None
-        except re.error as exc:
-            raise fail(where, f"{where} row {row['detail']!r}: bad text pattern ({exc})") from exc
+        text, fields = (_pattern(row, key, fail) for key in ("text", "fields"))
         collective = row.get("collective")
         rows.append(
             HangEvidence(
-                row["detail"], pattern, collective if isinstance(collective, str) else None
+                row["detail"], text, fields, collective if isinstance(collective, str) else None
             )
         )
     return tuple(rows)
