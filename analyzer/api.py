@@ -280,8 +280,8 @@ def follow_job(
                 stats.records += 1
                 yield record
 
-    def on_records(records: list[LogRecord]) -> bool:
-        collector.read(_Batch(records))
+    def diagnose_now() -> bool:
+        """Diagnose what was read so far, report what changed; True once the job ended."""
         logs = [log for log in collector.logs() if log.job_id == job_id]
         if not logs:
             return False
@@ -293,5 +293,10 @@ def follow_job(
             on_change(changes, diagnosis)
         return diagnosis.observed_final
 
-    follow(query, on_records, interval=interval)
+    def on_records(records: list[LogRecord]) -> bool:
+        collector.read(_Batch(records))
+        return diagnose_now()
+
+    # A poll that brings nothing is diagnosed too: a worker's silence grows with the clock.
+    follow(query, on_records, interval=interval, on_quiet=diagnose_now)
     return latest[-1] if latest else None

@@ -3,9 +3,9 @@ their arguments.
 
 Only the CLI prints or exits: a body leaves with ``SystemExit`` and the documented code
 (click passes a ``SystemExit`` through as it is). Exit codes: 0 the analysis
-ran (whatever the jobs' fate), 1 ``--fail-on failed`` and a job failed, 2 bad usage or
-unreadable input (in a batch: after the other inputs were diagnosed) or a full disk, 3
-invalid rules or policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the
+ran (whatever the jobs' fate), 1 a job did what ``--fail-on`` names (failed, was retried, is
+stalled, ...), 2 bad usage or unreadable input (in a batch: after the other inputs were
+diagnosed) or a full disk, 3 invalid rules or policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the
 traceback, its secrets redacted).
 """
 
@@ -90,6 +90,7 @@ class FailOn(StrEnum):
     failed = "failed"
     not_succeeded = "not-succeeded"
     retried = "retried"
+    stalled = "stalled"
     never = "never"
 
 
@@ -747,6 +748,10 @@ def _fails(analysis: object, fail_on: FailOn) -> bool:
         return any(d.state is not JobState.SUCCEEDED for d in jobs)
     if fail_on is FailOn.retried:
         return any(d.retries > 0 for d in jobs)
+    if fail_on is FailOn.stalled:
+        # A hung job is billed until its timeout (platform.md section 2): cron and CI stop
+        # on it as on a failure.
+        return any(d.stalled is not None for d in jobs)
     return False
 
 
