@@ -21,6 +21,8 @@ from analyzer.rulebook import RuleBook
 # What turns the scanned logs into diagnoses is imported while the scan runs (see
 # _load_diagnosing), not here: a third of start-up, out of the way of the scan.
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from analyzer.engines.live.window import Window
     from analyzer.pipeline.analysis import Analysis, DiagnosisList
     from analyzer.verdict.diagnosis import Diagnosis
@@ -40,6 +42,7 @@ def analyze_sources(
     dask: object = None,
     unread: Sequence[str] = (),
     timelines: bool = True,
+    now: datetime | None = None,
 ) -> Analysis:
     """Diagnose every job in ``sources`` (or only ``job``).
 
@@ -52,7 +55,9 @@ def analyze_sources(
     (``"tcp://HOST:PORT"``) or a ``distributed.Client``; the diagnoses are the same.
     ``timelines`` False: each diagnosis keeps its timeline's times and counts but not the
     events of its attempts (what the JSON and YAML reports show needs none): a run's memory
-    is then that of its largest job, whatever the number of jobs and events.
+    is then that of its largest job, whatever the number of jobs and events. ``now``: the
+    time of a live read, against which a running job's silence is a stall (None: the latest
+    time the inputs show).
     """
     book = rules if rules is not None else RuleBook.load()
     book.new_run()  # each rule's time budget is per run
@@ -69,6 +74,7 @@ def analyze_sources(
         unread=unread,
         window=window,
         timelines=timelines,
+        now=now,
     )
 
 

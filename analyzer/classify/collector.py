@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ import regex
 
 from analyzer.classify import eventstore, longtext
 from analyzer.classify._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
+from analyzer.classify.minutes import MinuteMap, minute_of
 from analyzer.core.errors import InputError
 from analyzer.ingest import FileSource
 from analyzer.ingest.progress import meter_for, records_counted, source_size
@@ -87,6 +88,60 @@ class _Span:
     first: datetime
     last: datetime
     records: int = 0
+    # The minutes with a line (None: an engine's summary, which has no rhythm). ``lo`` is the
+    # start of the minute of ``last`` and ``hi`` the next; ``flo``, ``fhi`` the same of
+    # ``first``: a minute is noted only for a time outside both (as the fast scan's SpanTally).
+    minutes: MinuteMap | None = None
+    lo: datetime | None = None
+    hi: datetime | None = None
+    flo: datetime | None = None
+    fhi: datetime | None = None
+
+    @classmethod
+    def at(cls, when: datetime) -> _Span:
+        start, end = _minute_of(when)
+        span = cls(when, when, 1, MinuteMap(), start, end, start, end)
+        span.minutes.add(minute_of(when))  # type: ignore[union-attr]
+        return span
+
+    def count(self, when: datetime) -> None:
+        """One more record at ``when``."""
+        self.records += 1
+        if when > self.last:
+            self.last = when
+            if self.hi is not None and when >= self.hi:
+                self.lo, self.hi = self._note(when)
+        elif when < self.first:
+            self.first = when
+            if self.flo is not None and when < self.flo:
+                self.flo, self.fhi = self._note(when)
+        elif (
+            self.lo is not None
+            and when < self.lo
+            and not (self.flo is not None and self.fhi is not None and self.flo <= when < self.fhi)
+        ):
+            self._note(when)
+
+    def _note(self, when: datetime) -> tuple[datetime, datetime]:
+        if self.minutes is not None:
+            self.minutes.add(minute_of(when))
+        return _minute_of(when)
+
+    def absorb(self, other: _Span) -> None:
+        """Add ``other``'s records of the same worker on the same VM; the minutes stay only
+        when both have theirs (a summary's span has none)."""
+        if other.first < self.first:
+            self.first, self.flo, self.fhi = other.first, other.flo, other.fhi
+        if other.last > self.last:
+            self.last, self.lo, self.hi = other.last, other.lo, other.hi
+        self.records += other.records
+        if self.minutes is None or other.minutes is None:
+            self.minutes = None
+        else:
+            self.minutes.merge(other.minutes)
+
+
+_MINUTE = timedelta(minutes=1)
 
 
 @dataclass(slots=True)
@@ -168,13 +223,9 @@ class _JobAccumulator:
         per_vm = self.spans.setdefault(task, {})
         span = per_vm.get(record.vm)
         if span is None:
-            per_vm[record.vm] = _Span(when, when, 1)
+            per_vm[record.vm] = _Span.at(when)
         else:
-            span.records += 1
-            if when < span.first:
-                span.first = when
-            elif when > span.last:
-                span.last = when
+            span.count(when)
 
     def merge(self, other: _JobAccumulator) -> None:
         self.take(other.events, other.dropped, other.stored, other.dropped_stored)
@@ -188,12 +239,15 @@ class _JobAccumulator:
             mine = self.spans.setdefault(task, {})
             for vm, span in per_vm.items():
                 if vm in mine:
-                    current = mine[vm]
-                    current.first = min(current.first, span.first)
-                    current.last = max(current.last, span.last)
-                    current.records += span.records
+                    mine[vm].absorb(span)
                 else:
                     mine[vm] = span
+
+
+def _minute_of(when: datetime) -> tuple[datetime, datetime]:
+    """The minute ``when`` falls in, as its start and the next minute's (_Span.lo, hi)."""
+    start = when.replace(second=0, microsecond=0)
+    return start, start + _MINUTE
 
 
 def _event_order(event: Event) -> tuple[bool, datetime, str, int]:
@@ -287,7 +341,9 @@ def _from_scan(scanned: RangeScan) -> dict[str | None, _JobAccumulator]:
         acc.first = first if acc.first is None else min(acc.first, first)
         acc.last = last if acc.last is None else max(acc.last, last)
         if task is not None and task != SERVICE_TASK:
-            acc.spans.setdefault(task, {})[vm] = _Span(first, last, span.records)
+            acc.spans.setdefault(task, {})[vm] = _Span(
+                first, last, span.records, span.minutes, *_minute_of(last), *_minute_of(first)
+            )
     for job_id, count in tally.untimed.items():
         acc = local.get(job_id)
         if acc is None:
@@ -672,9 +728,7 @@ class Collector:
             if known is None:
                 per_vm[span.vm] = _Span(span.first, span.last, span.records)
             else:  # a trial label without a job id: grouped with the job's own records
-                known.first = min(known.first, span.first)
-                known.last = max(known.last, span.last)
-                known.records += span.records
+                known.absorb(_Span(span.first, span.last, span.records))
         for event in events:
             group = job_group(event.job_id, event.trial)
             local.setdefault(group, _JobAccumulator()).events.append(event)
@@ -682,6 +736,11 @@ class Collector:
         if local:
             self._naming.add(stats.path)
         self._stats.setdefault(stats.path, stats)
+
+    def latest_time(self) -> datetime | None:
+        """The latest time any job's record shows (where the inputs end, whichever job wrote
+        it), None when no record has a time."""
+        return max((acc.last for acc in self._jobs.values() if acc.last is not None), default=None)
 
     @property
     def stats(self) -> list[InputStats]:
@@ -785,7 +844,7 @@ class Collector:
         spans = {
             task: tuple(
                 sorted(
-                    (VmSpan(vm, s.first, s.last, s.records) for vm, s in per_vm.items()),
+                    (VmSpan(vm, s.first, s.last, s.records, s.minutes) for vm, s in per_vm.items()),
                     key=lambda span: span.first,
                 )
             )

@@ -10,17 +10,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from analyzer.classify.minutes import MinuteMap
 from analyzer.rulebook.events import Event
 
 
 @dataclass(frozen=True, slots=True)
 class VmSpan:
-    """The time one worker's records were seen on one VM (``vm`` None when unlabelled)."""
+    """The time one worker's records were seen on one VM (``vm`` None when unlabelled), and
+    the minutes they fell in (None when the input's engine gave no rhythm: a query's
+    summary of first, last and count)."""
 
     vm: str | None
     first: datetime
     last: datetime
     records: int
+    minutes: MinuteMap | None = None
 
 
 @dataclass(frozen=True, slots=True)

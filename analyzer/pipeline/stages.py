@@ -8,6 +8,7 @@ The files' path (:func:`analyzer.api.analyze_sources`) and the BigQuery engine
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from analyzer.core.errors import InputError
@@ -45,17 +46,20 @@ def diagnose_collected(
     window: Window | None = None,
     timelines: bool = True,
     processes: int | None = None,
+    now: datetime | None = None,
 ) -> Analysis:
     """The analysis of what ``collector`` has read with ``book`` (:func:`analyze_sources`
     once its sources are read; ``analyzer.engines.bigquery`` fills a collector from query rows).
     ``unread``: inputs that could not be opened, kept with those that failed while read;
     ``window``: only the jobs active in it (:func:`within`); ``timelines``: see
     :func:`analyze_sources`; ``processes``: how many diagnose its jobs (None: several when
-    they hold many events, :mod:`analyzer.pipeline.diagnosing`). The collector's events are let go
-    as
-    its jobs are diagnosed: it can be diagnosed once."""
+    they hold many events, :mod:`analyzer.pipeline.diagnosing`); ``now``: the time of a live
+    read, against which a running job's silence is judged (None: the latest time any input
+    shows, whichever job wrote it; :mod:`analyzer.verdict.hangs`). The collector's events are
+    let go as its jobs are diagnosed: it can be diagnosed once."""
     from analyzer.pipeline.diagnosing import each_diagnosis
     from analyzer.timeline.attempts import job_timelines
+    from analyzer.verdict.hangs import InputEnd
     from analyzer.verdict.policy import load_policy
     from analyzer.verdict.predict import diagnose_timeline
 
@@ -74,6 +78,10 @@ def diagnose_collected(
     quiet = [f"{path}: no Vertex AI job message in it" for path in unnamed]
     pages = [f"{s.path}: {WEB_TEXT_NOTICE}" for s in stats if s.web_text]
     budget = active_policy.worker_restart_budget
+    # Issue 30: a job is silent against the end of all the inputs (a project sink goes on
+    # after a hung job's last line), or against now for a live read.
+    latest = collector.latest_time()
+    end = InputEnd(now, live=True) if now is not None else InputEnd(latest) if latest else None
 
     # Job by job: each job's events are read back, diagnosed and let go before the next
     # job's are (the collector's logs are built one at a time), so the memory of a run is
@@ -84,7 +92,7 @@ def diagnose_collected(
         if job is not None and log.job_id != job:
             return
         for timeline in job_timelines(log, budget):
-            diagnosis = diagnose_timeline(timeline, active_policy, job_spec, lang, stats)
+            diagnosis = diagnose_timeline(timeline, active_policy, job_spec, lang, stats, end)
             yield diagnosis if timelines else _without_events(diagnosis)
 
     diagnoses = tuple(each_diagnosis(collector, diagnosed, processes))

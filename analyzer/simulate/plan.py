@@ -52,6 +52,10 @@ class Expected:
     category: str | None
     worker_restarts: Mapping[str, int]
     job_id: str | None
+    # A hang (issue 30): the ``stalled.kind`` the job's diagnosis gives, and which workers
+    # are silent; None: not stalled.
+    stalled: str | None = None
+    silent: tuple[str, ...] = ()
 
 
 class Ending(StrEnum):
@@ -77,6 +81,11 @@ class Run:
     traceback: tuple[str, ...] = ()  # what the process prints on stderr as it dies
     runner: bool = True  # prebuilt container: the runner writes start and exit lines
     cluster: str = ""  # the runner's --cluster JSON
+    # A process that writes nothing for a while (stuck in a collective, a quiet evaluation):
+    # no chatter from ``quiet[0]`` to ``quiet[1]``; ``last_words`` of an OPEN run are written
+    # at its end all the same (a watchdog's line after the silence).
+    quiet: tuple[int, int] | None = None
+    last_words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,12 +175,14 @@ def _render_run(
     span = last_words - SECOND - clock
     count = max(2, int(span / (60 * SECOND) * plan.chatter_per_minute))
     step = span / count
+    quiet = run.quiet or (last_words, last_words)
     for _ in range(count):
         ns = clock + int(rng.uniform(0.5, 1.5) * step)
         if ns >= last_words - SECOND:
             break
         clock = ns
-        yield ns, chatter.next_line(ns)
+        if not quiet[0] <= ns < quiet[1]:
+            yield ns, chatter.next_line(ns)
     clock = max(clock, last_words)
     for delay, line in epilogue:
         clock += int(delay * SECOND)
@@ -193,6 +204,8 @@ def _epilogue(run: Run, args: tuple[str, ...]) -> list[tuple[float, noise.Line]]
             lines.append((0.02, noise.runner_exit(run.exit_code)))
     elif run.ending is Ending.SEGFAULT:
         lines += [(0.001, (text, "ERROR")) for text in noise.segfault_dump()]
+    elif run.ending is Ending.OPEN:
+        lines += [(0.001, (text, "ERROR")) for text in run.last_words]
     return lines
 
 

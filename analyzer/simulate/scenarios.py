@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from analyzer.rulebook.events import Category
 from analyzer.simulate import noise
@@ -70,6 +71,8 @@ class Context:
         restarts: Mapping[str, int] | None = None,
         *,
         observed: bool = True,
+        stalled: str | None = None,
+        silent: tuple[str, ...] = (),
     ) -> Expected:
         """The verdict, with ``retries = attempts - 1``."""
         return Expected(
@@ -80,6 +83,8 @@ class Context:
             category=None if category is None else category.value,
             worker_restarts=dict(restarts or {}),
             job_id=self.job.job_id,
+            stalled=stalled,
+            silent=silent,
         )
 
     def args(self) -> tuple[str, ...]:
@@ -580,6 +585,183 @@ def long_checkpointed(ctx: Context) -> JobPlan:
     return _moved_twice(ctx, leg=(100, 130), last=(80, 100), chatter=200)
 
 
+# --- Hangs (issue 30), and quiet phases that are none ---
+
+POOL = ("workerpool1-0", "workerpool1-1", "workerpool1-2")
+
+
+def watchdog(rank: int, minutes: int = 30) -> str:
+    """PyTorch's ProcessGroupNCCL watchdog line (``ProcessGroupNCCL.cpp``), as real logs show
+    it: the collective and its timeout named."""
+    return (
+        f"[rank{rank}]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank {rank}] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, "
+        f"NumelIn=544997376, NumelOut=544997376, Timeout(ms)={minutes * 60_000}) ran for "
+        f"{minutes * 60_000 + 61} milliseconds before timing out."
+    )
+
+
+def _distributed(ctx: Context, tasks: tuple[str, ...]) -> tuple[JobBuilder, dict[str, int], int]:
+    """A multi-worker job's builder, each worker's start and when training began."""
+    b = ctx.builder(tasks)
+    t = b.provision(ctx.t0)
+    starts = {task: t + b.seconds(0, 40) for task in tasks}
+    b.say(max(starts.values()) + b.seconds(20, 50), "Job is running.")
+    return b, starts, t
+
+
+def _running(
+    ctx: Context, b: JobBuilder, cutoff: int | None, stalled: str | None = None, **kw: Any
+) -> JobPlan:
+    return b.build(
+        ctx.expected("JOB_STATE_RUNNING", 1, observed=False, stalled=stalled, **kw),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(2, 1),
+        cutoff=cutoff,
+        seed=ctx.seed,
+    )
+
+
+def rank_stuck_collective(ctx: Context) -> JobPlan:
+    """``workerpool1-2`` stops inside an all-reduce after 1-2 hours of training; the others
+    wait in it and 30 minutes later their NCCL watchdog logs the timeout, but (without
+    TORCH_NCCL_ASYNC_ERROR_HANDLING) does not end them: the job hangs, RUNNING, and the
+    export ends 15 minutes after the watchdog's lines."""
+    tasks = (CHIEF, *POOL)
+    b, starts, t = _distributed(ctx, tasks)
+    hang = t + int(ctx.rng.uniform(60, 120) * MINUTE)
+    timeout = hang + 30 * MINUTE + b.seconds(0, 20)
+    for rank, task in enumerate(tasks):
+        if task == POOL[-1]:
+            b.run(
+                task,
+                starts[task],
+                timeout + 3 * HOUR,
+                Ending.OPEN,
+                quiet=(hang, timeout + 3 * HOUR),
+            )
+        else:
+            # The others finish the step they were in, then wait in the collective.
+            quiet = (hang + b.seconds(5, 50), timeout)
+            b.run(
+                task, starts[task], timeout, Ending.OPEN, quiet=quiet, last_words=(watchdog(rank),)
+            )
+    return _running(ctx, b, timeout + 15 * MINUTE, "collective_timeout", silent=(POOL[-1],))
+
+
+def straggler(ctx: Context) -> JobPlan:
+    """``workerpool1-2`` hangs (a stuck read of its data shard) after 1-2 hours while the
+    chief and the other workers go on (asynchronous training, no collective between them):
+    the export ends 50 minutes into its silence, the others still writing."""
+    tasks = (CHIEF, *POOL)
+    b, starts, t = _distributed(ctx, tasks)
+    hang = t + int(ctx.rng.uniform(60, 120) * MINUTE)
+    cutoff = hang + 50 * MINUTE
+    for task in tasks:
+        quiet = (hang, cutoff + HOUR) if task == POOL[-1] else None
+        b.run(task, starts[task], cutoff + HOUR, Ending.OPEN, quiet=quiet)
+    return _running(ctx, b, cutoff, "straggler", silent=(POOL[-1],))
+
+
+def silent_after_checkpoint(ctx: Context) -> JobPlan:
+    """The chief and a worker train 1-2 hours, save a checkpoint, then neither writes again
+    (a deadlock after the save) and nothing ends the job; in a project's sink, another job's
+    lines go on for hours after (the scenario's second job)."""
+    tasks = (CHIEF, POOL[0])
+    b, starts, t = _distributed(ctx, tasks)
+    hang = t + int(ctx.rng.uniform(60, 120) * MINUTE)
+    for task in tasks:
+        b.run(task, starts[task], hang + 6 * HOUR, Ending.OPEN, quiet=(hang, hang + 6 * HOUR))
+    return _running(ctx, b, None, "all_silent", silent=tasks)
+
+
+def long_success(ctx: Context) -> JobPlan:
+    """Another job of the project: one worker trains 4-5 hours and succeeds."""
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(-8, 30), "Job is running.")
+    end = t + int(ctx.rng.uniform(240, 300) * MINUTE)
+    b.run(CHIEF, t, end, Ending.SUCCEEDED)
+    b.succeed(end + b.seconds(20, 60))
+    return b.build(
+        ctx.expected("JOB_STATE_SUCCEEDED", 1),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(1, 1),
+        seed=ctx.seed,
+    )
+
+
+def watchdog_kills(ctx: Context) -> JobPlan:
+    """``workerpool1-1`` stops inside an all-reduce; ten minutes later the chief's NCCL
+    watchdog times out and, as PyTorch does by default, ends its process: the service names
+    the chief's exit, the job fails. A failure with that cause, not a stall."""
+    tasks = (CHIEF, POOL[0], POOL[1])
+    b, starts, t = _distributed(ctx, tasks)
+    hang = t + int(ctx.rng.uniform(30, 60) * MINUTE)
+    timeout = hang + 10 * MINUTE + b.seconds(0, 20)
+    chief_tb = (
+        watchdog(0, 10),
+        *noise.python_traceback(
+            "torch.distributed.DistBackendError: [Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE) ran for 600061 milliseconds",
+            depth=2,
+        ),
+    )
+    b.run(CHIEF, starts[CHIEF], timeout, Ending.EXCEPTION, exit_code=1, traceback=chief_tb)
+    error = timeout + b.seconds(22, 40)
+    for task in (POOL[0], POOL[1]):
+        b.run(
+            task, starts[task], error + b.seconds(5, 15), Ending.KILLED, quiet=(hang, error + HOUR)
+        )
+    b.say(error, exit_message(ctx.job, CHIEF, 1, chief_tb[1:], elide=True), "ERROR")
+    b.fail(error, None)
+    return b.build(
+        ctx.expected("JOB_STATE_FAILED", 1, Category.USER_CODE_EXCEPTION),
+        bucket=BUCKET,
+        args=ctx.args(),
+        chatter_per_minute=ctx.rate(2, 1),
+        seed=ctx.seed,
+    )
+
+
+def long_evaluation(ctx: Context) -> JobPlan:
+    """The chief trains an hour, then evaluates for 40 minutes without a line, then trains on;
+    the export ends 20 minutes after: the quiet phase resumed, no stall."""
+    b = ctx.builder()
+    t = b.provision(ctx.t0)
+    b.say(t + b.seconds(-8, 30), "Job is running.")
+    evaluation = t + int(ctx.rng.uniform(55, 70) * MINUTE)
+    resumed = evaluation + 40 * MINUTE
+    b.run(CHIEF, t, resumed + 3 * HOUR, Ending.OPEN, quiet=(evaluation, resumed))
+    return _running(ctx, b, resumed + 20 * MINUTE)
+
+
+def chatty_export_ends(ctx: Context) -> JobPlan:
+    """Three workers train and write every minute; the export ends among their lines: a job
+    in progress, and nothing in the input can show a hang."""
+    tasks = (CHIEF, POOL[0], POOL[1])
+    b, starts, t = _distributed(ctx, tasks)
+    for task in tasks:
+        b.run(task, starts[task], t + 5 * HOUR, Ending.OPEN)
+    return _running(ctx, b, t + int(ctx.rng.uniform(60, 120) * MINUTE))
+
+
+def final_save(ctx: Context) -> JobPlan:
+    """At the end of its data each worker waits, silent, for the chief's final save, which
+    writes its progress every minute or so; the export ends 25 minutes into the save, within
+    the floor of a quiet phase (a save is no hang)."""
+    tasks = (CHIEF, POOL[0], POOL[1])
+    b, starts, t = _distributed(ctx, tasks)
+    done = t + int(ctx.rng.uniform(60, 120) * MINUTE)
+    cutoff = done + 25 * MINUTE
+    for task in tasks:
+        quiet = None if task == CHIEF else (done, cutoff + HOUR)
+        b.run(task, starts[task], cutoff + HOUR, Ending.OPEN, quiet=quiet)
+    return _running(ctx, b, cutoff)
+
+
 JobFunction = Callable[[Context], JobPlan]
 
 
@@ -702,6 +884,45 @@ SCENARIOS: Mapping[str, Scenario] = {
         ),
         _scenario(
             "shm-sigbus", "data-loader bus error (/dev/shm full), exit 135; failed", shm_sigbus
+        ),
+        _scenario(
+            "rank-stuck-collective",
+            "workerpool1-2 stuck in an all-reduce; the others' NCCL watchdog logs the timeout"
+            " without ending them: RUNNING, stalled",
+            rank_stuck_collective,
+        ),
+        _scenario(
+            "straggler",
+            "workerpool1-2 silent for 50 min while the others train on: RUNNING, stalled",
+            straggler,
+        ),
+        _scenario(
+            "silent-after-checkpoint",
+            "every worker silent after a checkpoint while another job's lines go on in the"
+            " project's sink: RUNNING, stalled; the other job succeeds",
+            silent_after_checkpoint,
+            long_success,
+        ),
+        _scenario(
+            "watchdog-kills",
+            "workerpool1-1 stuck in an all-reduce; the chief's NCCL watchdog ends it: failed",
+            watchdog_kills,
+        ),
+        _scenario(
+            "long-evaluation",
+            "40 quiet minutes of evaluation, then training resumes: running, no stall",
+            long_evaluation,
+        ),
+        _scenario(
+            "chatty-export-ends",
+            "the export ends while three workers write every minute: running, no stall",
+            chatty_export_ends,
+        ),
+        _scenario(
+            "final-save",
+            "the workers wait silent for the chief's final save; the export ends 25 min in:"
+            " running, no stall",
+            final_save,
         ),
         _scenario(
             "long-checkpointed",

@@ -31,6 +31,7 @@ from analyzer.rulebook.events import (
     other_service_text,
 )
 from analyzer.timeline.exitcodes import decode
+from analyzer.timeline.rhythm import Rhythm, rhythm_of
 
 # Legacy replica names in service messages ("master 0") map to legacy task names
 # ("master-replica-0"); current ones ("workerpool0-0") are already task names.
@@ -129,6 +130,8 @@ class WorkerTimeline:
     # The worker's own last record (not a service message about it): where its lines in the
     # input end.
     own_last: datetime | None = None
+    # The minutes it wrote in within the attempt (None: the input's engine gave none).
+    rhythm: Rhythm | None = None
 
     @property
     def restarts(self) -> int:
@@ -410,6 +413,7 @@ def _worker(
         first_seen=min(seen, default=None),
         last_seen=max(seen, default=None),
         own_last=max(own, default=None),
+        rhythm=rhythm_of(inside, *window) if inside else None,
     )
 
 

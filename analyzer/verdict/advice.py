@@ -379,7 +379,24 @@ def _values(facts: AdviceFacts, findings: Findings, policy: RetryPolicy) -> dict
         **({"pool": facts.recorded.pool} if facts.recorded and facts.recorded.pool else {}),
         **(_machine_values(cause, facts.spec) or {}),
         **_interrupted_values(findings.get(FindingKind.INTERRUPTED_WAIT)),
+        **_stalled_values(findings.get(FindingKind.STALLED)),
     }
+    return values
+
+
+def _stalled_values(stalled: Finding | None) -> dict[str, object]:
+    """A hung job's facts (analyzer.verdict.hangs), as ``stalled_FIELD``: the silent worker,
+    since when, the collective, when the timeout stops it and the hours it bills till then."""
+    if stalled is None:
+        return {}
+    values: dict[str, object] = {f"stalled_{name}": value for name, value in stalled.fields}
+    for name in ("machine_hours", "accelerator_hours"):
+        hours = values.get(f"stalled_{name}")
+        values[f"stalled_{name}"] = (
+            f"{hours:,}" if isinstance(hours, int) else "an unknown number of"
+        )
+    for name in ("replica", "reporter", "silent", "since", "collective", "timeout_at"):
+        values[f"stalled_{name}"] = values.get(f"stalled_{name}") or "?"
     return values
 
 
@@ -446,9 +463,9 @@ def _filled_in(lines: list[str], job_id: str | None, cause: Cause | None) -> lis
     lines = [f"T{line[1:]}" if line.startswith("the replica") else line for line in lines]
     if job_id and _ID.fullmatch(job_id):
         lines = [
-            line.replace("--job-id JOB_ID", f"--job-id {job_id}").replace(
-                "custom-jobs describe JOB_ID", f"custom-jobs describe {job_id}"
-            )
+            line.replace("--job-id JOB_ID", f"--job-id {job_id}")
+            .replace("custom-jobs describe JOB_ID", f"custom-jobs describe {job_id}")
+            .replace("custom-jobs cancel JOB_ID", f"custom-jobs cancel {job_id}")
             for line in lines
         ]
     project = _PROJECT.search(cause.message) if cause is not None else None

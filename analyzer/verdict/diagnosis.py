@@ -17,7 +17,8 @@ from analyzer.ingest.records import Origin
 from analyzer.rulebook.events import Category
 from analyzer.timeline.attempts import JobTimeline
 from analyzer.verdict.findings import Findings
-from analyzer.verdict.stall import Stall
+from analyzer.verdict.hangs import clock, collective_words, duration_words
+from analyzer.verdict.stall import Stall, StallKind
 
 
 class JobState(StrEnum):
@@ -287,7 +288,10 @@ def plural(count: int, word: str) -> str:
 
 
 def cause_phrase(diagnosis: Diagnosis) -> str:
-    """One phrase naming the cause: category, replica, exit code or region."""
+    """One phrase naming the cause: category, replica, exit code or region; of a stalled job,
+    since when and who (:func:`stall_phrase`)."""
+    if diagnosis.stalled is not None:
+        return stall_phrase(diagnosis.stalled)
     cause = diagnosis.cause
     if cause is None:
         # "No failure" only of a job that succeeded: of any other, what the input lacks (a
@@ -321,11 +325,46 @@ def _clipped(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def stall_phrase(stall: Stall) -> str:
+    """``stalled since 14:02 (workerpool1-3 silent 47 min; the others wait in an all-reduce)``."""
+    return f"stalled since {clock(stall.since, stall.input_end)} ({_who(stall)})"
+
+
+def _who(stall: Stall) -> str:
+    """Who is silent, and what the others do."""
+    silent = [w.replica for w in stall.workers]
+    longest = max((w.silent_for for w in stall.workers), default=None)
+    if stall.kind is StallKind.ALL_SILENT:
+        return f"every worker silent for {duration_words(stall.input_end - stall.since)}" + (
+            " when the input ends"
+        )
+    named = ", ".join(silent[:3]) + (f" and {len(silent) - 3} more" if len(silent) > 3 else "")
+    parts = [f"{named} silent {duration_words(longest)}"] if longest is not None else []
+    if stall.kind is StallKind.COLLECTIVE_TIMEOUT:
+        waiting = "the others wait in" if stall.waiting else "the workers wait in"
+        parts.append(f"{waiting} {collective_words(stall.collective)} that timed out")
+    elif stall.waiting:
+        waiting = "the others" if len(stall.waiting) > 1 else stall.waiting[0]
+        verb = "wait" if len(stall.waiting) > 1 else "waits"
+        parts.append(
+            f"{waiting} {verb} in {collective_words(stall.collective)}"
+            if stall.collective
+            else f"{waiting} still {'write' if len(stall.waiting) > 1 else 'writes'}"
+        )
+    return "; ".join(parts)
+
+
 def verdict_line(diagnosis: Diagnosis) -> str:
-    """The one line a person reads first."""
+    """The one line a person reads first: of a stalled job, ``RUNNING, stalled since 14:02
+    (...)`` in place of how the state was reached and the cause."""
     job = diagnosis.job_id or "(unknown job id)"
     if diagnosis.trial:
         job += f" trial {diagnosis.trial}"
+    if diagnosis.stalled is not None:
+        return (
+            f"job {job}: {short_state(diagnosis)}, {stall_phrase(diagnosis.stalled)}, "
+            f"{plural(diagnosis.attempts, 'attempt')}, {plural(diagnosis.retries, 'retry')}"
+        ).replace("retrys", "retries")
     return (
         f"job {job}: {short_state(diagnosis)} ({observed_word(diagnosis)}), "
         f"{plural(diagnosis.attempts, 'attempt')}, {plural(diagnosis.retries, 'retry')}"

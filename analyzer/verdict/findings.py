@@ -76,6 +76,8 @@ class FindingKind(StrEnum):
     OLDEST_MISSING = "oldest-missing"  # an input written newest first lost its oldest entries
     ATTEMPT_WORK = "attempt-work"  # what an attempt's work shows (no checkpoint, a start race)
     RECORD_DISAGREES = "record-disagrees"  # the job's record (--job-spec) says another state
+    STALLED = "stalled"  # a RUNNING job hangs: workers silent past their rhythm, a timeout
+    STALL_UNTOLD = "stall-untold"  # what the input cannot tell of a hang (analyzer.verdict.hangs)
 
 
 # The fields each kind carries; rows may test only these (checked when rows are loaded).
@@ -118,6 +120,21 @@ FIELDS: Mapping[FindingKind, frozenset[str]] = {
     FindingKind.OLDEST_MISSING: frozenset({"path", "cut_line", "cap", "oldest"}),
     FindingKind.ATTEMPT_WORK: frozenset({"what", "attempt", "training", "gap", "skew"}),
     FindingKind.RECORD_DISAGREES: frozenset({"state", "error_code", "concluded"}),
+    FindingKind.STALLED: frozenset(
+        {
+            "how",
+            "replica",
+            "silent",
+            "collective",
+            "since",
+            "timeout_at",
+            "machine_hours",
+            "accelerator_hours",
+            "priced",
+            "reporter",
+        }
+    ),
+    FindingKind.STALL_UNTOLD: frozenset({"why"}),
     FindingKind.FATE: frozenset(
         {"why", "refusal", "message", "origin", "allowed", "observed", "category"}
     ),

@@ -8,8 +8,10 @@ the ``scheduling`` settings that change the retry policy, and the recorded ``sta
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +119,9 @@ class JobSpec:
     disable_retries: bool | None = None
     restart_job_on_worker_restart: bool | None = None
     strategy: str | None = None
+    # scheduling.timeout: the platform stops the job after it (7 days when not set,
+    # platform.md section 2).
+    timeout: timedelta | None = None
 
     def pool(self, replica_or_pool: str | None) -> PoolSpec | None:
         """The pool of ``workerpool1-0`` or ``workerpool1`` (legacy names: the first pool)."""
@@ -171,7 +176,22 @@ def parse_job_spec(data: Any) -> JobSpec:
         disable_retries=_bool(_get(scheduling, "disableRetries")),
         restart_job_on_worker_restart=_bool(_get(scheduling, "restartJobOnWorkerRestart")),
         strategy=strategy if isinstance(strategy, str) else None,
+        timeout=_duration(_get(scheduling, "timeout")),
     )
+
+
+def _duration(value: Any) -> timedelta | None:
+    """A protobuf Duration as the API's JSON writes it (``"604800s"``, ``"1.5s"``), or a
+    mapping of ``seconds`` (and ``nanos``) as a Python client's dict gives it; None else."""
+    if isinstance(value, str) and _DURATION.fullmatch(value):
+        return timedelta(seconds=float(value[:-1]))
+    if isinstance(value, dict) and isinstance(value.get("seconds"), int | str):
+        seconds = str(value["seconds"])
+        return timedelta(seconds=int(seconds)) if seconds.isdigit() else None
+    return None
+
+
+_DURATION = re.compile(r"\d{1,12}(?:\.\d{1,9})?s")
 
 
 def _job_id(name: Any) -> str | None:

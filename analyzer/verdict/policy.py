@@ -7,7 +7,8 @@ user can change them (``--policy FILE``) without touching code.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -25,7 +26,49 @@ _KEYS = (
     "transient_exit_codes",
     "transient_max_attempts",
     "spot_max_attempts",
+    "stall",
 )
+# Settings a policy file may leave out: the built-in file's are taken (a policy written before
+# the setting existed keeps working).
+_OPTIONAL = frozenset({"stall"})
+_STALL_KEYS = (
+    "gap_quantile",
+    "gap_factor",
+    "floor_minutes",
+    "min_active_minutes",
+    "default_timeout_hours",
+    "hang_evidence",
+)
+_EVIDENCE_KEYS = frozenset({"detail", "text", "fields", "collective"})
+
+
+@dataclass(frozen=True, slots=True)
+class HangEvidence:
+    """A detail rule whose lines show a hang (``stall.hang_evidence``): ``text`` a pattern the
+    line must match too, ``fields`` one whose groups ``collective``, ``timeout_ms`` and
+    ``timeout_s`` are read wherever they match, ``collective`` what it names when the line
+    does not."""
+
+    detail: str
+    text: re.Pattern[str] | None = None
+    fields: re.Pattern[str] | None = None
+    collective: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StallPolicy:
+    """When a worker's silence is a stall (issue 30; rules/policy.yaml says why each number)."""
+
+    gap_quantile: float
+    gap_factor: float
+    floor_minutes: float
+    min_active_minutes: int
+    default_timeout_hours: float
+    hang_evidence: tuple[HangEvidence, ...]
+
+    def evidence_for(self, detail: str | None) -> tuple[HangEvidence, ...]:
+        """The rows of ``detail`` (a detail rule's name)."""
+        return tuple(row for row in self.hang_evidence if row.detail == detail)
 
 
 def _unpickled_policy(values: dict[str, Any]) -> RetryPolicy:
@@ -51,6 +94,7 @@ class RetryPolicy:
     transient_exit_codes: frozenset[int]
     transient_max_attempts: int
     spot_max_attempts: int
+    stall: StallPolicy
     disable_retries: bool = False
     spot: bool = False
     restart_job_on_worker_restart: bool = False
@@ -199,7 +243,7 @@ def _read_policy(path: Path | None) -> RetryPolicy:
             suggestion = f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(_KEYS)}"
             raise fail(str(key), f"unknown setting {key!r}{suggestion}")
     for key in _KEYS:
-        if key not in data:
+        if key not in data and key not in _OPTIONAL:
             raise fail("", f"missing setting {key!r}; copy it from {builtin_policy_path()}")
 
     def count(key: str, value: Any, minimum: int) -> int:
@@ -227,4 +271,87 @@ def _read_policy(path: Path | None) -> RetryPolicy:
         transient_exit_codes=frozenset(count("transient_exit_codes", c, 0) for c in codes),
         transient_max_attempts=count("transient_max_attempts", data["transient_max_attempts"], 1),
         spot_max_attempts=count("spot_max_attempts", data["spot_max_attempts"], 1),
+        stall=_stall_or_builtin(data, fail),
     )
+
+
+def _stall_or_builtin(data: dict[str, Any], fail: Callable[[str, str], PolicyError]) -> StallPolicy:
+    """The file's ``stall`` section, or the built-in one's when the file has none."""
+    return _stall_policy(data["stall"], fail) if "stall" in data else _builtin_policy().stall
+
+
+def _stall_policy(raw: Any, fail: Callable[[str, str], PolicyError]) -> StallPolicy:
+    """The ``stall`` section, each number checked against its range."""
+    if not isinstance(raw, dict):
+        raise fail("stall", "stall must be a mapping of settings")
+    for key in raw:
+        if key not in _STALL_KEYS:
+            hint = difflib.get_close_matches(str(key), _STALL_KEYS, n=1)
+            suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
+            raise fail(f"stall.{key}", f"unknown setting stall.{key}{suggestion}")
+    for key in _STALL_KEYS:
+        if key not in raw:
+            raise fail(
+                "stall", f"missing setting stall.{key}; copy it from {builtin_policy_path()}"
+            )
+
+    def number(key: str, low: float, high: float | None = None) -> float:
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise fail(f"stall.{key}", f"stall.{key} must be a number, not {value!r}")
+        if value < low or (high is not None and value > high):
+            bounds = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
+            raise fail(f"stall.{key}", f"stall.{key} must be {bounds}, not {value!r}")
+        return float(value)
+
+    active = number("min_active_minutes", 2)
+    if active != int(active):
+        raise fail("stall.min_active_minutes", "stall.min_active_minutes must be a whole number")
+    return StallPolicy(
+        gap_quantile=number("gap_quantile", 0.5, 1),
+        gap_factor=number("gap_factor", 1),
+        floor_minutes=number("floor_minutes", 1),
+        min_active_minutes=int(active),
+        default_timeout_hours=number("default_timeout_hours", 1),
+        hang_evidence=_hang_evidence(raw["hang_evidence"], fail),
+    )
+
+
+def _pattern(
+    row: dict[str, Any], key: str, fail: Callable[[str, str], PolicyError]
+) -> re.Pattern[str] | None:
+    where = "stall.hang_evidence"
+    value = row.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise fail(where, f"{where} row {row['detail']!r}: {key} must be a regular expression")
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise fail(where, f"{where} row {row['detail']!r}: bad {key} pattern ({exc})") from exc
+
+
+def _hang_evidence(raw: Any, fail: Callable[[str, str], PolicyError]) -> tuple[HangEvidence, ...]:
+    where = "stall.hang_evidence"
+    if not isinstance(raw, list):
+        raise fail(where, f"{where} must be a list of {{detail: NAME}} rows")
+    rows = []
+    for row in raw:
+        if not isinstance(row, dict) or not isinstance(row.get("detail"), str):
+            raise fail(where, f"each row of {where} needs a detail (a detail rule's name)")
+        unknown = set(row) - _EVIDENCE_KEYS
+        if unknown:
+            raise fail(
+                where,
+                f"unknown key {sorted(unknown)[0]!r} in {where}; known: "
+                + ", ".join(sorted(_EVIDENCE_KEYS)),
+            )
+        text, fields = (_pattern(row, key, fail) for key in ("text", "fields"))
+        collective = row.get("collective")
+        rows.append(
+            HangEvidence(
+                row["detail"], text, fields, collective if isinstance(collective, str) else None
+            )
+        )
+    return tuple(rows)

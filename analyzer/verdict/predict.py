@@ -74,6 +74,7 @@ from analyzer.verdict.findings_job import (
     sdk_state_only,
     strongest,
 )
+from analyzer.verdict.hangs import InputEnd, read_stall
 from analyzer.verdict.jobspec import JobSpec
 from analyzer.verdict.policy import RetryPolicy
 from analyzer.verdict.rootcause import deepen, find_death
@@ -1203,13 +1204,16 @@ def diagnose_timeline(
     spec: JobSpec | None = None,
     lang: str = "en",
     inputs: Sequence[InputStats] = (),
+    end: InputEnd | None = None,
 ) -> Diagnosis:
     """Replay ``policy`` over ``timeline`` and conclude.
 
     ``spec`` (the job's own record, ``--job-spec``) changes the policy by its ``scheduling``
     settings, names machine types in the advice, and is compared with the prediction; it is
     ignored when it describes another job. ``inputs``: what was read of each input (a cut,
-    its format), for the notes on what the input lacks of the job.
+    its format), for the notes on what the input lacks of the job. ``end``: where the
+    inputs end (the latest time any shows, or now for a live read), against which a running
+    job's silence is a stall (:mod:`analyzer.verdict.hangs`); None: at this job's last line.
     """
     if spec is not None and not spec.applies_to(timeline.job_id):
         spec = None
@@ -1223,12 +1227,15 @@ def diagnose_timeline(
     state = fate.state
     error = recorded_error(timeline) if cause is None and state is JobState.FAILED else None
     facts = _advice_facts(timeline, verdicts, cause, state, spec, error)
-    found = _job_findings(timeline, facts, fate, policy)
+    hang = read_stall(timeline, state is JobState.RUNNING, policy.stall, end, spec)
+    stalled = [f for f in hang.findings if f.kind is FindingKind.STALLED]
+    found = _job_findings(timeline, facts, fate, policy, stalled)
     evidence = _Evidence(
         timeline, verdicts, cause, state, _seen(timeline, verdicts, cause, state), found
     )
     check = _spec_check(spec, state, cause) if spec is not None else None
-    notes = _notes(timeline, fate, evidence, [work for work, _ in works], inputs, check)
+    untold = [f for f in hang.findings if f.kind is not FindingKind.STALLED]
+    notes = _notes(timeline, fate, evidence, [work for work, _ in works], inputs, check, untold)
     timed = [w.lost for w, _ in works if w.lost is not None]
     return Diagnosis(
         job_id=timeline.job_id,
@@ -1263,6 +1270,7 @@ def diagnose_timeline(
         recorded_error=error,
         state_source=fate.source,
         findings=found,
+        stalled=hang.stall,
     )
 
 
@@ -1325,7 +1333,11 @@ def _advice_facts(
 
 
 def _job_findings(
-    timeline: JobTimeline, facts: AdviceFacts, fate: _Fate, policy: RetryPolicy
+    timeline: JobTimeline,
+    facts: AdviceFacts,
+    fate: _Fate,
+    policy: RetryPolicy,
+    stalled: Sequence[Finding] = (),
 ) -> Findings:
     """The job's findings, each computed once: the advice's (analyzer.verdict.advice), an
     interrupted wait and a state the SDK's line alone shows (analyzer.verdict.findings_job)."""
@@ -1336,6 +1348,7 @@ def _job_findings(
         policy,
         interrupted_wait(timeline, short, fate.final) if cause is None else None,
         sdk_state_only(timeline, fate.source),
+        *stalled,
     )
     if provenance is None:
         return found
@@ -1358,6 +1371,7 @@ def _notes(
     works: list[AttemptWork],
     inputs: Sequence[InputStats],
     check: SpecCheck | None,
+    untold: Sequence[Finding] = (),
 ) -> list[str]:
     """The diagnosis's notes: the fate's, the evidence's, the input's cut, the work's, and
     the job's record when it disagrees (their order is rules/advice/notes.yaml's)."""
@@ -1368,6 +1382,7 @@ def _notes(
             *oldest_entries_missing(timeline, inputs),
             *_work_notes(timeline, works),
             *_disagreement(check, evidence.state),
+            *untold,
         ),
     )
 

@@ -329,11 +329,9 @@ class GcloudJsonScanner:
         when = time_key(record.timestamp)
         span = self.tally.spans.get(key)
         if span is None:
-            self.tally.spans[key] = SpanTally(when, when, 1)
+            self.tally.spans[key] = SpanTally.at(when, 1)
         else:
-            span.records += 1
-            span.first = min(span.first, when)
-            span.last = max(span.last, when)
+            span.count(when)
 
     def _match(self, records: list[LogRecord]) -> None:
         """The events of the records among ``records`` the prefilter lets through."""

@@ -645,13 +645,9 @@ class GcloudYamlScanner:
             return
         span = self.tally.spans.get(key)
         if span is None:
-            self.tally.spans[key] = SpanTally(when, when, 1)
+            self.tally.spans[key] = SpanTally.at(when, 1)
         else:
-            span.records += 1
-            if when < span.first:
-                span.first = when
-            elif when > span.last:
-                span.last = when
+            span.count(when)
 
 
 def scan_gcloud_yaml(

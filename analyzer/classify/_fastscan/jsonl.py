@@ -43,6 +43,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from analyzer.classify._fastscan.blockdecode import READ_WHOLE, Hints, Skipped, decode_block
 from analyzer.classify.eventstore import JobEvents, Light
+from analyzer.classify.minutes import KEY_MINUTES, MinuteMap, minute_of_key
 from analyzer.ingest.entries import (
     CUT_SHORT,
     InvalidJson,
@@ -260,11 +261,69 @@ def time_key(moment: datetime) -> str:
 
 @dataclass(slots=True)
 class SpanTally:
-    """Earliest and latest timestamp key and how many timed records one key has."""
+    """Earliest and latest timestamp key and how many timed records one key has, and the
+    minutes they fell in (:class:`~analyzer.classify.minutes.MinuteMap`).
+
+    ``lo`` is the key prefix of the minute of ``last`` (``2024-03-11T08:00``) and ``hi`` that
+    prefix with ``;`` (after every ``:``); ``flo`` and ``fhi`` the same of ``first``. A key at
+    or past ``hi`` is in a later minute than ``last``'s, one before ``flo`` in an earlier one
+    than ``first``'s: a reader notes a minute (:meth:`note`) only then, or for a key between
+    in neither minute, so a line in time order (or in reverse, as gcloud prints) costs one
+    string compare more.
+    """
 
     first: str
     last: str
     records: int
+    minutes: MinuteMap = field(default_factory=MinuteMap)
+    lo: str = "\uffff"
+    hi: str = ""
+    flo: str = "\uffff"
+    fhi: str = ""
+
+    @classmethod
+    def at(cls, when: str, records: int = 0) -> SpanTally:
+        """A span that begins with a line at ``when``."""
+        span = cls(when, when, records)
+        span.note(when)
+        return span
+
+    def count(self, when: str) -> None:
+        """Count one more line at ``when`` (outside the hot loops, which inline this)."""
+        self.records += 1
+        if when > self.last:
+            self.last = when
+            if when >= self.hi:
+                self.note(when)
+        elif when < self.first:
+            self.first = when
+            if when < self.flo:
+                self.note(when)
+        elif when < self.lo and not self.flo <= when < self.fhi:
+            self.note(when)
+
+    def note(self, when: str) -> None:
+        """Note the minute of ``when`` (a key outside the minutes of ``first`` and ``last``)."""
+        prefix = when[:16]
+        minute = KEY_MINUTES.get(prefix)
+        if minute is None:
+            minute = minute_of_key(prefix)
+            if minute is None:
+                return
+        self.minutes.add(minute)
+        if when >= self.hi:
+            self.lo, self.hi = prefix, prefix + ";"
+        if when < self.flo:
+            self.flo, self.fhi = prefix, prefix + ";"
+
+    def absorb(self, other: SpanTally) -> None:
+        """Add ``other``'s records, times and minutes (the same key's, of other lines)."""
+        self.records += other.records
+        if other.first < self.first:
+            self.first, self.flo, self.fhi = other.first, other.flo, other.fhi
+        if other.last > self.last:
+            self.last, self.lo, self.hi = other.last, other.lo, other.hi
+        self.minutes.merge(other.minutes)
 
 
 @dataclass(slots=True)
@@ -288,9 +347,7 @@ class ScanTally:
             if mine is None:
                 spans[key] = tally
             else:
-                mine.records += tally.records
-                mine.first = min(mine.first, tally.first)
-                mine.last = max(mine.last, tally.last)
+                mine.absorb(tally)
         self.untimed.update(later.untimed)
         self.candidates.extend(later.candidates)
 
@@ -431,11 +488,7 @@ class JsonlScanner:
             if mine is None:
                 spans[key] = tally
             else:
-                mine.records += tally.records
-                if tally.first < mine.first:
-                    mine.first = tally.first
-                if tally.last > mine.last:
-                    mine.last = tally.last
+                mine.absorb(tally)
 
     def _lean(
         self,
@@ -452,12 +505,13 @@ class JsonlScanner:
         :data:`FORMS`: canonical, or microseconds at UTC, whose key is their first 26
         characters and "000Z"). With ``size``, only those of its length: the others are
         checked on their own."""
-        # One loop with its checks inline (McCabe 36, within the fast scan's bound of 40):
+        # One loop with its checks inline (McCabe 36 before, within the fast scan's bound of 40):
         # split to 19 (the spans tallied in a second pass over a row per light line, the
         # timestamp's fallback and the set-aside lines in functions), the scan took 2.9% more
         # instructions on the fleet (323.5M to 332.9M), 2.6% on ts-offset (356.2M to 365.3M),
         # 2.7% on ts-trimmed and 1.5% on dense-30 (bench/reader_instructions.py fast, callgrind,
-        # on the rows' first 10 MB).
+        # on the rows' first 10 MB). A span's minutes kept inline (issue 30) made it McCabe 40,
+        # the bound, and the scan of a 10 MB fleet 2.2% longer (337.2M to 344.6M).
         widen = form != 0
         # Every timestamp taken in the form, unchecked (checked after, all at once).
         taken = not careful and not size
@@ -555,15 +609,23 @@ class JsonlScanner:
                 key = (job, task, vm)
                 known = spans.get(key)
                 if known is None:
+                    # Its first line is noted below: no minute is known yet (lo, flo).
                     known = spans[key] = SpanTally(when, when, 0)
                 span = known
                 last_job, last_task, last_vm = job, task, vm
             span.records += 1
-            # A worker's lines mostly come in time order: the later end first.
+            # A worker's lines mostly come in time order: the later end first. Its minutes
+            # are noted only for a line outside the minutes of its first and last (SpanTally).
             if when > span.last:
                 span.last = when
+                if when >= span.hi:
+                    span.note(when)
             elif when < span.first:
                 span.first = when
+                if when < span.flo:
+                    span.note(when)
+            elif when < span.lo and not span.flo <= when < span.fhi:
+                span.note(when)
             texts.append(text)
         if taken and widen:
             for span in spans.values():  # a block's own spans (see _feed_decoded)
@@ -742,11 +804,9 @@ class JsonlScanner:
     def _count_span(self, key: SpanKey, when: str) -> None:
         span = self.tally.spans.get(key)
         if span is None:
-            self.tally.spans[key] = SpanTally(when, when, 1)
+            self.tally.spans[key] = SpanTally.at(when, 1)
         else:
-            span.records += 1
-            span.first = min(span.first, when)
-            span.last = max(span.last, when)
+            span.count(when)
 
     def _observe(self, record: LogRecord) -> None:
         job = job_group(record.job_id, record.trial)
