@@ -257,10 +257,13 @@ def follow_job(
     new
     diagnosis. Returns the last diagnosis (None if no log line arrived). Ctrl-C stops cleanly.
     """
+    from datetime import UTC, datetime
+
     from analyzer.engines.live import LiveQuery, follow, parse_window
     from analyzer.ingest.records import LogRecord
     from analyzer.report.changes import describe_changes
     from analyzer.timeline.attempts import build_timeline
+    from analyzer.verdict.hangs import InputEnd
     from analyzer.verdict.policy import load_policy
     from analyzer.verdict.predict import diagnose_timeline
 
@@ -292,7 +295,9 @@ def follow_job(
         if not logs:
             return False
         timeline = build_timeline(logs[0], active_policy.worker_restart_budget)
-        diagnosis = diagnose_timeline(timeline, active_policy)
+        # The input ends now: a worker's silence grows with the clock (issue 30).
+        now = InputEnd(datetime.now(UTC), live=True)
+        diagnosis = diagnose_timeline(timeline, active_policy, end=now)
         changes = describe_changes(latest[-1] if latest else None, diagnosis)
         latest[:] = [diagnosis]
         if changes:

@@ -1,9 +1,10 @@
 """A stalled job everywhere a verdict goes (issue 30, point 3): text, table, JSON, YAML,
 JSONL, Markdown, HTML and its chart, the job frame, the fleet report, ``--fail-on stalled``.
 
-The job is a real export cut into a straggler (tests/stalled.py): three workers write on
-while workerpool1-1 is silent for 19 minutes; its diagnosis carries the stall that input
-shows. Beside it, the healthy sample that is still running and one that failed.
+The hung jobs are the simulator's (tests/stalled.py): a straggler, workerpool1-2 silent for
+50 minutes while three workers train on, and a rank stuck in an all-reduce that the others'
+NCCL watchdog reports; the stall is the pipeline's own reading of them. Beside them, the
+healthy sample that is still running and one that failed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -40,36 +42,43 @@ from analyzer.report.html import diagnosis_html, render_html
 from analyzer.report.json import render_json, render_jsonl, render_yaml
 from analyzer.report.markdown import render_markdown
 from analyzer.report.overview import fleet_order, summary_line
-from analyzer.report.text import render_table, render_text
+from analyzer.report.text import render_table, render_text, render_verdicts
 from analyzer.verdict.diagnosis import Diagnosis
-from tests.stalled import JOB_ID, SILENT, stalled, straggler_input
+from tests.stalled import SILENT, STRAGGLER, WAITING, job_id_of, job_record, scenario_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
 
 
 @pytest.fixture(scope="module")
-def straggler(tmp_path_factory: pytest.TempPathFactory) -> tuple[Analysis, Path]:
-    path = straggler_input(tmp_path_factory.mktemp("straggler"))
-    return analyze([str(path)]), path
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("hangs")
 
 
 @pytest.fixture(scope="module")
-def one(straggler: tuple[Analysis, Path]) -> Analysis:
-    """The straggler alone, stalled, with a job spec's accelerators (two a worker)."""
-    analysis, path = straggler
-    (diagnosis,) = analysis.diagnoses
-    return Analysis(analysis.inputs, (stalled(diagnosis, path, accelerators=2),))
+def straggler(inputs: Path) -> Path:
+    return scenario_file(STRAGGLER, inputs)
 
 
 @pytest.fixture(scope="module")
-def fleet(straggler: tuple[Analysis, Path]) -> Analysis:
-    """The stalled straggler among a healthy running job and a failed one."""
-    analysis, path = straggler
+def job_id(straggler: Path) -> str:
+    return job_id_of(straggler)
+
+
+@pytest.fixture(scope="module")
+def one(straggler: Path, inputs: Path) -> Analysis:
+    """The straggler with its record: two A100s a worker, a timeout of three days."""
+    record = job_record(straggler, inputs, accelerators=2, timeout_s=3 * 86400)
+    return analyze([straggler], job_spec_path=record)
+
+
+@pytest.fixture(scope="module")
+def fleet(straggler: Path) -> Analysis:
+    """The stalled straggler among a healthy running job and a failed one (each read on its
+    own: read together, the straggler's later lines would be the healthy job's input end)."""
+    hung = analyze([straggler])
     others = analyze([SAMPLES / "still-running.jsonl", SAMPLES / "user-code-exit1.jsonl"])
-    (diagnosis,) = analysis.diagnoses
-    jobs = (*others.diagnoses, stalled(diagnosis, path))
-    return Analysis((*analysis.inputs, *others.inputs), jobs)
+    return Analysis((*hung.inputs, *others.inputs), (*others.diagnoses, *hung.diagnoses))
 
 
 def _stalled(analysis: Analysis) -> Diagnosis:
@@ -95,42 +104,50 @@ def _plain(analysis: Analysis, render: object = render_text) -> str:
 # -- the verdict and the text report --
 
 
-def test_the_verdict_says_since_when_and_who(one: Analysis) -> None:
+def test_the_verdict_says_since_when_and_who(one: Analysis, job_id: str) -> None:
     diagnosis = _stalled(one)
-    assert verdict_line(diagnosis) == (
-        f"job {JOB_ID}: RUNNING, stalled since 14:00 ({SILENT} silent 19 min; the others still"
-        " write), 1 attempt, 0 retries - no failure message"
+    line = f"job {job_id}: RUNNING, stalled since 07:41 ({SILENT} silent 50 min; the others"
+    line += " still write), 1 attempt, 0 retries"
+    # Every report's verdict line says what the verdict itself says.
+    assert verdict_line(diagnosis) == line == str(diagnosis)
+    assert (
+        _plain(one, render_verdicts).split()
+        == (
+            f"job {job_id} RUNNING, stalled since 07:41 ({SILENT} silent 50 min; the others still"
+            " write) 1 attempt, 0 retries"
+        ).split()
     )
-    # Without the stall, the same job reads as any job still running.
+    # The same kind of job that is not hung reads as any job still running.
     healthy = verdict_line(analyze([SAMPLES / "still-running.jsonl"]).diagnoses[0])
     assert "stalled" not in healthy and "RUNNING (predicted)" in healthy
 
 
-def test_the_text_report_has_a_stall_section(one: Analysis) -> None:
+def test_the_text_report_has_a_stall_section(one: Analysis, straggler: Path) -> None:
     stall = _stalled(one).stalled
-    assert stall is not None
+    assert stall is not None and stall.cost_to_timeout is not None
     lines = _plain(one).splitlines()
     labelled = {line[2:12].strip(): line[12:] for line in lines if line[2:12].strip()}
-    assert labelled["stalled"].startswith("since 2024-04-20 14:00:32 UTC (some workers silent")
-    assert "the input ends 2024-04-20 14:19:43 UTC" in labelled["stalled"]
+    assert labelled["stalled"] == (
+        "since 2024-05-02 07:41:32 UTC (some workers silent while the others still write); the"
+        " input ends 2024-05-02 08:32:01 UTC"
+    )
+    # The very last line is known as a time; the last a rule read is cited with its text.
     assert labelled["silent"] == (
-        f"{SILENT} for 19 min (its rhythm allows 5 min), last line 2024-04-20 14:00:32 at"
-        f" {stall.workers[0].last_origin}"
+        f"{SILENT} for 50 min (its rhythm allows 30 min), last line 2024-05-02 07:41:32; the"
+        f" last a rule read, 2024-05-02 07:29:40 at {straggler}:861: Saving checkpoint to"
+        " gs://acme-ml-prod-vertex/checkpoints/ckpt-12000"
     )
-    assert labelled["waiting"] == "workerpool0-0, workerpool1-0, workerpool1-2 (still writing)"
+    assert labelled["waiting"] == f"{', '.join(WAITING)} (still writing)"
     assert labelled["timeout"] == (
-        "2024-04-27 13:48:36 UTC, by the platform's default scheduling.timeout of 7 days: the"
-        " platform bills every VM until then"
+        "2024-05-05 06:08:00 UTC, by the job spec's scheduling.timeout: the platform bills"
+        " every VM until then"
     )
-    cost = stall.cost_to_timeout
-    assert cost is not None and cost.accelerator_hours is not None
     assert labelled["cost"] == (
-        f"{cost.machine_hours:,.1f} machine-hours and {cost.accelerator_hours:,.1f}"
-        f" accelerator-hours (NVIDIA_TESLA_V100) in the {cost.hours_left:,.1f} h left to the"
-        " timeout"
+        "278.4 machine-hours and 556.8 accelerator-hours (NVIDIA_TESLA_A100) in the 69.6 h"
+        " left to the timeout"
     )
-    # The silent worker's last line matched no rule: its "silent" line cites it, once.
-    assert sum(str(stall.workers[0].last_origin) in line for line in lines) == 1
+    # Its last line is cited once, in its "silent" line, not again as evidence.
+    assert sum(f"{straggler}:861" in line for line in lines) == 1
 
 
 @pytest.mark.parametrize("width", [80, 200])
@@ -141,80 +158,85 @@ def test_the_stall_section_folds_to_the_terminal(fleet: Analysis, width: int) ->
     assert {"stalled", "silent", "waiting", "timeout", "cost"} <= heads
 
 
-def test_the_collective_the_others_wait_in(straggler: tuple[Analysis, Path]) -> None:
-    analysis, path = straggler
-    diagnosis = stalled(analysis.diagnoses[0], path, collective="ALLREDUCE")
-    assert f"({SILENT} silent 19 min; the others wait in an all-reduce)" in verdict_line(diagnosis)
-    text = _plain(Analysis(analysis.inputs, (diagnosis,)))
-    assert "workerpool1-2 (in an all-reduce)" in text
-    rendezvous = stalled(analysis.diagnoses[0], path, collective="rendezvous")
-    assert "wait in a rendezvous)" in verdict_line(rendezvous)
+def test_the_collective_the_others_wait_in(inputs: Path) -> None:
+    path = scenario_file("rank-stuck-collective", inputs)
+    analysis = analyze([path])
+    diagnosis = _stalled(analysis)
+    assert "(workerpool1-2 silent 30 min; the others wait in an all-reduce that timed out)" in (
+        verdict_line(diagnosis)
+    )
+    lines = _plain(analysis).splitlines()
+    assert "workerpool1-1 (in an all-reduce)" in next(ln for ln in lines if "waiting" in ln)
+    # The watchdog's lines are the evidence, each with its worker and text.
+    evidence = [ln for ln in lines if "[Rank " in ln and "Watchdog caught" in ln]
+    assert len(evidence) == 3 and all("ProcessGroupNCCL" in ln for ln in evidence)
 
 
 # -- the table and the fleet's order --
 
 
-def test_the_table_marks_the_stalled_job(fleet: Analysis) -> None:
+def test_the_table_marks_the_stalled_job(fleet: Analysis, job_id: str) -> None:
     narrow = _recorded(fleet, 80, render_table)
     wide = _recorded(fleet, 200, render_table)
     assert max(map(cell_len, narrow)) <= 80
-    row = next(line for line in wide if line.startswith(JOB_ID))
+    row = next(line for line in wide if line.startswith(job_id))
     assert row.split()[1] == "STALLED"
     # The healthy running job keeps its predicted state; the stalled one comes first of them.
     states = [line.split()[1] for line in wide[1:]]
     assert states == ["FAILED", "STALLED", "RUNNING?"]
-    assert [d.job_id for d in fleet_order(fleet.diagnoses)][1] == JOB_ID
+    assert [d.job_id for d in fleet_order(fleet.diagnoses)][1] == job_id
 
 
 def test_the_summary_counts_the_stalled_and_their_burn(fleet: Analysis) -> None:
     assert summary_line(fleet.diagnoses).startswith(
         "3 jobs: 1 failed, 2 running (1 stalled); 0 retries"
     )
-    cost = _stalled(fleet).stalled.cost_to_timeout  # type: ignore[union-attr]
-    assert cost is not None
     text = _plain(fleet).splitlines()
     assert text[1] == (
-        f"1 stalled job: the platform bills it until its timeout, {cost.machine_hours:,.1f}"
-        " machine-hours more unless it is cancelled"
+        "1 stalled job: the platform bills it until its timeout, 662.4 machine-hours more"
+        " unless it is cancelled"
     )
 
 
 # -- the machine formats --
 
 
-def test_json_yaml_and_jsonl_carry_the_stall(fleet: Analysis) -> None:
+def test_json_yaml_and_jsonl_carry_the_stall(fleet: Analysis, job_id: str) -> None:
     stall = _stalled(fleet).stalled
     assert stall is not None
     want = json.loads(json.dumps(stall.to_dict()))
     by_job = {j["job_id"]: j for j in json.loads(render_json(fleet))["jobs"]}
-    assert by_job[JOB_ID]["stalled"] == want
-    assert {j["stalled"] is None for i, j in by_job.items() if i != JOB_ID} == {True}
+    assert by_job[job_id]["stalled"] == want
+    assert {j["stalled"] is None for i, j in by_job.items() if i != job_id} == {True}
     from_yaml = {j["job_id"]: j for j in yaml.safe_load(render_yaml(fleet))["jobs"]}
-    assert from_yaml[JOB_ID]["stalled"] == want
+    assert from_yaml[job_id]["stalled"] == want
     lines = [json.loads(line) for line in render_jsonl(fleet).splitlines()]
-    assert next(j for j in lines if j["job_id"] == JOB_ID)["stalled"] == want
+    assert next(j for j in lines if j["job_id"] == job_id)["stalled"] == want
     assert want["kind"] == "straggler" and want["workers"][0]["replica"] == SILENT
-    assert want["since"] == "2024-04-20T14:00:32.118149Z"
+    assert want["since"] == "2024-05-02T07:41:32.987850Z"
     assert want["timeout_source"] == "default"
 
 
 # -- Markdown and HTML --
 
 
-def test_markdown_has_the_stall_escaped(straggler: tuple[Analysis, Path]) -> None:
-    analysis, path = straggler
-    diagnosis = stalled(analysis.diagnoses[0], path)
-    # A worker name from the logs that would be a link and a table cell in Markdown.
-    stall = diagnosis.stalled
-    assert stall is not None
-    from dataclasses import replace
+def _hostile(analysis: Analysis, waiting: str) -> Analysis:
+    """``analysis``'s stalled job with a worker name from the logs that means something in
+    the report's own language (a Markdown link, an HTML tag)."""
+    diagnosis = _stalled(analysis)
+    assert diagnosis.stalled is not None
+    named = replace(diagnosis, stalled=replace(diagnosis.stalled, waiting=(waiting,)))
+    return Analysis(analysis.inputs, (named,))
 
-    hostile = replace(stall, waiting=("[x](http://evil)|<b>",))
-    text = render_markdown(Analysis(analysis.inputs, (replace(diagnosis, stalled=hostile),)))
-    assert "- **stalled**: since 2024-04-20 14:00:32 UTC" in text
-    assert f"- **silent**: {SILENT} for 19 min" in text
-    assert "\\[x\\](http://evil)\\|&lt;b>" in text
-    assert not re.search(r"(?<!\\)\]\(", text)  # no link: every ] before ( is escaped
+
+def test_markdown_has_the_stall_escaped(one: Analysis) -> None:
+    text = render_markdown(one)
+    assert "- **stalled**: since 2024-05-02 07:41:32 UTC" in text
+    assert f"- **silent**: {SILENT} for 50 min" in text
+    assert "- **cost**: 278.4 machine-hours and 556.8 accelerator-hours" in text
+    hostile = render_markdown(_hostile(one, "[x](http://evil)|<b>"))
+    assert "\\[x\\](http://evil)\\|&lt;b>" in hostile
+    assert not re.search(r"(?<!\\)\]\(", hostile)  # no link: every ] before ( is escaped
 
 
 class _Texts(HTMLParser):
@@ -227,25 +249,19 @@ class _Texts(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
     def handle_data(self, data: str) -> None:
-        self.texts.append(data)
+        self.texts.append(data.strip())
 
 
-def test_html_card_marks_the_stall_and_escapes_it(straggler: tuple[Analysis, Path]) -> None:
-    analysis, path = straggler
-    diagnosis = stalled(analysis.diagnoses[0], path)
-    stall = diagnosis.stalled
-    assert stall is not None
-    from dataclasses import replace
-
-    hostile = replace(diagnosis, stalled=replace(stall, waiting=("<script>alert(1)</script>",)))
-    card = diagnosis_html(hostile)
-    assert "<script>" not in card and "&lt;script&gt;alert(1)&lt;/script&gt;" in card
+def test_html_card_marks_the_stall_and_escapes_it(one: Analysis) -> None:
     parsed = _Texts()
-    parsed.feed(card)
+    parsed.feed(diagnosis_html(_stalled(one)))
     assert "STALLED" in parsed.texts
-    texts = [t.strip() for t in parsed.texts]
-    assert any(t.startswith("since 2024-04-20 14:00:32 UTC") for t in texts)
-    assert any(t.startswith(f"{SILENT} for 19 min") for t in texts)
+    assert "since 2024-05-02 07:41:32 UTC (some workers silent while the others still" in (
+        " ".join(parsed.texts)
+    )
+    assert any(t.startswith(f"{SILENT} for 50 min") for t in parsed.texts)
+    card = diagnosis_html(_stalled(_hostile(one, "<script>alert(1)</script>")))
+    assert "<script>" not in card and "&lt;script&gt;alert(1)&lt;/script&gt;" in card
 
 
 def test_the_chart_draws_the_silence_on_the_worker_s_row(one: Analysis) -> None:
@@ -280,56 +296,56 @@ def test_the_chart_draws_the_silence_on_the_worker_s_row(one: Analysis) -> None:
 # -- the job frame --
 
 
-def test_the_job_frame_has_stalled_since(fleet: Analysis) -> None:
+def test_the_job_frame_has_stalled_since(fleet: Analysis, job_id: str) -> None:
     frame = jobs_frame(fleet.diagnoses)
     assert frame["stalled_since"].dtype == frame["first_seen"].dtype  # UTC timestamps
     stall = _stalled(fleet).stalled
-    assert stall is not None
-    row = frame[frame.job_id == JOB_ID].iloc[0]
+    assert stall is not None and stall.cost_to_timeout is not None
+    row = frame[frame.job_id == job_id].iloc[0]
     assert row.stalled_since == pd.Timestamp(stall.since)
     assert row.stall_timeout_at == pd.Timestamp(stall.timeout_at)
-    assert stall.cost_to_timeout is not None
     assert row.stall_machine_hours == pytest.approx(stall.cost_to_timeout.machine_hours)
-    others = frame[frame.job_id != JOB_ID]
+    others = frame[frame.job_id != job_id]
     assert others.stalled_since.isna().all() and others.stall_machine_hours.isna().all()
-    assert list(frame[frame.stalled_since.notna()].job_id) == [JOB_ID]
+    assert list(frame[frame.stalled_since.notna()].job_id) == [job_id]
 
 
 # -- the fleet report --
 
 
-def test_the_fleet_report_has_a_stalled_section(fleet: Analysis) -> None:
+def test_the_fleet_report_has_a_stalled_section(fleet: Analysis, job_id: str) -> None:
     summary = summarize_analysis(fleet)
-    stall = _stalled(fleet).stalled
-    assert stall is not None and stall.cost_to_timeout is not None
-    machine = stall.cost_to_timeout.machine_hours
     markdown = render_markdown_fleet(summary)
     section = markdown.split("## Stalled jobs (1)", 1)[1].split("\n## ", 1)[0]
-    assert f"1 stalled job: the platform bills it until its timeout, {machine:,.1f}" in section
-    row = next(line for line in section.splitlines() if line.startswith(f"| {JOB_ID}"))
-    assert f"| 2024-04-20 14:00:32 | {SILENT} (19 min) | 2024-04-27 13:48:36 (default) |" in row
-    assert f"| {machine:.1f} h | - |" in row
+    assert "1 stalled job: the platform bills it until its timeout, 662.4 machine-hours" in section
+    row = next(line for line in section.splitlines() if line.startswith(f"| {job_id}"))
+    assert row == (
+        f"| {job_id} | 2024-05-02 07:41:32 | {SILENT} (50 min) | 2024-05-09 06:08:00 (default)"
+        " | 662.4 h | - |"
+    )
     document = fleet_document(summary)
-    assert document["totals"]["stalled"] == 1  # type: ignore[index]
-    assert document["totals"]["stall_machine_hours"] == pytest.approx(machine)  # type: ignore[index]
-    (listed,) = document["stalled"]  # type: ignore[misc]
-    assert listed["job_id"] == JOB_ID and listed["workers"][0]["replica"] == SILENT
+    totals = document["totals"]
+    assert isinstance(totals, dict)
+    assert totals["stalled"] == 1 and totals["stall_machine_hours"] == pytest.approx(662.4, abs=0.01)
+    listed = document["stalled"]
+    assert isinstance(listed, list) and len(listed) == 1
+    assert listed[0]["job_id"] == job_id and listed[0]["workers"][0]["replica"] == SILENT
     rows = list(csv.DictReader(io.StringIO(render_csv(summary))))
     assert list(rows[0]) == list(CSV_COLUMNS)
     by_job = {r["job_id"]: r for r in rows}
-    assert by_job[JOB_ID]["stalled_since"] == "2024-04-20T14:00:32.118149Z"
-    assert float(by_job[JOB_ID]["stall_machine_hours"]) == pytest.approx(machine)
-    assert {r["stalled_since"] for i, r in by_job.items() if i != JOB_ID} == {""}
+    assert by_job[job_id]["stalled_since"] == "2024-05-02T07:41:32.987850Z"
+    assert float(by_job[job_id]["stall_machine_hours"]) == pytest.approx(662.4, abs=0.01)
+    assert {r["stalled_since"] for i, r in by_job.items() if i != job_id} == {""}
 
 
-def test_the_html_fleet_report_lists_the_stalled_jobs(fleet: Analysis) -> None:
-    page = render_html(summarize_analysis(fleet), generated=datetime(2024, 4, 21, tzinfo=UTC))
+def test_the_html_fleet_report_lists_the_stalled_jobs(fleet: Analysis, job_id: str) -> None:
+    page = render_html(summarize_analysis(fleet), generated=datetime(2024, 5, 3, tzinfo=UTC))
     section = page.split("<h2>Stalled jobs (1)</h2>", 1)[1].split("<h2>", 1)[0]
     parsed = _Texts()
     parsed.feed(section)
-    assert JOB_ID in parsed.texts and f"{SILENT} (19 min)" in parsed.texts
+    assert job_id in parsed.texts and f"{SILENT} (50 min)" in parsed.texts
     link = next(a for tag, a in parsed.tags if tag == "a")
-    assert f'id="{link["href"][1:]}"' in page  # linked to the job's card
+    assert f'id="{str(link["href"])[1:]}"' in page  # linked to the job's card
     # The jobs table marks it too; a fleet without a stalled job has no such section.
     assert page.count(">STALLED</span>") == 2
     calm = analyze([SAMPLES / "still-running.jsonl"])
@@ -350,43 +366,54 @@ def test_fail_on_stalled(fleet: Analysis) -> None:
 # -- what --follow says when a stall begins, grows and ends --
 
 
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _written(path: Path, entries: list[dict[str, object]]) -> Diagnosis:
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    (diagnosis,) = analyze([path]).diagnoses
+    return diagnosis
+
+
 def test_follow_announces_a_stall_and_its_end(
-    straggler: tuple[Analysis, Path], tmp_path: Path
+    straggler: Path, inputs: Path, tmp_path: Path
 ) -> None:
-    analysis, path = straggler
-    (running,) = analysis.diagnoses
-    stuck = stalled(running, path)
-    assert describe_changes(running, stuck) == [
-        f"stalled since 14:00 ({SILENT} silent 19 min; the others still write)"
+    entries = _lines(straggler)
+    (stuck,) = analyze([straggler]).diagnoses
+    # Twenty minutes into the silence, within the 30 minutes its rhythm allows: no stall yet.
+    early = [e for e in entries if str(e["timestamp"]) < "2024-05-02T08:01:32"]
+    calm = _written(tmp_path / "early.jsonl", early)
+    assert calm.stalled is None
+    assert describe_changes(calm, stuck) == [
+        f"stalled since 07:41 ({SILENT} silent 50 min; the others still write)"
     ]
     assert describe_changes(stuck, stuck) == []
-    # The same job cut at the same time with every line kept: workerpool1-1 wrote on.
-    whole = tmp_path / "whole.jsonl"
-    kept = [e for e in _sample_entries() if e["timestamp"][:19] < "2024-04-20T14:20:00"]
-    whole.write_text("".join(json.dumps(e) + "\n" for e in kept), encoding="utf-8")
-    (writing,) = analyze([str(whole)]).diagnoses
+    # The silent worker writes again (its last line, once more, when the input ends).
+    last = max((e for e in entries if _task(e) == SILENT), key=lambda e: str(e["timestamp"]))
+    end = max(str(e["timestamp"]) for e in entries)
+    again = {**last, "insertId": "again", "timestamp": end}
+    writing = _written(tmp_path / "again.jsonl", [*entries, again])
+    assert writing.stalled is None
     assert describe_changes(stuck, writing) == [f"stall over: {SILENT} writes again"]
-    # The job's end ends the stall too, whatever the workers did.
-    (ended,) = analyze([SAMPLES / "multi-replica-worker-failure.jsonl.gz"]).diagnoses
+    # A job's end ends its stall too, whatever the workers did.
+    (ended,) = analyze([scenario_file("watchdog-kills", inputs)]).diagnoses
     changes = describe_changes(stuck, ended)
     assert "stall over: the job ended (FAILED)" in changes
     assert changes[-1] == "final: FAILED after 1 attempt(s), 0 retries"
 
 
-def test_follow_names_a_worker_that_falls_silent_too(straggler: tuple[Analysis, Path]) -> None:
-    analysis, path = straggler
-    stuck = stalled(analysis.diagnoses[0], path)
+def _task(entry: dict[str, object]) -> str:
+    resource = entry["resource"]
+    assert isinstance(resource, dict)
+    return str(resource["labels"].get("task_name"))
+
+
+def test_follow_names_a_worker_that_falls_silent_too(fleet: Analysis) -> None:
+    stuck = _stalled(fleet)
     stall = stuck.stalled
     assert stall is not None
-    from dataclasses import replace
-
-    other = replace(stall.workers[0], replica="workerpool1-2")
+    # As a later poll would see it: the first of those still writing silent too.
+    other = replace(stall.workers[0], replica=WAITING[0])
     worse = replace(stuck, stalled=replace(stall, workers=(*stall.workers, other)))
-    assert describe_changes(stuck, worse) == ["workerpool1-2 silent too (19 min)"]
-
-
-def _sample_entries() -> list[dict[str, object]]:
-    import gzip
-
-    with gzip.open(SAMPLES / "multi-replica-worker-failure.jsonl.gz", "rt") as stream:
-        return [json.loads(line) for line in stream]
+    assert describe_changes(stuck, worse) == [f"{WAITING[0]} silent too (50 min)"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from analyzer.ingest.records import replica_task
-from analyzer.report.facts import silence, stall_phrase
-from analyzer.verdict.diagnosis import Diagnosis
+from analyzer.verdict.diagnosis import Diagnosis, stall_phrase
+from analyzer.verdict.hangs import duration_words
 from analyzer.verdict.stall import Stall
 
 
@@ -46,7 +46,7 @@ def stall_changes(before: Stall | None, after: Diagnosis) -> list[str]:
     if stall is not None and before is not None:
         was = {w.replica for w in before.workers}
         new = [w for w in stall.workers if w.replica not in was]
-        return [f"{w.replica} silent too ({silence(w.silent_for)})" for w in new]
+        return [f"{w.replica} silent too ({duration_words(w.silent_for)})" for w in new]
     if before is None:
         return []
     if after.observed_final:

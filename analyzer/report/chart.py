@@ -23,7 +23,7 @@ from html import escape as _html_escape
 
 from analyzer.ingest.records import replica_task
 from analyzer.report.controls import visible
-from analyzer.report.facts import job_label, silence
+from analyzer.report.facts import job_label
 from analyzer.rulebook.events import Category, Event, EventKind
 from analyzer.timeline.attempts import (
     Attempt,
@@ -32,6 +32,7 @@ from analyzer.timeline.attempts import (
     WorkerTimeline,
 )
 from analyzer.verdict.diagnosis import Diagnosis
+from analyzer.verdict.hangs import duration_words
 
 # Okabe-Ito colours (distinguishable with the common colour-vision deficiencies), one per
 # category and per non-failure outcome.
@@ -327,7 +328,7 @@ def _silent_marks(diagnosis: Diagnosis, rows: dict[str, tuple[int, int]]) -> lis
                 stall.input_end,
                 "silent",
                 f"{task}: silent from its last line at {_clock(worker.last_line)} to the"
-                f" input's end at {_clock(stall.input_end)} ({silence(worker.silent_for)})",
+                f" input's end at {_clock(stall.input_end)} ({duration_words(worker.silent_for)})",
             )
         )
     return marks

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 
 from analyzer.ingest.entries import CUT_SHORT
@@ -18,8 +17,8 @@ from analyzer.verdict.diagnosis import (
     observed_word,
     plural,
     short_state,
+    stall_phrase,
 )
-from analyzer.verdict.stall import Stall, StallKind
 
 __all__ = [
     "cause_phrase",
@@ -342,84 +341,18 @@ def counts_phrase(diagnosis: Diagnosis) -> str:
     return text
 
 
-def state_phrase(diagnosis: Diagnosis) -> str:
-    """``FAILED (observed)``, or of a stalled job ``RUNNING, stalled since 14:02 (...)``."""
-    if diagnosis.stalled is not None:
-        return f"{short_state(diagnosis)}, {stall_phrase(diagnosis.stalled)}"
-    return f"{short_state(diagnosis)} ({observed_word(diagnosis)})"
-
-
 def verdict_line(diagnosis: Diagnosis) -> str:
     """The one line a person reads first, as every report prints it: the job's label
-    (:func:`job_label`), its state and how it was reached (or since when it is stalled:
-    :func:`state_phrase`), the counts the logs show (and those predicted, apart:
-    :func:`counts_phrase`), the cause."""
+    (:func:`job_label`), its state and how it was reached, the counts the logs show (and
+    those predicted, apart: :func:`counts_phrase`), the cause; of a stalled job, since when
+    and who (:func:`~analyzer.verdict.diagnosis.stall_phrase`) in place of how the state was
+    reached and the cause, as :func:`analyzer.verdict.diagnosis.verdict_line` says it."""
+    if diagnosis.stalled is not None:
+        return (
+            f"job {job_label(diagnosis)}: {short_state(diagnosis)},"
+            f" {stall_phrase(diagnosis.stalled)}, {counts_phrase(diagnosis)}"
+        )
     return (
-        f"job {job_label(diagnosis)}: {state_phrase(diagnosis)}, "
+        f"job {job_label(diagnosis)}: {short_state(diagnosis)} ({observed_word(diagnosis)}), "
         f"{counts_phrase(diagnosis)} - {cause_phrase(diagnosis)}"
     )
-
-
-# A stalled job's phrase (analyzer.verdict.stall): since when, who is silent, who waits.
-
-_ALL_PREFIX = re.compile(r"^all(?=[a-z])")
-
-
-def silence(delta: timedelta) -> str:
-    """``47 min``, ``2 h 05 min``, ``3 d 04 h``: how long a worker has been silent."""
-    minutes = int(delta.total_seconds() // 60)
-    if minutes < 1:
-        return f"{int(delta.total_seconds())} s"
-    days, rest = divmod(minutes, 24 * 60)
-    hours, minutes = divmod(rest, 60)
-    if days:
-        return f"{days} d {hours:02d} h"
-    if hours:
-        return f"{hours} h {minutes:02d} min"
-    return f"{minutes} min"
-
-
-def collective_words(collective: str) -> str:
-    """``an all-reduce`` for ``ALLREDUCE``, ``a rendezvous`` for ``rendezvous``: the
-    collective as a sentence names it."""
-    name = _ALL_PREFIX.sub("all-", collective.strip().lower().replace("_", "-"))
-    article = "an" if name[:1] in "aeiou" else "a"
-    return f"{article} {name}"
-
-
-def _since(stall: Stall) -> str:
-    """The stall's start: the time of day when the input ends the same day, else the date too."""
-    if stall.since.date() == stall.input_end.date():
-        return stall.since.strftime("%H:%M")
-    return stall.since.strftime("%Y-%m-%d %H:%M")
-
-
-def _silent_part(stall: Stall) -> str | None:
-    workers = stall.workers
-    if not workers:
-        return None
-    longest = silence(max(w.silent_for for w in workers))
-    if stall.kind is StallKind.ALL_SILENT and len(workers) > 1:
-        return f"every worker silent, up to {longest}"
-    if len(workers) == 1:
-        return f"{workers[0].replica} silent {longest}"
-    if len(workers) == 2:
-        return f"{workers[0].replica} and {workers[1].replica} silent up to {longest}"
-    return f"{len(workers)} workers silent up to {longest} ({workers[0].replica}, ...)"
-
-
-def _waiting_part(stall: Stall) -> str | None:
-    if stall.waiting and stall.collective:
-        return f"the others wait in {collective_words(stall.collective)}"
-    if stall.waiting:
-        return "the others still write"
-    if stall.collective:
-        return f"{collective_words(stall.collective)} timed out"
-    return None
-
-
-def stall_phrase(stall: Stall) -> str:
-    """``stalled since 14:02 (workerpool1-3 silent 47 min; the others wait in an all-reduce)``."""
-    parts = [p for p in (_silent_part(stall), _waiting_part(stall)) if p]
-    inside = f" ({'; '.join(parts)})" if parts else ""
-    return f"stalled since {_since(stall)}{inside}"

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from analyzer.ingest.records import Origin
-from analyzer.report.facts import clock, collective_words, plural, silence
+from analyzer.report.facts import clock, first_line, plural
 from analyzer.rulebook.events import Event
 from analyzer.verdict.diagnosis import Diagnosis
+from analyzer.verdict.hangs import collective_words, duration_words
 from analyzer.verdict.stall import SilentWorker, Stall, StallCost, StallKind
 
 # What each kind of stall is, in the words of a report's "stalled" line.
@@ -53,19 +54,26 @@ def _events(diagnosis: Diagnosis) -> dict[Origin, Event]:
 
 
 def _last_line(worker: SilentWorker, events: dict[Origin, Event]) -> str:
+    """When the worker wrote last and, where known, its last line a rule read (the verdict
+    knows the very last line only as a time): the nearest line to where it stopped."""
     text = f"last line {clock(worker.last_line)}"
-    if worker.last_origin is None:
+    origin = worker.last_origin
+    if origin is None:
         return text
-    event = events.get(worker.last_origin)
-    said = f": {event.text.strip().splitlines()[0]}" if event and event.text.strip() else ""
-    return f"{text} at {worker.last_origin}{said}"
+    event = events.get(origin)
+    if event is None:
+        return f"{text}; the last a rule read at {origin}"
+    said = f": {first_line(event.text)}" if event.text.strip() else ""
+    if event.timestamp == worker.last_line:
+        return f"{text} at {origin}{said}"
+    return f"{text}; the last a rule read, {clock(event.timestamp)} at {origin}{said}"
 
 
 def silent_fact(worker: SilentWorker, events: dict[Origin, Event]) -> str:
     """``workerpool1-3 for 47 min (its rhythm allows 4 min), last line ... at PATH:LINE: text``."""
     return (
-        f"{worker.replica} for {silence(worker.silent_for)} (its rhythm allows"
-        f" {silence(worker.threshold)}), {_last_line(worker, events)}"
+        f"{worker.replica} for {duration_words(worker.silent_for)} (its rhythm allows"
+        f" {duration_words(worker.threshold)}), {_last_line(worker, events)}"
     )
 
 
@@ -97,19 +105,14 @@ def stall_facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
 
 def stall_evidence(diagnosis: Diagnosis) -> list[tuple[Origin, Event | None]]:
     """The lines that show the stall (the timeout lines, each silent worker's last line),
-    with the events they came from when known, in the order the verdict gives them. A silent
-    worker's last line that no rule read is left out: its "silent" fact already cites it,
-    and there is no more to say of it."""
+    with the events they came from when known, in the order the verdict gives them; a
+    silent worker's last line is left out, its "silent" fact cites it."""
     stall = diagnosis.stalled
     if stall is None:
         return []
     events = _events(diagnosis)
     cited = {w.last_origin for w in stall.workers}
-    return [
-        (origin, events.get(origin))
-        for origin in stall.evidence
-        if origin in events or origin not in cited
-    ]
+    return [(origin, events.get(origin)) for origin in stall.evidence if origin not in cited]
 
 
 def silent_workers(stall: Stall) -> str:
@@ -117,7 +120,7 @@ def silent_workers(stall: Stall) -> str:
     collective timed out while every worker still writes)."""
     if not stall.workers:
         return "-"
-    return ", ".join(f"{w.replica} ({silence(w.silent_for)})" for w in stall.workers)
+    return ", ".join(f"{w.replica} ({duration_words(w.silent_for)})" for w in stall.workers)
 
 
 def burn_line(count: int, machine_hours: float, accelerator_hours: float | None) -> str:

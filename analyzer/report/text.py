@@ -174,11 +174,13 @@ def _verdict(diagnosis: Diagnosis) -> Text:
     line.append("  ")
     line.append(short_state(diagnosis), style=_STATE_STYLE.get(diagnosis.state, "bold cyan"))
     if diagnosis.stalled is not None:
+        # Since when and who, in place of how the state was reached and the cause (as
+        # analyzer.report.facts.verdict_line says it).
         line.append(", ")
         line.append(_log_text(stall_phrase(diagnosis.stalled)), style=_STALLED_STYLE)
-        line.append("  ")
-    else:
-        line.append(f" ({observed_word(diagnosis)})  ")
+        line.append(f"  {counts_phrase(diagnosis)}")
+        return line
+    line.append(f" ({observed_word(diagnosis)})  ")
     line.append(f"{counts_phrase(diagnosis)}  ")
     line.append(_log_text(cause_phrase(diagnosis)), style="bold" if diagnosis.cause else "dim")
     return line
