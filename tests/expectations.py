@@ -6,7 +6,9 @@ job's, in order), ``observed_final``, ``attempts``, ``exception`` {type, message
 ``jobs``, ``refused_at_creation``, ``worker_restarts``, ``outcomes`` (the attempt log's),
 ``notes_contain``, ``advice_contains``, ``verdict_contains`` (the first job's verdict line),
 ``lost_work_seconds`` (the first job's; null when the input cannot show it), ``cut_line``
-(the input's last line, which it ends inside: a paste or a copy cut short).
+(the input's last line, which it ends inside: a paste or a copy cut short), ``stalled`` (the
+first job's stall kind, as ``stalled.kind`` in the JSON: ``collective_timeout``, ...; null when
+the input shows no hang or an end: issue 30).
 Beyond them, every diagnosis keeps the rules of evidence.
 """
 
@@ -39,6 +41,7 @@ KEYS = {
     "verdict_contains",
     "lost_work_seconds",
     "cut_line",
+    "stalled",
 }
 
 
@@ -115,6 +118,10 @@ def check(analysis: Analysis, expect: dict[str, Any], text: str) -> None:
         assert first is not None
         lost = first.lost_work.total_seconds() if first.lost_work is not None else None
         assert lost == expect["lost_work_seconds"], lost
+    if "stalled" in expect:
+        assert first is not None
+        kind = first.stalled.kind.value if first.stalled is not None else None
+        assert kind == expect["stalled"], kind
     if "cut_line" in expect:
         assert [s.cut_line for s in analysis.inputs][:1] == [expect["cut_line"]]
     if expect.get("refused_at_creation"):

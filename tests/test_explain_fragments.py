@@ -30,7 +30,7 @@ FRAGMENTS: dict[str, tuple[str, str | None, int | None, bool]] = {
     "Segmentation fault (core dumped)": (UCE, "segfault", 139, True),
     "Replicas low on memory: workerpool0.": ("oom", "host-oom", None, False),
     "Replica exited with a non-zero status code 1": (UCE, None, 1, False),
-    "Watchdog caught collective operation timeout": (UCE, "nccl-error", None, False),
+    "Watchdog caught collective operation timeout": (UCE, "collective-timeout", None, False),
 }  # fmt: skip
 
 

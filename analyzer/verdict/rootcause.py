@@ -23,8 +23,14 @@ from analyzer.verdict.causes import MESSAGE_LIMIT, cause_from_event, with_origin
 from analyzer.verdict.diagnosis import CascadeFailure, Cause
 from analyzer.verdict.policy import RetryPolicy
 
-# Details that are usually the echo of another replica's failure, not a failure of their own.
-_CASCADE_DETAILS = frozenset({"nccl-error", "rendezvous-timeout"})
+# Waits past a timeout (rules/hangs.yaml): a collective, the rendezvous, a gRPC deadline or a
+# coordination service barrier that a peer did not join in time.
+_TIMEOUT_DETAILS = frozenset(
+    {"collective-timeout", "rendezvous-timeout", "deadline-exceeded", "barrier-timeout"}
+)
+# Details that are usually the echo of another replica's failure, not a failure of their own
+# (platform.md section 2: one replica's failure ends the others').
+_CASCADE_DETAILS = _TIMEOUT_DETAILS | {"nccl-error"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,13 +183,14 @@ def _deepen_one(
     details = _details(window, death, own) if cause.category is not Category.OOM else []
     decoded = decode(cause.exit_code, cause.signal) if cause.exit_code is not None else None
     facts = _Failure(cause, attempt, own, task, exception, stream)
-    detail = cause.detail or (details[0].match.detail if details else None)
+    shown = _shown_detail(details)
+    detail = cause.detail or (shown.match.detail if shown else None)
     detail = _memory_detail(facts, detail, decoded)
     if detail is None:
         detail = _missing_output(facts) or _user_rule(facts)
     evidence = with_origins(
         cause.evidence,
-        [exception.origin if exception else None, *(e.origin for e in details[:1])],
+        [exception.origin if exception else None, shown.origin if shown else None],
     )
     deeper = replace(
         cause,
@@ -198,6 +205,18 @@ def _deepen_one(
         transient=policy.is_transient(cause.exit_code) if decoded else None,
     )
     return deeper, death
+
+
+def _shown_detail(details: list[Event]) -> Event | None:
+    """The detail that names the failure: the first, except that an NCCL error yields to a
+    timeout beside it. A watchdog timeout writes its own line, then "Some NCCL operations
+    have failed or timed out" and a DistBackendError that only echo it (rules/hangs.yaml)."""
+    if not details:
+        return None
+    first = details[0]
+    if first.match.detail == "nccl-error":
+        return next((e for e in details if e.match.detail in _TIMEOUT_DETAILS), first)
+    return first
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,8 +386,9 @@ def _first_other_failure(attempt: Attempt, death: Death) -> Event | None:
 
 
 def deepen(cause: Cause, attempt: Attempt, policy: RetryPolicy, stream: bool) -> Cause:
-    """The root cause in depth; an NCCL or rendezvous failure that followed another
-    replica's earlier failure becomes that replica's failure, with the timeout as cascade."""
+    """The root cause in depth; an NCCL error or a timeout (collective, rendezvous, gRPC
+    deadline, barrier) that followed another replica's earlier failure becomes that
+    replica's failure, with the timeout as cascade."""
     deeper, death = _deepen_one(cause, attempt, policy, stream)
     if deeper.detail not in _CASCADE_DETAILS:
         return deeper

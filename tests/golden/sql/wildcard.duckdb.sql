@@ -200,7 +200,7 @@ FROM (
       )
       OR REGEXP_MATCHES(
         LOWER(text),
-        '403|accelerators|ai\-platform|arguments|attempts|barrier|batchpredictionjobs|bootdisksizegb|bus|cancelled|checkpoint|clean|cleaning|command|completed|containerd|creating|cuda|cuda\_error\_out\_of\_memory|current|currently|custom\-jobs|customjobs|dag|directory|distbackenderror|diststoreerror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|httperror|hyperparametertuningjobs|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|managed|ml\_job|model|module|nccl|non\-zero|notfound|oci|oom|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissiondenied|permissionerror|pipelinejobs|preparing|provisioned|provisioning|queued|quota|reason|rendezvousconnectionerror|rendezvoustimeouterror|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|traceback|trainingpipelines|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
+        '403|accelerators|ai\-platform|arguments|attempts|barrier|barrier\_id|batchpredictionjobs|bootdisksizegb|broadcasted|bus|cancelled|checkpoint|clean|cleaning|command|communicator|completed|connect|containerd|creating|cuda|cuda\_error\_out\_of\_memory|current|currently|custom\-jobs|customjobs|dag|deadline|directory|distbackenderror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|heartbeat|httperror|hyperparametertuningjobs|initializing|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|managed|ml\_job|model|module|monitoredbarrier|nccl|non\-zero|notfound|oci|oom|operation|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissiondenied|permissionerror|pipelinejobs|preparing|processgroupnccl|provisioned|provisioning|queued|quota|reason|rendezvous|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|seconds|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|timeout|traceback|trainingpipelines|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
       )
     )
 )
@@ -212,25 +212,11 @@ WHERE
   )
   OR (
     (
-      STRPOS(lowered, 'nccl') > 0
-      OR STRPOS(lowered, 'distbackenderror') > 0
-      OR STRPOS(lowered, 'watchdog') > 0
+      STRPOS(lowered, 'nccl') > 0 OR STRPOS(lowered, 'distbackenderror') > 0
     )
     AND REGEXP_MATCHES(
       folded,
-      'Watchdog caught collective operation timeout|NCCL error|NCCL communicator was aborted|nccl(?:Internal|System|UnhandledCuda|Remote|InvalidUsage)Error|DistBackendError'
-    )
-  )
-  OR (
-    (
-      STRPOS(lowered, 'rendezvoustimeouterror') > 0
-      OR STRPOS(lowered, 'rendezvousconnectionerror') > 0
-      OR STRPOS(lowered, 'diststoreerror') > 0
-      OR STRPOS(lowered, 'barrier') > 0
-    )
-    AND REGEXP_MATCHES(
-      folded,
-      'RendezvousTimeoutError|RendezvousConnectionError|DistStoreError: Timed out after \d+ seconds waiting for (?:clients|workers)|Timed out initializing process group in store based barrier'
+      'NCCL error|Some NCCL operations have failed or timed out|nccl(?:Internal|System|UnhandledCuda|Remote|InvalidUsage)Error|DistBackendError'
     )
   )
   OR (
@@ -387,6 +373,120 @@ WHERE
       folded,
       'torch\.cuda\.OutOfMemoryError(?:: CUDA out of memory)?|CUDA out of memory|CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|OOM when allocating tensor|RESOURCE_EXHAUSTED: Out of memory'
     )
+  )
+  OR (
+    STRPOS(lowered, 'timeout') > 0
+    AND REGEXP_MATCHES(folded, 'Timeout\s*at\s*NCCL\s*work\s*:\s*(?P<SEQ_NUM_0>(?:[0-9]+))')
+  )
+  OR (
+    STRPOS(lowered, 'processgroupnccl') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'ProcessGroupNCCL\s*\x27\s*s\s*watchdog\s*got\s*stuck\s*for\s*(?P<TIMEOUT_SECONDS_0>(?:[0-9]+))\s*seconds\s*without\s*making\s*progress\s*in\s*monitoring\s*enqueued\s*collectives'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'communicator') > 0
+    AND REGEXP_MATCHES(folded, 'NCCL\s*communicator\s*was\s*aborted\s*on\s*rank\s*(?P<RANK_0>(?:[0-9]+))')
+  )
+  OR (
+    STRPOS(lowered, 'monitoredbarrier') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Rank\s*(?P<RANK_0>(?:[0-9]+))\s*failed\s*to\s*pass\s*monitoredBarrier\s*in\s*(?P<TIMEOUT_MS_1>(?:[0-9]+))\s*ms'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'operation') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Timed\s*out\s*waiting\s*(?P<TIMEOUT_MS_0>(?:[0-9]+))\s*ms\s*for\s*recv\s*operation\s*to\s*complete'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'operation') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Timed\s*out\s*waiting\s*(?P<TIMEOUT_MS_0>(?:[0-9]+))\s*ms\s*for\s*send\s*operation\s*to\s*complete'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'broadcasted') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'One\s*or\s*more\s*tensors\s*were\s*submitted\s*to\s*be\s*reduced\s*,\s*gathered\s*or\s*broadcasted\s*by\s*subset\s*of\s*ranks\s*and\s*are\s*waiting\s*for\s*remainder\s*of\s*ranks\s*for\s*more\s*than\s*(?P<TIMEOUT_SECONDS_0>(?:[0-9]+))\s*seconds'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'watchdog') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '(?:\[[Rr]ank ?(?P<rank>\d+)\]:? )?Watchdog caught collective operation timeout(?:: ?Work\w*\((?:SeqNum=\d+, ?)?OpType=(?P<collective>\w+)(?:, ?NumelIn=\d+, ?NumelOut=\d+)?, ?Timeout\(ms\)=(?P<timeout_ms>\d+)\))?'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'seconds') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Timed\s*out\s*after\s*(?P<TIMEOUT_SECONDS_0>(?:[0-9]+))\s*seconds\s*waiting\s*for\s*clients'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'seconds') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Timed\s*out\s*after\s*(?P<TIMEOUT_SECONDS_0>(?:[0-9]+))\s*seconds\s*waiting\s*for\s*workers'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'initializing') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Timed\s*out\s*initializing\s*process\s*group\s*in\s*store\s*based\s*barrier\s*on\s*rank\s*:\s*(?P<RANK_0>(?:[0-9]+))'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'initializing') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Timed\s*out\s*initializing\s*process\s*group\s*in\s*store\s*based\s*barrier\s*on\s*rank\s*(?P<RANK_0>(?:[0-9]+))'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'connect') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'The\s*client\s*socket\s*has\s*timed\s*out\s*after\s*(?P<TIMEOUT_MS_0>(?:[0-9]+))\s*ms\s*while\s*trying\s*to\s*connect\s*to'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'rendezvous') > 0
+    AND REGEXP_MATCHES(folded, 'RendezvousTimeoutError|RendezvousConnectionError')
+  )
+  OR (
+    STRPOS(lowered, 'deadline') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      '(?:Coordination service agent in error status|coordination service with status): DEADLINE_EXCEEDED: Deadline Exceeded|CoordinationService/\w+: ?:?\{[^{}]*"description": ?"Deadline Exceeded"|DEADLINE_EXCEEDED: Deadline Exceeded RPC: /tensorflow\.CoordinationService/(?P<collective>\w+)'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'barrier_id') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Barrier\s*timed\s*out\s*\.\s*Barrier_id\s*:\s*(?P<BARRIER_ID_0>(?:\S*[^\s.]))(?:\s*\.)?'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'barrier') > 0
+    AND REGEXP_MATCHES(
+      folded,
+      'Barrier\s*timed\s*out\s*\.\s*Id\s*:\s*(?P<BARRIER_ID_0>(?:\S*[^\s.]))(?:\s*\.)?'
+    )
+  )
+  OR (
+    STRPOS(lowered, 'heartbeat') > 0
+    AND REGEXP_MATCHES(folded, 'Task /job:[\w-]+/replica:\d+/task:(?P<rank>\d+) heartbeat timeout')
   )
   OR (
     STRPOS(lowered, 'provisioned') > 0
