@@ -257,10 +257,13 @@ def follow_job(
     new
     diagnosis. Returns the last diagnosis (None if no log line arrived). Ctrl-C stops cleanly.
     """
+    from datetime import UTC, datetime
+
     from analyzer.engines.live import LiveQuery, follow, parse_window
     from analyzer.ingest.records import LogRecord
     from analyzer.report.changes import describe_changes
     from analyzer.timeline.attempts import build_timeline
+    from analyzer.verdict.hangs import InputEnd
     from analyzer.verdict.policy import load_policy
     from analyzer.verdict.predict import diagnose_timeline
 
@@ -286,18 +289,25 @@ def follow_job(
                 stats.records += 1
                 yield record
 
-    def on_records(records: list[LogRecord]) -> bool:
-        collector.read(_Batch(records))
+    def diagnose_now() -> bool:
+        """Diagnose what was read so far, report what changed; True once the job ended."""
         logs = [log for log in collector.logs() if log.job_id == job_id]
         if not logs:
             return False
         timeline = build_timeline(logs[0], active_policy.worker_restart_budget)
-        diagnosis = diagnose_timeline(timeline, active_policy)
+        # The input ends now: a worker's silence grows with the clock (issue 30).
+        now = InputEnd(datetime.now(UTC), live=True)
+        diagnosis = diagnose_timeline(timeline, active_policy, end=now)
         changes = describe_changes(latest[-1] if latest else None, diagnosis)
         latest[:] = [diagnosis]
         if changes:
             on_change(changes, diagnosis)
         return diagnosis.observed_final
 
-    follow(query, on_records, interval=interval)
+    def on_records(records: list[LogRecord]) -> bool:
+        collector.read(_Batch(records))
+        return diagnose_now()
+
+    # A poll that brings nothing is diagnosed too: a worker's silence grows with the clock.
+    follow(query, on_records, interval=interval, on_quiet=diagnose_now)
     return latest[-1] if latest else None

@@ -266,8 +266,9 @@ def diagnose(
         FailOn,
         typer.Option(
             "--fail-on",
-            help="Exit 1 when a job FAILED (failed), did not succeed (not-succeeded), or was "
-            "retried (retried).",
+            help="Exit 1 when a job FAILED (failed), did not succeed (not-succeeded), was "
+            "retried (retried), or is stalled: RUNNING with a worker silent past its rhythm or "
+            "a collective timed out (stalled).",
             rich_help_panel=OUTPUT_PANEL,
         ),
     ] = FailOn.never,

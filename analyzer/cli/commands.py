@@ -3,10 +3,10 @@ their arguments.
 
 Only the CLI prints or exits: a body leaves with ``SystemExit`` and the documented code
 (click passes a ``SystemExit`` through as it is). Exit codes: 0 the analysis
-ran (whatever the jobs' fate), 1 ``--fail-on failed`` and a job failed, 2 bad usage or
-unreadable input (in a batch: after the other inputs were diagnosed) or a full disk, 3
-invalid rules or policy, 70 a bug in jobdoctor (one line; ``JOBDOCTOR_DEBUG=1`` shows the
-traceback, its secrets redacted).
+ran (whatever the jobs' fate), 1 a job did what ``--fail-on`` names (failed, was retried, is
+stalled, ...), 2 bad usage or unreadable input (in a batch: after the other inputs were
+diagnosed) or a full disk, 3 invalid rules or policy, 70 a bug in jobdoctor (one line;
+``JOBDOCTOR_DEBUG=1`` shows the traceback, its secrets redacted).
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ class FailOn(StrEnum):
     failed = "failed"
     not_succeeded = "not-succeeded"
     retried = "retried"
+    stalled = "stalled"
     never = "never"
 
 
@@ -578,6 +579,8 @@ def _live_analysis(
 ) -> Analysis:
     """The diagnosis of a job read live from Cloud Logging, with its Vertex AI record unless
     ``--job-spec`` or ``--no-job-record``; the window read and the record's fate as notices."""
+    from datetime import UTC, datetime
+
     from analyzer.api import analyze_sources
     from analyzer.engines.live import LiveQuery, LiveSource, describe_window
 
@@ -587,8 +590,11 @@ def _live_analysis(
     record_notices: list[str] = []
     if spec is None and o.job_record:
         spec = _live_job_record(live, o.api_endpoint, o.vertex_endpoint, record_notices)
+    # A live read ends now (issue 30: a worker silent until now is silent, not cut off by
+    # the export), or at the window's end when it is in the past.
+    now = min(datetime.now(UTC), query.window.end)
     analysis = analyze_sources(
-        [LiveSource(query)], rules=book, policy=policy, job_spec=spec, lang=o.lang.value
+        [LiveSource(query)], rules=book, policy=policy, job_spec=spec, lang=o.lang.value, now=now
     )
     notices = (*analysis.notices, describe_window(query), *record_notices)
     return replace(analysis, notices=notices)
@@ -747,6 +753,10 @@ def _fails(analysis: object, fail_on: FailOn) -> bool:
         return any(d.state is not JobState.SUCCEEDED for d in jobs)
     if fail_on is FailOn.retried:
         return any(d.retries > 0 for d in jobs)
+    if fail_on is FailOn.stalled:
+        # A hung job is billed until its timeout (platform.md section 2): cron and CI stop
+        # on it as on a failure.
+        return any(d.stalled is not None for d in jobs)
     return False
 
 

@@ -32,6 +32,7 @@ from analyzer.timeline.attempts import (
     WorkerTimeline,
 )
 from analyzer.verdict.diagnosis import Diagnosis
+from analyzer.verdict.hangs import duration_words
 
 # Okabe-Ito colours (distinguishable with the common colour-vision deficiencies), one per
 # category and per non-failure outcome.
@@ -50,7 +51,10 @@ TONES: dict[str, str] = {
     "queued": "#A0A0A0",
     "maintenance": "#6A6A6A",
     "neutral": "#C9D1DA",
+    "silent": "#EE3377",
 }
+# The legend's words for a tone, where its name alone says too little.
+_TONE_LABELS = {"silent": "silent (stalled)"}
 _FALLBACK_TONE = "#555555"
 
 
@@ -90,6 +94,7 @@ class MarkKind(StrEnum):
     VM_MOVE = "vm_move"  # a worker started again on another VM (maintenance)
     EXIT = "exit"  # a worker's process exited
     FAILURE = "failure"  # a failure message, coloured by its category
+    SILENT = "silent"  # bar: a stalled worker's silence, from its last line to the input's end
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +242,8 @@ def timeline_marks(diagnosis: Diagnosis) -> list[Mark]:
     """
     outcomes = {a.attempt: a.outcome for a in diagnosis.attempt_log}
     marks: list[Mark] = []
+    # Each worker's row in the last attempt it is drawn in: where a stall's silence goes.
+    last_rows: dict[str, tuple[int, int]] = {}
     row = 0
     for attempt in diagnosis.timeline.attempts:
         outcome = outcomes.get(attempt.number, "neutral")
@@ -264,6 +271,7 @@ def timeline_marks(diagnosis: Diagnosis) -> list[Mark]:
             found = _worker_marks(worker, attempt, outcome, row)
             if found:
                 worker_rows[worker.task] = row
+                last_rows[worker.task] = (row, attempt.number)
                 worker_marks += found
                 row += 1
         for event in attempt.events:
@@ -292,9 +300,38 @@ def timeline_marks(diagnosis: Diagnosis) -> list[Mark]:
             row = attempt_row  # nothing timed in this attempt: no empty rows
             continue
         marks += attempt_marks + worker_marks
+    marks += _silent_marks(diagnosis, last_rows)
     return sorted(
         marks, key=lambda m: (m.row, m.kind not in (MarkKind.ATTEMPT, MarkKind.WORKER), m.start)
     )
+
+
+def _silent_marks(diagnosis: Diagnosis, rows: dict[str, tuple[int, int]]) -> list[Mark]:
+    """A stalled job's silent workers, each a bar on its row from its last line to the
+    input's end (the silence the verdict measured); none for a worker without a row."""
+    stall = diagnosis.stalled
+    if stall is None:
+        return []
+    marks = []
+    for worker in stall.workers:
+        task = replica_task(worker.replica)
+        if task not in rows or stall.input_end <= worker.last_line:
+            continue
+        row, attempt = rows[task]
+        marks.append(
+            Mark(
+                MarkKind.SILENT,
+                row,
+                task,
+                attempt,
+                worker.last_line,
+                stall.input_end,
+                "silent",
+                f"{task}: silent from its last line at {_clock(worker.last_line)} to the"
+                f" input's end at {_clock(stall.input_end)} ({duration_words(worker.silent_for)})",
+            )
+        )
+    return marks
 
 
 # Tick steps for the time axis, in seconds: the first that gives at most _MAX_TICKS ticks.
@@ -449,6 +486,14 @@ def _bar(mark: Mark, scale: _Scale, y: float) -> str:
     x0 = scale.x(mark.start)
     width = max(scale.x(mark.end) - x0, 2.0)
     colour = tone_colour(mark.tone)
+    if mark.kind is MarkKind.SILENT:
+        # Outlined with a dashed line over the whole row's height: told apart from a
+        # worker's bar without its colour.
+        return (
+            f'<rect class="jd-silent" x="{_f(x0)}" y="{_f(y - 9)}" width="{_f(width)}" '
+            f'height="18" fill="{colour}" fill-opacity="0.3" stroke="{colour}" '
+            f'stroke-width="1.5" stroke-dasharray="4,2">{_title(mark.label)}</rect>'
+        )
     if mark.kind is MarkKind.ATTEMPT:
         return (
             f'<rect x="{_f(x0)}" y="{_f(y - 8)}" width="{_f(width)}" height="16" rx="3" '
@@ -485,7 +530,7 @@ def _legend(marks: Sequence[Mark], top: float) -> tuple[str, float]:
     tones = sorted({m.tone for m in marks if m.tone != "neutral"})
     x = float(_LABEL_WIDTH)
     for tone in tones:
-        label = tone.replace("_", " ")
+        label = _TONE_LABELS.get(tone, tone.replace("_", " "))
         parts.append(
             f'<rect x="{x:.1f}" y="{top + 28:.1f}" width="12" height="12" rx="2" '
             f'fill="{tone_colour(tone)}"/>'

@@ -17,6 +17,7 @@ from analyzer.verdict.diagnosis import (
     observed_word,
     plural,
     short_state,
+    stall_phrase,
 )
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "short_state",
     "skip_line",
     "span",
+    "stall_phrase",
     "verdict_line",
 ]
 
@@ -342,7 +344,14 @@ def counts_phrase(diagnosis: Diagnosis) -> str:
 def verdict_line(diagnosis: Diagnosis) -> str:
     """The one line a person reads first, as every report prints it: the job's label
     (:func:`job_label`), its state and how it was reached, the counts the logs show (and
-    those predicted, apart: :func:`counts_phrase`), the cause."""
+    those predicted, apart: :func:`counts_phrase`), the cause; of a stalled job, since when
+    and who (:func:`~analyzer.verdict.diagnosis.stall_phrase`) in place of how the state was
+    reached and the cause, as :func:`analyzer.verdict.diagnosis.verdict_line` says it."""
+    if diagnosis.stalled is not None:
+        return (
+            f"job {job_label(diagnosis)}: {short_state(diagnosis)},"
+            f" {stall_phrase(diagnosis.stalled)}, {counts_phrase(diagnosis)}"
+        )
     return (
         f"job {job_label(diagnosis)}: {short_state(diagnosis)} ({observed_word(diagnosis)}), "
         f"{counts_phrase(diagnosis)} - {cause_phrase(diagnosis)}"

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analyzer.ingest.records import InputStats
 from analyzer.report.controls import csv_cell, visible
@@ -47,8 +47,10 @@ from analyzer.report.facts import (
 )
 from analyzer.report.redact import shown
 from analyzer.report.signatures import Recurring, failed_attempts, recurring
+from analyzer.report.stalls import burn_line, silent_workers
 from analyzer.rulebook.events import Category
 from analyzer.verdict.diagnosis import Diagnosis, JobState
+from analyzer.verdict.stall import Stall
 
 if TYPE_CHECKING:
     from analyzer.pipeline.analysis import Analysis
@@ -79,7 +81,11 @@ class JobSummary:
     work lost since checkpoints (see :mod:`analyzer.verdict.work`); ``machine_hours`` and
     ``accelerator_hours`` are :func:`machine_hours` (the latter None without the job's
     record); ``path`` is the input the cause's evidence (else the job's first line) is in;
-    ``verdict`` is the one-line verdict of the text report.
+    ``verdict`` is the one-line verdict of the text report. A stalled job (issue 30) has
+    ``stalled_since``, ``stall_timeout_at`` (when the platform stops it) and its burn, the
+    machine- and accelerator-hours it will have cost by then (``stall_machine_hours``,
+    ``stall_accelerator_hours``: the latter only with the job's record); all None for a job
+    not stalled.
     """
 
     job: str
@@ -109,6 +115,10 @@ class JobSummary:
     records: int
     path: str | None
     verdict: str
+    stalled_since: datetime | None = None
+    stall_timeout_at: datetime | None = None
+    stall_machine_hours: float | None = None
+    stall_accelerator_hours: float | None = None
 
 
 # The columns of the job frame, in order; the CSV report's are the same with the durations
@@ -196,7 +206,25 @@ def job_summary(diagnosis: Diagnosis, spec: JobSpec | None = None) -> JobSummary
         records=diagnosis.timeline.records,
         path=_source(diagnosis),
         verdict=verdict_line(diagnosis),
+        **_stall_fields(diagnosis),
     )
+
+
+def _stall_fields(diagnosis: Diagnosis) -> dict[str, Any]:
+    stall = diagnosis.stalled
+    if stall is None:
+        return {}
+    cost = stall.cost_to_timeout
+    return {
+        "stalled_since": stall.since,
+        "stall_timeout_at": stall.timeout_at,
+        "stall_machine_hours": None if cost is None else round(cost.machine_hours, 4),
+        "stall_accelerator_hours": (
+            None
+            if cost is None or cost.accelerator_hours is None
+            else round(cost.accelerator_hours, 4)
+        ),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +250,15 @@ class CauseCount:
 
 
 @dataclass(frozen=True, slots=True)
+class StalledJob:
+    """A stalled job of the fleet: its row and its stall (who is silent, the timeout, the
+    burn to it)."""
+
+    job: JobSummary
+    stall: Stall
+
+
+@dataclass(frozen=True, slots=True)
 class FailurePoint:
     """One failed attempt, for the failures-over-time chart."""
 
@@ -239,7 +276,8 @@ class FleetSummary:
     them. ``by_category`` and ``by_detail`` count the jobs that failed (observed or predicted)
     by cause, ``recovered`` those that succeeded after a failure, by the failure they got past;
     ``outcomes`` counts every job by :func:`~analyzer.report.facts.outcome`; ``signatures``
-    are the recurring failures, the most costly first (:mod:`analyzer.report.signatures`).
+    are the recurring failures, the most costly first (:mod:`analyzer.report.signatures`);
+    ``stalled`` the stalled jobs, the most costly to their timeout first.
     """
 
     jobs: tuple[JobSummary, ...]
@@ -261,6 +299,20 @@ class FleetSummary:
     outcomes: Mapping[str, int] = field(default_factory=dict)
     recovered: tuple[CauseCount, ...] = ()
     signatures: tuple[Recurring, ...] = ()
+    stalled: tuple[StalledJob, ...] = ()
+
+    @property
+    def stall_machine_hours(self) -> float:
+        """What the stalled jobs will have cost by their timeouts, in machine-hours."""
+        return round(sum(s.job.stall_machine_hours or 0.0 for s in self.stalled), 4)
+
+    @property
+    def stall_accelerator_hours(self) -> float | None:
+        """The same in accelerator-hours, of the stalled jobs whose record gives them
+        (None when none does)."""
+        known = [s.job.stall_accelerator_hours for s in self.stalled]
+        given = [h for h in known if h is not None]
+        return round(sum(given), 4) if given else None
 
     @property
     def failed(self) -> int:
@@ -371,6 +423,22 @@ def summarize(
         time_lost=sum((j.time_lost for j in jobs), timedelta()),
         machine_hours=round(sum(j.machine_hours for j in jobs), 4),
         accelerator_hours=round(sum(known), 4) if known else None,
+        stalled=_stalled(kept, jobs),
+    )
+
+
+def _stalled(diagnoses: Sequence[Diagnosis], jobs: Sequence[JobSummary]) -> tuple[StalledJob, ...]:
+    """The stalled jobs, the most costly to their timeout first (then the longest stalled)."""
+    stalled = [
+        StalledJob(job, diagnosis.stalled)
+        for diagnosis, job in zip(diagnoses, jobs, strict=True)
+        if diagnosis.stalled is not None
+    ]
+    return tuple(
+        sorted(
+            stalled,
+            key=lambda s: (-(s.job.stall_machine_hours or 0.0), s.stall.since, s.job.job),
+        )
     )
 
 
@@ -444,6 +512,7 @@ def render_markdown_fleet(summary: FleetSummary) -> str:
     if summary.accelerator_hours is not None:
         out.append(f"- accelerator-hours: {hours(summary.accelerator_hours)}")
     out += ["", TIME_LOST_DEFINITION, ""]
+    out += _markdown_stalled(summary)
     out += _markdown_causes(summary)
     out += _markdown_signatures(summary.signatures)
     if summary.worst:
@@ -467,6 +536,36 @@ def render_markdown_fleet(summary: FleetSummary) -> str:
     ]
     out.append("")
     return "\n".join(out)
+
+
+def _markdown_stalled(summary: FleetSummary) -> list[str]:
+    """The stalled jobs, a section of their own (none when no job is stalled): each job's
+    silent workers, since when, its timeout and what it will have cost by then."""
+    if not summary.stalled:
+        return []
+    count = len(summary.stalled)
+    out = [
+        f"## Stalled jobs ({count})",
+        "",
+        burn_line(count, summary.stall_machine_hours, summary.stall_accelerator_hours) + ".",
+        "",
+        "| job | stalled since | silent | timeout | machine-hours to it "
+        "| accelerator-hours to it |",
+        "|---|---|---|---|---|---|",
+    ]
+    for stalled in summary.stalled:
+        job, stall = stalled.job, stalled.stall
+        out.append(
+            f"| {_cell(job.job)} | {clock(stall.since)} | {_cell(silent_workers(stall))} "
+            f"| {clock(stall.timeout_at)} ({_cell(stall.timeout_source)}) "
+            f"| {_hours_or_dash(job.stall_machine_hours)} "
+            f"| {_hours_or_dash(job.stall_accelerator_hours)} |"
+        )
+    return [*out, ""]
+
+
+def _hours_or_dash(value: float | None) -> str:
+    return "-" if value is None else hours(value)
 
 
 def _cause_cell(job: JobSummary) -> str:
@@ -578,7 +677,9 @@ def fleet_document(summary: FleetSummary) -> dict[str, object]:
     ``retries_predicted`` beside them; ``by_category``/``by_detail`` count the failed jobs,
     ``recovered`` the jobs that succeeded after a failure; ``signatures`` are the recurring
     failures, the most costly first (:func:`signature_json`); ``worst`` lists jobs in rank
-    order; ``jobs`` holds the CSV's rows (the diagnoses are the document's own ``jobs``).
+    order; ``stalled`` the stalled jobs, the most costly to their timeout first, each with
+    its ``stalled`` object; ``jobs`` holds the CSV's rows (the diagnoses are the document's
+    own ``jobs``).
     """
     return {
         "schema": FLEET_SCHEMA,
@@ -594,14 +695,25 @@ def fleet_document(summary: FleetSummary) -> dict[str, object]:
             "observed_s": _seconds(summary.observed_time),
             "machine_hours": summary.machine_hours,
             "accelerator_hours": summary.accelerator_hours,
+            "stalled": len(summary.stalled),
+            "stall_machine_hours": summary.stall_machine_hours,
+            "stall_accelerator_hours": summary.stall_accelerator_hours,
         },
         "by_category": [_count_json(c) for c in summary.by_category],
         "by_detail": [_count_json(c) for c in summary.by_detail],
         "recovered": [_count_json(c) for c in summary.recovered],
         "signatures": [signature_json(r) for r in summary.signatures],
         "worst": [{"job": j.job, "job_id": j.job_id, "trial": j.trial} for j in summary.worst],
+        "stalled": [_stalled_json(s) for s in summary.stalled],
         "jobs": [_job_json(j) for j in summary.jobs],
     }
+
+
+def _stalled_json(stalled: StalledJob) -> dict[str, object]:
+    """One stalled job as the fleet document lists it: which job, and its stall as the
+    diagnosis' ``stalled`` object has it (who is silent, the timeout, the cost to it)."""
+    job = stalled.job
+    return {"job": job.job, "job_id": job.job_id, "trial": job.trial, **stalled.stall.to_dict()}
 
 
 def signature_json(group: Recurring) -> dict[str, object]:

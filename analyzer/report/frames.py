@@ -36,7 +36,10 @@ def jobs_frame(diagnoses: Iterable[Diagnosis], job_spec: JobSpec | None = None) 
     are UTC timestamps, ``duration``/``time_lost``/``lost_work`` timedeltas, ``machine_hours`` and
     ``accelerator_hours`` floats (the latter NaN without the job's record), ``exit_code`` a
     nullable integer; ``category``, ``detail`` and the cause's fields are missing for a job
-    with no failure.
+    with no failure. ``stalled_since`` (a UTC timestamp) is when a stalled job's silence began,
+    NaT for a job not stalled (``frame[frame.stalled_since.notna()]`` lists the stalled ones);
+    ``stall_timeout_at`` when the platform stops it, ``stall_machine_hours`` and
+    ``stall_accelerator_hours`` what it will have cost by then (NaT and NaN when not stalled).
     """
     summaries = (job_summary(d, job_spec) for d in diagnoses)
     rows = [tuple(getattr(s, name) for name in JOB_COLUMNS) for s in summaries]
@@ -44,12 +47,17 @@ def jobs_frame(diagnoses: Iterable[Diagnosis], job_spec: JobSpec | None = None) 
     frame["state"] = pd.Categorical(frame["state"], categories=[s.value for s in JobState])
     frame["category"] = pd.Categorical(frame["category"], categories=[c.value for c in Category])
     frame["outcome"] = pd.Categorical(frame["outcome"], categories=list(OUTCOMES))
-    frame["first_seen"] = pd.to_datetime(frame["first_seen"], utc=True)
-    frame["last_seen"] = pd.to_datetime(frame["last_seen"], utc=True)
+    for name in ("first_seen", "last_seen", "stalled_since", "stall_timeout_at"):
+        frame[name] = pd.to_datetime(frame[name], utc=True)
     for name in ("duration", "time_lost", "lost_work"):
         frame[name] = pd.to_timedelta(frame[name])
-    frame["machine_hours"] = frame["machine_hours"].astype("float64")
-    frame["accelerator_hours"] = frame["accelerator_hours"].astype("float64")
+    for name in (
+        "machine_hours",
+        "accelerator_hours",
+        "stall_machine_hours",
+        "stall_accelerator_hours",
+    ):
+        frame[name] = frame[name].astype("float64")
     frame["exit_code"] = frame["exit_code"].astype("Int64")
     for name in (
         "attempts",

@@ -36,6 +36,7 @@ from analyzer.report.fleet import (
     summarize,
 )
 from analyzer.report.overview import summary_line
+from analyzer.report.stalls import burn_line, silent_workers, stall_evidence, stall_facts
 from analyzer.verdict.diagnosis import Diagnosis, JobState
 
 if TYPE_CHECKING:
@@ -95,8 +96,15 @@ _CSS = """
 .jd a{color:#0b5cad}
 .jd .jd-verdict{font-weight:600;overflow-wrap:anywhere}
 .jd code{font-size:.9em}
+.jd .jd-stall{margin:.4em 0;padding:6px 10px;border-left:4px solid #EE3377;background:#fdf2f6}
+.jd .jd-stall ul{margin:.2em 0;padding-left:1.2em}
 .jd mark.jd-control{background:#ffe08a;color:#1d2329;font-family:ui-monospace,monospace}
 """
+
+
+# A stalled job is RUNNING and billed until its timeout (platform.md section 2): marked
+# beside its state.
+_STALLED_BADGE = f'<span class="jd-badge" style="background:{tone_colour("silent")}">STALLED</span>'
 
 
 def _e(value: object) -> str:
@@ -159,6 +167,22 @@ def _cause_block(diagnosis: Diagnosis) -> str:
     )
 
 
+def _stall_block(diagnosis: Diagnosis) -> str:
+    """A stalled job's facts (since when, who is silent, who waits, the timeout and the cost
+    to it) and the lines that show the stall; nothing for a job not stalled."""
+    facts = stall_facts(diagnosis)
+    if not facts:
+        return ""
+    items = "".join(f"<li><b>{_e(label)}</b> {_e(fact)}</li>" for label, fact in facts)
+    evidence = "".join(
+        f"<li>{_e(origin)}" + (f" · {_e(first_line(event.text, 140))}" if event else "") + "</li>"
+        for origin, event in stall_evidence(diagnosis)
+    )
+    return f'<div class="jd-stall"><ul>{items}</ul>' + (
+        f'<ul class="jd-evidence">{evidence}</ul></div>' if evidence else "</div>"
+    )
+
+
 def _attempts_table(diagnosis: Diagnosis) -> str:
     if not diagnosis.attempt_log:
         return ""
@@ -191,9 +215,11 @@ def diagnosis_html(diagnosis: Diagnosis, anchor: str | None = None) -> str:
     notes = "".join(f'<p class="jd-note">{_e(n)}</p>' for n in diagnosis.notes)
     return (
         f'<section class="jd-job"{ident}>'
-        f"<h3>{_badge(diagnosis.state.value)} <span class='jd-id'>job "
-        f"{_e(job_label(diagnosis))}" + "</span></h3>"
+        f"<h3>{_badge(diagnosis.state.value)}"
+        + (f" {_STALLED_BADGE}" if diagnosis.stalled is not None else "")
+        + f" <span class='jd-id'>job {_e(job_label(diagnosis))}</span></h3>"
         f'<p class="jd-verdict">{_e(verdict_line(diagnosis))}</p>'
+        + _stall_block(diagnosis)
         + _cause_block(diagnosis)
         + _attempts_table(diagnosis)
         + timeline_svg(diagnosis)
@@ -217,7 +243,9 @@ def _jobs_table(jobs: Sequence[JobSummary], anchors: dict[int, str], link: bool)
             cause = f"recovered from {cause}"
         rows.append(
             f"<tr><td>{name}</td><td>{_e(job.trial or '-')}</td>"
-            f"<td>{_badge(job.state)} <small>{observed}</small></td>"
+            f"<td>{_badge(job.state)} <small>{observed}</small>"
+            + (f" {_STALLED_BADGE}" if job.stalled_since is not None else "")
+            + "</td>"
             f"<td class='num'>{_e(counted(job.attempts, job.attempts_predicted))}</td>"
             f"<td class='num'>{_e(counted(job.retries, job.retries_predicted))}</td>"
             f"<td class='num'>{job.restarts}</td><td>{_e(cause)}</td>"
@@ -331,6 +359,37 @@ def _signatures_table(summary: FleetSummary, anchors: dict[str, str]) -> str:
     )
 
 
+def _stalled_table(summary: FleetSummary, anchors: dict[str, str]) -> str:
+    """The stalled jobs and their burn, each linked to its card: silent workers, since
+    when, the timeout and what the job will have cost by then."""
+    count = len(summary.stalled)
+    rows = []
+    for stalled in summary.stalled:
+        job, stall = stalled.job, stalled.stall
+        name = _e(job.job)
+        if job.job in anchors:
+            name = f'<a href="#{_e(anchors[job.job])}">{name}</a>'
+        accelerators = job.stall_accelerator_hours
+        rows.append(
+            f"<tr><td>{name}</td><td>{_e(clock(stall.since))}</td>"
+            f"<td>{_e(silent_workers(stall))}</td><td>{_e(', '.join(stall.waiting) or '-')}</td>"
+            f"<td>{_e(clock(stall.timeout_at))} <small>{_e(stall.timeout_source)}</small></td>"
+            f"<td class='num'>{_e(hours(job.stall_machine_hours or 0.0))}</td>"
+            f"<td class='num'>{_e('-' if accelerators is None else hours(accelerators))}</td>"
+            "</tr>"
+        )
+    burn = burn_line(count, summary.stall_machine_hours, summary.stall_accelerator_hours)
+    return (
+        f'<p class="jd-stall">{_e(burn)}.</p>'
+        "<div class='jd-scroll'><table class='jd-wide'><thead><tr><th>job</th>"
+        "<th>stalled since (UTC)</th><th>silent</th><th>still writing</th>"
+        "<th>timeout (UTC)</th><th class='num'>machine-hours to it</th>"
+        "<th class='num'>accelerator-hours to it</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
+
+
 def _cards(summary: FleetSummary) -> str:
     def card(value: str, label: str) -> str:
         return f'<div class="jd-card"><b>{_e(value)}</b><span>{_e(label)}</span></div>'
@@ -349,6 +408,11 @@ def _cards(summary: FleetSummary) -> str:
         + card(str(summary.restarts), "worker restarts spent")
         + card(span(summary.time_lost), "time lost")
         + card(hours(summary.machine_hours), "machine-hours")
+        + (
+            card(str(len(summary.stalled)), "stalled, billed until their timeouts")
+            if summary.stalled
+            else ""
+        )
         + (
             card(hours(summary.accelerator_hours), "accelerator-hours")
             if summary.accelerator_hours is not None
@@ -393,6 +457,11 @@ def render_html(
         f"{_e(states or 'No job found.')}. {_e(TIME_LOST_DEFINITION)} Machine-hours count "
         "each worker from its first to its last line.</p>"
         + _cards(summary)
+        + (
+            f"<h2>Stalled jobs ({len(summary.stalled)})</h2>" + _stalled_table(summary, by_label)
+            if summary.stalled
+            else ""
+        )
         + f"<h2>Failed jobs by cause ({summary.failed})</h2>"
         + _causes_table(summary)
         + (

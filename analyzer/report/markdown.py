@@ -16,6 +16,7 @@ from analyzer.report.facts import (
     verdict_line,
 )
 from analyzer.report.overview import TABLE_HEADER, fleet_order, row_cells, summary_line, table_rows
+from analyzer.report.stalls import stall_evidence, stall_facts
 from analyzer.verdict.diagnosis import Diagnosis
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def render_markdown(analysis: Analysis) -> str:
 def _job(diagnosis: Diagnosis) -> list[str]:
     """One job's section: its verdict, the message quoted with its evidence, the facts, the
     attempts and workers, the advice and the notes."""
-    out = [f"## {_cell(verdict_line(diagnosis))}", "", *_quoted(diagnosis)]
+    out = [f"## {_cell(verdict_line(diagnosis))}", "", *_stall(diagnosis), *_quoted(diagnosis)]
     facts = depth_facts(diagnosis)
     out += [f"- **{label}**: {_cell(fact)}" for label, fact in facts] + ([""] if facts else [])
     out += [
@@ -94,6 +95,18 @@ def _job(diagnosis: Diagnosis) -> list[str]:
         out += ["What to do:", ""] + [f"- {_cell(a)}" for a in diagnosis.advice] + [""]
     out += [f"_{_cell(n)}_" for n in diagnosis.notes] + ([""] if diagnosis.notes else [])
     return out
+
+
+def _stall(diagnosis: Diagnosis) -> list[str]:
+    """A stalled job's facts and the lines that show the stall; nothing when not stalled."""
+    facts = stall_facts(diagnosis)
+    if not facts:
+        return []
+    out = [f"- **{label}**: {_cell(fact)}" for label, fact in facts]
+    for origin, event in stall_evidence(diagnosis):
+        text = first_line(event.text) if event else ""
+        out.append(f"- **evidence**: `{_code(str(origin))}` {_cell(text)}")
+    return [*out, ""]
 
 
 def _quoted(diagnosis: Diagnosis) -> list[str]:

@@ -51,15 +51,20 @@ _OLDEST = datetime.min.replace(tzinfo=UTC)
 
 
 def fleet_order(diagnoses: Iterable[Diagnosis]) -> list[Diagnosis]:
-    """``diagnoses`` failures first, most recent first within a state (then by job id)."""
+    """``diagnoses`` failures first, most recent first within a state (then by job id), the
+    stalled jobs first among those of their state."""
     by_id = sorted(diagnoses, key=lambda d: (d.job_id or "", d.trial or ""))
     by_time = sorted(by_id, key=lambda d: d.last_seen or d.first_seen or _OLDEST, reverse=True)
-    return sorted(by_time, key=lambda d: _STATE_RANK.get(d.state, len(_STATE_RANK)))
+    # A stalled job is billed until its timeout (platform.md section 2): ahead of the jobs
+    # of its state that are not.
+    return sorted(
+        by_time, key=lambda d: (_STATE_RANK.get(d.state, len(_STATE_RANK)), d.stalled is None)
+    )
 
 
 def summary_line(diagnoses: Sequence[Diagnosis]) -> str:
-    """``132 jobs: 59 failed, 70 succeeded (12 after a failure), 3 running; 41 retries (3
-    more predicted), 9 worker restarts spent``.
+    """``132 jobs: 59 failed, 70 succeeded (12 after a failure), 3 running (1 stalled); 41
+    retries (3 more predicted), 9 worker restarts spent``.
 
     States are named worst first; a predicted state counts as its state (the table and the
     verdicts say which are predicted). Retries are those the logs show; those the verdicts
@@ -67,10 +72,13 @@ def summary_line(diagnoses: Sequence[Diagnosis]) -> str:
     """
     states = Counter(d.state for d in diagnoses)
     recovered = sum(1 for d in diagnoses if outcome(d) == "recovered")
+    stalled = Counter(d.state for d in diagnoses if d.stalled is not None)
     named = ", ".join(
         f"{count} {state.value.removeprefix('JOB_STATE_').lower()}"
         # A success after a failure is counted apart: it cost what a failure costs.
         + (f" ({recovered} after a failure)" if state is JobState.SUCCEEDED and recovered else "")
+        # So is a stalled job: billed until its timeout.
+        + (f" ({stalled[state]} stalled)" if stalled[state] else "")
         for state, count in sorted(
             states.items(), key=lambda item: _STATE_RANK.get(item[0], len(_STATE_RANK))
         )
@@ -100,6 +108,7 @@ class TableRow:
     last_seen: str
     cause: str
     detail: str | None = None
+    stalled: bool = False
 
 
 TABLE_HEADER = ("JOB", "STATE", "ATTEMPTS", "RETRIES", "RESTARTS", "LAST SEEN (UTC)", "CAUSE")
@@ -107,7 +116,8 @@ TABLE_HEADER = ("JOB", "STATE", "ATTEMPTS", "RETRIES", "RESTARTS", "LAST SEEN (U
 
 def table_rows(diagnoses: Iterable[Diagnosis]) -> list[TableRow]:
     """One row per job, in the order given; a predicted state ends with ``?``, and so do
-    predicted attempts and retries, after those the logs show (``2+2?``)."""
+    predicted attempts and retries, after those the logs show (``2+2?``); a stalled job's
+    state is :data:`STALLED_MARK`."""
     rows = []
     for diagnosis in diagnoses:
         job = job_label(diagnosis)
@@ -129,16 +139,29 @@ def table_rows(diagnoses: Iterable[Diagnosis]) -> list[TableRow]:
             TableRow(
                 job=job,
                 state=diagnosis.state,
-                state_text=short_state(diagnosis) + ("" if diagnosis.observed_final else "?"),
+                state_text=_state_text(diagnosis),
                 attempts=counted(observed_attempts(diagnosis), predicted_attempts(diagnosis)),
                 retries=counted(observed_retries(diagnosis), predicted_retries(diagnosis)),
                 restarts=str(sum(diagnosis.worker_restarts.values())),
                 last_seen=clock(diagnosis.last_seen),
                 cause=what,
                 detail=detail,
+                stalled=diagnosis.stalled is not None,
             )
         )
     return rows
+
+
+# The state cell of a stalled job: one word (the column stays one token for awk), RUNNING
+# implied (a job that ended is never stalled), the stall observed in the logs.
+STALLED_MARK = "STALLED"
+
+
+def _state_text(diagnosis: Diagnosis) -> str:
+    """``FAILED``, ``RUNNING?`` (predicted), or ``STALLED``."""
+    if diagnosis.stalled is not None:
+        return STALLED_MARK
+    return short_state(diagnosis) + ("" if diagnosis.observed_final else "?")
 
 
 def row_cells(row: TableRow) -> tuple[str, ...]:

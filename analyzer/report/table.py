@@ -57,6 +57,7 @@ _STATE_STYLE = {
     JobState.FAILED: "bold red",
     JobState.CANCELLED: "bold yellow",
 }
+_STALLED_STYLE = "bold magenta"
 _BREAK_AFTER = re.compile(r"(?<=[_\-/.])")
 
 
@@ -231,14 +232,15 @@ def _header_texts(grid: Grid) -> list[Text]:
     return lines
 
 
-def _row_texts(grid: Grid, row: list[list[str]], state: JobState) -> list[Text]:
+def _row_texts(grid: Grid, row: list[list[str]], state: JobState, stalled: bool) -> list[Text]:
+    state_style = _STALLED_STYLE if stalled else _STATE_STYLE.get(state, "bold cyan")
     lines = []
     for physical in row:
         line = Text()
         for index, value in enumerate(physical):
             if index:
                 line.append(grid.gap)
-            style = _STATE_STYLE.get(state, "bold cyan") if grid.names[index] == "STATE" else ""
+            style = state_style if grid.names[index] == "STATE" else ""
             line.append(value, style=style)
         line.rstrip()
         lines.append(line)
@@ -247,11 +249,11 @@ def _row_texts(grid: Grid, row: list[list[str]], state: JobState) -> list[Text]:
 
 def _grid(
     diagnoses: Sequence[Diagnosis], width: int | None, wide: bool
-) -> tuple[Grid, list[JobState]]:
+) -> tuple[Grid, list[TableRow]]:
     rows = table_rows(diagnoses)
     header = list(WIDE_HEADER if wide else TABLE_HEADER)
     grid = layout(header, _cells(rows, diagnoses, wide), None if wide else width)
-    return grid, [row.state for row in rows]
+    return grid, rows
 
 
 def table_lines(
@@ -259,10 +261,10 @@ def table_lines(
 ) -> list[Text]:
     """The fleet table of ``diagnoses`` (in the order given) as lines: folded to ``width`` on a
     terminal (None: one line a row), with :data:`WIDE_HEADER`'s columns when ``wide``."""
-    grid, states = _grid(diagnoses, width, wide)
+    grid, rows = _grid(diagnoses, width, wide)
     lines = _header_texts(grid)
-    for row, state in zip(grid.rows, states, strict=True):
-        lines.extend(_row_texts(grid, row, state))
+    for row, facts in zip(grid.rows, rows, strict=True):
+        lines.extend(_row_texts(grid, row, facts.state, facts.stalled))
     return lines
 
 
@@ -281,13 +283,14 @@ def grouped_table_lines(
     if rest:
         sections.append(([Text("no failure", style="bold")], rest))
     # One layout for every section, so that the columns line up from one to the next.
-    grid, states = _grid([d for _, members in sections for d in members], width, wide)
+    grid, rows = _grid([d for _, members in sections for d in members], width, wide)
     lines = _header_texts(grid)
     index = 0
     for heading, members in sections:
         lines += [Text(), *heading]
         for _ in members:
-            lines.extend(_row_texts(grid, grid.rows[index], states[index]))
+            facts = rows[index]
+            lines.extend(_row_texts(grid, grid.rows[index], facts.state, facts.stalled))
             index += 1
     return lines
 

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
+from analyzer.ingest.records import Origin
 from analyzer.report.controls import one_line, visible
 from analyzer.report.facts import (
     cause_phrase,
@@ -44,11 +45,13 @@ from analyzer.report.facts import (
     short_state,
     skip_line,
     span,
+    stall_phrase,
 )
 from analyzer.report.overview import (
     fleet_order,
     summary_line,
 )
+from analyzer.report.stalls import fleet_burn, stall_evidence, stall_facts
 from analyzer.rulebook.events import Event
 from analyzer.verdict.diagnosis import Diagnosis, JobState
 
@@ -60,6 +63,8 @@ _STATE_STYLE = {
     JobState.FAILED: "bold red",
     JobState.CANCELLED: "bold yellow",
 }
+# A stalled job is still billed (platform.md section 2): it stands out as a failure does.
+_STALLED_STYLE = "bold magenta"
 _LABEL = 10  # width of the left-hand labels
 _INDENT = 2 + _LABEL  # where a label's content starts
 _VERDICT_HANG = 4  # continuation lines of a verdict
@@ -168,6 +173,13 @@ def _verdict(diagnosis: Diagnosis) -> Text:
     line.append(_log_text(job_label(diagnosis)), style="bold")
     line.append("  ")
     line.append(short_state(diagnosis), style=_STATE_STYLE.get(diagnosis.state, "bold cyan"))
+    if diagnosis.stalled is not None:
+        # Since when and who, in place of how the state was reached and the cause (as
+        # analyzer.report.facts.verdict_line says it).
+        line.append(", ")
+        line.append(_log_text(stall_phrase(diagnosis.stalled)), style=_STALLED_STYLE)
+        line.append(f"  {counts_phrase(diagnosis)}")
+        return line
     line.append(f" ({observed_word(diagnosis)})  ")
     line.append(f"{counts_phrase(diagnosis)}  ")
     line.append(_log_text(cause_phrase(diagnosis)), style="bold" if diagnosis.cause else "dim")
@@ -178,9 +190,13 @@ def _print_verdict(layout: _Layout, diagnosis: Diagnosis) -> None:
     layout.folded(Text(), _verdict(diagnosis), _VERDICT_HANG)
 
 
-def _evidence(layout: _Layout, diagnosis: Diagnosis) -> None:
+def _evidence(
+    layout: _Layout,
+    evidence: Sequence[tuple[Origin, Event | None]],
+    first_label: str = "evidence",
+) -> None:
+    """Evidence lines: each line's origin, time and task, and its message's first line."""
     content = layout.width - _INDENT
-    evidence = evidence_events(diagnosis)
 
     def head(event: Event, short: bool) -> str:
         when = event.timestamp
@@ -195,7 +211,7 @@ def _evidence(layout: _Layout, diagnosis: Diagnosis) -> None:
         if event is not None
     )
     for index, (origin, event) in enumerate(evidence):
-        label = "evidence" if index == 0 else ""
+        label = first_label if index == 0 else ""
         body = _Text(one_line(str(origin)), style="cyan")
         if event is None:
             layout.labelled(label, body)
@@ -219,11 +235,12 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
     _print_verdict(layout, diagnosis)
     if diagnosis.cause is not None:
         layout.labelled("cause", _log_text(diagnosis.cause.message))
-        _evidence(layout, diagnosis)
+        _evidence(layout, evidence_events(diagnosis))
     elif diagnosis.recorded_error is not None:
         # The job's own error, where no category fits it: quoted with its line, as a cause is.
         layout.labelled("error", _log_text(diagnosis.recorded_error.message))
-        _evidence(layout, diagnosis)
+        _evidence(layout, evidence_events(diagnosis))
+    _stall(layout, diagnosis)
     for label, fact in depth_facts(diagnosis):
         layout.labelled(label, _log_text(fact))
     _attempts(layout, diagnosis)
@@ -233,6 +250,15 @@ def _details(layout: _Layout, diagnosis: Diagnosis) -> None:
         layout.labelled("advice" if index == 0 else "", _log_text(advice), "green", lead="→ ")
     for note in diagnosis.notes:
         layout.labelled("note", _log_text(note), "italic")
+
+
+def _stall(layout: _Layout, diagnosis: Diagnosis) -> None:
+    """A stalled job's facts (since when, the silent workers, those waiting, the timeout and
+    the cost to it) and the lines that show the stall."""
+    for label, fact in stall_facts(diagnosis):
+        style = _STALLED_STYLE if label == "stalled" else ""
+        layout.labelled(label, _log_text(fact), style)
+    _evidence(layout, stall_evidence(diagnosis))
 
 
 def _attempts(layout: _Layout, diagnosis: Diagnosis) -> None:
@@ -324,6 +350,8 @@ def render_text(analysis: Analysis, console: Console, *, wrap: bool | None = Non
         console.print("No job found in the inputs.", markup=False)
     if len(ordered) > 1:
         layout.folded(Text(), Text(summary_line(ordered), style="bold"), 2)
+        if (burn := fleet_burn(ordered)) is not None:
+            layout.folded(Text(), Text(burn, style=_STALLED_STYLE), 2)
         layout.line(Text())
         _table(layout, ordered)
         layout.line(Text())

@@ -40,6 +40,7 @@ def follow(
     page_size: int = DEFAULT_PAGE_SIZE,
     backoff: Backoff = DEFAULT_BACKOFF,
     sleep: Callable[[float], None] = time.sleep,
+    on_quiet: Callable[[], bool] | None = None,
 ) -> FollowEnd:
     """Poll the job's entries every ``interval`` seconds and pass new records to ``on_records``.
 
@@ -47,8 +48,11 @@ def follow(
     window's end is ignored (following has no end but the job's). Records
     cite ``cloudlogging://<project>/<job_id>`` and their running position.
     ``on_records`` is called only with new records and returns True to stop
-    (the job ended). Ctrl-C stops cleanly. Cloud Logging allows 60 list
-    requests a minute per project: keep ``interval`` at a few seconds.
+    (the job ended). ``on_quiet`` is called after a poll that brought nothing
+    new, and returns True to stop too: silence is news when a job may hang
+    (a worker's silence grows with the clock, not with its lines). Ctrl-C stops
+    cleanly. Cloud Logging allows 60 list requests a minute per project: keep
+    ``interval`` at a few seconds.
     Raises SourceError (a failure that retries did not fix).
     """
     if interval <= 0:
@@ -78,6 +82,8 @@ def follow(
                     continue
             polls += 1
             if batch and on_records(batch):
+                return FollowEnd.JOB_ENDED
+            if not batch and on_quiet is not None and on_quiet():
                 return FollowEnd.JOB_ENDED
             if max_polls is not None and polls >= max_polls:
                 return FollowEnd.MAX_POLLS
