@@ -76,6 +76,7 @@ class FindingKind(StrEnum):
     OLDEST_MISSING = "oldest-missing"  # an input written newest first lost its oldest entries
     ATTEMPT_WORK = "attempt-work"  # what an attempt's work shows (no checkpoint, a start race)
     RECORD_DISAGREES = "record-disagrees"  # the job's record (--job-spec) says another state
+    FRAMES_NOT_KEPT = "frames-not-kept"  # a traceback too long to keep whole (issue 31.8)
 
 
 # The fields each kind carries; rows may test only these (checked when rows are loaded).
@@ -118,6 +119,7 @@ FIELDS: Mapping[FindingKind, frozenset[str]] = {
     FindingKind.OLDEST_MISSING: frozenset({"path", "cut_line", "cap", "oldest"}),
     FindingKind.ATTEMPT_WORK: frozenset({"what", "attempt", "training", "gap", "skew"}),
     FindingKind.RECORD_DISAGREES: frozenset({"state", "error_code", "concluded"}),
+    FindingKind.FRAMES_NOT_KEPT: frozenset({"type", "frames", "count"}),
     FindingKind.FATE: frozenset(
         {"why", "refusal", "message", "origin", "allowed", "observed", "category"}
     ),
