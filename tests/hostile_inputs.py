@@ -29,7 +29,8 @@ def frame_lines(frames: int) -> Iterator[str]:
     yield "    model.fit(data)"
     for index in range(frames - 2):
         module, line, function = index % 97, index % 500, index % 13
-        yield f'  File "/usr/lib/python3.10/site-packages/pkg/mod{module}.py", line {line}, in fn{function}'
+        library = f"/usr/lib/python3.10/site-packages/pkg/mod{module}.py"
+        yield f'  File "{library}", line {line}, in fn{function}'
         yield "    return inner(x)"
     yield EXCEPTION
 
