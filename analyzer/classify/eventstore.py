@@ -51,11 +51,12 @@ import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
 from analyzer.classify.longtext import LONG_TEXT, stored
+from analyzer.classify.tracebacks import NOT_KEPT, KeptFrames
 from analyzer.ingest.records import SERVICE_TASK, Origin, replica_task
 from analyzer.rulebook.events import (
     AFTER_DEATH,
@@ -116,6 +117,8 @@ _IDS_LIMIT = 4096
 # the spill file at once.
 _SPILL_BATCH = 2048
 _DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
+
+_FRAME = EventKind.FRAME
 
 # Whether reading thins (set by the collector around its reads; forked workers inherit it).
 # Off by default: ``jobdoctor classify`` lists every match.
@@ -416,8 +419,10 @@ class Thinner:
     __slots__ = (
         "_anchor",
         "_digests",
+        "_flushing",
         "_path",
         "_places",
+        "_runs",
         "_segments",
         "_spilling",
         "dropped",
@@ -434,6 +439,9 @@ class Thinner:
         # The dropped events' insertId digests and places (IdBatch), as they come.
         self._digests: array[int] = array("Q")
         self._places: array[int] = array("q")
+        # The frames of the tracebacks being read, by task and VM (_frame_held).
+        self._runs: dict[tuple[str | None, str | None], KeptFrames[Light]] = {}
+        self._flushing = False
 
     def add(self, event: Event) -> None:
         """Take the next event read."""
@@ -441,6 +449,8 @@ class Thinner:
 
     def add_light(self, item: Light) -> None:
         """Take the next event read, as :data:`Light`."""
+        if (self._runs or item[3].kind is _FRAME) and self._frame_held(item):
+            return
         key = _light_key(item)
         when = item[0]
         if key is None:
@@ -486,6 +496,40 @@ class Thinner:
         # after, by callgrind on its first 10 MB.)
         if len(tail) > KEEP_LAST and tail[1][0] < segment.horizon:
             self._decide_oldest(key, segment)
+
+    def _frame_held(self, item: Light) -> bool:
+        """Whether ``item`` waits in its process's traceback (:class:`KeptFrames`: past a
+        traceback's first frames, only the last ones and the user's are kept, a count of the
+        others, issue 31.8); any other event of that process ends the traceback, whose
+        frames kept are then taken as read."""
+        if self._flushing:
+            return False
+        stream = (item[TASK], item[VM])
+        run = self._runs.get(stream)
+        match = item[MATCH]
+        if match.kind is _FRAME:
+            if run is None:
+                run = self._runs[stream] = KeptFrames()
+            return not run.add(item, str(match.fields.get("file", "")))
+        if run is not None:
+            del self._runs[stream]
+            self._flush(run)
+        return False
+
+    def _flush(self, run: KeptFrames[Light]) -> None:
+        """Take the frames ``run`` kept past its head, the first of them telling how many
+        were not kept (tracebacks.NOT_KEPT)."""
+        rest, not_kept = run.rest()
+        if rest and not_kept:
+            first, match = rest[0], rest[0][MATCH]
+            marked = replace(match, fields={**match.fields, NOT_KEPT: not_kept})
+            rest[0] = (*first[:MATCH], marked, *first[MATCH + 1 :])  # type: ignore[assignment]
+        self._flushing = True
+        try:
+            for item in rest:
+                self.add_light(item)
+        finally:
+            self._flushing = False
 
     def _add_unthinned(self, item: Light, when: datetime | None) -> None:
         """Keep an event never thinned (an anchor); a timed one decides every segment's
@@ -614,6 +658,8 @@ class Thinner:
 
     def finish(self) -> None:
         """The input is read: keep every undecided tail, spill what was dropped."""
+        while self._runs:
+            self._flush(self._runs.pop(next(iter(self._runs))))
         self._close_all()
         self._spill()
         # Nothing of this thinner is remembered past its input (a notebook reads again).

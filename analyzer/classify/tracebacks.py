@@ -11,9 +11,10 @@ body), or flattened onto one line by the console or a paste (platform.md section
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
 
 from analyzer.ingest.records import Origin
 from analyzer.rulebook.events import Event, EventKind
@@ -50,8 +51,9 @@ class Frame:
 class ExceptionInfo:
     """The exception that ended a process: type, message, and the deepest frame of user code.
 
-    ``origin`` is the line that shows the exception (evidence); ``frames`` are all frames,
-    outermost first.
+    ``origin`` is the line that shows the exception (evidence); ``frames`` are its frames,
+    outermost first: all of them, or of a traceback longer than :data:`HEAD_FRAMES` and
+    :data:`TAIL_FRAMES` what :class:`KeptFrames` keeps, ``frames_not_kept`` the others.
     """
 
     type: str
@@ -59,6 +61,7 @@ class ExceptionInfo:
     frame: Frame | None
     frames: tuple[Frame, ...] = ()
     origin: Origin | None = None
+    frames_not_kept: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """``cause.exception`` of the JSON contract."""
@@ -108,6 +111,103 @@ def user_frame(frames: Sequence[Frame], top_cut: bool = False) -> Frame | None:
         if (package and package.group(1) in own) or not _LIBRARY.search(frame.file):
             return frame
     return frames[-1]
+
+
+_RUNPY = re.compile(r"/lib/python\d[\d.]*/[^/]+$|^<frozen ")
+
+
+def _package(file: str) -> str | None:
+    found = _PACKAGE.search(file)
+    return found.group(1) if found else None
+
+
+# A traceback of a million frames (a runaway recursion pasted whole, issue 31.8) is kept in
+# part: its first and last frames, the user's last few in between and the last frame of the
+# few packages seen last (what user_frame chooses from), a count of the rest. A recursion
+# Python prints itself is at most its limit, 1000 frames, its repeats folded ("[Previous
+# line repeated 996 more times]"): nothing is dropped of it.
+HEAD_FRAMES = 1000
+TAIL_FRAMES = 200
+USER_FRAMES = 50
+# The last frame of this many packages (user_frame's top_cut choice: the deepest frame of a
+# package other than the first frame's and the last one's, which is the latest frame of one
+# of the three packages seen last).
+_LAST_PACKAGES = 4
+
+T = TypeVar("T")
+
+
+class KeptFrames(Generic[T]):
+    """The frames of one traceback, of any length, in bounded memory: each added with its
+    file; the first :data:`HEAD_FRAMES` are the caller's at once (:meth:`add` says so), the
+    others wait here until :meth:`rest`.
+
+    Of those, kept: the last :data:`TAIL_FRAMES`, the last :data:`USER_FRAMES` of the user's
+    code (as :func:`user_frame` tells it: the entry point's package, or no library's), the
+    first frame outside the interpreter's own modules when the head had none, and the last
+    frame of each of the packages seen last; so :func:`user_frame` of what is kept chooses
+    the frame it would choose of them all."""
+
+    __slots__ = ("_first", "_last_of", "_own", "_tail", "_user", "count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._own: set[str] | None = None  # the entry point's package (None: not seen yet)
+        self._first: tuple[int, T] | None = None  # the entry point's frame, past the head
+        self._tail: deque[tuple[int, T, str]] = deque()
+        self._user: deque[tuple[int, T]] = deque(maxlen=USER_FRAMES)
+        self._last_of: dict[str, tuple[int, T]] = {}
+
+    def add(self, item: T, file: str) -> bool:
+        """Take the next frame: True when it is one of the head's (the caller keeps it)."""
+        at = self.count
+        self.count += 1
+        if self._own is None and not _RUNPY.search(file):
+            package = _package(file)
+            self._own = {package} if package else set()
+            if at >= HEAD_FRAMES:
+                self._first = (at, item)
+        if at < HEAD_FRAMES:
+            return True
+        tail = self._tail
+        tail.append((at, item, file))
+        if len(tail) > TAIL_FRAMES:
+            self._middle(*tail.popleft())
+        return False
+
+    def _middle(self, at: int, item: T, file: str) -> None:
+        package = _package(file)
+        if (package and package in (self._own or ())) or not _LIBRARY.search(file):
+            self._user.append((at, item))
+        if package:
+            last_of = self._last_of
+            last_of.pop(package, None)
+            last_of[package] = (at, item)
+            if len(last_of) > _LAST_PACKAGES:
+                del last_of[next(iter(last_of))]
+
+    def rest(self) -> tuple[list[T], int]:
+        """The frames kept after the head, in order, and how many were not kept."""
+        middle = dict(self._user)
+        middle.update(self._last_of.values())
+        tail = self._tail
+        if self._first is not None and (not tail or self._first[0] < tail[0][0]):
+            middle.setdefault(*self._first)
+        kept = [middle[at] for at in sorted(middle)] + [item for _, item, _ in tail]
+        return kept, self.count - min(self.count, HEAD_FRAMES) - len(kept)
+
+
+def kept_frames(frames: Iterable[Frame]) -> tuple[list[Frame], int]:
+    """``frames`` as :class:`KeptFrames` keeps them, and how many it did not keep."""
+    keeper: KeptFrames[Frame] = KeptFrames()
+    head = [frame for frame in frames if keeper.add(frame, frame.file)]
+    rest, dropped = keeper.rest()
+    return head + rest, dropped
+
+
+# The field of a frame event the reading stage kept after frames it did not keep
+# (analyzer.classify.eventstore): how many.
+NOT_KEPT = "frames_not_kept"
 
 
 # The service's own mark where it cut a traceback's top out of its message.
@@ -206,9 +306,18 @@ def _parse_text(text: str, origin: Origin | None) -> ExceptionInfo | None:
 def _parse_flattened(text: str, origin: Origin | None) -> ExceptionInfo | None:
     """A traceback whose lines were joined with spaces: frames by their ``File "...", line N,
     in fn`` shape, the exception as the last ``SomeError: message`` after the last frame."""
-    found = list(_INLINE_FRAME.finditer(text))
-    frames = [Frame(m.group(1), int(m.group(2)), m.group(3)) for m in found]
-    after = text[found[-1].end() :] if found else text[len(_HEADER) :]
+    keeper: KeptFrames[Frame] = KeptFrames()
+    frames: list[Frame] = []
+    first = last = None
+    for found in _INLINE_FRAME.finditer(text):
+        first = first or found
+        last = found
+        each = Frame(found.group(1), int(found.group(2)), found.group(3))
+        if keeper.add(each, each.file):
+            frames.append(each)
+    rest, not_kept = keeper.rest()
+    frames += rest
+    after = text[last.end() :] if last else text[len(_HEADER) :]
     endings = list(_INLINE_EXCEPTION.finditer(after))
     if not endings:
         return None
@@ -218,9 +327,9 @@ def _parse_flattened(text: str, origin: Origin | None) -> ExceptionInfo | None:
     location = (
         Frame(located[-1].group(1), int(located[-1].group(2)), "<module>") if located else None
     )
-    top_cut = _ELIDED in text[: found[0].start()] if found else False
+    top_cut = _ELIDED in text[: first.start()] if first else False
     frame = _raised_at(ending.group(1), frames, location, top_cut)
-    return ExceptionInfo(ending.group(1), message, frame, tuple(frames), origin)
+    return ExceptionInfo(ending.group(1), message, frame, tuple(frames), origin, not_kept)
 
 
 # A SyntaxError reports where the parser stopped on a line of its own: `File "X", line N`,
@@ -252,14 +361,19 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
     if at < 0:
         return None
     frames: list[Frame] = []
+    keeper: KeptFrames[Frame] = KeptFrames()
     location: Frame | None = None  # a SyntaxError's own `File "X", line N`
     cut = False  # the service's "[...]" before the first frame: the top is not here
     # The lines after the last line holding the header: a suffix cut where no line boundary
     # is has the same line boundaries after the cut (no pass over the lines before).
-    for line in text[at:].splitlines()[1:]:
+    lines = _lines(text, at)
+    next(lines, None)
+    for line in lines:
         frame = _FRAME.match(line)
         if frame:
-            frames.append(Frame(frame.group(1), int(frame.group(2)), frame.group(3)))
+            found_frame = Frame(frame.group(1), int(frame.group(2)), frame.group(3))
+            if keeper.add(found_frame, found_frame.file):
+                frames.append(found_frame)
             continue
         syntax = _SYNTAX_AT.match(line)
         if syntax:
@@ -272,10 +386,27 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
             continue
         found = _EXCEPTION.match(line)
         if found:
+            rest, not_kept = keeper.rest()
+            frames += rest
             message = _TAIL_END.sub("", found.group(2) or "").strip()
             frame_at = _raised_at(found.group(1), frames, location, cut)
-            return ExceptionInfo(found.group(1), message, frame_at, tuple(frames), origin)
+            return ExceptionInfo(found.group(1), message, frame_at, tuple(frames), origin, not_kept)
     return None
+
+
+# Where str.splitlines() breaks a line.
+_LINE_END = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _lines(text: str, start: int) -> Iterator[str]:
+    """``text[start:].splitlines()`` one line at a time: a traceback of a million frames in
+    one text is read without a list of its lines."""
+    at = start
+    for end in _LINE_END.finditer(text, start):
+        yield text[at : end.start()]
+        at = end.end()
+    if at < len(text):
+        yield text[at:]
 
 
 def _field(event: Event, name: str) -> str:
@@ -334,6 +465,9 @@ class _TracebackReader:
     frames: list[Frame] | None = None  # None: not inside a traceback
     header: Event | None = None
     cut: bool = False  # the traceback's top is not in the input (no header, or a gap)
+    # The frames past the first (KeptFrames), and those the reading stage did not keep.
+    keeper: KeptFrames[Frame] = field(default_factory=KeptFrames)
+    not_kept: int = 0
 
     def read(self, event: Event) -> bool:
         """Take ``event``; True when it completed a traceback."""
@@ -352,6 +486,7 @@ class _TracebackReader:
         parsed = parse_text(event.text, event.origin) if multi_line else None
         if parsed is None:
             self.frames, self.header, self.cut = [], event, False
+            self.keeper, self.not_kept = KeptFrames(), 0
             return False
         self.found, self.frames = parsed, None
         return True
@@ -361,13 +496,17 @@ class _TracebackReader:
         # (the harmless sitecustomize ModuleNotFoundError has no frame).
         if not self.frames:
             self.cut = self._top_cut(event)
-        self.frames = [] if self.frames is None else self.frames
+        if self.frames is None:
+            self.frames, self.keeper, self.not_kept = [], KeptFrames(), 0
         line = _field(event, "line")
-        self.frames.append(
-            Frame(
-                _field(event, "file"), int(line) if line.isdigit() else 0, _field(event, "function")
-            )
+        frame = Frame(
+            _field(event, "file"), int(line) if line.isdigit() else 0, _field(event, "function")
         )
+        if self.keeper.add(frame, frame.file):
+            self.frames.append(frame)
+        not_kept = event.match.field(NOT_KEPT)
+        if isinstance(not_kept, int):
+            self.not_kept += not_kept
 
     def _top_cut(self, first: Event) -> bool:
         """Whether the first frame comes without the traceback's top: no header at all, or,
@@ -388,6 +527,8 @@ class _TracebackReader:
         self.frames = None
         if frames is None or event.origin in self.reports:
             return False
+        rest, not_kept = self.keeper.rest()
+        frames += rest
         name = _field(event, "exception")
         # (A SyntaxError's own location line is no frame event: without it, no frame.)
         location = frames[-1] if frames and not frames[-1].function else None
@@ -397,6 +538,7 @@ class _TracebackReader:
             _raised_at(name, frames, location, self.cut),
             tuple(frames),
             event.origin,
+            not_kept + self.not_kept,
         )
         return True
 

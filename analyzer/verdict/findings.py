@@ -78,6 +78,7 @@ class FindingKind(StrEnum):
     RECORD_DISAGREES = "record-disagrees"  # the job's record (--job-spec) says another state
     STALLED = "stalled"  # a RUNNING job hangs: workers silent past their rhythm, a timeout
     STALL_UNTOLD = "stall-untold"  # what the input cannot tell of a hang (analyzer.verdict.hangs)
+    FRAMES_NOT_KEPT = "frames-not-kept"  # a traceback too long to keep whole (issue 31.8)
 
 
 # The fields each kind carries; rows may test only these (checked when rows are loaded).
@@ -135,6 +136,7 @@ FIELDS: Mapping[FindingKind, frozenset[str]] = {
         }
     ),
     FindingKind.STALL_UNTOLD: frozenset({"why"}),
+    FindingKind.FRAMES_NOT_KEPT: frozenset({"type", "frames", "count"}),
     FindingKind.FATE: frozenset(
         {"why", "refusal", "message", "origin", "allowed", "observed", "category"}
     ),

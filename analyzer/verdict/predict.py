@@ -915,6 +915,26 @@ def cause_detail(evidence: _Evidence) -> list[Finding]:
 
 # The facts the notes are chosen from, each found once per job (the order found; the notes'
 # order is the rows').
+def frames_not_kept(evidence: _Evidence) -> list[Finding]:
+    """A traceback longer than jobdoctor keeps (a runaway recursion pasted whole): the frames
+    its exception is named from are its first, its last and the user's, the others counted
+    (analyzer.classify.tracebacks.KeptFrames)."""
+    cause = evidence.cause
+    shown = cause.exception if cause is not None else evidence.seen
+    if shown is None or not shown.frames_not_kept:
+        return []
+    return [
+        finding(
+            FindingKind.FRAMES_NOT_KEPT,
+            Provenance.USER,
+            [shown.origin],
+            type=shown.type,
+            frames=len(shown.frames) + shown.frames_not_kept,
+            count=shown.frames_not_kept,
+        )
+    ]
+
+
 _NOTE_FACTS: tuple[Callable[[_Evidence], list[Finding]], ...] = (
     other_service_lines,
     other_jobs_lines,
@@ -930,6 +950,7 @@ _NOTE_FACTS: tuple[Callable[[_Evidence], list[Finding]], ...] = (
     cut_message,
     copied_exception,
     cause_detail,
+    frames_not_kept,
 )
 
 
