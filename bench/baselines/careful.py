@@ -62,8 +62,8 @@ class Resource(msgspec.Struct, gc=False):
 
 
 class Entry(msgspec.Struct, gc=False):
-    jsonPayload: Payload | None = None  # noqa: N815 (the LogEntry's own keys)
-    textPayload: Any = None  # noqa: N815
+    jsonPayload: Payload | None = None  # the LogEntry's own key names
+    textPayload: Any = None
     resource: Resource | None = None
 
 

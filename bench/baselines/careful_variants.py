@@ -22,7 +22,7 @@ family}}``: the first of the four error families seen per job, in file order. Wh
 - ``grep-first`` (reference, not eligible): the raw line checked for the leading words before
   it is parsed. It parses only the lines the check picks, so it is not the baseline's task
   (every entry read as JSON); and it can be wrong on legal JSON, where a text escapes a letter
-  of the words (``ran out of mem\\u006fry``), which ``tests/test_bench.py`` shows.
+  of the words (``r\\u0061n out of memory``), which ``tests/test_bench.py`` shows.
 
     python bench/baselines/careful_variants.py VARIANT FILE
 """
