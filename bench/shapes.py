@@ -12,6 +12,7 @@ records match a rule (``jobdoctor classify``'s rows), counted once when the vari
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -301,6 +302,26 @@ NEAR_MISSES: tuple[tuple[int, str], ...] = (
         " which resets /all/ peak memory stats.",
     ),
     (1, "eval: error={seconds}.0{attempt} exception_count=0"),
+    # Lines that carry an id or an address of their own (hex: not the same text twice, and
+    # not the same text but for its digits either).
+    (
+        4,
+        "[retry] GET gs://acme-data/shards/train-{shard:05d}-of-01024.tfrecord failed (request id"
+        " {request}): 503 Service Unavailable, retrying in {seconds}.0s",
+    ),
+    (2, "Exception ignored in: <function _releaseLock at 0x{address}>"),
+    (
+        2,
+        "checkpoint manager: keeping gs://acme-ml-ckpt/run-{run}/step-{step:06d}, removed"
+        " step-{old:06d}",
+    ),
+    (2, "quota check (request {request16}): {used} of 64 accelerators in use in this region"),
+    (
+        2,
+        "[W socket.cpp:601] [c10d] The client socket has failed to connect to"
+        " [worker-0.{run}.internal]:29500 (errno: 99 - Cannot assign requested address).",
+    ),
+    (1, "data loader worker pid {pid} exited with code 0 after shard train-{shard:05d} (ok)"),
 )
 
 # A retry wrapper's harmless traceback, logged a line an entry (as a container's stderr
@@ -327,10 +348,20 @@ RETRIED_TRACEBACK = (
 )
 
 
-def near_miss_text(template: str, step: int) -> str:
-    """``template`` of :data:`NEAR_MISSES` filled for ``step`` (numbers as a real line's)."""
+def near_miss_text(template: str, step: int, job: str = "0") -> str:
+    """``template`` of :data:`NEAR_MISSES` filled for ``job``'s ``step`` (numbers and ids as a
+    real line's)."""
     turn = step // 10  # steps are logged every 10
+    request = hashlib.blake2b(f"{job}:{step}".encode(), digest_size=16).hexdigest()
     return template.format(
+        request=request,
+        request16=request[:16],
+        address="7f" + request[:10],
+        run=hashlib.blake2b(job.encode(), digest_size=4).hexdigest(),
+        shard=turn % 1024,
+        pid=3000 + turn % 997,
+        used=turn % 64,
+        old=max(0, step - 500),
         step=step,
         next_step=step + 500 - step % 500,
         seconds=1 + turn % 8,
@@ -656,7 +687,7 @@ def _write_near_misses(fleet: Path, out: BinaryIO, share: float, rng: random.Ran
             job = entry["resource"]["labels"].get("job_id", "0")
             steps[job] = steps.get(job, 0) + 1
             (template,) = rng.choices(templates, weights)
-            entry["jsonPayload"]["message"] = near_miss_text(template, steps[job] * 10)
+            entry["jsonPayload"]["message"] = near_miss_text(template, steps[job] * 10, job)
             line = dumps(entry)
         out.write(line)
     return lines

@@ -355,12 +355,15 @@ def test_the_near_miss_texts_hit_the_prefilter_and_match_no_rule() -> None:
     shapes = _shapes_module()
     book = RuleBook.load()
     texts = [
-        shapes.near_miss_text(template, step)
+        shapes.near_miss_text(template, step, job)
         for _, template in shapes.NEAR_MISSES
-        for step in (0, 10, 1_230, 45_670, 99_990)
+        for step, job in ((0, "1"), (10, "1"), (1_230, "22"), (45_670, "22"), (99_990, "333"))
     ]
     numbered = sum("{" in template for _, template in shapes.NEAR_MISSES)
     assert len(set(texts)) >= 4 * numbered + len(shapes.NEAR_MISSES) - numbered  # numbers vary
+    # Some carry hex ids: distinct even with their digits masked, as real request ids are.
+    masked = {re.sub(r"\d", "0", text) for text in texts}
+    assert len(masked) >= len(shapes.NEAR_MISSES) + 4 * 4
     assert book.may_match_texts(texts) == list(range(len(texts)))
     assert [text for text in texts if book.match(text)] == []
 
