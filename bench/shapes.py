@@ -12,6 +12,7 @@ records match a rule (``jobdoctor classify``'s rows), counted once when the vari
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -241,6 +242,173 @@ def long_traceback(size: int = 50_000) -> str:
     )
 
 
+# --- near misses and repeated real tracebacks (issue 32) ----------------------------------------
+
+# What real training logs repeat at every step or start: texts that hold a rule's literal word
+# (the prefilter lets them through) but match no rule. Each is a template: ``{step}`` and the
+# other fields are filled per job and step, as a real line's numbers differ (tests/test_bench.py
+# checks every one against the rule book). Weights: how often each is drawn.
+NEAR_MISSES: tuple[tuple[int, str], ...] = (
+    # A retry wrapper's own line about a harmless, retried failure.
+    (
+        4,
+        "[retry] fetch_shard failed: ConnectionResetError(104, 'Connection reset by peer'),"
+        " retrying in {seconds}.0s (attempt {attempt}/5)",
+    ),
+    # A sitecustomize that imports what the image lacks: printed by every process at start.
+    (2, "Error in sitecustomize; set PYTHONVERBOSE for traceback:"),
+    # pip at every start of a container that installs its requirements.
+    (
+        1,
+        "WARNING: Running pip as the 'root' user can result in broken permissions and"
+        " conflicting behaviour with the system package manager. It is recommended to use a"
+        " virtual environment instead: https://pip.pypa.io/warnings/venv",
+    ),
+    (1, "WARNING: There was an error checking the latest version of pip."),
+    (
+        1,
+        "ERROR: pip's dependency resolver does not currently take into account all the"
+        " packages that are installed. This behaviour is the source of the following dependency"
+        " conflicts.",
+    ),
+    # Progress lines that name memory, errors, quota, regions, checkpoints.
+    (
+        4,
+        "step {step}: Out of memory? No | peak memory {memory}.{tenth} GiB | error rate"
+        " 0.0{attempt}{seconds}",
+    ),
+    (
+        2,
+        "Resources are plentiful in this region (us-central1): quota used {percent}% of 64"
+        " accelerators",
+    ),
+    (2, "memory: {memory}.{tenth}1 GiB allocated, {memory}.{tenth}9 GiB reserved, 0 OOM retries"),
+    (2, "Checkpoint saved? not yet (next at step {next_step})"),
+    (1, "Loading model weights from checkpoint-{step:06d} (warm start)"),
+    # Python warnings from packages under /usr/local/lib/python3.10, at every step.
+    (
+        3,
+        "/usr/local/lib/python3.10/site-packages/torch/utils/checkpoint.py:429: UserWarning:"
+        " torch.utils.checkpoint: please pass in use_reentrant=True or use_reentrant=False"
+        " explicitly. The default value of use_reentrant will be updated to be False in the"
+        " future. To maintain current behavior, pass use_reentrant=True. It is recommended that"
+        " you use use_reentrant=False. Refer to docs for more details on the differences between"
+        " the two variants.",
+    ),
+    (
+        1,
+        "/usr/local/lib/python3.10/site-packages/torch/cuda/memory.py:303: FutureWarning:"
+        " torch.cuda.reset_max_memory_allocated now calls torch.cuda.reset_peak_memory_stats,"
+        " which resets /all/ peak memory stats.",
+    ),
+    (1, "eval: error={seconds}.0{attempt} exception_count=0"),
+    # Lines that carry an id or an address of their own (hex: not the same text twice, and
+    # not the same text but for its digits either).
+    (
+        4,
+        "[retry] GET gs://acme-data/shards/train-{shard:05d}-of-01024.tfrecord failed (request id"
+        " {request}): 503 Service Unavailable, retrying in {seconds}.0s",
+    ),
+    (2, "Exception ignored in: <function _releaseLock at 0x{address}>"),
+    (
+        2,
+        "checkpoint manager: keeping gs://acme-ml-ckpt/run-{run}/step-{step:06d}, removed"
+        " step-{old:06d}",
+    ),
+    (2, "quota check (request {request16}): {used} of 64 accelerators in use in this region"),
+    (
+        2,
+        "[W socket.cpp:601] [c10d] The client socket has failed to connect to"
+        " [worker-0.{run}.internal]:29500 (errno: 99 - Cannot assign requested address).",
+    ),
+    (1, "data loader worker pid {pid} exited with code 0 after shard train-{shard:05d} (ok)"),
+)
+
+# A retry wrapper's harmless traceback, logged a line an entry (as a container's stderr
+# reaches Cloud Logging), after the sitecustomize warning every process prints at start:
+# real matches (python.traceback, python.frame, python.exception, the missing-module
+# detail) that repeat, for the thinner to keep few of. Walked in order per job and task.
+STARTUP = (
+    "Error in sitecustomize; set PYTHONVERBOSE for traceback:",
+    "ModuleNotFoundError: No module named 'ddtrace'",
+)
+RETRIED_TRACEBACK = (
+    "Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.10/site-packages/urllib3/connectionpool.py", line 703, in'
+    " urlopen",
+    "    httplib_response = self._make_request(",
+    '  File "/usr/local/lib/python3.10/site-packages/urllib3/connectionpool.py", line 449, in'
+    " _make_request",
+    "    six.raise_from(e, None)",
+    '  File "/usr/local/lib/python3.10/http/client.py", line 1375, in getresponse',
+    "    response.begin()",
+    "ConnectionResetError: [Errno 104] Connection reset by peer",
+    "[retry] fetch_shard failed: ConnectionResetError(104, 'Connection reset by peer'),"
+    " retrying in 2.0s (attempt 1/5)",
+)
+
+
+def near_miss_text(template: str, step: int, job: str = "0") -> str:
+    """``template`` of :data:`NEAR_MISSES` filled for ``job``'s ``step`` (numbers and ids as a
+    real line's)."""
+    turn = step // 10  # steps are logged every 10
+    request = hashlib.blake2b(f"{job}:{step}".encode(), digest_size=16).hexdigest()
+    return template.format(
+        request=request,
+        request16=request[:16],
+        address="7f" + request[:10],
+        run=hashlib.blake2b(job.encode(), digest_size=4).hexdigest(),
+        shard=turn % 1024,
+        pid=3000 + turn % 997,
+        used=turn % 64,
+        old=max(0, step - 500),
+        step=step,
+        next_step=step + 500 - step % 500,
+        seconds=1 + turn % 8,
+        attempt=1 + turn % 5,
+        memory=10 + turn % 30,
+        tenth=turn % 10,
+        percent=20 + turn % 60,
+    )
+
+
+def text_of(entry: dict[str, Any]) -> str | None:
+    """An entry's message: ``jsonPayload.message``, else ``textPayload`` (as the baselines)."""
+    payload = entry.get("jsonPayload")
+    text = payload.get("message") if isinstance(payload, dict) else None
+    if not isinstance(text, str):
+        text = entry.get("textPayload")
+    return text if isinstance(text, str) else None
+
+
+def near_miss_lines(path: Path) -> set[int]:
+    """Line numbers (1-based) whose text holds a rule's literal (the prefilter's candidate) and
+    matches no rule: the real rule book's answer, a block of texts at a time."""
+    from analyzer.rulebook import RuleBook
+
+    book = RuleBook.load()
+    found: set[int] = set()
+    numbers: list[int] = []
+    texts: list[str] = []
+
+    def decide() -> None:
+        for index in book.may_match_texts(texts):
+            if not book.match(texts[index]):
+                found.add(numbers[index])
+        numbers.clear()
+        texts.clear()
+
+    for number, line in enumerate(lines_of(path), 1):
+        text = text_of(json.loads(line)) if line.strip() else None
+        if text is not None:
+            numbers.append(number)
+            texts.append(text)
+            if len(texts) >= 4096:
+                decide()
+    decide()
+    return found
+
+
 def _is_chatter(line: bytes) -> bool:
     # A container's own output line (the texts the dense and long-text variants replace).
     return b'/log_area":"user"' in line and b'"jsonPayload":{' in line and b'"message":"' in line
@@ -257,6 +425,10 @@ class Shape:
     label: str
     fmt: str  # "jsonl", "stream-logs", "gcloud-json" or "gcloud-yaml": which careful baseline reads
     density: float | None = None  # the event-density axis: share of lines matching a rule
+    # Issue 32: share of lines that hold a rule's word and match no rule (near misses), or
+    # that are a repeated real traceback's lines matching a rule (repeats).
+    near_miss: float | None = None
+    repeats: float | None = None
 
     @property
     def ext(self) -> str:
@@ -284,6 +456,14 @@ SHAPES = (
     Shape("dense-1", "event density 1% of lines", "jsonl", 0.01),
     Shape("dense-10", "event density 10% of lines", "jsonl", 0.10),
     Shape("dense-30", "event density 30% of lines", "jsonl", 0.30),
+    Shape(
+        "nearmiss-10", "near misses 10% of lines (a rule's word, no match)", "jsonl", near_miss=0.10
+    ),
+    Shape("nearmiss-30", "near misses 30% of lines", "jsonl", near_miss=0.30),
+    Shape("nearmiss-50", "near misses 50% of lines", "jsonl", near_miss=0.50),
+    Shape("repeats-10", "a repeated harmless traceback, 10% of lines match", "jsonl", repeats=0.10),
+    Shape("repeats-30", "a repeated harmless traceback, 30% of lines match", "jsonl", repeats=0.30),
+    Shape("repeats-50", "a repeated harmless traceback, 50% of lines match", "jsonl", repeats=0.50),
     Shape("stream-logs", "stream-logs text of the same entries", "stream-logs"),
     Shape("gcloud-json", "gcloud JSON array of the same entries", "gcloud-json"),
     Shape("gcloud-yaml", "gcloud's default YAML of the same entries", "gcloud-yaml"),
@@ -345,6 +525,8 @@ def variant(shape: Shape, fleet: Path, seed: int) -> Path:
         "entries": entries,
         "matching_records": len(matching_lines(path)),
     }
+    if shape.near_miss is not None or shape.repeats is not None:
+        record["near_misses"] = len(near_miss_lines(path))
     meta.write_text(json.dumps(record) + "\n", encoding="utf-8")
     return path
 
@@ -414,6 +596,10 @@ def _make(shape: Shape, fleet: Path, out: BinaryIO, seed: int) -> int:
         entries = _write_long_texts(fleet, out)
     elif shape.density is not None:
         entries = _write_dense(fleet, out, shape.density, rng)
+    elif shape.near_miss is not None:
+        entries = _write_near_misses(fleet, out, shape.near_miss, rng)
+    elif shape.repeats is not None:
+        entries = _write_repeats(fleet, out, shape.repeats, rng)
     elif shape.fmt == "stream-logs":
         entries = _write_stream_logs(fleet, out)
     elif shape.fmt == "gcloud-json":
@@ -469,6 +655,67 @@ def _write_dense(fleet: Path, out: BinaryIO, density: float, rng: random.Random)
                 text = WARNING_TRACEBACK
             else:
                 text = MISSING_MODULE
+            entry["jsonPayload"]["message"] = text
+            line = dumps(entry)
+        out.write(line)
+    return lines
+
+
+def _replaceable(fleet: Path, taken: set[int]) -> tuple[int, int]:
+    """The fleet's lines, and how many are chatter lines not in ``taken``."""
+    lines = replaceable = 0
+    for number, line in enumerate(lines_of(fleet), 1):
+        lines += 1
+        replaceable += number not in taken and _is_chatter(line)
+    return lines, replaceable
+
+
+def _write_near_misses(fleet: Path, out: BinaryIO, share: float, rng: random.Random) -> int:
+    # Chatter lines that are neither matches nor near misses already become near misses
+    # (NEAR_MISSES, drawn by weight, numbered per job) until ``share`` of all lines are.
+    matched = matching_lines(fleet)
+    near = near_miss_lines(fleet)
+    taken = matched | near
+    lines, replaceable = _replaceable(fleet, taken)
+    fraction = max(0.0, min(1.0, (share * lines - len(near)) / max(1, replaceable)))
+    weights = [weight for weight, _ in NEAR_MISSES]
+    templates = [template for _, template in NEAR_MISSES]
+    steps: dict[str, int] = {}
+    for number, line in enumerate(lines_of(fleet), 1):
+        if number not in taken and _is_chatter(line) and rng.random() < fraction:
+            entry = json.loads(line)
+            job = entry["resource"]["labels"].get("job_id", "0")
+            steps[job] = steps.get(job, 0) + 1
+            (template,) = rng.choices(templates, weights)
+            entry["jsonPayload"]["message"] = near_miss_text(template, steps[job] * 10, job)
+            line = dumps(entry)
+        out.write(line)
+    return lines
+
+
+def _write_repeats(fleet: Path, out: BinaryIO, share: float, rng: random.Random) -> int:
+    # Chatter lines that match no rule become, per job and task in order, the start-up lines
+    # (STARTUP) and then RETRIED_TRACEBACK over and over, until ``share`` of all lines match.
+    from analyzer.rulebook import RuleBook
+
+    book = RuleBook.load()
+    matching = sum(bool(book.match(text)) for text in RETRIED_TRACEBACK) / len(RETRIED_TRACEBACK)
+    matched = matching_lines(fleet)
+    lines, replaceable = _replaceable(fleet, matched)
+    wanted = (share * lines - len(matched)) / matching
+    fraction = max(0.0, min(1.0, wanted / max(1, replaceable)))
+    walked: dict[tuple[str, str], int] = {}
+    for number, line in enumerate(lines_of(fleet), 1):
+        if number not in matched and _is_chatter(line) and rng.random() < fraction:
+            entry = json.loads(line)
+            labels = entry["resource"]["labels"]
+            key = (labels.get("job_id", "0"), labels.get("task_name", ""))
+            at = walked[key] = walked.get(key, -1) + 1
+            text = (
+                STARTUP[at]
+                if at < len(STARTUP)
+                else RETRIED_TRACEBACK[(at - len(STARTUP)) % len(RETRIED_TRACEBACK)]
+            )
             entry["jsonPayload"]["message"] = text
             line = dumps(entry)
         out.write(line)

@@ -342,3 +342,150 @@ def test_the_table_shows_peak_rss_by_size_and_instruction_counts() -> None:
     assert "| 200MB | 1GB | growth | <= 64 MB |" in table
     assert "| fleet | 40 | 59 | 1.48x | met |" in table
     assert "scan instr./line" in table and "| 25,809 |" in table
+
+
+# --- issue 32: near misses, repeated tracebacks, the careful baseline's variants ---------------
+
+
+def test_the_near_miss_texts_hit_the_prefilter_and_match_no_rule() -> None:
+    # The real rule book: each text holds a rule's literal word (a prefilter candidate) and no
+    # rule matches it, whatever numbers it is filled with.
+    from analyzer.rulebook import RuleBook
+
+    shapes = _shapes_module()
+    book = RuleBook.load()
+    texts = [
+        shapes.near_miss_text(template, step, job)
+        for _, template in shapes.NEAR_MISSES
+        for step, job in ((0, "1"), (10, "1"), (1_230, "22"), (45_670, "22"), (99_990, "333"))
+    ]
+    numbered = sum("{" in template for _, template in shapes.NEAR_MISSES)
+    assert len(set(texts)) >= 4 * numbered + len(shapes.NEAR_MISSES) - numbered  # numbers vary
+    # Some carry hex ids: distinct even with their digits masked, as real request ids are.
+    masked = {re.sub(r"\d", "0", text) for text in texts}
+    assert len(masked) >= len(shapes.NEAR_MISSES) + 4 * 4
+    assert book.may_match_texts(texts) == list(range(len(texts)))
+    assert [text for text in texts if book.match(text)] == []
+
+
+def test_the_repeated_traceback_is_real_matches() -> None:
+    # The repeats rows' lines are true matches (the thinner's work), but for the code lines, the
+    # sitecustomize header and the retry wrapper's own line (near misses).
+    from analyzer.rulebook import RuleBook
+
+    shapes = _shapes_module()
+    book = RuleBook.load()
+    rules = {
+        text: {m.rule for m in book.match(text)}
+        for text in (*shapes.STARTUP, *shapes.RETRIED_TRACEBACK)
+    }
+    header, *frames, exception, retry = shapes.RETRIED_TRACEBACK
+    assert rules[header] == {"python.traceback"}
+    assert [rules[frame] for frame in frames[::2]] == [{"python.frame"}] * 3
+    assert [rules[code] for code in frames[1::2]] == [set()] * 3
+    assert "python.exception" in rules[exception] and rules[retry] == set()
+    assert rules[shapes.STARTUP[0]] == set()
+    assert {"python.exception", "python.detail.missing-module"} <= rules[shapes.STARTUP[1]]
+    assert book.may_match_texts([shapes.STARTUP[0], retry]) == [0, 1]
+
+
+def test_the_near_miss_and_repeats_variants_hold_their_share(
+    tiny_variants: dict[str, Path],
+) -> None:
+    shapes = _shapes_module()
+    fleet = tiny_variants["fleet"]
+    fleet_meta = shapes.read_meta(fleet)
+    assert len(shapes.near_miss_lines(fleet)) < 0.1 * fleet_meta["entries"]
+    for share in (0.10, 0.30, 0.50):
+        near = shapes.read_meta(tiny_variants[f"nearmiss-{share * 100:.0f}"])
+        assert abs(near["near_misses"] / near["entries"] - share) < 0.03, share
+        # Near misses only: what matches a rule is the fleet's, line for line.
+        assert near["matching_records"] == fleet_meta["matching_records"]
+        assert near["entries"] == fleet_meta["entries"]
+    for share in (0.30, 0.50):  # the small fleet is ~9% matches already
+        repeats = shapes.read_meta(tiny_variants[f"repeats-{share * 100:.0f}"])
+        assert abs(repeats["matching_records"] / repeats["entries"] - share) < 0.03, share
+    texts = tiny_variants["repeats-50"].read_text()
+    assert all(json.dumps(line)[1:-1] in texts for line in shapes.RETRIED_TRACEBACK)
+    assert json.dumps(shapes.STARTUP[1])[1:-1] in texts
+
+
+def _careful_modules() -> tuple[Any, Any]:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench" / "baselines"))
+    try:
+        import careful
+        import careful_variants
+    finally:
+        sys.path.remove(str(ROOT / "bench" / "baselines"))
+    return careful, careful_variants
+
+
+def test_the_careful_variants_answer_as_careful_py(
+    tiny_variants: dict[str, Path], tmp_path: Path
+) -> None:
+    careful, variants = _careful_modules()
+    sink = [name for name, path in tiny_variants.items() if path.suffix == ".jsonl"]
+    assert {"fleet", "nearmiss-50", "repeats-50", "dense-30", "long-text"} <= set(sink)
+    for name in sink:
+        want = careful.scan(str(tiny_variants[name]))
+        for variant, scan in variants.VARIANTS.items():
+            assert scan(str(tiny_variants[name])) == want, (name, variant)
+    # Lines the structs do not fit, and lines that are no entry at all.
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(
+        "\n".join(
+            [
+                '{"jsonPayload": "The replica ran out of memory", "textPayload": "Internal error'
+                ' occurred", "resource": {"labels": {"job_id": "1"}}}',
+                '{"jsonPayload": {"message": 7}, "textPayload": "ran out-of-memory",'
+                ' "resource": {"labels": {"job_id": "2"}}}',
+                '{"textPayload": "Resources are insufficient in region x", "resource": null}',
+                "not json",
+                "",
+                '{"jsonPayload": {"message": "exited with a non-zero status of 1"},'
+                ' "resource": {"labels": {"job_id": 3}}}',
+                '{"jsonPayload": {"message": "Internal error occurred"}, "resource": {"labels":'
+                ' {"job_id": "1"}}}',
+            ]
+        )
+    )
+    want = {"lines": 7, "jobs": {"1": "internal_error", "2": "oom", 3: "user_code_exception"}}
+    for variant, scan in variants.VARIANTS.items():
+        assert scan(str(odd)) == want, variant
+    assert careful.scan(str(odd)) == want
+
+
+def test_grep_first_misses_an_escaped_letter_that_careful_py_reads(tmp_path: Path) -> None:
+    # Why grep-first is only a reference: legal JSON may escape any character of the words.
+    careful, variants = _careful_modules()
+    sink = tmp_path / "escaped.jsonl"
+    sink.write_text(
+        '{"textPayload": "The replica r\\u0061n out of memory", "resource": {"labels":'
+        ' {"job_id": "9"}}}\n'
+    )
+    assert careful.scan(str(sink)) == {"lines": 1, "jobs": {"9": "oom"}}
+    assert variants.VARIANTS["previous"](str(sink)) == careful.scan(str(sink))
+    assert variants.VARIANTS["grep-first"](str(sink)) == {"lines": 1, "jobs": {}}
+    assert variants.REFERENCE_ONLY == ("grep-first",)
+
+
+def test_the_careful_race_runs_every_variant(
+    tiny_variants: dict[str, Path], tmp_path: Path
+) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "careful_race", ROOT / "bench" / "careful_race.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "race.json"
+    results = module.main(
+        ["--input", str(tiny_variants["nearmiss-30"]), "--runs", "1", "--out", str(out)]
+    )
+    assert json.loads(out.read_text()) == results
+    _, variants = _careful_modules()
+    assert set(results["variants"]) == set(variants.VARIANTS)
+    assert all(row["cpu_s"][0] > 0 for row in results["variants"].values())
+    assert "| `previous` |" in module.table(results["variants"])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 import orjson
-from careful import FAMILIES  # type: ignore[import-not-found]
+from careful import family  # type: ignore[import-not-found]
 
 
 def scan(path: str) -> dict[str, object]:
@@ -28,12 +28,12 @@ def scan(path: str) -> dict[str, object]:
             text = entry.get("textPayload")
         if not isinstance(text, str):
             continue
-        found = FAMILIES.search(text)
+        found = family(text)
         if found is None:
             continue
         job = ((entry.get("resource") or {}).get("labels") or {}).get("job_id")
         if job is not None and job not in first:
-            first[job] = found.lastgroup or ""
+            first[job] = found
     return {"lines": len(entries), "jobs": first}
 
 

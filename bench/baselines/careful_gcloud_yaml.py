@@ -19,7 +19,7 @@ import sys
 
 import orjson
 import yaml
-from careful import FAMILIES  # type: ignore[import-not-found]
+from careful import family  # type: ignore[import-not-found]
 
 
 class Loader(yaml.CSafeLoader):
@@ -64,12 +64,12 @@ def scan(path: str) -> dict[str, object]:
                 text = entry.get("textPayload")
             if not isinstance(text, str):
                 continue
-            found = FAMILIES.search(text)
+            found = family(text)
             if found is None:
                 continue
             job = ((entry.get("resource") or {}).get("labels") or {}).get("job_id")
             if job is not None and job not in first:
-                first[job] = found.lastgroup or ""
+                first[job] = found
     return {"lines": entries, "jobs": first}
 
 

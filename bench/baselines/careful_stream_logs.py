@@ -1,9 +1,9 @@
 """The careful-Python baseline for ``gcloud ai custom-jobs stream-logs`` text.
 
 The same afternoon's script as ``careful.py``, for the text gcloud prints: one pass over the
-file, each line split at its tabs (severity, time, task, message), one
-combined regex over the message for the four error families, the first match per task kept (a
-stream-logs text is one job's and names no job id). Prints one JSON object:
+file, each line split at its tabs (severity, time, task, message), the message tested for the
+four error families as ``careful.py`` tests it (``careful.family``), the first match per task
+kept (a stream-logs text is one job's and names no job id). Prints one JSON object:
 ``{"lines": N, "jobs": {task: family}}``.
 
     python bench/baselines/careful_stream_logs.py FILE
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 import orjson
-from careful import FAMILIES  # type: ignore[import-not-found]
+from careful import family  # type: ignore[import-not-found]
 
 
 def scan(path: str) -> dict[str, object]:
@@ -28,9 +28,9 @@ def scan(path: str) -> dict[str, object]:
             if len(parts) < 4:
                 continue
             _, _, task, text = parts
-            found = FAMILIES.search(text)
+            found = family(text)
             if found is not None and task not in first:
-                first[task] = found.lastgroup or ""
+                first[task] = found
     return {"lines": lines, "jobs": first}
 
 
