@@ -30,7 +30,7 @@ NEAR_MISSES = (
     "eval step {n}: error rate 0.0{n}, exceptions 0",
     "[retry] attempt {n}/5 failed: connection reset by peer; retrying in 2.0s",
     "WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError"
-    "(\"<HTTPSConnection object at 0x7f{n:x}>: Failed to establish a new connection\")'",
+    '("<HTTPSConnection object at 0x7f{n:x}>: Failed to establish a new connection")\'',
     "Downloading model.safetensors: {n}%|████▌     | 1.2G/2.7G [00:12<00:15, 98.5MB/s]",
     "INFO:root:Running evaluation on {n} examples",
     "checkpoint manager: keeping last 3 checkpoints, next at step {n}",

@@ -247,7 +247,7 @@ def _unique_group_names(pattern: str) -> str:
         elif char == "[":
             in_class = True
             # A "]" first in a class (after "^") is one of its characters.
-            skip = 2 if pattern.startswith("[]", index) else 3 if pattern.startswith("[^]", index) else 0
+            skip = next((len(s) for s in ("[]", "[^]") if pattern.startswith(s, index)), 0)
             if skip:
                 out.append(pattern[index : index + skip])
                 index += skip
@@ -275,7 +275,9 @@ TemplateSource = tuple[int, str, tuple[str, ...]]
 
 # What str.split() takes for whitespace in a text of ASCII and inert characters, where a
 # run of it is not already one space (replacing every single space would cost 5 times more).
-_SPACE_RUN = re.compile("[\t\n\x0b\x0c\r\x1c-\x1f][\t\n\x0b\x0c\r\x1c-\x1f ]*| [\t\n\x0b\x0c\r\x1c-\x1f ]+")
+_SPACE_RUN = re.compile(
+    "[\t\n\x0b\x0c\r\x1c-\x1f][\t\n\x0b\x0c\r\x1c-\x1f ]*| [\t\n\x0b\x0c\r\x1c-\x1f ]+"
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,13 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from analyzer.core import cache
 from analyzer.rulebook import native
 from analyzer.rulebook.model import Rule
-from analyzer.rulebook.normalize import INERT_RANGES, INVISIBLE, fold
+from analyzer.rulebook.normalize import INERT_RANGES as INERT_RANGES  # where it was, for callers
+from analyzer.rulebook.normalize import INVISIBLE, fold
 
 _INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE)) + "]")
 
@@ -144,7 +145,7 @@ class Prefilter:
         # built by warm(); None without Hyperscan, templates, or where a rule without a literal
         # word makes every text a candidate anyway.
         self._templates = tuple(templates)
-        self._native: native.BlockCheck | None | bool = False
+        self._native: native.BlockCheck | Literal[False] | None = False
 
     def warm(self) -> None:
         """Build the Hyperscan databases :meth:`select` uses now rather than on first use."""
@@ -293,7 +294,9 @@ class Prefilter:
         kept: set[int] = set()
         joined = b"\n".join(encoded)
         if not joined.isascii():
-            kept.update(self._not_inert([p for p, d in enumerate(encoded) if not d.isascii()], encoded))
+            kept.update(
+                self._not_inert([p for p, d in enumerate(encoded) if not d.isascii()], encoded)
+            )
         if 0 in joined:
             kept.update(place for place, data in enumerate(encoded) if 0 in data)
         places: Sequence[int] = range(len(hits))
