@@ -119,10 +119,20 @@ class RuleBook:
     # Blind rules that capture no field: on texts of one mask, the same matches at the same
     # places (nothing in them comes from the digits).
     _shared: tuple[bool, ...] = field(init=False, repr=False, compare=False)
+    # The rules with a digit in a literal word: which texts of a mask hold it depends on the
+    # digits (they are never blind).
+    _digit_words: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         literals = [literals_of(rule) for rule in self.rules]
-        prefilter = Prefilter(literals)
+        prefilter = Prefilter(
+            literals,
+            [
+                (index, template.regex.pattern, template.literals)
+                for index, rule in enumerate(self.rules)
+                for template in rule.templates
+            ],
+        )
         object.__setattr__(self, "_prefilter", prefilter)
         # A rule whose literals or patterns name a digit may tell two texts of one mask apart.
         blind = tuple(
@@ -136,6 +146,12 @@ class RuleBook:
             for rule, is_blind in zip(self.rules, blind, strict=True)
         )
         object.__setattr__(self, "_shared", shared)
+        digit_words = tuple(
+            index
+            for index, words in enumerate(literals)
+            if any(ch in _ASCII_DIGITS for word in words if word for ch in word)
+        )
+        object.__setattr__(self, "_digit_words", digit_words)
 
     @classmethod
     def load(cls, extra_dirs: Sequence[Path] = (), *, builtin: bool = True) -> RuleBook:
@@ -249,9 +265,17 @@ class RuleBook:
             kept = tuple(item for item in placed if shared[item[1]])
             masked[mask] = (
                 tuple(
-                    index
-                    for index in candidates
-                    if not blind[index] or (rules[index].id in matched and not shared[index])
+                    sorted(
+                        {
+                            index
+                            for index in candidates
+                            if not blind[index]
+                            or (rules[index].id in matched and not shared[index])
+                        }
+                        # A literal word with a digit may be in another text of the mask
+                        # and not in this one ("403" of "404 POST"): its rule runs again.
+                        | set(self._digit_words)
+                    )
                 ),
                 kept,
                 tuple(match for _, _, match in kept),
@@ -302,5 +326,39 @@ class RuleBook:
 
     def may_match_texts(self, texts: Sequence[str]) -> list[int]:
         """Indexes of the message ``texts`` some rule may match, in order: for every other
-        text :meth:`match` returns ``()``. One pass over a whole block of texts."""
-        return self._prefilter.select(texts)
+        text :meth:`match` returns ``()``. One pass over a whole block of texts for the rules'
+        literal words; then the texts holding some whose answer is remembered are decided by
+        it, and the others by one search per template of those holding its words
+        (:meth:`Prefilter.confirm`): a text with the words of a rule and no match of it
+        never reaches Python (issue 32), and is remembered as matching nothing (a harmless
+        traceback repeated 10,000 times is one decision)."""
+        prefilter = self._prefilter
+        hits = prefilter.select(texts)
+        if not hits:
+            return hits
+        answers = self._answers
+        known = list(map(answers.get, [texts[index] for index in hits]))
+        unknown = [index for index, answer in zip(hits, known, strict=True) if answer is None]
+        if not unknown:
+            return [index for index, answer in zip(hits, known, strict=True) if answer]
+        confirmed = prefilter.confirm(texts, unknown, self.timeout)
+        if len(confirmed) < len(unknown):
+            self._remember_no_match(texts, unknown, confirmed)
+        if len(unknown) == len(hits):
+            return confirmed
+        matching = [index for index, answer in zip(hits, known, strict=True) if answer]
+        return sorted(matching + confirmed)
+
+    def _remember_no_match(
+        self, texts: Sequence[str], unknown: list[int], confirmed: list[int]
+    ) -> None:
+        """Remember ``()`` for the texts of ``unknown`` that ``confirmed`` left out: no
+        template matches them, whatever the timeouts (the answer depends on the text only)."""
+        answers = self._answers
+        chosen = set(confirmed)
+        for index in unknown:
+            text = texts[index]
+            if index not in chosen and len(text) <= _CACHE_TEXT_CHARS:
+                if len(answers) >= _CACHE_ENTRIES:
+                    answers.clear()
+                answers[text] = ()

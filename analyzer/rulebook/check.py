@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from analyzer.rulebook import native
 from analyzer.rulebook._regex import Pattern
 from analyzer.rulebook.book import DEFAULT_TIMEOUT, builtin_rules_dir
 from analyzer.rulebook.compile import MatchTimeout, find
@@ -56,6 +57,7 @@ def check_rules(dirs: Sequence[Path], *, builtin: bool = True) -> list[Problem]:
             problems.extend(run_examples(rule))
             problems.extend(backtracking_risks(rule))
             problems.extend(literal_gaps(rule))
+            problems.extend(native_notes(rule))
     problems.extend(_bigquery_notes([r for r in loaded.rules if _inside(r, roots)]))
     for placeholder in loaded.placeholders.values():
         if any(Path(placeholder.location.path).resolve().is_relative_to(r) for r in roots):
@@ -200,6 +202,62 @@ def literal_gaps(rule: Rule) -> list[Problem]:
                 "warning",
             )
         )
+    return problems
+
+
+def native_notes(rule: Rule) -> list[Problem]:
+    """Warnings for templates a block's texts are not searched with at once (issue 32): each
+    text holding their literal words reaches Python on its own (the verdicts are the same,
+    only slower); an error where that search misses a match example (a jobdoctor bug)."""
+    problems: list[Problem] = []
+    for template in rule.templates:
+        if not template.literals:
+            problems.append(
+                Problem.at(
+                    template.location,
+                    f"rule {rule.id} ({template.lang}) has no literal word: every text is a "
+                    "candidate, so every line of a log reaches Python, for every rule; "
+                    "give it 'literals:'",
+                    "warning",
+                )
+            )
+            continue
+        reason = native.rewrite(template.regex.pattern).reason
+        if reason is not None:
+            problems.append(
+                Problem.at(
+                    template.location,
+                    f"rule {rule.id} ({template.lang}) is decided in Python for each text "
+                    f"holding its literal words, not by the block search: {reason}; verdicts "
+                    "are unchanged, but chatty logs are read slower",
+                    "warning",
+                )
+            )
+    problems.extend(_native_misses(rule))
+    return problems
+
+
+def _native_misses(rule: Rule) -> list[Problem]:
+    """An error for each match example the block search leaves out (it must keep every text
+    a rule matches), searched among neighbours it could run into."""
+    if any(not template.literals for template in rule.templates):
+        return []
+    prefilter = Prefilter(
+        [literals_of(rule)],
+        [(0, template.regex.pattern, template.literals) for template in rule.templates],
+    )
+    problems: list[Problem] = []
+    for example in rule.match_examples:
+        texts = ["x", example.text, " \n", example.text + "\n", "y"]
+        kept = prefilter.confirm(texts, prefilter.select(texts), _EXAMPLE_TIMEOUT)
+        if 1 not in kept or 3 not in kept:
+            problems.append(
+                Problem.at(
+                    example.location,
+                    f"the block search of rule {rule.id} misses this match example (a "
+                    "jobdoctor bug: please report it with the rule)",
+                )
+            )
     return problems
 
 

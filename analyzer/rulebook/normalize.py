@@ -23,6 +23,37 @@ INVISIBLE = frozenset(
 )
 
 
+# Non-ASCII characters that leave a text's probe unchanged but for ASCII case: each is its own
+# NFKC form, is not an invisible mark, and is its own lower case (tests/test_prefilter_inert.py
+# checks every one). A text of ASCII and these is searched as UTF-8, ASCII letters caselessly,
+# with no folding and no lower(). These are what training output holds: Latin-1 signs,
+# Hebrew letters, dashes, quotes and bullets, arrows, box drawing and block elements (progress
+# bars), check marks, kana, CJK ideographs, Hangul syllables, emoji.
+INERT_RANGES = (
+    (0x00B0, 0x00B1),
+    (0x00B7, 0x00B7),
+    (0x00D7, 0x00D7),
+    (0x00F7, 0x00F7),
+    (0x05D0, 0x05EA),
+    (0x2013, 0x2014),
+    (0x2018, 0x2019),
+    (0x201C, 0x201D),
+    (0x2022, 0x2022),
+    (0x2190, 0x2193),
+    (0x2500, 0x259F),
+    (0x2713, 0x2718),
+    (0x3001, 0x3002),
+    (0x3041, 0x3096),
+    (0x30A1, 0x30FA),
+    (0x30FC, 0x30FC),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7A3),
+    (0x1F300, 0x1F64F),
+    (0x1F680, 0x1F6FF),
+    (0x1F900, 0x1F9FF),
+)
+
+
 class _FoldTable(dict[int, str]):
     """``str.translate`` table computing per-character NFKC lazily (C speed once cached)."""
 

@@ -14,10 +14,12 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from analyzer.core import cache
+from analyzer.rulebook import native
 from analyzer.rulebook.model import Rule
+from analyzer.rulebook.normalize import INERT_RANGES as INERT_RANGES  # where it was, for callers
 from analyzer.rulebook.normalize import INVISIBLE, fold
 
 _INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE)) + "]")
@@ -43,35 +45,6 @@ def _unchanged_by_fold(text: str) -> bool:
     return unicodedata.is_normalized("NFKC", text) and _INVISIBLE.search(text) is None
 
 
-# Non-ASCII characters that leave a text's probe unchanged but for ASCII case: each is its own
-# NFKC form, is not an invisible mark, and is its own lower case (tests/test_prefilter_inert.py
-# checks every one). A text of ASCII and these is searched as UTF-8, ASCII letters caselessly,
-# with no folding and no lower(). These are what training output holds: Latin-1 signs,
-# Hebrew letters, dashes, quotes and bullets, arrows, box drawing and block elements (progress
-# bars), check marks, kana, CJK ideographs, Hangul syllables, emoji.
-INERT_RANGES = (
-    (0x00B0, 0x00B1),
-    (0x00B7, 0x00B7),
-    (0x00D7, 0x00D7),
-    (0x00F7, 0x00F7),
-    (0x05D0, 0x05EA),
-    (0x2013, 0x2014),
-    (0x2018, 0x2019),
-    (0x201C, 0x201D),
-    (0x2022, 0x2022),
-    (0x2190, 0x2193),
-    (0x2500, 0x259F),
-    (0x2713, 0x2718),
-    (0x3001, 0x3002),
-    (0x3041, 0x3096),
-    (0x30A1, 0x30FA),
-    (0x30FC, 0x30FC),
-    (0x4E00, 0x9FFF),
-    (0xAC00, 0xD7A3),
-    (0x1F300, 0x1F64F),
-    (0x1F680, 0x1F6FF),
-    (0x1F900, 0x1F9FF),
-)
 _NOT_INERT = (
     "[^\\x00-\\x7f"
     + "".join(f"\\x{{{first:x}}}-\\x{{{last:x}}}" for first, last in INERT_RANGES)
@@ -130,9 +103,23 @@ class Prefilter:
     for every text.
     """
 
-    __slots__ = ("_always", "_any", "_by_literal", "_caseless", "_engines", "_literals", "_present")
+    __slots__ = (
+        "_always",
+        "_any",
+        "_by_literal",
+        "_caseless",
+        "_engines",
+        "_literals",
+        "_native",
+        "_present",
+        "_templates",
+    )
 
-    def __init__(self, literals_by_rule: Sequence[Iterable[str | None]]) -> None:
+    def __init__(
+        self,
+        literals_by_rule: Sequence[Iterable[str | None]],
+        templates: Sequence[native.TemplateSource] = (),
+    ) -> None:
         by_literal: dict[str, list[int]] = {}
         always: list[int] = []
         for index, literals in enumerate(literals_by_rule):
@@ -154,6 +141,11 @@ class Prefilter:
         # Each literal reported once (HS_FLAG_SINGLEMATCH): which literals a long text holds,
         # in one pass. Built by warm(), or on the first long text.
         self._present: Any = False
+        # The rules' templates as Hyperscan patterns (analyzer.rulebook.native), for confirm():
+        # built by warm(); None without Hyperscan, templates, or where a rule without a literal
+        # word makes every text a candidate anyway.
+        self._templates = tuple(templates)
+        self._native: native.BlockCheck | Literal[False] | None = False
 
     def warm(self) -> None:
         """Build the Hyperscan databases :meth:`select` uses now rather than on first use."""
@@ -162,6 +154,23 @@ class Prefilter:
             self._caseless = _caseless_databases(self._literals) if self._literals else None
         if self._present is False and self._literals:
             self._present = _hyperscan_database(self._literals, "utf-8", single=True)
+        self._native_check()
+
+    def _native_check(self) -> native.BlockCheck | None:
+        if self._native is False:
+            self._native = None
+            if self._templates and not self._always and self._caseless:
+                self._native = native.BlockCheck.build(self._templates, self._literals)
+        return self._native
+
+    @property
+    def undecided(self) -> tuple[native.Undecided, ...] | None:
+        """The templates :meth:`confirm` leaves to Python (their literal words select texts for
+        their rule), with why; None when it confirms nothing (no Hyperscan, or a rule without
+        literal words makes every text a candidate)."""
+        self.warm()
+        check = self._native_check()
+        return check.undecided if check is not None else None
 
     def __getstate__(self) -> dict[str, Any]:
         # Hyperscan databases do not pickle: they travel as their serialized bytes. The
@@ -266,6 +275,64 @@ class Prefilter:
                     return found
                 return self._select_long_apart(texts, encoded)
         return self._select_by_re(texts)
+
+    def confirm(self, texts: Sequence[str], hits: list[int], timeout: float) -> list[int]:
+        """Those of ``hits`` (indexes of ``texts`` :meth:`select` chose) that some rule's
+        template really matches: each template searches, in one call, the texts holding its
+        literal words, normalised and joined (:class:`analyzer.rulebook.native.BlockCheck`);
+        the others match no template. Texts holding a character neither ASCII nor inert
+        (whose normalised form may differ in more than whitespace), NUL or a lone surrogate
+        are all kept."""
+        check = self._native_check() if hits else None
+        if check is None:
+            return hits
+        chosen = [texts[index] for index in hits]
+        try:
+            encoded = [text.encode() for text in chosen]
+        except UnicodeEncodeError:
+            return hits
+        kept: set[int] = set()
+        joined = b"\n".join(encoded)
+        if not joined.isascii():
+            kept.update(
+                self._not_inert([p for p, d in enumerate(encoded) if not d.isascii()], encoded)
+            )
+        if 0 in joined:
+            kept.update(place for place, data in enumerate(encoded) if 0 in data)
+        places: Sequence[int] = range(len(hits))
+        if kept:
+            places = [place for place in places if place not in kept]
+            chosen = [chosen[place] for place in places]
+            encoded = [encoded[place] for place in places]
+            joined = b"\n".join(encoded)
+        found = check.kept(chosen, self._words_in(joined, encoded), timeout * max(1, len(chosen)))
+        kept.update(places[index] for index in found)
+        return [hits[place] for place in sorted(kept)]
+
+    def _words_in(self, joined: bytes, encoded: Sequence[bytes]) -> list[tuple[int, int]]:
+        """The literal words in the texts ``encoded`` (``joined`` by line ends), as (word,
+        text index), by one caseless search (exact for ASCII and inert texts)."""
+        found: list[tuple[int, int]] = []
+
+        def on_word(word: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            found.append((word, end))
+
+        self._caseless[0].scan(joined, match_event_handler=on_word)
+        starts = list(accumulate(map((1).__add__, map(len, encoded)), initial=0))
+        return [(word, bisect_right(starts, end - 1) - 1) for word, end in found]
+
+    def _not_inert(self, places: list[int], encoded: list[bytes]) -> list[int]:
+        """Those of ``places`` (in ``encoded``) whose text holds a character neither ASCII nor
+        inert (:data:`INERT_RANGES`)."""
+        others = self._caseless[1]
+        ends: list[int] = []
+
+        def on_other(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            ends.append(end)
+
+        others.scan(b"\n".join([encoded[place] for place in places]), match_event_handler=on_other)
+        starts = list(accumulate((len(encoded[place]) + 1 for place in places), initial=0))
+        return sorted({places[bisect_right(starts, end - 1) - 1] for end in ends})
 
     def _select_long_apart(self, texts: Sequence[str], encoded: list[bytes]) -> list[int]:
         """:meth:`select` of a block where words are found everywhere: a long text (a
