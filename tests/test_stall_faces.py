@@ -326,7 +326,9 @@ def test_the_fleet_report_has_a_stalled_section(fleet: Analysis, job_id: str) ->
     document = fleet_document(summary)
     totals = document["totals"]
     assert isinstance(totals, dict)
-    assert totals["stalled"] == 1 and totals["stall_machine_hours"] == pytest.approx(662.4, abs=0.01)
+    assert totals["stalled"] == 1 and totals["stall_machine_hours"] == pytest.approx(
+        662.4, abs=0.01
+    )
     listed = document["stalled"]
     assert isinstance(listed, list) and len(listed) == 1
     assert listed[0]["job_id"] == job_id and listed[0]["workers"][0]["replica"] == SILENT
@@ -417,3 +419,13 @@ def test_follow_names_a_worker_that_falls_silent_too(fleet: Analysis) -> None:
     other = replace(stall.workers[0], replica=WAITING[0])
     worse = replace(stuck, stalled=replace(stall, workers=(*stall.workers, other)))
     assert describe_changes(stuck, worse) == [f"{WAITING[0]} silent too (50 min)"]
+
+
+def test_a_job_past_its_timeout_when_the_input_ends_is_not_stalled() -> None:
+    # Read with the other samples, the healthy running job's workers are silent for eleven
+    # days when the input ends: past its 7-day default timeout, when the platform stopped it
+    # (platform.md section 2). It is no hang to cancel, and the table does not mark it.
+    analysis = analyze([SAMPLES])
+    (running,) = [d for d in analysis.diagnoses if d.job_id == "5379732798221824285"]
+    assert running.stalled is None
+    assert "STALLED" not in _plain(analysis, render_table)

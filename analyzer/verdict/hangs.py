@@ -87,6 +87,10 @@ def read_stall(
     since = _since(kind, timeouts, silent, live)
     collective = next((t.collective for t in timeouts if t.collective), None)
     timeout_at, source = _timeout_at(timeline, policy, spec)
+    if timeout_at is not None and timeout_at <= ends.at:
+        # The platform stops a job at its scheduling.timeout (platform.md section 2): by the
+        # input's end this one was no longer running, hung or not.
+        return StallReading()
     stall = Stall(
         since=since,
         kind=kind,
