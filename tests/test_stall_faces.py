@@ -429,3 +429,27 @@ def test_a_job_past_its_timeout_when_the_input_ends_is_not_stalled() -> None:
     (running,) = [d for d in analysis.diagnoses if d.job_id == "5379732798221824285"]
     assert running.stalled is None
     assert "STALLED" not in _plain(analysis, render_table)
+
+
+# -- the commands, end to end --
+
+
+def test_the_commands_on_a_hung_job(straggler: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from analyzer.cli.app import app
+
+    runner = CliRunner()
+    hung = runner.invoke(app, ["diagnose", "-q", "--fail-on", "stalled", str(straggler)])
+    assert hung.exit_code == 1 and "RUNNING, stalled since 07:41" in hung.stdout
+    healthy = SAMPLES / "still-running.jsonl"
+    assert runner.invoke(app, ["diagnose", "--fail-on", "stalled", str(healthy)]).exit_code == 0
+    table = runner.invoke(app, ["diagnose", "--format", "table", str(straggler)])
+    assert [line.split()[1] for line in table.stdout.splitlines()[1:]] == ["STALLED"]
+    for form, mark in (("markdown", "## Stalled jobs (1)"), ("html", "<h2>Stalled jobs (1)</h2>")):
+        out = tmp_path / f"report.{form}"
+        done = runner.invoke(app, ["report", str(straggler), "--format", form, "--out", str(out)])
+        assert done.exit_code == 0, done.stderr
+        assert mark in out.read_text(encoding="utf-8")
+    document = json.loads(runner.invoke(app, ["report", str(straggler), "--format", "json"]).stdout)
+    assert document["fleet"]["stalled"][0]["kind"] == "straggler"
