@@ -7,6 +7,7 @@ The real google-cloud-logging client talks to tests/logging_server.py on 127.0.0
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,62 @@ def test_a_live_read_ends_now_and_fails_on_the_stall(tmp_path: Path) -> None:
     ends = _parse(stall["input_end"])
     assert timedelta(minutes=1) <= ends - _parse(job["last_seen"]) < timedelta(minutes=5)
     assert 51 * 60 <= stall["workers"][0]["silent_seconds"] < 56 * 60
+
+
+def test_follow_announces_the_stall_when_the_silence_crosses_its_threshold(
+    tmp_path: Path,
+) -> None:
+    # The straggler cut 29 minutes into workerpool1-2's silence and moved in time so that,
+    # when the follow starts, that worker has been silent 10 seconds short of the 30 minutes
+    # its rhythm allows; no line comes after: the stall is seen on a poll that brings none.
+    path = scenario_file(STRAGGLER, tmp_path)
+    entries = load_entries(path)
+    silent_last = max(
+        (e for e in entries if e["resource"]["labels"].get("task_name") == SILENT),
+        key=lambda e: _parse(e["timestamp"]),
+    )
+    since = _parse(silent_last["timestamp"])
+    kept = [e for e in entries if _parse(e["timestamp"]) <= since + timedelta(minutes=29)]
+    start = datetime.now(UTC)
+    live = _shifted(kept, start - timedelta(minutes=30) + timedelta(seconds=10) - since)
+    labels = live[0]["resource"]["labels"]
+    service = next(e for e in live if e["resource"]["labels"].get("task_name") == "service")
+    said: list[tuple[datetime, list[str]]] = []
+
+    with LoggingServer(live) as server:
+
+        def end_the_job() -> None:
+            server.add([_now_line(service, "done", textPayload="Job completed successfully.")])
+
+        # Whatever happens, the job ends within 45 seconds: the follow cannot outlive it.
+        deadline = threading.Timer(45, end_the_job)
+        deadline.start()
+
+        def on_change(changes: list[str], diagnosis: Diagnosis) -> None:
+            said.append((datetime.now(UTC), changes))
+            if any(line.startswith("stalled since") for line in changes):
+                end_the_job()
+
+        try:
+            follow_job(
+                labels["project_id"],
+                labels["job_id"],
+                on_change,
+                since="1d",
+                endpoint=server.url,
+                interval=0.2,
+            )
+        finally:
+            deadline.cancel()
+
+    _, first = said[0]
+    assert not any("stalled" in line for line in first)  # 29 min 50 s: within its rhythm
+    when, stalled = next((t, c) for t, c in said if any("stalled since" in x for x in c))
+    (line,) = stalled
+    assert line.startswith("stalled since ")
+    assert line.endswith(f"({SILENT} silent 30 min; the others still write)")
+    # Announced once the 30 minutes passed, on a poll that brought no line.
+    assert timedelta(seconds=9) < when - start < timedelta(seconds=40)
+    assert said[-1][1][-1].startswith("stall over: the job ended") or any(
+        "final: SUCCEEDED" in line for line in said[-1][1]
+    )

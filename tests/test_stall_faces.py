@@ -326,7 +326,9 @@ def test_the_fleet_report_has_a_stalled_section(fleet: Analysis, job_id: str) ->
     document = fleet_document(summary)
     totals = document["totals"]
     assert isinstance(totals, dict)
-    assert totals["stalled"] == 1 and totals["stall_machine_hours"] == pytest.approx(662.4, abs=0.01)
+    assert totals["stalled"] == 1 and totals["stall_machine_hours"] == pytest.approx(
+        662.4, abs=0.01
+    )
     listed = document["stalled"]
     assert isinstance(listed, list) and len(listed) == 1
     assert listed[0]["job_id"] == job_id and listed[0]["workers"][0]["replica"] == SILENT
@@ -417,3 +419,37 @@ def test_follow_names_a_worker_that_falls_silent_too(fleet: Analysis) -> None:
     other = replace(stall.workers[0], replica=WAITING[0])
     worse = replace(stuck, stalled=replace(stall, workers=(*stall.workers, other)))
     assert describe_changes(stuck, worse) == [f"{WAITING[0]} silent too (50 min)"]
+
+
+def test_a_job_past_its_timeout_when_the_input_ends_is_not_stalled() -> None:
+    # Read with the other samples, the healthy running job's workers are silent for eleven
+    # days when the input ends: past its 7-day default timeout, when the platform stopped it
+    # (platform.md section 2). It is no hang to cancel, and the table does not mark it.
+    analysis = analyze([SAMPLES])
+    (running,) = [d for d in analysis.diagnoses if d.job_id == "5379732798221824285"]
+    assert running.stalled is None
+    assert "STALLED" not in _plain(analysis, render_table)
+
+
+# -- the commands, end to end --
+
+
+def test_the_commands_on_a_hung_job(straggler: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from analyzer.cli.app import app
+
+    runner = CliRunner()
+    hung = runner.invoke(app, ["diagnose", "-q", "--fail-on", "stalled", str(straggler)])
+    assert hung.exit_code == 1 and "RUNNING, stalled since 07:41" in hung.stdout
+    healthy = SAMPLES / "still-running.jsonl"
+    assert runner.invoke(app, ["diagnose", "--fail-on", "stalled", str(healthy)]).exit_code == 0
+    table = runner.invoke(app, ["diagnose", "--format", "table", str(straggler)])
+    assert [line.split()[1] for line in table.stdout.splitlines()[1:]] == ["STALLED"]
+    for form, mark in (("markdown", "## Stalled jobs (1)"), ("html", "<h2>Stalled jobs (1)</h2>")):
+        out = tmp_path / f"report.{form}"
+        done = runner.invoke(app, ["report", str(straggler), "--format", form, "--out", str(out)])
+        assert done.exit_code == 0, done.stderr
+        assert mark in out.read_text(encoding="utf-8")
+    document = json.loads(runner.invoke(app, ["report", str(straggler), "--format", "json"]).stdout)
+    assert document["fleet"]["stalled"][0]["kind"] == "straggler"

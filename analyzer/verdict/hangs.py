@@ -74,7 +74,7 @@ def read_stall(
     if not running or not timeline.attempts:
         return StallReading()
     attempt = timeline.attempts[-1]
-    ends = end or (InputEnd(timeline.last_seen) if timeline.last_seen else None)
+    ends = _input_end(timeline, end)
     if ends is None:
         return StallReading()  # no times: no silence to measure
     live = [w for w in attempt.workers if not _ended(w) and w.own_last is not None]
@@ -87,6 +87,10 @@ def read_stall(
     since = _since(kind, timeouts, silent, live)
     collective = next((t.collective for t in timeouts if t.collective), None)
     timeout_at, source = _timeout_at(timeline, policy, spec)
+    if timeout_at is not None and timeout_at <= ends.at:
+        # The platform stops a job at its scheduling.timeout (platform.md section 2): by the
+        # input's end this one was no longer running, hung or not.
+        return StallReading()
     stall = Stall(
         since=since,
         kind=kind,
@@ -103,6 +107,13 @@ def read_stall(
         collective=collective,
     )
     return StallReading(stall, (_stalled_finding(stall, timeouts),))
+
+
+def _input_end(timeline: JobTimeline, end: InputEnd | None) -> InputEnd | None:
+    """``end``, else the job's own last line (None when it has no time)."""
+    if end is not None:
+        return end
+    return InputEnd(timeline.last_seen) if timeline.last_seen is not None else None
 
 
 def threshold(worker: WorkerTimeline, policy: StallPolicy) -> timedelta | None:
