@@ -381,18 +381,29 @@ def text_of(entry: dict[str, Any]) -> str | None:
     return text if isinstance(text, str) else None
 
 
+def literal_prefilter() -> Any:
+    """The built-in rules' literal-word prefilter alone (``analyzer.rulebook.prefilter``): which
+    texts hold a rule's literal word. Built here from the rules, not taken from the book, whose
+    :meth:`may_match_texts` may decide more than the words (issue 32, point 2)."""
+    from analyzer.rulebook import RuleBook
+    from analyzer.rulebook.prefilter import Prefilter, literals_of
+
+    return Prefilter([literals_of(rule) for rule in RuleBook.load().rules])
+
+
 def near_miss_lines(path: Path) -> set[int]:
-    """Line numbers (1-based) whose text holds a rule's literal (the prefilter's candidate) and
+    """Line numbers (1-based) whose text holds a rule's literal word (a prefilter hit) and
     matches no rule: the real rule book's answer, a block of texts at a time."""
     from analyzer.rulebook import RuleBook
 
     book = RuleBook.load()
+    prefilter = literal_prefilter()
     found: set[int] = set()
     numbers: list[int] = []
     texts: list[str] = []
 
     def decide() -> None:
-        for index in book.may_match_texts(texts):
+        for index in prefilter.select(texts):
             if not book.match(texts[index]):
                 found.add(numbers[index])
         numbers.clear()
