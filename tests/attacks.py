@@ -299,7 +299,7 @@ ATTACKS = [
     Attack("markdown-injection", markdown_injection, 3.0),
     Attack("forged-lines", forged_lines, 3.0),
     Attack("blank-runs", blank_runs, 2.0),
-    Attack("huge-traceback", huge_traceback, 5.0),
+    Attack("huge-traceback", huge_traceback, 8.0),
     Attack("rule-folder", rule_folder, 4.0),
     Attack("full-disk", full_disk, 4.0),
 ]

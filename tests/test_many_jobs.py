@@ -1,10 +1,10 @@
 """Many one-line jobs cost memory a fleet can afford (issue 31, point 9).
 
-300,000 jobs of one sink entry each (a fleet's export filtered to one line a job) held about
-3 KB a job at the peak of ``jobdoctor diagnose FILE -q`` (docs/performance.md#bounds gives the
-figure and the command). The peak of a fresh process over 6,000 such jobs, less that of one
-job, must stay under :data:`BYTES_PER_JOB` a job: about twice what it takes today (3.2 KB
-here), so that it does not flake; the 1.9 GB the issue measured at 300,000 jobs was 6.5 KB.
+300,000 jobs of one sink entry each (a fleet's export filtered to one line a job) hold about
+2.7 KB a job at the peak of ``jobdoctor diagnose FILE -q`` (docs/performance.md#bounds gives
+the figure and the command). The peak of a fresh process over 6,000 such jobs, less that of
+one job, must stay under :data:`BYTES_PER_JOB` a job: about twice what it takes (3.2 KB at
+6,000 jobs), so that it does not flake; the 1.9 GB the issue measured at 300,000 was 6.5 KB.
 """
 
 from __future__ import annotations
