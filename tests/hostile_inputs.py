@@ -84,3 +84,37 @@ def sink_whole(frames: int) -> bytes:
     failure."""
     text = "\n".join(frame_lines(frames))
     return (_entry(text, _START, 0) + _service_end(1, _START + timedelta(seconds=30))).encode()
+
+
+# The one entry of each one-line job, in turn: the service's lifecycle, a failure, a
+# success, a worker's line no rule knows.
+_ONE_LINES = [
+    ("service", "Waiting for job to be provisioned."),
+    (
+        "service",
+        "The replica workerpool0-0 exited with a non-zero status of 1. To find out more about"
+        " why your job exited please check the logs: https://console.cloud.google.com/logs/"
+        "viewer?project=123",
+    ),
+    ("service", "Job completed successfully."),
+    ("workerpool0-0", "epoch 3 step 1200 loss=0.4312"),
+]
+
+
+def one_line_jobs(jobs: int) -> Iterator[bytes]:
+    """A sink export of ``jobs`` jobs, one entry each (a second apart), a line at a time."""
+    for index in range(jobs):
+        task, text = _ONE_LINES[index % len(_ONE_LINES)]
+        job_id = f"{7000000000000000000 + index * 7919}"
+        entry = {
+            "insertId": f"j{index:012d}",
+            **({"textPayload": text} if task == "service" else {"jsonPayload": {"message": text}}),
+            "logName": f"projects/acme-ml-prod/logs/ml.googleapis.com%2F{job_id}",
+            "resource": {
+                "labels": {"job_id": job_id, "project_id": "acme-ml-prod", "task_name": task},
+                "type": "ml_job",
+            },
+            "severity": "INFO",
+            "timestamp": (_START + timedelta(seconds=index)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
+        yield (json.dumps(entry, separators=(",", ":")) + "\n").encode()

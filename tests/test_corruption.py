@@ -1,7 +1,8 @@
 """The standing campaign, briefly: a seeded corruption corpus (tests/corruption.py) and a
 Hypothesis target over the same mutations. Every input is read or refused in one line, every
 line is accounted for, no record is lost where the damage kept it, every report renders, and
-nothing takes longer than a few seconds.
+nothing takes longer than a few seconds. Then issue 31's attacks (tests/attacks.py), each
+bounded in time.
 
 CI runs 100 inputs and 60 examples (seconds); ``JOBDOCTOR_CORPUS=20000`` or
 ``python -m tests.corruption 20000 SEED`` runs a long campaign (docs/development.md).
@@ -11,12 +12,14 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.attacks import ATTACKS, Attack, run_attack
 from tests.corruption import MUTATIONS, Case, check_input, corpus, mutate, seeds
 
 COUNT = int(os.environ.get("JOBDOCTOR_CORPUS", "100"))
@@ -69,3 +72,21 @@ def test_hypothesis_over_the_mutations(
     data, names, keeps = mutate(original, random.Random(seed), steps)
     case = Case(f"{name}-{'+'.join(names)}", data, original if keeps else None)
     assert check_input(case, tmp_path_factory.mktemp("fuzz")) == []
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda attack: attack.name)
+def test_the_hostile_campaign(attack: Attack, tmp_path: Path) -> None:
+    """Issue 31's attacks (tests/attacks.py), each through the real CLI or API within its
+    CPU budget: the whole campaign takes about 30 s of CPU."""
+    assert run_attack(attack, tmp_path) == []
+
+
+def test_the_campaign_catches_a_slow_attack(tmp_path: Path) -> None:
+    # The budget is enforced: an attack that burns its budget fails.
+    def spin(folder: Path) -> list[str]:
+        end = time.process_time() + 0.3
+        while time.process_time() < end:
+            pass
+        return []
+
+    assert run_attack(Attack("spin", spin, 0.1), tmp_path)[-1].startswith("took ")

@@ -476,8 +476,21 @@ def render_csv(summary: FleetSummary) -> str:
 
 
 def _cell(value: object) -> str:
+    """``value`` on one line inside a code span of a Markdown table: only a backtick or a
+    pipe could leave it."""
     text = value if isinstance(value, str) else _csv_value(value)
     return " ".join(visible(text).split()).replace("|", "\\|").replace("`", "'") or "-"
+
+
+# Outside a code span a job id, a file name or log text could open a link, an image or raw
+# HTML (issue 31, point 5): as report.markdown escapes them.
+_MARKDOWN = str.maketrans({"\\": "\\\\", "[": "\\[", "]": "\\]", "<": "&lt;"})
+
+
+def _text(value: object) -> str:
+    """``value`` as Markdown text in a table cell, nothing in it read as Markdown."""
+    text = value if isinstance(value, str) else _csv_value(value)
+    return _cell(text.translate(_MARKDOWN))
 
 
 def hours(value: float) -> str:
@@ -523,15 +536,15 @@ def render_markdown_fleet(summary: FleetSummary) -> str:
             "|---|---|---|---|---|---|",
         ]
         out += [
-            f"| {_cell(j.job)} | {j.state.removeprefix('JOB_STATE_')} "
+            f"| {_text(j.job)} | {j.state.removeprefix('JOB_STATE_')} "
             f"| {counted(j.retries, j.retries_predicted)} "
-            f"| {j.restarts} | {span(j.time_lost)} | {_cell(_cause_cell(j))} |"
+            f"| {j.restarts} | {span(j.time_lost)} | {_text(_cause_cell(j))} |"
             for j in summary.worst
         ]
         out.append("")
     out += ["## Jobs", "", "| job | first seen | duration | verdict |", "|---|---|---|---|"]
     out += [
-        f"| {_cell(j.job)} | {clock(j.first_seen)} | {span(j.duration)} | {_cell(j.verdict)} |"
+        f"| {_text(j.job)} | {clock(j.first_seen)} | {span(j.duration)} | {_text(j.verdict)} |"
         for j in summary.jobs
     ]
     out.append("")
@@ -586,7 +599,7 @@ def _markdown_causes(summary: FleetSummary) -> list[str]:
             out.append(f"| no cause the rules know | {summary.failed_unexplained} | | | | | |")
         out += ["", "| category | detail | jobs | share |", "|---|---|---|---|"]
         out += [
-            f"| {c.category} | {_cell(c.detail)} | {c.jobs} | {_share(c.share)} |"
+            f"| {c.category} | {_text(c.detail)} | {c.jobs} | {_share(c.share)} |"
             for c in summary.by_detail
         ]
         out.append("")
@@ -628,7 +641,7 @@ def _markdown_signatures(signatures: Sequence[Recurring]) -> list[str]:
             # In code: a Markdown viewer would take <n> and <path> for HTML tags.
             f"| `{_cell(r.signature.text)}` | {len(r.jobs)} | {r.attempts} "
             f"| {clock(r.first_seen)} | {clock(r.last_seen)} | {span(r.time_lost)} "
-            f"| {hours(r.machine_hours)} | {_cell(shown)} | {_cell(where)} |"
+            f"| {hours(r.machine_hours)} | {_text(shown)} | {_text(where)} |"
         )
     out.append("")
     return out
