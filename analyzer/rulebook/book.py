@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache as cache_forever
+from itertools import compress
 from pathlib import Path
 
 import regex
@@ -413,6 +414,8 @@ class RuleBook:
         rule runs again: :meth:`_match_masked`) is a match, or that are long (Python decides
         them), and those with no such answer."""
         known = list(map(self._answers.get, [texts[index] for index in hits]))
+        if None not in known:  # the common case: every text seen before, decided in C
+            return list(compress(hits, known)), []
         matching: list[int] = []
         unknown: list[int] = []
         masked = self._masked
