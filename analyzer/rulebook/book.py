@@ -66,6 +66,15 @@ def _has_digit(word: str) -> bool:
     return any(ch in _ASCII_DIGITS for ch in word)
 
 
+def _digit_words_by_rule(literals: Sequence[Sequence[str | None]]) -> dict[int, tuple[str, ...]]:
+    """The literal words holding a digit, by the index of their rule (rules with one only)."""
+    found = {
+        index: tuple(word for word in words if word and _has_digit(word))
+        for index, words in enumerate(literals)
+    }
+    return {index: words for index, words in found.items() if words}
+
+
 @cache_forever  # asked for every job's advice: the answer never changes while running
 def builtin_rules_dir() -> Path:
     """The shipped rule directory.
@@ -170,24 +179,15 @@ class RuleBook:
             for rule, is_blind in zip(self.rules, blind, strict=True)
         )
         object.__setattr__(self, "_shared", shared)
-        digit_words = tuple(
-            (
-                index,
-                tuple(
-                    word.encode().translate(_MASK) for word in words if word and _has_digit(word)
-                ),
-            )
-            for index, words in enumerate(literals)
-            if any(_has_digit(word) for word in words if word)
-        )
-        object.__setattr__(self, "_digit_words", digit_words)
+        words_of = _digit_words_by_rule(literals)
+        object.__setattr__(self, "_digit_words_of", words_of)
         object.__setattr__(
             self,
-            "_digit_words_of",
-            {
-                index: tuple(word for word in literals[index] if word and _has_digit(word))
-                for index, _ in digit_words
-            },
+            "_digit_words",
+            tuple(
+                (index, tuple(word.encode().translate(_MASK) for word in words))
+                for index, words in words_of.items()
+            ),
         )
 
     @classmethod
