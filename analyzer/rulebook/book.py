@@ -419,9 +419,15 @@ class RuleBook:
         matching: list[int] = []
         unknown: list[int] = []
         masked = self._masked
+        answers = self._answers
         for index, answer in zip(hits, known, strict=True):
             if answer is None and masked:
                 answer = self._masked_answer(texts[index])
+                if answer is not None:
+                    # What match() would remember of it: asked next, it is found at once.
+                    if len(answers) >= _CACHE_ENTRIES:
+                        answers.clear()
+                    answers[texts[index]] = answer
             if answer is None and len(texts[index]) > _CACHE_TEXT_CHARS:
                 # A long text (a traceback of many frames) is mostly a match, and searched
                 # near its words by match(): searched again here, it would cost twice.
