@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache as cache_forever
+from itertools import compress
 from pathlib import Path
 
 import regex
@@ -37,6 +38,11 @@ _CACHE_TEXT_CHARS = 1024
 # their answer, by their digits masked: the candidate rules, and which of them cannot match
 # any such text (:func:`digit_blind`).
 _ASCII_DIGITS = frozenset("0123456789")
+# may_match_texts: where at least this many new texts of a block went through the block search
+# and more than three quarters matched, the search is skipped for this many blocks (it only
+# narrows what match() decides; on event-dense logs it would cost as much again).
+_CONFIRM_SAMPLE = 8
+_CONFIRM_PAUSE = 8
 _MASK = bytes.maketrans(b"0123456789", b"0000000000")
 # Parts of a pattern that treat every digit alike: a group's name, a repeat count, a class
 # holding all ten digits (0-9).
@@ -54,6 +60,19 @@ def digit_blind(pattern: str) -> bool:
     stripped = _REPEAT.sub("", stripped)
     stripped = _CLASS.sub(lambda found: found.group().replace("0-9", ""), stripped)
     return "(?P=" not in stripped and not any(ch in _ASCII_DIGITS for ch in stripped)
+
+
+def _has_digit(word: str) -> bool:
+    return any(ch in _ASCII_DIGITS for ch in word)
+
+
+def _digit_words_by_rule(literals: Sequence[Sequence[str | None]]) -> dict[int, tuple[str, ...]]:
+    """The literal words holding a digit, by the index of their rule (rules with one only)."""
+    found = {
+        index: tuple(word for word in words if word and _has_digit(word))
+        for index, words in enumerate(literals)
+    }
+    return {index: words for index, words in found.items() if words}
 
 
 @cache_forever  # asked for every job's advice: the answer never changes while running
@@ -108,20 +127,34 @@ class RuleBook:
     _answers: dict[str, tuple[RuleMatch, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    # By masked text: the rules to run on a text of that mask, the matches it shares
-    # (start, rule index, match) of the rules that need not run again (:meth:`_match_masked`),
-    # and those matches alone (the answer when no rule runs again).
+    # By masked text: the rules to run on a text of that mask, those to run on one holding
+    # their digit words, the matches it shares (start, rule index, match) of the rules that
+    # need not run again (:meth:`_match_masked`), and those matches alone (the answer when
+    # no rule runs again).
     _masked: dict[
         bytes,
-        tuple[tuple[int, ...], tuple[tuple[int, int, RuleMatch], ...], tuple[RuleMatch, ...]],
+        tuple[
+            tuple[int, ...],
+            tuple[int, ...],
+            tuple[tuple[int, int, RuleMatch], ...],
+            tuple[RuleMatch, ...],
+        ],
     ] = field(default_factory=dict, init=False, repr=False, compare=False)
     _blind: tuple[bool, ...] = field(init=False, repr=False, compare=False)
     # Blind rules that capture no field: on texts of one mask, the same matches at the same
     # places (nothing in them comes from the digits).
     _shared: tuple[bool, ...] = field(init=False, repr=False, compare=False)
-    # The rules with a digit in a literal word: which texts of a mask hold it depends on the
-    # digits (they are never blind).
-    _digit_words: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    # The rules with a digit in a literal word, with those words masked (b"000" for "403"):
+    # which texts of a mask hold such a word depends on the digits (they are never blind).
+    # By rule index, those words (_digit_words_of).
+    _digit_words: tuple[tuple[int, tuple[bytes, ...]], ...] = field(
+        init=False, repr=False, compare=False
+    )
+    # Blocks left for may_match_texts to pass without the block search (see _CONFIRM_PAUSE).
+    _skip_confirm: list[int] = field(
+        default_factory=lambda: [0], init=False, repr=False, compare=False
+    )
+    _digit_words_of: dict[int, tuple[str, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         literals = [literals_of(rule) for rule in self.rules]
@@ -146,12 +179,16 @@ class RuleBook:
             for rule, is_blind in zip(self.rules, blind, strict=True)
         )
         object.__setattr__(self, "_shared", shared)
-        digit_words = tuple(
-            index
-            for index, words in enumerate(literals)
-            if any(ch in _ASCII_DIGITS for word in words if word for ch in word)
+        words_of = _digit_words_by_rule(literals)
+        object.__setattr__(self, "_digit_words_of", words_of)
+        object.__setattr__(
+            self,
+            "_digit_words",
+            tuple(
+                (index, tuple(word.encode().translate(_MASK) for word in words))
+                for index, words in words_of.items()
+            ),
         )
-        object.__setattr__(self, "_digit_words", digit_words)
 
     @classmethod
     def load(cls, extra_dirs: Sequence[Path] = (), *, builtin: bool = True) -> RuleBook:
@@ -246,7 +283,9 @@ class RuleBook:
             return self._match(text)
         known = self._masked.get(mask)
         if known is not None:
-            rerun, kept, answer = known
+            rerun, digits, kept, answer = known
+            if digits:
+                rerun = self._with_digit_words(text, rerun, digits)
             if not rerun:
                 return answer, True
             placed, complete = self._placed(text, rerun)
@@ -263,24 +302,42 @@ class RuleBook:
             if len(masked) >= _CACHE_ENTRIES:
                 masked.clear()
             kept = tuple(item for item in placed if shared[item[1]])
+            rerun = tuple(
+                index
+                for index in candidates
+                if not blind[index] or (rules[index].id in matched and not shared[index])
+            )
             masked[mask] = (
-                tuple(
-                    sorted(
-                        {
-                            index
-                            for index in candidates
-                            if not blind[index]
-                            or (rules[index].id in matched and not shared[index])
-                        }
-                        # A literal word with a digit may be in another text of the mask
-                        # and not in this one ("403" of "404 POST"): its rule runs again.
-                        | set(self._digit_words)
-                    )
-                ),
+                rerun,
+                # A literal word with a digit may be in another text of the mask and not in
+                # this one ("403" of "404 POST"): its rule runs again on the texts holding it.
+                tuple(sorted(self._digit_rules(text, mask) - set(candidates))),
                 kept,
                 tuple(match for _, _, match in kept),
             )
         return tuple(match for _, _, match in placed), complete
+
+    def _with_digit_words(
+        self, text: str, rerun: tuple[int, ...], digits: tuple[int, ...]
+    ) -> tuple[int, ...]:
+        """``rerun`` and those of ``digits`` (rules that were no candidate of the first text
+        of ``text``'s mask, and have literal words with digits) whose digit words ``text``
+        holds: its other words are where they were in that text, so only these decide."""
+        if not text.isascii():  # its probe folds characters: no shortcut
+            return tuple(sorted({*rerun, *digits}))
+        lowered = text.lower()
+        words = self._digit_words_of
+        more = [index for index in digits if any(word in lowered for word in words[index])]
+        return tuple(sorted({*rerun, *more})) if more else rerun
+
+    def _digit_rules(self, text: str, mask: bytes) -> set[int]:
+        """The rules with a literal word holding a digit that a text of ``mask`` may hold:
+        where the masked word is in the masked text (of an ASCII text, whose probe is its
+        lower case; any such rule for another text, whose probe folds characters)."""
+        if not text.isascii():
+            return {index for index, _ in self._digit_words}
+        lowered = mask.lower()
+        return {index for index, words in self._digit_words if any(w in lowered for w in words)}
 
     def _match(
         self, text: str, candidates: tuple[int, ...] | None = None
@@ -336,18 +393,64 @@ class RuleBook:
         hits = prefilter.select(texts)
         if not hits:
             return hits
-        answers = self._answers
-        known = list(map(answers.get, [texts[index] for index in hits]))
-        unknown = [index for index, answer in zip(hits, known, strict=True) if answer is None]
+        matching, unknown = self._known_answers(texts, hits)
         if not unknown:
-            return [index for index, answer in zip(hits, known, strict=True) if answer]
+            return matching
+        skip = self._skip_confirm
+        if skip[0] > 0:
+            skip[0] -= 1
+            return sorted(matching + unknown)
         confirmed = prefilter.confirm(texts, unknown, self.timeout)
         if len(confirmed) < len(unknown):
             self._remember_no_match(texts, unknown, confirmed)
-        if len(unknown) == len(hits):
-            return confirmed
-        matching = [index for index, answer in zip(hits, known, strict=True) if answer]
-        return sorted(matching + confirmed)
+        if len(unknown) >= _CONFIRM_SAMPLE and len(confirmed) * 4 > len(unknown) * 3:
+            # Most new texts match (a log dense with events): the search would only repeat
+            # match()'s work; ask again some blocks later.
+            skip[0] = _CONFIRM_PAUSE
+        return sorted(matching + confirmed) if matching else confirmed
+
+    def _known_answers(self, texts: Sequence[str], hits: list[int]) -> tuple[list[int], list[int]]:
+        """Of ``hits``: those whose remembered answer (by text, or by digit mask where no
+        rule runs again: :meth:`_match_masked`) is a match, or that are long (Python decides
+        them), and those with no such answer."""
+        known = list(map(self._answers.get, [texts[index] for index in hits]))
+        if None not in known:  # the common case: every text seen before, decided in C
+            return list(compress(hits, known)), []
+        matching: list[int] = []
+        unknown: list[int] = []
+        masked = self._masked
+        answers = self._answers
+        for index, answer in zip(hits, known, strict=True):
+            if answer is None and masked:
+                answer = self._masked_answer(texts[index])
+                if answer is not None:
+                    # What match() would remember of it: asked next, it is found at once.
+                    if len(answers) >= _CACHE_ENTRIES:
+                        answers.clear()
+                    answers[texts[index]] = answer
+            if answer is None and len(texts[index]) > _CACHE_TEXT_CHARS:
+                # A long text (a traceback of many frames) is mostly a match, and searched
+                # near its words by match(): searched again here, it would cost twice.
+                matching.append(index)
+            elif answer is None:
+                unknown.append(index)
+            elif answer:
+                matching.append(index)
+        return matching, unknown
+
+    def _masked_answer(self, text: str) -> tuple[RuleMatch, ...] | None:
+        """What :meth:`_match_masked` answers for ``text`` without running a rule, or None."""
+        if len(text) > _CACHE_TEXT_CHARS:
+            return None
+        raw = text.encode("utf-8", "surrogatepass")
+        mask = raw.translate(_MASK)
+        known = self._masked.get(mask) if mask != raw else None
+        if known is None:
+            return None
+        rerun, digits, _, answer = known
+        if digits:
+            rerun = self._with_digit_words(text, rerun, digits)
+        return None if rerun else answer
 
     def _remember_no_match(
         self, texts: Sequence[str], unknown: list[int], confirmed: list[int]

@@ -318,8 +318,10 @@ class BlockCheck:
     ) -> set[int]:
         """The indexes of ``texts`` (ASCII and inert characters, no NUL) a match of a template
         touches, or that hold a literal word of a template without a rewrite. ``words``: the
-        prefilter's words in the texts, as (word, text index). All of them when a search runs
-        out of ``timeout`` (Python then decides each, as before)."""
+        prefilter's words in the texts, as (word, text index). A template's search that runs
+        out of ``timeout`` (one text's budget, for all of them: a sound template needs
+        microseconds) keeps all its texts: Python then decides each, as before, counting the
+        timeouts of a pattern that is slow on some."""
         by_template: dict[int, set[int]] = {}
         templates_of = self.templates_of
         for word, text in words:
@@ -331,16 +333,17 @@ class BlockCheck:
         # Normalised as normalize() makes each: whitespace runs one space, the ends stripped.
         joined = _SPACE_RUN.sub(" ", "\0".join(texts))
         normal = joined.replace(" \0", "\0").replace("\0 ", "\0").strip(" ").split("\0")
-        try:
-            for template, chosen in by_template.items():
-                pattern = self.patterns[template]
-                if pattern is None:
-                    kept.update(chosen)
-                    continue
-                order = sorted(chosen)
+        for template, chosen in by_template.items():
+            pattern = self.patterns[template]
+            if pattern is None:
+                kept.update(chosen)
+                continue
+            order = sorted(chosen)
+            try:
                 kept.update(_touched(pattern, [normal[i] for i in order], order, timeout))
-        except TimeoutError:
-            return set(range(len(texts)))
+            except TimeoutError:
+                # Python decides each of these texts, counting its timeouts as before.
+                kept.update(chosen)
         return kept
 
 

@@ -305,7 +305,7 @@ class Prefilter:
             chosen = [chosen[place] for place in places]
             encoded = [encoded[place] for place in places]
             joined = b"\n".join(encoded)
-        found = check.kept(chosen, self._words_in(joined, encoded), timeout * max(1, len(chosen)))
+        found = check.kept(chosen, self._words_in(joined, encoded), timeout)
         kept.update(places[index] for index in found)
         return [hits[place] for place in sorted(kept)]
 
