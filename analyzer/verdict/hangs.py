@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from analyzer.ingest.records import Origin
 from analyzer.rulebook.events import Event, EventKind
@@ -33,6 +33,7 @@ from analyzer.verdict.stall import SilentWorker, Stall, StallCost, StallKind
 
 _MINUTE = timedelta(minutes=1)
 _HOUR = timedelta(hours=1)
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,12 @@ def read_stall(
     if ends is None:
         return StallReading()  # no times: no silence to measure
     live = [w for w in attempt.workers if not _ended(w) and w.own_last is not None]
-    timeouts = _went_on(_timeouts(attempt, policy.hang_evidence), live)
+    # In time order, then by worker: lines of one instant come in another order from a
+    # table than from a file.
+    timeouts = sorted(
+        _went_on(_timeouts(attempt, policy.hang_evidence), live),
+        key=lambda t: (t.event.timestamp or _NO_TIME, t.event.task or ""),
+    )
     silent = [s for w in live if (s := _silent(attempt, w, policy, ends.at)) is not None]
     writing = [w.task for w in live if not _quiet(w, policy, ends.at)]
     kind = _kind(timeouts, silent, writing)
@@ -177,7 +183,10 @@ def _since(
     for timeout in timeouts:
         when = timeout.event.timestamp
         if when is not None:
-            times.append(when - (timeout.waited or timedelta()))
+            try:
+                times.append(when - (timeout.waited or timedelta()))
+            except OverflowError:  # a time near year 1
+                times.append(when)
     return min(times)
 
 
@@ -188,8 +197,8 @@ def _timeouts(attempt: Attempt, rows: Sequence[HangEvidence]) -> list[_Timeout]:
     for event in attempt.events:
         if event.kind is EventKind.WORKER_STARTED and event.timestamp is not None:
             found = [t for t in found if (t.event.timestamp or event.timestamp) > event.timestamp]
-        if event.kind is not EventKind.DETAIL:
-            continue
+        if event.kind is not EventKind.DETAIL or event.timestamp is None:
+            continue  # (a line without a time cannot say since when the job hangs)
         for row in rows:
             if row.detail == event.match.detail:
                 timeout = _timeout(event, row)
@@ -253,7 +262,11 @@ def _timeout_at(
         ),
         timeline.first_seen,
     )
-    return (None if start is None else start + timeout), ("job_spec" if given else "default")
+    source = "job_spec" if given else "default"
+    try:
+        return (None if start is None else start + timeout), source
+    except OverflowError:  # a job's times near year 9999: past what a datetime holds
+        return None, source
 
 
 def _cost(
