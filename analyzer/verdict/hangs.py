@@ -79,36 +79,43 @@ def read_stall(
     if ends is None:
         return StallReading()  # no times: no silence to measure
     live = [w for w in attempt.workers if not _ended(w) and w.own_last is not None]
-    # In time order, then by worker: lines of one instant come in another order from a
-    # table than from a file.
-    timeouts = sorted(
-        _went_on(_timeouts(attempt, policy.hang_evidence), live),
-        key=lambda t: (t.event.timestamp or _NO_TIME, t.event.task or ""),
-    )
+    timeouts = _hang_lines(attempt, policy, live)
     silent = [s for w in live if (s := _silent(attempt, w, policy, ends.at)) is not None]
     writing = [w.task for w in live if not _quiet(w, policy, ends.at)]
     kind = _kind(timeouts, silent, writing)
     if kind is None:
         return StallReading(findings=_untold(timeline, live, ends))
-    since = _since(kind, timeouts, silent, live)
-    collective = next((t.collective for t in timeouts if t.collective), None)
     timeout_at, source = _timeout_at(timeline, policy, spec)
     stall = Stall(
-        since=since,
+        since=_since(kind, timeouts, silent, live),
         kind=kind,
         workers=tuple(silent),
-        evidence=tuple(
-            [t.event.origin for t in timeouts]
-            + [w.last_origin for w in silent if w.last_origin is not None]
-        ),
+        evidence=_evidence(timeouts, silent),
         input_end=ends.at,
         timeout_at=timeout_at,
         timeout_source=source,
         cost_to_timeout=_cost(timeout_at, ends.at, len(attempt.workers), spec),
         waiting=tuple(writing) if kind is not StallKind.ALL_SILENT else (),
-        collective=collective,
+        collective=next((t.collective for t in timeouts if t.collective), None),
     )
     return StallReading(stall, (_stalled_finding(stall, timeouts),))
+
+
+def _hang_lines(
+    attempt: Attempt, policy: StallPolicy, live: Sequence[WorkerTimeline]
+) -> list[_Timeout]:
+    """The attempt's timeouts the job did not go on after, in time order, then by worker
+    (lines of one instant come in another order from a table than from a file)."""
+    return sorted(
+        _went_on(_timeouts(attempt, policy.hang_evidence), live),
+        key=lambda t: (t.event.timestamp or _NO_TIME, t.event.task or ""),
+    )
+
+
+def _evidence(timeouts: Sequence[_Timeout], silent: Sequence[SilentWorker]) -> tuple[Origin, ...]:
+    """The timeout lines, then each silent worker's last line a rule read."""
+    lines = [t.event.origin for t in timeouts]
+    return tuple(lines + [w.last_origin for w in silent if w.last_origin is not None])
 
 
 def threshold(worker: WorkerTimeline, policy: StallPolicy) -> timedelta | None:
