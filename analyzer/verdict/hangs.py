@@ -160,9 +160,10 @@ def _ended(worker: WorkerTimeline) -> bool:
 
 
 def _last_origin(attempt: Attempt, worker: WorkerTimeline) -> Origin | None:
-    """The worker's last line a rule read (its very last line is known only as a time, from
-    its span): the nearest evidence of where it stopped."""
-    own = (e for e in reversed(attempt.events) if e.task == worker.task)
+    """Where the worker's last line is, when a rule read that line (a line no rule reads is
+    known only as a time, from its span): None rather than an earlier line."""
+    last = worker.own_last
+    own = (e for e in reversed(attempt.events) if e.task == worker.task and e.timestamp == last)
     return next((e.origin for e in own), None)
 
 
