@@ -48,6 +48,12 @@ def _without_places(document: dict[str, Any], evidence_of: Any) -> dict[str, Any
         cause = job.get("cause")
         if cause:
             cause["evidence"] = [evidence_of(item) for item in cause["evidence"]]
+        stalled = job.get("stalled")
+        if stalled:
+            stalled["evidence"] = [evidence_of(item) for item in stalled["evidence"]]
+            for worker in stalled["workers"]:
+                if worker["last_evidence"]:
+                    worker["last_evidence"] = evidence_of(worker["last_evidence"])
     for stats in document["inputs"]:
         stats.pop("path")
         stats.pop("format")

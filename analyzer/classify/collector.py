@@ -244,10 +244,20 @@ class _JobAccumulator:
                     mine[vm] = span
 
 
+def _summary_span(span: SpanSummary) -> _Span:
+    """The span of a query engine's row (timed): its minutes when the query gave them."""
+    assert span.first is not None and span.last is not None
+    minutes = span.minutes.copy() if span.minutes is not None else None
+    return _Span(span.first, span.last, span.records, minutes)
+
+
 def _minute_of(when: datetime) -> tuple[datetime, datetime]:
     """The minute ``when`` falls in, as its start and the next minute's (_Span.lo, hi)."""
     start = when.replace(second=0, microsecond=0)
-    return start, start + _MINUTE
+    try:
+        return start, start + _MINUTE
+    except OverflowError:  # the last minute of year 9999: no later one
+        return start, datetime.max.replace(tzinfo=when.tzinfo)
 
 
 def _event_order(event: Event) -> tuple[bool, datetime, str, int]:
@@ -726,9 +736,9 @@ class Collector:
             per_vm = acc.spans.setdefault(span.task, {})
             known = per_vm.get(span.vm)
             if known is None:
-                per_vm[span.vm] = _Span(span.first, span.last, span.records)
+                per_vm[span.vm] = _summary_span(span)
             else:  # a trial label without a job id: grouped with the job's own records
-                known.absorb(_Span(span.first, span.last, span.records))
+                known.absorb(_summary_span(span))
         for event in events:
             group = job_group(event.job_id, event.trial)
             local.setdefault(group, _JobAccumulator()).events.append(event)

@@ -56,3 +56,5 @@ class SpanSummary:
     first: datetime | None
     last: datetime | None
     records: int
+    # The minutes its records fell in (None: the engine gave none).
+    minutes: MinuteMap | None = None

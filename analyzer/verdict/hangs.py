@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from analyzer.ingest.records import Origin
 from analyzer.rulebook.events import Event, EventKind
@@ -33,6 +33,7 @@ from analyzer.verdict.stall import SilentWorker, Stall, StallCost, StallKind
 
 _MINUTE = timedelta(minutes=1)
 _HOUR = timedelta(hours=1)
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,46 +75,51 @@ def read_stall(
     if not running or not timeline.attempts:
         return StallReading()
     attempt = timeline.attempts[-1]
-    ends = _input_end(timeline, end)
+    ends = end or (InputEnd(timeline.last_seen) if timeline.last_seen else None)
     if ends is None:
         return StallReading()  # no times: no silence to measure
     live = [w for w in attempt.workers if not _ended(w) and w.own_last is not None]
-    timeouts = _went_on(_timeouts(attempt, policy.hang_evidence), live)
+    timeouts = _hang_lines(attempt, policy, live)
     silent = [s for w in live if (s := _silent(attempt, w, policy, ends.at)) is not None]
     writing = [w.task for w in live if not _quiet(w, policy, ends.at)]
     kind = _kind(timeouts, silent, writing)
     if kind is None:
         return StallReading(findings=_untold(timeline, live, ends))
-    since = _since(kind, timeouts, silent, live)
-    collective = next((t.collective for t in timeouts if t.collective), None)
     timeout_at, source = _timeout_at(timeline, policy, spec)
     if timeout_at is not None and timeout_at <= ends.at:
         # The platform stops a job at its scheduling.timeout (platform.md section 2): by the
         # input's end this one was no longer running, hung or not.
         return StallReading()
     stall = Stall(
-        since=since,
+        since=_since(kind, timeouts, silent, live),
         kind=kind,
         workers=tuple(silent),
-        evidence=tuple(
-            [t.event.origin for t in timeouts]
-            + [w.last_origin for w in silent if w.last_origin is not None]
-        ),
+        evidence=_evidence(timeouts, silent),
         input_end=ends.at,
         timeout_at=timeout_at,
         timeout_source=source,
         cost_to_timeout=_cost(timeout_at, ends.at, len(attempt.workers), spec),
         waiting=tuple(writing) if kind is not StallKind.ALL_SILENT else (),
-        collective=collective,
+        collective=next((t.collective for t in timeouts if t.collective), None),
     )
     return StallReading(stall, (_stalled_finding(stall, timeouts),))
 
 
-def _input_end(timeline: JobTimeline, end: InputEnd | None) -> InputEnd | None:
-    """``end``, else the job's own last line (None when it has no time)."""
-    if end is not None:
-        return end
-    return InputEnd(timeline.last_seen) if timeline.last_seen is not None else None
+def _hang_lines(
+    attempt: Attempt, policy: StallPolicy, live: Sequence[WorkerTimeline]
+) -> list[_Timeout]:
+    """The attempt's timeouts the job did not go on after, in time order, then by worker
+    (lines of one instant come in another order from a table than from a file)."""
+    return sorted(
+        _went_on(_timeouts(attempt, policy.hang_evidence), live),
+        key=lambda t: (t.event.timestamp or _NO_TIME, t.event.task or ""),
+    )
+
+
+def _evidence(timeouts: Sequence[_Timeout], silent: Sequence[SilentWorker]) -> tuple[Origin, ...]:
+    """The timeout lines, then each silent worker's last line a rule read."""
+    lines = [t.event.origin for t in timeouts]
+    return tuple(lines + [w.last_origin for w in silent if w.last_origin is not None])
 
 
 def threshold(worker: WorkerTimeline, policy: StallPolicy) -> timedelta | None:
@@ -158,9 +164,10 @@ def _ended(worker: WorkerTimeline) -> bool:
 
 
 def _last_origin(attempt: Attempt, worker: WorkerTimeline) -> Origin | None:
-    """The worker's last line a rule read (its very last line is known only as a time, from
-    its span): the nearest evidence of where it stopped."""
-    own = (e for e in reversed(attempt.events) if e.task == worker.task)
+    """Where the worker's last line is, when a rule read that line (a line no rule reads is
+    known only as a time, from its span): None rather than an earlier line."""
+    last = worker.own_last
+    own = (e for e in reversed(attempt.events) if e.task == worker.task and e.timestamp == last)
     return next((e.origin for e in own), None)
 
 
@@ -188,7 +195,10 @@ def _since(
     for timeout in timeouts:
         when = timeout.event.timestamp
         if when is not None:
-            times.append(when - (timeout.waited or timedelta()))
+            try:
+                times.append(when - (timeout.waited or timedelta()))
+            except OverflowError:  # a time near year 1
+                times.append(when)
     return min(times)
 
 
@@ -199,8 +209,8 @@ def _timeouts(attempt: Attempt, rows: Sequence[HangEvidence]) -> list[_Timeout]:
     for event in attempt.events:
         if event.kind is EventKind.WORKER_STARTED and event.timestamp is not None:
             found = [t for t in found if (t.event.timestamp or event.timestamp) > event.timestamp]
-        if event.kind is not EventKind.DETAIL:
-            continue
+        if event.kind is not EventKind.DETAIL or event.timestamp is None:
+            continue  # (a line without a time cannot say since when the job hangs)
         for row in rows:
             if row.detail == event.match.detail:
                 timeout = _timeout(event, row)
@@ -264,7 +274,11 @@ def _timeout_at(
         ),
         timeline.first_seen,
     )
-    return (None if start is None else start + timeout), ("job_spec" if given else "default")
+    source = "job_spec" if given else "default"
+    try:
+        return (None if start is None else start + timeout), source
+    except OverflowError:  # a job's times near year 9999: past what a datetime holds
+        return None, source
 
 
 def _cost(

@@ -202,10 +202,15 @@ def candidate_query(
 
 def span_query(ref: TableRef, adapter: Adapter, info: TableInfo, jobs: Sequence[str] = ()) -> str:
     """Query B: first and last time and count per job, trial, task and VM of every entry
-    that is a record (``skip`` NULL), and the count of the others by why they are not."""
+    that is a record (``skip`` NULL), and the count of the others by why they are not; and
+    the minutes (since the epoch) they fell in, each worker's rhythm (issue 30,
+    analyzer.classify.minutes: the same minutes a file gives)."""
     return (
         "SELECT job, trial, task, vm, skip, other_resource,\n"
-        "  MIN(time) AS first, MAX(time) AS last, COUNT(*) AS records\n"
+        "  MIN(time) AS first, MAX(time) AS last, COUNT(*) AS records,\n"
+        # (As text: STRING_AGG leaves out an untimed entry's NULL in every engine.)
+        "  STRING_AGG(DISTINCT CAST(DIV(UNIX_SECONDS(TIMESTAMP_TRUNC(time, MINUTE)), 60)"
+        " AS STRING), ',') AS minutes\n"
         "FROM (\n"
         f"{_entries(ref, adapter, info, jobs)}\n"
         ")\n"

@@ -14,6 +14,7 @@ from typing import Any
 
 from analyzer.classify.collector import Collector
 from analyzer.classify.joblog import SpanSummary
+from analyzer.classify.minutes import MinuteMap
 from analyzer.engines.bigquery.cost import (
     DEFAULT_MAX_BYTES,
     check_estimate,
@@ -131,7 +132,19 @@ def _spans(rows: Iterator[Mapping[str, Any]], stats: InputStats) -> Iterator[Spa
             row["first"],
             row["last"],
             count,
+            _minutes(row.get("minutes")),
         )
+
+
+def _minutes(found: Any) -> MinuteMap | None:
+    """The minutes of a span row, ``"28502400,28502401"`` (None: a row without them)."""
+    minutes = MinuteMap()
+    if found is None:
+        return minutes  # every entry untimed: no minute, as a file's span has none
+    for minute in str(found).split(","):
+        if minute:
+            minutes.add(int(minute))
+    return minutes
 
 
 def _events(

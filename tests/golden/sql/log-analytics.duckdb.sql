@@ -14,7 +14,13 @@ SELECT
   other_resource,
   MIN(time) AS first,
   MAX(time) AS last,
-  COUNT(*) AS records
+  COUNT(*) AS records,
+  LISTAGG(
+    
+      DISTINCT CAST(CAST(EPOCH(DATE_TRUNC('MINUTE', time)) AS BIGINT) // 60 AS TEXT),
+      ','
+    
+  ) AS minutes
 FROM (
   SELECT
     '_AllLogs' AS tbl,

@@ -5,7 +5,8 @@
 
 -- Query B: first, last and count per job, trial, task and VM
 SELECT job, trial, task, vm, skip, other_resource,
-  MIN(time) AS first, MAX(time) AS last, COUNT(*) AS records
+  MIN(time) AS first, MAX(time) AS last, COUNT(*) AS records,
+  STRING_AGG(DISTINCT CAST(DIV(UNIX_SECONDS(TIMESTAMP_TRUNC(time, MINUTE)), 60) AS STRING), ',') AS minutes
 FROM (
   SELECT
     'ml_googleapis_com_JOB_20240101' AS tbl,
