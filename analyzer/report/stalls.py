@@ -92,7 +92,7 @@ def stall_facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
         waits = f"in {collective_words(stall.collective)}" if stall.collective else "still writing"
         facts.append(("waiting", f"{', '.join(stall.waiting)} ({waits})"))
     elif stall.collective:
-        facts.append(("waiting", f"{collective_words(stall.collective)} timed out"))
+        facts.append(("timed out", collective_words(stall.collective)))
     facts.append(("timeout", timeout_phrase(stall)))
     if stall.cost_to_timeout is not None:
         facts.append(("cost", cost_phrase(stall.cost_to_timeout)))
