@@ -28,7 +28,7 @@ CASES = [
     ),
     (
         ["diagnose", "--fail-on=sometimes", SAMPLE],
-        "--fail-on: 'sometimes' is not one of failed, not-succeeded, retried, never",
+        "--fail-on: 'sometimes' is not one of failed, not-succeeded, retried, stalled, never",
     ),
     (["explain", "--lang", "fr", "Job failed."], "--lang: 'fr' is not one of en, ja, he"),
     (["report", "-f", "pdf", SAMPLE], "--format: 'pdf' is not one of html, markdown, csv, json"),

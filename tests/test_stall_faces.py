@@ -122,7 +122,7 @@ def test_the_verdict_says_since_when_and_who(one: Analysis, job_id: str) -> None
     assert "stalled" not in healthy and "RUNNING (predicted)" in healthy
 
 
-def test_the_text_report_has_a_stall_section(one: Analysis, straggler: Path) -> None:
+def test_the_text_report_has_a_stall_section(one: Analysis) -> None:
     stall = _stalled(one).stalled
     assert stall is not None and stall.cost_to_timeout is not None
     lines = _plain(one).splitlines()
@@ -131,11 +131,9 @@ def test_the_text_report_has_a_stall_section(one: Analysis, straggler: Path) -> 
         "since 2024-05-02 07:41:32 UTC (some workers silent while the others still write); the"
         " input ends 2024-05-02 08:32:01 UTC"
     )
-    # The very last line is known as a time; the last a rule read is cited with its text.
+    # Its last line matched no rule: it is known as a time.
     assert labelled["silent"] == (
-        f"{SILENT} for 50 min (its rhythm allows 30 min), last line 2024-05-02 07:41:32; the"
-        f" last a rule read, 2024-05-02 07:29:40 at {straggler}:861: Saving checkpoint to"
-        " gs://acme-ml-prod-vertex/checkpoints/ckpt-12000"
+        f"{SILENT} for 50 min (its rhythm allows 30 min), last line 2024-05-02 07:41:32"
     )
     assert labelled["waiting"] == f"{', '.join(WAITING)} (still writing)"
     assert labelled["timeout"] == (
@@ -146,8 +144,7 @@ def test_the_text_report_has_a_stall_section(one: Analysis, straggler: Path) -> 
         "278.4 machine-hours and 556.8 accelerator-hours (NVIDIA_TESLA_A100) in the 69.6 h"
         " left to the timeout"
     )
-    # Its last line is cited once, in its "silent" line, not again as evidence.
-    assert sum(f"{straggler}:861" in line for line in lines) == 1
+    assert "evidence" not in labelled  # no line a rule read shows this hang
 
 
 @pytest.mark.parametrize("width", [80, 200])

@@ -54,19 +54,15 @@ def _events(diagnosis: Diagnosis) -> dict[Origin, Event]:
 
 
 def _last_line(worker: SilentWorker, events: dict[Origin, Event]) -> str:
-    """When the worker wrote last and, where known, its last line a rule read (the verdict
-    knows the very last line only as a time): the nearest line to where it stopped."""
+    """When the worker wrote last, and where, with its text, when a rule read that line (a
+    line no rule reads is known only as a time)."""
     text = f"last line {clock(worker.last_line)}"
     origin = worker.last_origin
     if origin is None:
         return text
     event = events.get(origin)
-    if event is None:
-        return f"{text}; the last a rule read at {origin}"
-    said = f": {first_line(event.text)}" if event.text.strip() else ""
-    if event.timestamp == worker.last_line:
-        return f"{text} at {origin}{said}"
-    return f"{text}; the last a rule read, {clock(event.timestamp)} at {origin}{said}"
+    said = f": {first_line(event.text)}" if event is not None and event.text.strip() else ""
+    return f"{text} at {origin}{said}"
 
 
 def silent_fact(worker: SilentWorker, events: dict[Origin, Event]) -> str:
@@ -96,7 +92,7 @@ def stall_facts(diagnosis: Diagnosis) -> list[tuple[str, str]]:
         waits = f"in {collective_words(stall.collective)}" if stall.collective else "still writing"
         facts.append(("waiting", f"{', '.join(stall.waiting)} ({waits})"))
     elif stall.collective:
-        facts.append(("waiting", f"{collective_words(stall.collective)} timed out"))
+        facts.append(("timed out", collective_words(stall.collective)))
     facts.append(("timeout", timeout_phrase(stall)))
     if stall.cost_to_timeout is not None:
         facts.append(("cost", cost_phrase(stall.cost_to_timeout)))

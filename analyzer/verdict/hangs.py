@@ -75,7 +75,7 @@ def read_stall(
     if not running or not timeline.attempts:
         return StallReading()
     attempt = timeline.attempts[-1]
-    ends = _input_end(timeline, end)
+    ends = end or (InputEnd(timeline.last_seen) if timeline.last_seen else None)
     if ends is None:
         return StallReading()  # no times: no silence to measure
     live = [w for w in attempt.workers if not _ended(w) and w.own_last is not None]
@@ -103,13 +103,6 @@ def read_stall(
         collective=next((t.collective for t in timeouts if t.collective), None),
     )
     return StallReading(stall, (_stalled_finding(stall, timeouts),))
-
-
-def _input_end(timeline: JobTimeline, end: InputEnd | None) -> InputEnd | None:
-    """``end``, else the job's own last line (None when it has no time)."""
-    if end is not None:
-        return end
-    return InputEnd(timeline.last_seen) if timeline.last_seen is not None else None
 
 
 def _hang_lines(
