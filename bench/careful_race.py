@@ -31,7 +31,7 @@ def variant_names() -> list[str]:
     """The variants ``careful_variants.py`` defines, in its order."""
     sys.path.insert(0, str(BASELINES))
     try:
-        import careful_variants
+        import careful_variants  # type: ignore[import-not-found]
     finally:
         sys.path.remove(str(BASELINES))
     return list(careful_variants.VARIANTS)
