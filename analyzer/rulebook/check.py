@@ -238,8 +238,8 @@ def native_notes(rule: Rule) -> list[Problem]:
 
 
 def _native_misses(rule: Rule) -> list[Problem]:
-    """An error for each match example the block search leaves out (it must keep every text
-    a rule matches), searched among neighbours it could run into."""
+    """An error for each match example the rule matches that the block search leaves out (it
+    must keep every text a rule matches), searched among neighbours it could run into."""
     if any(not template.literals for template in rule.templates):
         return []
     prefilter = Prefilter(
@@ -248,6 +248,11 @@ def _native_misses(rule: Rule) -> list[Problem]:
     )
     problems: list[Problem] = []
     for example in rule.match_examples:
+        try:
+            if not _find(rule, example.text):
+                continue  # an example the rule does not match: run_examples says so
+        except MatchTimeout:
+            continue
         texts = ["x", example.text, " \n", example.text + "\n", "y"]
         kept = prefilter.confirm(texts, prefilter.select(texts), _EXAMPLE_TIMEOUT)
         if 1 not in kept or 3 not in kept:
