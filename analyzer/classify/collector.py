@@ -152,6 +152,8 @@ class _JobAccumulator:
     first: datetime | None = None
     last: datetime | None = None
     service_records: int = 0
+    # The latest time shown by the inputs this job's lines came from (JobLog.input_end).
+    input_end: datetime | None = None
     # What thinning dropped from ``events`` (analyzer.classify.eventstore); None when nothing was.
     dropped: eventstore.Thinned | None = None
     # Kept events still on disk (a worker's, eventstore.store_kept), each batch with its place
@@ -231,6 +233,7 @@ class _JobAccumulator:
         self.take(other.events, other.dropped, other.stored, other.dropped_stored)
         self.records += other.records
         self.service_records += other.service_records
+        self.input_end = _later(self.input_end, other.input_end)
         for when in (other.first, other.last):
             if when is not None:
                 self.first = when if self.first is None else min(self.first, when)
@@ -382,11 +385,20 @@ def _from_scan(scanned: RangeScan) -> dict[str | None, _JobAccumulator]:
     return local
 
 
+def _later(one: datetime | None, other: datetime | None) -> datetime | None:
+    if one is None or other is None:
+        return one if other is None else other
+    return max(one, other)
+
+
 def _settle(
     local: dict[str | None, _JobAccumulator],
     path: str,
     jobs: dict[tuple[str, str], _JobAccumulator],
 ) -> None:
+    # Every job of this input is silent, if at all, against the input's last time, whichever
+    # job wrote it (issue 30): another input's later lines say nothing of this job's.
+    source_end = max((acc.last for acc in local.values() if acc.last is not None), default=None)
     # A text export has no job id: take it from the console link of the service error. Its
     # trials (legacy stream-logs' trial column) stay apart, and are trials of the job the
     # input names outside them (gcloud's "Job [NAME] submitted", "jobId: NAME").
@@ -394,6 +406,8 @@ def _settle(
     untried = local.get(None)
     named = _linked_job_id(untried) if untried is not None else None
     _split_sdk_jobs(local)
+    for acc in local.values():
+        acc.input_end = _later(acc.input_end, source_end)
     for group in [g for g in local if g is None or not split_job_group(g)[0]]:
         anonymous = local.pop(group)
         trial = None if group is None else split_job_group(group)[1]
@@ -753,11 +767,6 @@ class Collector:
             self._naming.add(stats.path)
         self._stats.setdefault(stats.path, stats)
 
-    def latest_time(self) -> datetime | None:
-        """The latest time any job's record shows (where the inputs end, whichever job wrote
-        it), None when no record has a time."""
-        return max((acc.last for acc in self._jobs.values() if acc.last is not None), default=None)
-
     @property
     def stats(self) -> list[InputStats]:
         """How each input was read, in reading order."""
@@ -870,6 +879,7 @@ class Collector:
             acc.last,
             trial,
             acc.service_records,
+            acc.input_end,
         )
 
 

@@ -43,6 +43,10 @@ class JobLog:
     last_seen: datetime | None
     trial: str | None = None
     service_records: int = 0  # records the service wrote (task "service")
+    # The latest time the inputs holding this job's lines show, whichever job wrote it (a
+    # project sink goes on after a hung job's last line); None when none has a time. Inputs
+    # that hold none of its lines say nothing of its silence (issue 30).
+    input_end: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,9 +54,10 @@ def diagnose_collected(
     ``window``: only the jobs active in it (:func:`within`); ``timelines``: see
     :func:`analyze_sources`; ``processes``: how many diagnose its jobs (None: several when
     they hold many events, :mod:`analyzer.pipeline.diagnosing`); ``now``: the time of a live
-    read, against which a running job's silence is judged (None: the latest time any input
-    shows, whichever job wrote it; :mod:`analyzer.verdict.hangs`). The collector's events are
-    let go as its jobs are diagnosed: it can be diagnosed once."""
+    read, against which a running job's silence is judged (None: for each job, the latest
+    time the inputs holding its lines show, whichever job wrote it; see
+    :mod:`analyzer.verdict.hangs`). The collector's events are let go as its jobs are
+    diagnosed: it can be diagnosed once."""
     from analyzer.pipeline.diagnosing import each_diagnosis
     from analyzer.timeline.attempts import job_timelines
     from analyzer.verdict.hangs import InputEnd
@@ -78,10 +79,10 @@ def diagnose_collected(
     quiet = [f"{path}: no Vertex AI job message in it" for path in unnamed]
     pages = [f"{s.path}: {WEB_TEXT_NOTICE}" for s in stats if s.web_text]
     budget = active_policy.worker_restart_budget
-    # Issue 30: a job is silent against the end of all the inputs (a project sink goes on
-    # after a hung job's last line), or against now for a live read.
-    latest = collector.latest_time()
-    end = InputEnd(now, live=True) if now is not None else InputEnd(latest) if latest else None
+    # Issue 30: a job is silent against the end of the inputs that hold its lines (a project
+    # sink goes on after a hung job's last line; an unrelated export read beside it says
+    # nothing of it), or against now for a live read.
+    live_end = InputEnd(now, live=True) if now is not None else None
 
     # Job by job: each job's events are read back, diagnosed and let go before the next
     # job's are (the collector's logs are built one at a time), so the memory of a run is
@@ -92,6 +93,7 @@ def diagnose_collected(
         if job is not None and log.job_id != job:
             return
         for timeline in job_timelines(log, budget):
+            end = live_end or (InputEnd(log.input_end) if log.input_end else None)
             diagnosis = diagnose_timeline(timeline, active_policy, job_spec, lang, stats, end)
             yield diagnosis if timelines else _without_events(diagnosis)
 

@@ -12,7 +12,8 @@ by default, platform.md section 2). What shows the hang:
 - a line of a detail rule the policy's ``hang_evidence`` names, with no worker started after
   it (:attr:`StallKind.COLLECTIVE_TIMEOUT`).
 
-The input's end is the latest time any input shows (:class:`InputEnd`). A job that ended is
+The input's end is the latest time the inputs holding the job's lines show, whichever job
+wrote it (:class:`InputEnd`). A job that ended is
 never stalled (its state is not RUNNING); a single job's export that stops with its own last
 line cannot show every worker silent, and says so rather than guess.
 """
@@ -38,8 +39,9 @@ _NO_TIME = datetime.min.replace(tzinfo=UTC)
 
 @dataclass(frozen=True, slots=True)
 class InputEnd:
-    """Where the input ends for every job: the latest time any input shows (a project sink
-    goes on after a hung job's last line), or now for a live read (``live``)."""
+    """Where the input ends for a job: the latest time the inputs holding its lines show (a
+    project sink goes on after a hung job's last line; an unrelated export read beside it says
+    nothing of it), or now for a live read (``live``)."""
 
     at: datetime
     live: bool = False

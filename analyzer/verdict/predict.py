@@ -1233,7 +1233,7 @@ def diagnose_timeline(
     settings, names machine types in the advice, and is compared with the prediction; it is
     ignored when it describes another job. ``inputs``: what was read of each input (a cut,
     its format), for the notes on what the input lacks of the job. ``end``: where the
-    inputs end (the latest time any shows, or now for a live read), against which a running
+    inputs holding its lines end (or now for a live read), against which a running
     job's silence is a stall (:mod:`analyzer.verdict.hangs`); None: at this job's last line.
     """
     if spec is not None and not spec.applies_to(timeline.job_id):
