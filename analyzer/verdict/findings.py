@@ -135,7 +135,7 @@ FIELDS: Mapping[FindingKind, frozenset[str]] = {
             "reporter",
         }
     ),
-    FindingKind.STALL_UNTOLD: frozenset({"why"}),
+    FindingKind.STALL_UNTOLD: frozenset({"why", "collective"}),
     FindingKind.FRAMES_NOT_KEPT: frozenset({"type", "frames", "count"}),
     FindingKind.FATE: frozenset(
         {"why", "refusal", "message", "origin", "allowed", "observed", "category"}

@@ -316,6 +316,57 @@ def _untold(
     return ()
 
 
+def unknown_state_timeout(timeline: JobTimeline, policy: StallPolicy) -> tuple[Finding, ...]:
+    """A hang-evidence line in a job whose state no line tells (a paste of the watchdog's
+    lines alone): nothing after it shows the job ending or going on, so neither a stall nor a
+    failure can be said. The platform bills a hung job until its scheduling.timeout
+    (platform.md section 2), while a watchdog that takes the process down ends it: the finding
+    says which lines would tell the two apart rather than guess."""
+    if not timeline.attempts:
+        return ()
+    last: _Timeout | None = None
+    for event in timeline.attempts[-1].events:
+        if event.kind in _ENDS:
+            last = None  # the timeout was not the last word: the job or a worker went on
+        elif event.kind is EventKind.DETAIL:
+            last = _hang_line(event, policy.hang_evidence) or last
+    if last is None:
+        return ()
+    collective = collective_words(last.collective)
+    return (
+        finding(
+            FindingKind.STALL_UNTOLD,
+            Provenance.USER,
+            why="timeout-state-unknown",
+            collective=collective[0].upper() + collective[1:],
+        ),
+    )
+
+
+def _hang_line(event: Event, rows: Sequence[HangEvidence]) -> _Timeout | None:
+    """``event`` as hang evidence (the first row of its detail that takes it), else None."""
+    for row in rows:
+        if row.detail == event.match.detail and (timeout := _timeout(event, row)) is not None:
+            return timeout
+    return None
+
+
+# What ends a job or a worker after a timeout line: then the timeout was not a hang's last word.
+_ENDS = frozenset(
+    {
+        EventKind.WORKER_EXITED,
+        EventKind.JOB_FAILED,
+        EventKind.JOB_SUCCEEDED,
+        EventKind.JOB_CANCELLED,
+        EventKind.RETRIES_EXHAUSTED,
+        EventKind.ERROR,
+        EventKind.EXCEPTION,
+        EventKind.TEARDOWN,
+        EventKind.JOB_STATE,
+    }
+)
+
+
 def _stalled_finding(stall: Stall, timeouts: Sequence[_Timeout]) -> Finding:
     first = stall.workers[0] if stall.workers else None
     reporter = next((t.event.task for t in timeouts if t.event.task), None)

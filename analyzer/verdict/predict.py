@@ -74,7 +74,7 @@ from analyzer.verdict.findings_job import (
     sdk_state_only,
     strongest,
 )
-from analyzer.verdict.hangs import InputEnd, read_stall
+from analyzer.verdict.hangs import InputEnd, StallReading, read_stall, unknown_state_timeout
 from analyzer.verdict.jobspec import JobSpec
 from analyzer.verdict.policy import RetryPolicy
 from analyzer.verdict.rootcause import deepen, find_death
@@ -1249,6 +1249,9 @@ def diagnose_timeline(
     error = recorded_error(timeline) if cause is None and state is JobState.FAILED else None
     facts = _advice_facts(timeline, verdicts, cause, state, spec, error)
     hang = read_stall(timeline, state is JobState.RUNNING, policy.stall, end, spec)
+    if state is JobState.UNSPECIFIED:
+        # A watchdog's lines alone: neither a stall nor a failure can be said (hangs).
+        hang = StallReading(findings=unknown_state_timeout(timeline, policy.stall))
     stalled = [f for f in hang.findings if f.kind is FindingKind.STALLED]
     found = _job_findings(timeline, facts, fate, policy, stalled)
     evidence = _Evidence(
