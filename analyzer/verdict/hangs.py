@@ -324,11 +324,15 @@ def unknown_state_timeout(timeline: JobTimeline, policy: StallPolicy) -> tuple[F
     says which lines would tell the two apart rather than guess."""
     if not timeline.attempts:
         return ()
+    events = timeline.attempts[-1].events
+    # A line that ends the process (an exception, an exit) may itself name the timeout
+    # ("DistBackendError: NCCL communicator was aborted"): then it is an end, not a hang.
+    ending = {e.origin for e in events if e.kind in _ENDS}
     last: _Timeout | None = None
-    for event in timeline.attempts[-1].events:
+    for event in events:
         if event.kind in _ENDS:
             last = None  # the timeout was not the last word: the job or a worker went on
-        elif event.kind is EventKind.DETAIL:
+        elif event.kind is EventKind.DETAIL and event.origin not in ending:
             last = _hang_line(event, policy.hang_evidence) or last
     if last is None:
         return ()

@@ -1219,6 +1219,20 @@ def _work_notes(timeline: JobTimeline, works: list[AttemptWork]) -> list[Finding
     return found
 
 
+def _hang(
+    timeline: JobTimeline,
+    state: JobState,
+    policy: RetryPolicy,
+    end: InputEnd | None,
+    spec: JobSpec | None,
+) -> StallReading:
+    """What the job's lines say of a hang: a RUNNING job's stall, or, when no line tells the
+    state, what a timeout alone cannot tell (analyzer.verdict.hangs)."""
+    if state is JobState.UNSPECIFIED:
+        return StallReading(findings=unknown_state_timeout(timeline, policy.stall))
+    return read_stall(timeline, state is JobState.RUNNING, policy.stall, end, spec)
+
+
 def diagnose_timeline(
     timeline: JobTimeline,
     policy: RetryPolicy,
@@ -1248,10 +1262,7 @@ def diagnose_timeline(
     state = fate.state
     error = recorded_error(timeline) if cause is None and state is JobState.FAILED else None
     facts = _advice_facts(timeline, verdicts, cause, state, spec, error)
-    hang = read_stall(timeline, state is JobState.RUNNING, policy.stall, end, spec)
-    if state is JobState.UNSPECIFIED:
-        # A watchdog's lines alone: neither a stall nor a failure can be said (hangs).
-        hang = StallReading(findings=unknown_state_timeout(timeline, policy.stall))
+    hang = _hang(timeline, state, policy, end, spec)
     stalled = [f for f in hang.findings if f.kind is FindingKind.STALLED]
     found = _job_findings(timeline, facts, fate, policy, stalled)
     evidence = _Evidence(
