@@ -107,7 +107,10 @@ def read_explorer_csv(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord
         elif short is not None:
             yield from _row(paths or [], *short, stats)
     except csv.Error:
-        # A cell beyond the size limit, or broken quoting: that row and the rest are skipped.
+        # A cell beyond the size limit, or broken quoting: that row and the rest are skipped;
+        # a short row still waiting for the next one is read as it is (its lines counted).
+        if short is not None:
+            yield from _row(paths or [], *short, stats)
         for _ in physical:
             pass
         stats.skip(BAD_CSV, stats.lines - consumed)
