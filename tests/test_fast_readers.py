@@ -14,6 +14,7 @@ import itertools
 import json
 import random
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -147,11 +148,22 @@ STREAM_VARIANTS: dict[str, Callable[[str], bytes]] = {
     "no-final-newline": lambda t: t.rstrip("\n").encode(),
     "damaged": _damaged,
 }
+
+
+def _spread(scenario: str, variant: str) -> bool:
+    """Whether a variant of a serialisation runs on ``scenario``: every scenario as written,
+    and each other variant on every second scenario, a different half for each variant (a
+    stable hash), so that every scenario meets most variants and every variant meets half the
+    scenarios, at half the cost of the whole product (the suite's five minutes)."""
+    return variant == "as-written" or zlib.crc32(f"{scenario}/{variant}".encode()) % 2 == 0
+
+
 STREAM_CASES = [
     (scenario, variant)
     for scenario in sorted(SCENARIOS)
     if len(expected(scenario)) == 1  # a stream-logs text is one job's
     for variant in STREAM_VARIANTS
+    if _spread(scenario, variant)
 ]
 
 
@@ -326,7 +338,7 @@ JSON_CASES = [
     for scenario in sorted(SCENARIOS)
     for fmt in ("gcloud-json", "explorer-json")
     for variant in JSON_VARIANTS
-    if fmt == "gcloud-json" or variant == "as-written"
+    if (fmt == "gcloud-json" or variant == "as-written") and _spread(scenario, variant)
 ]
 
 
