@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -239,8 +239,7 @@ def _read_policy(path: Path | None) -> RetryPolicy:
         raise fail("", "the policy must be a mapping of settings")
     for key in data:
         if key not in _KEYS:
-            hint = difflib.get_close_matches(str(key), _KEYS, n=1)
-            suggestion = f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(_KEYS)}"
+            suggestion = _hint(key, _KEYS, f"; known: {', '.join(_KEYS)}")
             raise fail(str(key), f"unknown setting {key!r}{suggestion}")
     for key in _KEYS:
         if key not in data and key not in _OPTIONAL:
@@ -258,9 +257,7 @@ def _read_policy(path: Path | None) -> RetryPolicy:
     names = [c.value for c in Category]
     for name, value in raw_attempts.items():
         if name not in names:
-            hint = difflib.get_close_matches(str(name), names, n=1)
-            suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
-            raise fail(f"max_attempts.{name}", f"unknown category {name!r}{suggestion}")
+            raise fail(f"max_attempts.{name}", f"unknown category {name!r}{_hint(name, names)}")
         attempts[Category(name)] = count(f"max_attempts.{name}", value, 1)
     codes = data["transient_exit_codes"]
     if not isinstance(codes, list):
@@ -275,6 +272,12 @@ def _read_policy(path: Path | None) -> RetryPolicy:
     )
 
 
+def _hint(name: object, known: Sequence[str], otherwise: str = "") -> str:
+    """``; did you mean 'x'?`` for the known setting closest to a misspelt ``name``."""
+    close = difflib.get_close_matches(str(name), known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else otherwise
+
+
 def _stall_or_builtin(data: dict[str, Any], fail: Callable[[str, str], PolicyError]) -> StallPolicy:
     """The file's ``stall`` section, or the built-in one's when the file has none."""
     return _stall_policy(data["stall"], fail) if "stall" in data else _builtin_policy().stall
@@ -286,9 +289,7 @@ def _stall_policy(raw: Any, fail: Callable[[str, str], PolicyError]) -> StallPol
         raise fail("stall", "stall must be a mapping of settings")
     for key in raw:
         if key not in _STALL_KEYS:
-            hint = difflib.get_close_matches(str(key), _STALL_KEYS, n=1)
-            suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
-            raise fail(f"stall.{key}", f"unknown setting stall.{key}{suggestion}")
+            raise fail(f"stall.{key}", f"unknown setting stall.{key}{_hint(key, _STALL_KEYS)}")
     for key in _STALL_KEYS:
         if key not in raw:
             raise fail(

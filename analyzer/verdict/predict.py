@@ -913,8 +913,6 @@ def cause_detail(evidence: _Evidence) -> list[Finding]:
     ]
 
 
-# The facts the notes are chosen from, each found once per job (the order found; the notes'
-# order is the rows').
 def frames_not_kept(evidence: _Evidence) -> list[Finding]:
     """A traceback longer than jobdoctor keeps (a runaway recursion pasted whole): the frames
     its exception is named from are its first, its last and the user's, the others counted
@@ -935,6 +933,8 @@ def frames_not_kept(evidence: _Evidence) -> list[Finding]:
     ]
 
 
+# The facts the notes are chosen from, each found once per job (the order found; the notes'
+# order is the rows').
 _NOTE_FACTS: tuple[Callable[[_Evidence], list[Finding]], ...] = (
     other_service_lines,
     other_jobs_lines,
