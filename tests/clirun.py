@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -52,3 +53,31 @@ def modules_loaded(
         env=env,
     )
     return set(done.stderr.split()), done.stdout, done.stderr
+
+
+# A small interpreter runs the CLI and reports its children's peak: measured from the test
+# process itself, the child's peak would include the test process's memory, copied at the fork.
+_PEAK = """
+import pathlib, resource, subprocess, sys
+done = subprocess.run([sys.executable, "-m", "analyzer", *sys.argv[2:]])
+pathlib.Path(sys.argv[1]).write_text(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(done.returncode)
+"""
+
+
+def peak_rss(
+    args: Sequence[str], env: dict[str, str] | None = None, timeout: float = 600
+) -> tuple[int, bytes]:
+    """``jobdoctor ARGS`` in a fresh process: its peak RSS in bytes (with the workers it
+    waited for) and its stdout. A nonzero exit fails the test with its stderr."""
+    with tempfile.TemporaryDirectory() as folder:
+        peak = Path(folder) / "peak"
+        done = subprocess.run(
+            [sys.executable, "-c", _PEAK, str(peak), *args],
+            capture_output=True,
+            env=env,
+            cwd=Path(__file__).resolve().parents[1],
+            timeout=timeout,
+        )
+        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        return int(peak.read_text()) * 1024, done.stdout

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 import tracemalloc
 from pathlib import Path
 
@@ -30,41 +28,25 @@ from analyzer.classify.tracebacks import (
     user_frame,
 )
 from tests import hostile_inputs
+from tests.clirun import peak_rss
 
-ROOT = Path(__file__).resolve().parents[1]
 # Peak RSS of the process that diagnoses, whatever the traceback's length (issue 31.8).
 PEAK_BYTES = 64 << 20
 # Most frames that can be kept of one traceback: head, tail, the user's, the packages' last,
 # the entry point's.
 MOST_KEPT = HEAD_FRAMES + TAIL_FRAMES + 50 + 4 + 1
 
+
 # Runs ``jobdoctor diagnose PATH --format json`` and prints its output and its peak RSS (the
 # largest of it and its workers: the children of this wrapper only).
-_MEASURE = """
-import json, resource, subprocess, sys
-done = subprocess.run([sys.executable, "-m", "analyzer", "diagnose", sys.argv[1], "--format",
-                       "json"], capture_output=True, text=True, check=True)
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-print(json.dumps({"peak": peak, "out": json.loads(done.stdout)}))
-"""
-
-
 def _diagnosed(path: Path) -> dict[str, object]:
     """``jobdoctor diagnose`` of ``path`` in a fresh process: its peak RSS (with any
     workers'), the cause's exception type, the notes."""
-    done = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(path)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    found = json.loads(done.stdout)
-    (job,) = found["out"]["jobs"]
+    peak, out = peak_rss(["diagnose", str(path), "--format", "json"], timeout=300)
+    (job,) = json.loads(out)["jobs"]
     cause = job["cause"]
     exception = cause["exception"]["type"] if cause and cause["exception"] else None
-    return {"peak": found["peak"], "exception": exception, "notes": job["notes"]}
+    return {"peak": peak, "exception": exception, "notes": job["notes"]}
 
 
 def _not_kept_note(notes: object, frames: int) -> str:

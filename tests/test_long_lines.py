@@ -12,8 +12,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from analyzer.ingest.lines import LONG_LINE, LONGEST_LINE
 from analyzer.ingest.sources import StreamSource
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import simulate, write
+from tests.clirun import peak_rss
 from tests.test_every_shape import _verdicts
 from tests.test_fast_readers import _analysis, _streamed, small_ranges  # noqa: F401
 
@@ -124,25 +123,6 @@ def test_the_text_report_names_the_line(tmp_path: Path) -> None:
 _BIG = 60 << 20  # a line of 60 MB: 240-360 MB of memory to hold before
 
 
-def _peak_rss_mb(args: list[str], env: dict[str, str]) -> tuple[int, bytes]:
-    code = (
-        "import sys\nfrom analyzer.cli.console import main\n"
-        "sys.argv[:] = ['jobdoctor', *sys.argv[1:]]\nmain()"
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=Path(__file__).resolve().parents[1],
-    )
-    assert process.stdout is not None
-    out = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return usage.ru_maxrss // 1024, out  # the child and the workers it waited for
-
-
 @pytest.mark.parametrize("fmt", ["jsonl", "stream-logs"])
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_huge_line_costs_no_memory(fmt: str, jobs: str, tmp_path: Path) -> None:
@@ -158,11 +138,11 @@ def test_a_huge_line_costs_no_memory(fmt: str, jobs: str, tmp_path: Path) -> Non
     path = tmp_path / f"huge.{fmt}"
     path.write_bytes(b"\n".join([*lines[:6], long, *lines[6:]]))
     env = {**os.environ, "JOBDOCTOR_JOBS": jobs}
-    base, _ = _peak_rss_mb(["diagnose", str(small), "--format", "json"], env)
-    peak, out = _peak_rss_mb(["diagnose", str(path), "--format", "json"], env)
+    base, _ = peak_rss(["diagnose", str(small), "--format", "json"], env)
+    peak, out = peak_rss(["diagnose", str(path), "--format", "json"], env)
     assert json.loads(out)["inputs"][0]["long_lines"] == [7]
     # Held whole, the line alone would be 60 MB, and its copies several times that.
-    assert peak < base + 24, (base, peak)
+    assert peak < base + (24 << 20), (base, peak)
 
 
 @pytest.mark.usefixtures("small_ranges")

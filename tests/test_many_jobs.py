@@ -9,37 +9,19 @@ one job, must stay under :data:`BYTES_PER_JOB` a job: about twice what it takes 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from tests import hostile_inputs
+from tests.clirun import peak_rss
 
-ROOT = Path(__file__).resolve().parents[1]
 BYTES_PER_JOB = 6 << 10
 JOBS = 6_000
-
-_MEASURE = """
-import resource, subprocess, sys
-done = subprocess.run([sys.executable, "-m", "analyzer", "diagnose", sys.argv[1], "-q"],
-                      capture_output=True, text=True)
-assert done.returncode == 0, done.stderr
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, len(done.stdout.splitlines()))
-"""
 
 
 def _peak(path: Path) -> tuple[int, int]:
     """The peak RSS of ``jobdoctor diagnose PATH -q`` (with any workers') and its lines."""
-    done = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(path)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        timeout=600,
-    )
-    peak, lines = done.stdout.split()
-    return int(peak), int(lines)
+    peak, out = peak_rss(["diagnose", str(path), "-q"])
+    return peak, len(out.splitlines())
 
 
 def test_memory_per_job_is_bounded(tmp_path: Path) -> None:
