@@ -83,6 +83,19 @@ def _job(*worker: str) -> list[str]:
     ]
 
 
+def _dies_at_start(exception: str, at: int) -> list[str]:
+    """A one-worker job whose worker dies ``at`` seconds in with ``exception`` (a traceback's
+    last line), then fails."""
+    return [
+        _entry("service", "Job is running.", 30),
+        *_started("workerpool0-0", 10),
+        _entry("workerpool0-0", "Traceback (most recent call last):", at, "ERROR"),
+        _entry("workerpool0-0", exception, at, "ERROR"),
+        _exit("workerpool0-0", 1, at + 5),
+        _entry("service", "Job failed.", at + 60),
+    ]
+
+
 def test_a_watchdog_timeout_that_kills_the_job_is_a_failure_with_that_detail(
     tmp_path: Path,
 ) -> None:
@@ -143,21 +156,11 @@ def test_the_rank_that_failed_first_is_the_root_and_the_timeout_its_echo(tmp_pat
 
 def test_a_store_that_timed_out_at_start_up_is_a_rendezvous_timeout(tmp_path: Path) -> None:
     # OpenRLHF/OpenRLHF#1040: the master's TCPStore waited for clients that never came.
-    at = 1830
-    lines = [
-        _entry("service", "Job is running.", 30),
-        *_started("workerpool0-0", 10),
-        _entry("workerpool0-0", "Traceback (most recent call last):", at, "ERROR"),
-        _entry(
-            "workerpool0-0",
-            "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. "
-            "1/3 clients joined.",
-            at,
-            "ERROR",
-        ),
-        _exit("workerpool0-0", 1, at + 5),
-        _entry("service", "Job failed.", at + 60),
-    ]
+    lines = _dies_at_start(
+        "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. "
+        "1/3 clients joined.",
+        1830,
+    )
     diagnosis = _diagnose(tmp_path, lines)
     assert diagnosis.cause is not None and diagnosis.cause.detail == "rendezvous-timeout"
     assert any("in parallel" in line for line in diagnosis.advice)
@@ -165,21 +168,11 @@ def test_a_store_that_timed_out_at_start_up_is_a_rendezvous_timeout(tmp_path: Pa
 
 def test_a_coordination_barrier_that_timed_out_is_a_barrier_timeout(tmp_path: Path) -> None:
     # ayaka14732/llama-2-jax#20: jax.distributed.initialize's connect barrier.
-    at = 330
-    lines = [
-        _entry("service", "Job is running.", 30),
-        *_started("workerpool0-0", 10),
-        _entry("workerpool0-0", "Traceback (most recent call last):", at, "ERROR"),
-        _entry(
-            "workerpool0-0",
-            "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. "
-            "Barrier_id: PjRT_Client_Connect. Timed out task names:",
-            at,
-            "ERROR",
-        ),
-        _exit("workerpool0-0", 1, at + 5),
-        _entry("service", "Job failed.", at + 60),
-    ]
+    lines = _dies_at_start(
+        "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. "
+        "Barrier_id: PjRT_Client_Connect. Timed out task names:",
+        330,
+    )
     diagnosis = _diagnose(tmp_path, lines)
     assert diagnosis.cause is not None and diagnosis.cause.detail == "barrier-timeout"
     assert any("PjRT_Client_Connect" in line for line in diagnosis.advice)
