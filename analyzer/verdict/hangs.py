@@ -213,12 +213,8 @@ def _timeouts(attempt: Attempt, rows: Sequence[HangEvidence]) -> list[_Timeout]:
             found = [t for t in found if (t.event.timestamp or event.timestamp) > event.timestamp]
         if event.kind is not EventKind.DETAIL or event.timestamp is None:
             continue  # (a line without a time cannot say since when the job hangs)
-        for row in rows:
-            if row.detail == event.match.detail:
-                timeout = _timeout(event, row)
-                if timeout is not None:
-                    found.append(timeout)
-                    break
+        if (timeout := _as_timeout(event, rows)) is not None:
+            found.append(timeout)
     return found
 
 
@@ -333,7 +329,7 @@ def unknown_state_timeout(timeline: JobTimeline, policy: StallPolicy) -> tuple[F
         if event.kind in _ENDS:
             last = None  # the timeout was not the last word: the job or a worker went on
         elif event.kind is EventKind.DETAIL and event.origin not in ending:
-            last = _hang_line(event, policy.hang_evidence) or last
+            last = _as_timeout(event, policy.hang_evidence) or last
     if last is None:
         return ()
     collective = collective_words(last.collective)
@@ -347,7 +343,7 @@ def unknown_state_timeout(timeline: JobTimeline, policy: StallPolicy) -> tuple[F
     )
 
 
-def _hang_line(event: Event, rows: Sequence[HangEvidence]) -> _Timeout | None:
+def _as_timeout(event: Event, rows: Sequence[HangEvidence]) -> _Timeout | None:
     """``event`` as hang evidence (the first row of its detail that takes it), else None."""
     for row in rows:
         if row.detail == event.match.detail and (timeout := _timeout(event, row)) is not None:
