@@ -351,9 +351,12 @@ def _as_timeout(event: Event, rows: Sequence[HangEvidence]) -> _Timeout | None:
     return None
 
 
-# What ends a job or a worker after a timeout line: then the timeout was not a hang's last word.
+# What ends a job or a worker after a timeout line, or shows its processes going on to an
+# end (a traceback begins: a process raises, as the ranks a watchdog aborts do): then the
+# timeout was not a hang's last word.
 _ENDS = frozenset(
     {
+        EventKind.TRACEBACK,
         EventKind.WORKER_EXITED,
         EventKind.JOB_FAILED,
         EventKind.JOB_SUCCEEDED,
@@ -428,7 +431,9 @@ _COLLECTIVE_WORDS = {
 
 
 def collective_words(name: str | None) -> str:
-    """``an all-reduce`` for ``ALLREDUCE``; ``a collective`` when unknown."""
+    """``an all-reduce`` for ``ALLREDUCE``; ``the collective NAME`` for a name of no known
+    operation (a barrier's id, ``[Init]Wait_for_all_tasks_to_register::0``: kept as written,
+    the words to search the logs for); ``a collective`` when unknown."""
     if not name:
         return "a collective"
-    return _COLLECTIVE_WORDS.get(name.upper(), f"a {name.lower()}")
+    return _COLLECTIVE_WORDS.get(name.upper(), f"the collective {name}")
