@@ -506,9 +506,26 @@ def test_a_whitespace_head_loses_no_record(blank: bytes, tmp_path: Path) -> None
 
 def test_binary_after_a_whitespace_head_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "odd.txt"
-    path.write_bytes(b" \n" * 100_000 + b"abc\x00def\n")
+    path.write_bytes(b" \n" * 100_000 + b"abc" + b"\x00" * 4096 + b"def\n")
     with pytest.raises(InputError, match=r"odd\.txt: binary data \(NUL byte\) at line 100001,"):
         open_sources([str(path)])
+
+
+def test_a_few_nul_bytes_are_a_damaged_line_not_a_binary_file(tmp_path: Path) -> None:
+    # A crashed log writer leaves NUL bytes where its last block was: the line holding them
+    # is skipped (counted, with its reason) and every other line is read.
+    export = _written("user-code-exit1", "jsonl")
+    want = _analysis(export, "x.jsonl")
+    lines = export.split(b"\n")
+    lines.insert(1, b'{"textPayload":"half a line' + b"\x00" * 3)
+    path = tmp_path / "damaged.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    got = analyze([path])
+    assert _verdicts(got) == _verdicts(want)
+    (stats,) = got.inputs
+    assert stats.records == want.inputs[0].records
+    assert stats.lines == stats.used + stats.skipped == want.inputs[0].lines + 1
+    assert stats.skipped == want.inputs[0].skipped + 1
 
 
 # --- the job's describe output -------------------------------------------------------------------

@@ -118,32 +118,30 @@ _BINARY_CHAR = re.compile("[\ufffd\x00-\x07\x0e-\x1a\x1c-\x1f]")
 # The same characters as bytes, to rule them all out at C speed (most heads hold none).
 _BINARY_BYTES = bytes([*range(0x00, 0x08), *range(0x0E, 0x1B), *range(0x1C, 0x20)])
 _REPLACEMENT_CHAR = "\ufffd".encode()
-
-
-def _line_of(head: bytes, offset: int, first_line: int) -> int:
-    return head.count(b"\n", 0, offset) + first_line
+_WHITESPACE = re.compile(r"\s")
 
 
 def _check_text(head: bytes, name: str, first_line: int = 1) -> None:
-    """Raise InputError when ``head`` looks binary: a NUL byte or mostly undecodable bytes."""
-    nul = head.find(b"\x00")
-    if nul != -1:
-        raise InputError(
-            f"{name}: binary data (NUL byte) at line {_line_of(head, nul, first_line)}, "
-            "pass a log export (JSON, JSON lines or text), decompressed or .gz"
-        )
+    """Raise InputError when ``head`` looks binary: mostly NUL bytes, other control bytes or
+    undecodable bytes.
+
+    A few of them are a damaged text log, kept: a log writer that crashed leaves NUL bytes
+    where its last block was, a bad disk flips a byte. The lines that hold them are counted
+    skipped by the readers (invalid JSON) or read with the characters shown escaped; refusing
+    the whole input for one such line would lose every other line of it."""
     if _plain_text(head):
         return
     # A sample may cut a multi-byte character: decode incrementally, not final.
     text = codecs.getincrementaldecoder("utf-8")("replace").decode(head, final=False)
     bad = len(_BINARY_CHAR.findall(text))
-    # A few bad bytes are a damaged text log (kept, replaced); many are not text at all.
-    if bad and bad * 10 >= len(text):
+    # Of the text that is not whitespace: blank lines before it (padding) do not dilute it.
+    if bad and bad * 10 >= len(text) - len(_WHITESPACE.findall(text)):
         first = _BINARY_CHAR.search(text)
         assert first is not None
         line = text.count("\n", 0, first.start()) + first_line
+        what = "NUL byte" if first.group() == "\x00" else "undecodable bytes"
         raise InputError(
-            f"{name}: binary data (undecodable bytes) at line {line}, "
+            f"{name}: binary data ({what}) at line {line}, "
             "pass a log export (JSON, JSON lines or text), decompressed or .gz"
         )
 
