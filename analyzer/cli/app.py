@@ -298,7 +298,8 @@ def diagnose(
         bool,
         typer.Option(
             "--follow",
-            help="Live: poll, print what changes, stop when it ends.",
+            help="Live: poll, print what changes (a worker silent past its rhythm: a stall),"
+            " stop when the job ends.",
             rich_help_panel=LIVE_PANEL,
         ),
     ] = False,
