@@ -24,7 +24,7 @@ import pandas as pd
 from analyzer.api import analyze_sources
 from analyzer.classify.collector import classify_sources
 from analyzer.core.errors import InputError
-from analyzer.ingest.records import InputStats, LogRecord, Origin
+from analyzer.ingest.records import InputStats, LogRecord, LostDigits, Origin, id_text
 from analyzer.pipeline.analysis import Analysis, DiagnosisList
 from analyzer.rulebook import RuleBook
 from analyzer.verdict.policy import load_policy
@@ -62,10 +62,18 @@ def _missing(value: Any) -> bool:
 def _string(value: Any) -> str | None:
     if _missing(value):
         return None
-    if isinstance(value, float) and value.is_integer():
-        # A numeric job id read by BigQuery or read_csv with a missing value becomes a float.
-        return str(int(value))
     return str(value)
+
+
+def _id(value: Any, column: str, place: str) -> str | None:
+    """An id cell (a numeric job id read by BigQuery or read_csv with a missing value becomes
+    a float: its digits, or an InputError when a float lost some)."""
+    if _missing(value):
+        return None
+    try:
+        return str(id_text(value, column))
+    except LostDigits as error:
+        raise InputError(f"{place}: {error}") from None
 
 
 def _timestamps(column: pd.Series[Any]) -> list[datetime | None]:
@@ -129,13 +137,13 @@ class FrameSource:
             stats.used += 1
             yield LogRecord(
                 timestamp=times[index],
-                job_id=_string(columns["job_id"][index]),
+                job_id=_id(columns["job_id"][index], "job_id", f"{stats.path}: row {index + 1}"),
                 task=_string(columns["task"][index]),
                 severity=_string(columns["severity"][index]) or "DEFAULT",
                 text=str(text),
                 origin=origin,
                 vm=_string(columns["vm"][index]),
-                trial=_string(columns["trial"][index]),
+                trial=_id(columns["trial"][index], "trial", f"{stats.path}: row {index + 1}"),
                 insert_id=_string(columns["insert_id"][index]),
             )
 

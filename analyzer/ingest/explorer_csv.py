@@ -28,8 +28,8 @@ from typing import Any, BinaryIO
 
 from analyzer.ingest.entries import record_or_reason
 from analyzer.ingest.lines import text_lines
-from analyzer.ingest.records import TEXT_PATHS, InputStats, LogRecord, Origin
-from analyzer.ingest.tables import flat_entry, header_paths
+from analyzer.ingest.records import TEXT_PATHS, InputStats, LogRecord, LostDigits, Origin
+from analyzer.ingest.tables import flat_entry, header_paths, lost_digits
 
 BLANK_LINE = "blank line"
 BAD_CSV = "unreadable CSV row"
@@ -120,7 +120,11 @@ def _row(
     paths: list[tuple[str, ...]], row: list[str], first: int, count: int, stats: InputStats
 ) -> Iterator[LogRecord]:
     """The record of one data row on lines ``first`` .. ``first + count - 1``, counted."""
-    outcome = record_or_reason(row_entry(paths, row), Origin(stats.path, first))
+    try:
+        entry = row_entry(paths, row)
+    except LostDigits as error:
+        raise lost_digits(error, stats.path, first) from None
+    outcome = record_or_reason(entry, Origin(stats.path, first))
     if isinstance(outcome, str):
         stats.skip(outcome, count)
         return

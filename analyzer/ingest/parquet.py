@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from analyzer.core.errors import InputError
-from analyzer.ingest.records import InputStats, LogRecord, Origin
-from analyzer.ingest.tables import counted, flat_entry, header_paths
+from analyzer.ingest.records import InputStats, LogRecord, LostDigits, Origin
+from analyzer.ingest.tables import counted, flat_entry, header_paths, lost_digits
 
 PARQUET = "parquet"
 # Every Parquet file starts (and ends) with these four bytes.
@@ -87,9 +87,12 @@ def read_parquet(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
         for batch in batches:
             for row in batch.to_pylist():
                 stats.lines += 1
-                entry = flat_entry(
-                    (path, row.get(name)) for path, name in zip(paths, names, strict=True)
-                )
+                try:
+                    entry = flat_entry(
+                        (path, row.get(name)) for path, name in zip(paths, names, strict=True)
+                    )
+                except LostDigits as error:
+                    raise lost_digits(error, stats.path, stats.lines) from None
                 yield from counted(entry, Origin(stats.path, stats.lines), 1, stats)
     except (OSError, ValueError) as error:  # a damaged row group, found when it is read
         raise InputError(UNREADABLE.format(path=stats.path, error=error)) from None

@@ -327,6 +327,51 @@ LABEL_PATHS: dict[str, tuple[EntryPath, ...]] = {
     "trial": tuple(("labels", key) for key in TRIAL_LABELS),
     "vm": (("labels", VM_LABEL),),
 }
+# The paths of the labels that are ids, read as numbers by a table's writer or reader
+# (pandas): :func:`id_text` gives their text.
+ID_PATHS: frozenset[EntryPath] = frozenset((*LABEL_PATHS["job_id"], *LABEL_PATHS["trial"]))
+# From here on a float is the image of more than one integer (2**53 + 1 rounds to 2**53).
+_EXACT_IN_FLOAT = 2**53
+# An id written from a float: "8.486479822100749e+18" (to_csv), "8.486479822e+18" (to_json
+# keeps ten digits), "12.0". No job or trial id is written so: Vertex AI's are digits, AI
+# Platform's letters, digits and underscores.
+_FLOAT_WRITTEN = re.compile(r"[+-]?\d+\.\d*(?:[eE][+-]?\d+)?|[+-]?\d+[eE][+-]?\d+")
+
+
+class LostDigits(ValueError):
+    """An id in ``column`` that was a floating-point number past 2**53: its last digits are
+    lost, so it names no job for sure (two jobs created the same second may share it)."""
+
+    def __init__(self, value: object, column: str) -> None:
+        super().__init__(
+            f"the id {value} in {column} was written as a floating-point number (pandas"
+            " makes a column of ids with an empty cell float64; to_json keeps ten digits):"
+            " its last digits are lost and it names no job for sure; write the ids as text"
+            f" (df.astype({{{column!r}: str}}) before saving, or read_csv(..., dtype=str))"
+        )
+
+
+def id_text(value: object, column: str) -> object:
+    """An id cell of ``column`` as the mapping reads it: an integral number (a float too, or
+    its text in float form) as its digits; anything else as it is. Raises
+    :class:`LostDigits` for a float past 2**53 (or not integral): the id it stood for cannot
+    be told."""
+    number: float | None = None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        number = value
+    elif isinstance(value, str) and _FLOAT_WRITTEN.fullmatch(value):
+        number = float(value)
+    if number is None or number != number:  # not a number, or NaN (an empty cell)
+        return value
+    if not number.is_integer() or abs(number) >= _EXACT_IN_FLOAT:
+        raise LostDigits(value, column)
+    return str(int(number))
+
+
 # The text: a string at the first of these (an empty one too), else the payload's other text
 # keys (TEXT_KEYS) or its rendering (payload_text).
 TEXT_PATHS: tuple[EntryPath, ...] = (("jsonPayload", TEXT_KEYS[0]), ("textPayload",))

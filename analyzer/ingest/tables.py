@@ -39,10 +39,12 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from analyzer.core.errors import InputError
 from analyzer.ingest.entries import INVALID_JSON, record_or_reason
 from analyzer.ingest.lines import text_lines
 from analyzer.ingest.records import (
     COLUMN_PATHS,
+    ID_PATHS,
     PAYLOAD_PATH,
     SEVERITY_PATH,
     TEXT_KEY_PATHS,
@@ -50,10 +52,12 @@ from analyzer.ingest.records import (
     EntryPath,
     InputStats,
     LogRecord,
+    LostDigits,
     Origin,
     column_key,
     column_path,
     field_path,
+    id_text,
     object_paths,
 )
 
@@ -129,6 +133,12 @@ def _scalar(value: Any) -> Any:
     return value
 
 
+def lost_digits(error: LostDigits, path: str, line: int) -> InputError:
+    """The one-line error of an id whose digits a float lost, on ``line`` of ``path``: the
+    whole input is refused, as no verdict could name its jobs right."""
+    return InputError(f"{path}: line {line}: {error}")
+
+
 def flat_entry(cells: Iterable[tuple[EntryPath, Any]]) -> dict[str, Any]:
     """The nested LogEntry of a table row's ``(path, value)`` cells; empty cells are fields the
     entry lacks, an object path's text is read by :func:`object_cell`."""
@@ -142,7 +152,7 @@ def flat_entry(cells: Iterable[tuple[EntryPath, Any]]) -> dict[str, Any]:
 def _place(entry: dict[str, Any], path: EntryPath, raw: Any) -> None:
     """Put ``raw`` at ``path``; an object's keys each at the path of the mapping their names
     give (a sink's ``labels.ml_googleapis_com_trial_id`` is the trial label), at any depth."""
-    value = _scalar(raw)
+    value = _scalar(id_text(raw, ".".join(path)) if path in ID_PATHS else raw)
     if value is None:
         return
     if path in OBJECT_PATHS and isinstance(value, str):
@@ -510,7 +520,11 @@ def read_json_table(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
                 continue  # a document over several lines: read whole at the end
             if isinstance(value, dict) and not _is_frame(value):
                 pending.clear()
-                yield from counted(_flat_object(value), Origin(stats.path, number), 1, stats)
+                try:
+                    entry = _flat_object(value)
+                except LostDigits as error:
+                    raise lost_digits(error, stats.path, number) from None
+                yield from counted(entry, Origin(stats.path, number), 1, stats)
     if not pending:
         return
     first = pending[0][0]
@@ -527,7 +541,11 @@ def read_json_table(stream: BinaryIO, stats: InputStats) -> Iterator[LogRecord]:
     # skipped for the reason the rows gave most.
     reasons: Counter[str] = Counter()
     for index, row in enumerate(rows):
-        outcome = record_or_reason(_flat_object(row), Origin(stats.path, first, index))
+        try:
+            entry = _flat_object(row)
+        except LostDigits as error:
+            raise lost_digits(error, stats.path, first) from None
+        outcome = record_or_reason(entry, Origin(stats.path, first, index))
         if isinstance(outcome, str):
             reasons[outcome] += 1
             continue
