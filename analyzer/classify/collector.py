@@ -24,10 +24,9 @@ from datetime import datetime, timedelta
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-import regex
-
 from analyzer.classify import eventstore, longtext
 from analyzer.classify._fastscan import Cluster, Matcher, RangeScan, can_scan, scan
+from analyzer.classify.joined import JOB_LINK, joined_jobs
 from analyzer.classify.minutes import MinuteMap, minute_of
 from analyzer.core.errors import InputError
 from analyzer.ingest import FileSource
@@ -76,8 +75,6 @@ def __getattr__(name: str) -> Any:
 
 # A text's first line: up to the first of the line boundaries str.splitlines() knows.
 _FIRST_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
-# The console link in a service error names the job: ...&resource=ml_job%2Fjob_id%2F<id>&...
-_JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
 # Records whose texts go through the prefilter at once (_matched): enough to amortise a
 # Hyperscan scan, few enough that a batch of records stays small.
 _MATCH_BATCH = 1024
@@ -162,6 +159,8 @@ class _JobAccumulator:
     stored: list[tuple[int, eventstore.SpillRef]] = field(default_factory=list)
     # What thinning dropped, still on disk (eventstore.load_dropped), read with the events.
     dropped_stored: list[eventstore.SpillRef] = field(default_factory=list)
+    # Named only by a line of a text without job ids (JobLog.named_in_text).
+    named_in_text: bool = False
 
     def take(
         self,
@@ -233,6 +232,7 @@ class _JobAccumulator:
         self.take(other.events, other.dropped, other.stored, other.dropped_stored)
         self.records += other.records
         self.service_records += other.service_records
+        self.named_in_text = self.named_in_text and other.named_in_text
         self.input_end = _later(self.input_end, other.input_end)
         for when in (other.first, other.last):
             if when is not None:
@@ -286,7 +286,7 @@ def _linked_job_id(acc: _JobAccumulator) -> str | None:
                 return named
     for batch in acc.event_batches():
         for event in batch:
-            found = _JOB_LINK.search(event.text)
+            found = JOB_LINK.search(event.text)
             if found:
                 return found.group(1)
     return None
@@ -406,6 +406,7 @@ def _settle(
     untried = local.get(None)
     named = _linked_job_id(untried) if untried is not None else None
     _split_sdk_jobs(local)
+    _split_joined_jobs(local)
     for acc in local.values():
         acc.input_end = _later(acc.input_end, source_end)
     for group in [g for g in local if g is None or not split_job_group(g)[0]]:
@@ -418,6 +419,7 @@ def _settle(
             continue
         target = local.get(job_group(linked, trial))
         if target is None:
+            anonymous.named_in_text = True
             local[job_group(linked, trial)] = anonymous
         else:
             target.merge(anonymous)
@@ -445,6 +447,50 @@ def _split_sdk_jobs(local: dict[str | None, _JobAccumulator]) -> None:
             local[job_id] = part
         else:
             target.merge(part)
+
+
+def _split_joined_jobs(local: dict[str | None, _JobAccumulator]) -> None:
+    """Give each job an id-less text holds one after another (:func:`joined_jobs`: runs of
+    ``stream-logs`` appended to one file, two runs pasted together) its own group, named by
+    its own lines, in place of the text's one group. A thinned text stays one group."""
+    untried = local.get(None)
+    if untried is None or untried.dropped is not None or untried.stored or untried.dropped_stored:
+        return
+    parts = joined_jobs(untried.events)
+    if parts is None:
+        return
+    del local[None]
+    for name, events in parts:
+        part = _part(events)
+        part.input_end = untried.input_end
+        part.service_records = len({e.origin for e in events if e.task in (None, SERVICE_TASK)})
+        # A worker's span over several jobs (one replica name in each) goes with each of
+        # them, copied: its lines cannot be told apart, and a job without its workers' lines
+        # would read as one whose container wrote nothing.
+        part.spans = _spans_within(untried.spans, part.first, part.last)
+        part.named_in_text = name is not None
+        target = local.get(name)
+        if target is None:
+            local[name] = part
+        else:
+            target.merge(part)
+
+
+def _spans_within(
+    spans: dict[str, dict[str | None, _Span]], first: datetime | None, last: datetime | None
+) -> dict[str, dict[str | None, _Span]]:
+    """Copies of the ``spans`` that overlap ``first`` .. ``last`` (all of them when either
+    is unknown)."""
+    found: dict[str, dict[str | None, _Span]] = {}
+    for task, per_vm in spans.items():
+        for vm, span in per_vm.items():
+            if first is None or last is None or (span.first <= last and span.last >= first):
+                found.setdefault(task, {})[vm] = replace(span, minutes=_copied(span.minutes))
+    return found
+
+
+def _copied(minutes: MinuteMap | None) -> MinuteMap | None:
+    return minutes.copy() if minutes is not None else None
 
 
 def sdk_jobs(acc: _JobAccumulator) -> list[tuple[str, _JobAccumulator]] | None:
@@ -880,6 +926,7 @@ class Collector:
             trial,
             acc.service_records,
             acc.input_end,
+            acc.named_in_text,
         )
 
 

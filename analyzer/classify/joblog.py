@@ -31,7 +31,8 @@ class VmSpan:
 class JobLog:
     """Everything the later stages need of one job, in time order.
 
-    ``job_id`` is None when no input named the job (a stream-logs text without a console link);
+    ``job_id`` is None when no input named the job (a stream-logs text without a console link;
+    ``named_in_text`` when only such a link named it);
     ``trial`` names the hyperparameter-tuning trial when the job is one trial of a tuning job.
     """
 
@@ -47,6 +48,10 @@ class JobLog:
     # project sink goes on after a hung job's last line); None when none has a time. Inputs
     # that hold none of its lines say nothing of its silence (issue 30).
     input_end: datetime | None = None
+    # The id was read from a line of a text without job ids (a console link): the text may
+    # hold other jobs too (analyzer.timeline.attempts.separate_jobs). Lines that carry the
+    # id themselves (a sink's) prove it one job.
+    named_in_text: bool = False
 
 
 @dataclass(frozen=True, slots=True)

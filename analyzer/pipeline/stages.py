@@ -92,7 +92,7 @@ def diagnose_collected(
     def diagnosed(log: JobLog) -> Iterator[Diagnosis]:
         if job is not None and log.job_id != job:
             return
-        for timeline in job_timelines(log, budget):
+        for timeline in job_timelines(log, budget, active_policy.ends_job):
             end = live_end or (InputEnd(log.input_end) if log.input_end else None)
             diagnosis = diagnose_timeline(timeline, active_policy, job_spec, lang, stats, end)
             yield diagnosis if timelines else _without_events(diagnosis)

@@ -13,7 +13,7 @@ container's output it is that worker's evidence (:attr:`EventKind.ECHO`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 import regex
 
 from analyzer.classify.joblog import JobLog, VmSpan
+from analyzer.classify.joined import named_job
 from analyzer.ingest.records import SERVICE_TASK, Origin, replica_task
 from analyzer.rulebook.events import (
     LIFECYCLE_KINDS,
@@ -73,6 +74,10 @@ _PRIMARY = regex.compile(r"^(?:workerpool0-0|master-replica-0|chief-replica-0)$"
 _SERVICE_KINDS = (LIFECYCLE_KINDS - WORKER_KINDS) | {EventKind.ERROR}
 # A job's end: a later provisioning in the same id-less text is another job's (section 9).
 _JOB_END = frozenset({EventKind.JOB_SUCCEEDED, EventKind.RETRIES_EXHAUSTED})
+# Whether an attempt that ended with ``Job failed.`` (its events, from its provisioning)
+# failed in a way the platform does not retry: the policy's to say
+# (analyzer.verdict.policy.RetryPolicy.ends_job).
+EndsJob = Callable[[Sequence[Event]], bool]
 _NEW_JOB = frozenset({EventKind.ATTEMPT_STARTED, EventKind.JOB_QUEUED})
 # The service's lifecycle messages in the order one attempt writes them (platform.md section
 # 4): a text without times whose messages mostly step backwards is written newest first.
@@ -638,7 +643,9 @@ def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimelin
     )
 
 
-def job_timelines(log: JobLog, restart_budget: int | None = None) -> list[JobTimeline]:
+def job_timelines(
+    log: JobLog, restart_budget: int | None = None, ends_job: EndsJob | None = None
+) -> list[JobTimeline]:
     """The timeline of each job ``log`` holds (:func:`separate_jobs`), numbered when one
     id-less text held several; a text without times written newest first is read oldest
     first (:func:`oldest_first`)."""
@@ -648,7 +655,7 @@ def job_timelines(log: JobLog, restart_budget: int | None = None) -> list[JobTim
     aside = len(log.events) - len(kept) - len(others)
     if aside or others:
         log = replace(log, events=kept)
-    logs = separate_jobs(log)
+    logs = separate_jobs(log, ends_job)
     timelines = [build_timeline(part, restart_budget) for part in logs]
     if flipped or aside or others:
         timelines = [
@@ -739,26 +746,37 @@ def oldest_first(log: JobLog) -> tuple[JobLog, tuple[str, ...]]:
     return replace(log, events=tuple(events)), tuple(flipped)
 
 
-def separate_jobs(log: JobLog) -> list[JobLog]:
-    """The jobs an id-less log holds: a job that ended (success, or retries exhausted) and a
-    new provisioning after it are two jobs pasted together, not two attempts (section 9).
+def separate_jobs(log: JobLog, ends_job: EndsJob | None = None) -> list[JobLog]:
+    """The jobs a log read from a text holds: a job that ended (success, or retries
+    exhausted, or a failure ``ends_job`` says the platform does not retry) and a new
+    provisioning after it are two jobs pasted together, not two attempts (section 9).
 
-    A log with a job id is one job, whatever it shows.
+    A log whose lines carry its job id is one job, whatever it shows. One named by a line of
+    a text without ids (``named_in_text``: a console link) keeps the id for the part that
+    names it; the others are jobs without an id.
     """
-    if log.job_id is not None:
+    if log.job_id is not None and not log.named_in_text:
         return [log]
     parts: list[list[Event]] = [[]]
     ended = False
+    attempt: list[Event] = []
     for event in log.events:
-        if ended and event.kind in _NEW_JOB and event.task in (None, SERVICE_TASK):
+        service = event.task in (None, SERVICE_TASK)
+        if ended and event.kind in _NEW_JOB and service:
             parts.append([])
             ended = False
+        if event.kind is EventKind.ATTEMPT_STARTED and service:
+            attempt = []
         parts[-1].append(event)
-        ended = ended or (event.kind in _JOB_END and event.task in (None, SERVICE_TASK))
+        attempt.append(event)
+        ended = ended or (service and event.kind in _JOB_END)
+        if service and event.kind is EventKind.JOB_FAILED and ends_job is not None:
+            ended = ended or ends_job(attempt)
     if len(parts) == 1:
         return [log]
     logs: list[JobLog] = []
-    for part in parts:
+    named = [any(named_job(e) == log.job_id for e in part) for part in parts]
+    for index, part in enumerate(parts):
         times = [e.timestamp for e in part if e.timestamp is not None]
         first, last = (min(times), max(times)) if times else (None, None)
         spans = {
@@ -773,6 +791,8 @@ def separate_jobs(log: JobLog) -> list[JobLog]:
                 records=len({e.origin for e in part}),
                 first_seen=first,
                 last_seen=last,
+                # The part the id's line is in (the first when none holds it).
+                job_id=log.job_id if named[index] or (index == 0 and not any(named)) else None,
             )
         )
     return logs

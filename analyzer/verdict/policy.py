@@ -17,8 +17,9 @@ from typing import Any
 
 from analyzer.core.cache import remembered
 from analyzer.core.errors import PolicyError
+from analyzer.ingest.records import SERVICE_TASK
 from analyzer.rulebook.book import builtin_rules_dir
-from analyzer.rulebook.events import Category
+from analyzer.rulebook.events import Category, Event, EventKind
 
 _KEYS = (
     "max_worker_restarts",
@@ -147,6 +148,22 @@ class RetryPolicy:
     def is_permanent(self, category: Category, exit_code: int | None = None) -> bool:
         """Whether the first failure of this kind ends the job."""
         return self.attempts_allowed(category, exit_code) <= 1
+
+    def ends_job(self, attempt: Sequence[Event]) -> bool:
+        """Whether the service's failure messages among ``attempt``'s events are each of a
+        kind the platform does not retry (a user-code exit that is not transient, an out of
+        memory: platform.md section 2): after its ``Job failed.`` the job has ended, and a
+        provisioning that follows in a text is another job's."""
+        failures = [
+            (event.match.category, event.match.field("exit_code"))
+            for event in attempt
+            if event.kind is EventKind.ERROR and event.task in (None, SERVICE_TASK)
+        ]
+        return bool(failures) and all(
+            category is not None
+            and self.is_permanent(category, code if isinstance(code, int) else None)
+            for category, code in failures
+        )
 
     def with_scheduling(
         self,
