@@ -225,6 +225,9 @@ class JobTimeline:
     reversed_paths: tuple[str, ...] = ()
     # API refusals of requests to Vertex AI's other services, set aside (other_service).
     other_service: int = 0
+    # The attempt only its workers' lines show, on VMs first seen after the job-level
+    # failure before it (_resumed_after_failure); None when every attempt's start is logged.
+    resumed: int | None = None
     # States and errors of other kinds of Vertex AI jobs (batch prediction), set aside
     # (other_jobs).
     other_jobs: int = 0
@@ -288,6 +291,46 @@ def _split_attempts(events: tuple[Event, ...]) -> list[list[Event]]:
         active = active or kind in _ACTIVITY
         failed = failed or kind is EventKind.JOB_FAILED
     return [g for g in groups if g]
+
+
+def _resumed_after_failure(
+    events: list[Event], vm_spans: Mapping[str, tuple[VmSpan, ...]]
+) -> datetime | None:
+    """When a worker came up on a VM it had not used, after the service's failure message
+    that ends ``events`` (the last attempt's) and before any line of a new attempt; None
+    when none did.
+
+    platform.md section 8 counts an attempt from a worker starting again after a job-level
+    failure when the service's lines are absent. A failure the platform retries starts the
+    next attempt on new VMs (a restart in place, VM maintenance, stay inside the attempt, and
+    come before the failure message); a job that ended starts none. So a VM first seen after
+    the failure message is the next attempt's, in an input without its lifecycle lines (a
+    Logs Explorer export of severity>=ERROR keeps the failure and the containers' stderr).
+    """
+    failures = [
+        e.timestamp
+        for e in events
+        if e.kind is EventKind.ERROR and e.task in (None, SERVICE_TASK) and e.timestamp is not None
+    ]
+    if not failures or any(e.kind in _JOB_END or e.kind is EventKind.JOB_CANCELLED for e in events):
+        return None
+    failed = max(failures)
+    firsts = [
+        span.first
+        for spans in vm_spans.values()
+        for span in spans
+        if span.vm is not None and span.first > failed
+    ]
+    return min(firsts, default=None)
+
+
+def _later_bounds(
+    events: list[Event], start: datetime, vm_spans: Mapping[str, tuple[VmSpan, ...]]
+) -> tuple[datetime | None, datetime | None]:
+    """The bounds of an attempt only its workers' lines show, from ``start``."""
+    ends = [span.last for spans in vm_spans.values() for span in spans if span.last >= start]
+    ends += [e.timestamp for e in events if e.timestamp is not None]
+    return start, max(ends, default=start)
 
 
 def _bounds(events: list[Event]) -> tuple[datetime | None, datetime | None]:
@@ -608,6 +651,16 @@ def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimelin
     if not groups and log.vm_spans:
         groups = [[]]  # workers logged, but no lifecycle line matched: one attempt
     bounds = [_bounds(g) for g in groups]
+    resumed = _resumed_after_failure(groups[-1], log.vm_spans) if groups else None
+    if resumed is not None:
+        # A worker came up on a new VM after the job-level failure: the next attempt, whose
+        # service lines the input lacks (an export filtered by severity).
+        last = groups.pop()
+        groups += [
+            [e for e in last if e.timestamp is None or e.timestamp < resumed],
+            [e for e in last if e.timestamp is not None and e.timestamp >= resumed],
+        ]
+        bounds[-1:] = [_bounds(groups[-2]), _later_bounds(groups[-1], resumed, log.vm_spans)]
     attempts: list[Attempt] = []
     for index, group in enumerate(groups):
         start, end = bounds[index]
@@ -640,6 +693,7 @@ def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimelin
         log.records,
         log.trial,
         service_records=log.service_records,
+        resumed=len(attempts) if resumed is not None else None,
     )
 
 

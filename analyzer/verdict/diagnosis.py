@@ -280,7 +280,9 @@ def observed_word(diagnosis: Diagnosis) -> str:
     # A state replayed from a single entry (one exit line, one message) is a guess resting
     # on that entry alone: the verdict says so.
     lines = {e.origin for a in diagnosis.timeline.attempts for e in a.events}
-    return "predicted from one log entry" if len(lines) == 1 else "predicted"
+    # (An attempt seen in its workers' lines alone rests on those too.)
+    one = len(lines) == 1 and diagnosis.timeline.resumed is None
+    return "predicted from one log entry" if one else "predicted"
 
 
 def plural(count: int, word: str) -> str:

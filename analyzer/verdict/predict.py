@@ -750,6 +750,24 @@ def pasted_jobs(evidence: _Evidence) -> list[Finding]:
     return [finding(FindingKind.PASTED_JOBS, Provenance.SERVICE, index=index, count=count)]
 
 
+def resumed(evidence: _Evidence) -> list[Finding]:
+    """platform.md section 8: an attempt counted from workers starting again (on new VMs)
+    after a job-level failure, the service's lines of it absent."""
+    timeline = evidence.timeline
+    if timeline.resumed is None:
+        return []
+    attempt = timeline.attempts[timeline.resumed - 1]
+    return [
+        finding(
+            FindingKind.RESUMED,
+            Provenance.RUNNER,
+            attempt=attempt.number,
+            previous=attempt.number - 1,
+            at=f"{attempt.start:%Y-%m-%d %H:%M:%S}" if attempt.start is not None else None,
+        )
+    ]
+
+
 def named_jobs(evidence: _Evidence) -> list[Finding]:
     """platform.md section 10: an SDK's polling output names several jobs on lines without a
     job id: its lines cannot be told apart by job, so what they show is read as one job's."""
@@ -940,6 +958,7 @@ _NOTE_FACTS: tuple[Callable[[_Evidence], list[Finding]], ...] = (
     other_jobs_lines,
     newest_first,
     pasted_jobs,
+    resumed,
     named_jobs,
     error_code,
     echoes,
