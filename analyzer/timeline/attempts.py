@@ -641,15 +641,7 @@ def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimelin
     split into attempts from the runner's lines alone.
     """
     events = tuple(_settle_provenance(e) for e in _fullest(log.events))
-    worker_only = not any(
-        e.kind in _SERVICE_KINDS and e.task in (None, SERVICE_TASK) for e in events
-    )
-    if worker_only and restart_budget is not None:
-        groups = _worker_only_groups(events, restart_budget)
-    else:
-        groups = _split_attempts(events)
-    if not groups and log.vm_spans:
-        groups = [[]]  # workers logged, but no lifecycle line matched: one attempt
+    groups = _attempt_groups(events, log, restart_budget)
     bounds = [_bounds(g) for g in groups]
     resumed = _resumed_after_failure(groups[-1], log.vm_spans) if groups else None
     if resumed is not None:
@@ -666,24 +658,8 @@ def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimelin
         start, end = bounds[index]
         # Worker records between two attempts' events belong to the earlier attempt.
         window_end = bounds[index + 1][0] if index + 1 < len(groups) else None
-        window_start = start if index > 0 else None
-        by_task: dict[str, list[Event]] = {}
-        for event in group:
-            task = _event_task(event)
-            if task is not None:
-                by_task.setdefault(task, []).append(event)
-        tasks = set(by_task)
-        tasks.update(
-            task
-            for task, spans in log.vm_spans.items()
-            if any(_overlaps(s, window_start, window_end) for s in spans)
-        )
-        workers = tuple(
-            _worker(
-                task, by_task.get(task, []), log.vm_spans.get(task, ()), (window_start, window_end)
-            )
-            for task in sorted(tasks)
-        )
+        window = (start if index > 0 else None, window_end)
+        workers = _attempt_workers(group, log.vm_spans, window)
         attempts.append(Attempt(index + 1, tuple(group), workers, start, end))
     return JobTimeline(
         log.job_id,
@@ -694,6 +670,45 @@ def build_timeline(log: JobLog, restart_budget: int | None = None) -> JobTimelin
         log.trial,
         service_records=log.service_records,
         resumed=len(attempts) if resumed is not None else None,
+    )
+
+
+def _attempt_groups(
+    events: tuple[Event, ...], log: JobLog, restart_budget: int | None
+) -> list[list[Event]]:
+    """``events`` in attempts: by the service's lines, or by the runner's alone (with the
+    restart budget) when no service line is there."""
+    worker_only = not any(
+        e.kind in _SERVICE_KINDS and e.task in (None, SERVICE_TASK) for e in events
+    )
+    if worker_only and restart_budget is not None:
+        groups = _worker_only_groups(events, restart_budget)
+    else:
+        groups = _split_attempts(events)
+    if not groups and log.vm_spans:
+        groups = [[]]  # workers logged, but no lifecycle line matched: one attempt
+    return groups
+
+
+def _attempt_workers(
+    group: list[Event],
+    vm_spans: Mapping[str, tuple[VmSpan, ...]],
+    window: tuple[datetime | None, datetime | None],
+) -> tuple[WorkerTimeline, ...]:
+    """The workers of one attempt: those its events name, and those with lines in its
+    ``window``."""
+    by_task: dict[str, list[Event]] = {}
+    for event in group:
+        task = _event_task(event)
+        if task is not None:
+            by_task.setdefault(task, []).append(event)
+    tasks = set(by_task)
+    tasks.update(
+        task for task, spans in vm_spans.items() if any(_overlaps(s, *window) for s in spans)
+    )
+    return tuple(
+        _worker(task, by_task.get(task, []), vm_spans.get(task, ()), window)
+        for task in sorted(tasks)
     )
 
 
@@ -811,10 +826,23 @@ def separate_jobs(log: JobLog, ends_job: EndsJob | None = None) -> list[JobLog]:
     """
     if log.job_id is not None and not log.named_in_text:
         return [log]
+    parts = _job_parts(log.events, ends_job)
+    if len(parts) == 1:
+        return [log]
+    named = [any(named_job(e) == log.job_id for e in part) for part in parts]
+    # The part the id's line is in keeps it (the first when none holds it).
+    return [
+        _part_log(log, part, log.job_id if named[i] or (i == 0 and not any(named)) else None)
+        for i, part in enumerate(parts)
+    ]
+
+
+def _job_parts(events: Sequence[Event], ends_job: EndsJob | None) -> list[list[Event]]:
+    """``events`` cut where a job begins after one ended."""
     parts: list[list[Event]] = [[]]
     ended = False
     attempt: list[Event] = []
-    for event in log.events:
+    for event in events:
         service = event.task in (None, SERVICE_TASK)
         if ended and event.kind in _NEW_JOB and service:
             parts.append([])
@@ -826,30 +854,26 @@ def separate_jobs(log: JobLog, ends_job: EndsJob | None = None) -> list[JobLog]:
         ended = ended or (service and event.kind in _JOB_END)
         if service and event.kind is EventKind.JOB_FAILED and ends_job is not None:
             ended = ended or ends_job(attempt)
-    if len(parts) == 1:
-        return [log]
-    logs: list[JobLog] = []
-    named = [any(named_job(e) == log.job_id for e in part) for part in parts]
-    for index, part in enumerate(parts):
-        times = [e.timestamp for e in part if e.timestamp is not None]
-        first, last = (min(times), max(times)) if times else (None, None)
-        spans = {
-            task: tuple(s for s in task_spans if _overlaps(s, first, last))
-            for task, task_spans in log.vm_spans.items()
-        }
-        logs.append(
-            replace(
-                log,
-                events=tuple(part),
-                vm_spans={task: found for task, found in spans.items() if found},
-                records=len({e.origin for e in part}),
-                first_seen=first,
-                last_seen=last,
-                # The part the id's line is in (the first when none holds it).
-                job_id=log.job_id if named[index] or (index == 0 and not any(named)) else None,
-            )
-        )
-    return logs
+    return parts
+
+
+def _part_log(log: JobLog, part: list[Event], job_id: str | None) -> JobLog:
+    """The log of one job of ``log``: its events, and the workers' spans in its time."""
+    times = [e.timestamp for e in part if e.timestamp is not None]
+    first, last = (min(times), max(times)) if times else (None, None)
+    spans = {
+        task: tuple(s for s in task_spans if _overlaps(s, first, last))
+        for task, task_spans in log.vm_spans.items()
+    }
+    return replace(
+        log,
+        events=tuple(part),
+        vm_spans={task: found for task, found in spans.items() if found},
+        records=len({e.origin for e in part}),
+        first_seen=first,
+        last_seen=last,
+        job_id=job_id,
+    )
 
 
 def restarts_by_worker(timeline: JobTimeline) -> Mapping[str, int]:
