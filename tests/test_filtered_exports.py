@@ -1,4 +1,4 @@
-"""An export filtered by severity: the errors are there, the service's lifecycle is not.
+"""Exports that lack part of the service's lines: filtered by severity, or cut by a time range.
 
 Logs Explorer's ``severity>=ERROR`` keeps the service's failure message and whatever the
 containers wrote to stderr (progress bars, warnings), and drops every INFO line that starts
@@ -65,3 +65,29 @@ def test_a_whole_export_never_infers_an_attempt(scenario: str) -> None:
     # Where the service's lines are there, they and only they start attempts.
     for job in _diagnoses(list(simulate(scenario, seed=0))):
         assert job.timeline.resumed is None
+
+
+def _from_last_provisioning(scenario: str) -> list[dict[str, Any]]:
+    """A Logs Explorer export whose time range starts inside the job: after its last
+    attempt's provisioning."""
+    entries = list(simulate(scenario, seed=0))
+    text = [
+        str(e.get("textPayload") or (e.get("jsonPayload") or {}).get("message")) for e in entries
+    ]
+    starts = [i for i, t in enumerate(text) if t.startswith("Waiting for job to be provisioned")]
+    return entries[starts[-1] + 3 :]
+
+
+def test_an_export_that_begins_inside_the_job_says_its_counts_are_what_it_shows() -> None:
+    (whole,) = _diagnoses(list(simulate("worker-restarts-exhausted", seed=0)))
+    (cut,) = _diagnoses(_from_last_provisioning("worker-restarts-exhausted"))
+    assert (whole.attempts, cut.attempts) == (2, 1)
+    assert cut.state is whole.state and cut.observed_final
+    late = [note for note in cut.notes if note.startswith("the input begins inside the job")]
+    assert late and "UTC" in late[0] and "attempts before that" in late[0]
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_a_whole_export_never_says_it_begins_inside_the_job(scenario: str) -> None:
+    for job in _diagnoses(list(simulate(scenario, seed=0))):
+        assert not any("begins inside the job" in note for note in job.notes)

@@ -63,6 +63,7 @@ class FindingKind(StrEnum):
     NEWEST_FIRST = "newest-first"  # an input without times read bottom up (one per input)
     PASTED_JOBS = "pasted-jobs"  # one of several jobs pasted without their ids
     RESUMED = "resumed"  # an attempt only its workers' lines show (no service line)
+    BEGINS_LATE = "begins-late"  # the service's lines are there, the job's first start is not
     NAMED_JOBS = "named-jobs"  # an SDK's output naming several jobs on lines without an id
     ERROR_CODE = "error-code"  # the job record's error code
     ECHOES = "echoes"  # platform messages inside the containers' own output
@@ -110,6 +111,7 @@ FIELDS: Mapping[FindingKind, frozenset[str]] = {
     FindingKind.NEWEST_FIRST: frozenset({"path"}),
     FindingKind.PASTED_JOBS: frozenset({"index", "count"}),
     FindingKind.RESUMED: frozenset({"attempt", "previous", "at"}),
+    FindingKind.BEGINS_LATE: frozenset({"first"}),
     FindingKind.NAMED_JOBS: frozenset({"count", "names", "job"}),
     FindingKind.ERROR_CODE: frozenset({"code", "name"}),
     FindingKind.ECHOES: frozenset({"count"}),

@@ -763,7 +763,45 @@ def resumed(evidence: _Evidence) -> list[Finding]:
             Provenance.RUNNER,
             attempt=attempt.number,
             previous=attempt.number - 1,
-            at=f"{attempt.start:%Y-%m-%d %H:%M:%S}" if attempt.start is not None else None,
+            at=f"{attempt.start:%Y-%m-%d %H:%M:%S} UTC" if attempt.start is not None else None,
+        )
+    ]
+
+
+# What the service writes of a job after its start: a text holding one of them holds the
+# service's stream.
+_AFTER_START = frozenset(
+    {
+        EventKind.JOB_PREPARING,
+        EventKind.JOB_RUNNING,
+        EventKind.TEARDOWN,
+        EventKind.JOB_FAILED,
+        EventKind.JOB_SUCCEEDED,
+        EventKind.RETRIES_EXHAUSTED,
+        EventKind.JOB_CANCELLED,
+    }
+)
+
+
+def begins_late(evidence: _Evidence) -> list[Finding]:
+    """platform.md section 8 (attempts are counted from the service's lines): the input
+    holds the service's stream but not the job's start (``Waiting for job to be
+    provisioned.``, the queueing): it begins inside the job (Logs Explorer's time range, a
+    paste of the end), and attempts before it, if any, are not in it."""
+    attempts = evidence.timeline.attempts
+    if not attempts or evidence.timeline.resumed is not None:
+        return []
+    service = [e for a in attempts for e in a.events if e.task in (None, SERVICE_TASK)]
+    if not any(e.kind in _AFTER_START for e in service):
+        return []
+    if any(e.kind in (EventKind.ATTEMPT_STARTED, EventKind.JOB_QUEUED) for e in attempts[0].events):
+        return []
+    first = evidence.timeline.first_seen
+    return [
+        finding(
+            FindingKind.BEGINS_LATE,
+            Provenance.SERVICE,
+            first=f"{first:%Y-%m-%d %H:%M:%S} UTC" if first is not None else "its first line",
         )
     ]
 
@@ -959,6 +997,7 @@ _NOTE_FACTS: tuple[Callable[[_Evidence], list[Finding]], ...] = (
     newest_first,
     pasted_jobs,
     resumed,
+    begins_late,
     named_jobs,
     error_code,
     echoes,
