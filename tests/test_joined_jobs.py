@@ -17,7 +17,7 @@ import pytest
 
 from analyzer.api import analyze_sources
 from analyzer.ingest import MemorySource
-from analyzer.simulate import simulate
+from analyzer.simulate import SCENARIOS, simulate
 from analyzer.simulate.writers import write
 
 
@@ -101,3 +101,34 @@ def test_lines_that_carry_their_job_id_are_one_job_whatever_they_show() -> None:
     data = b"".join(json.dumps(e).encode() + b"\n" for e in entries + later)
     (only,) = _jobs(data, "sink.jsonl")
     assert only[0] == job and only[2] == 2
+
+
+# Every scenario's run read alone, then appended to another's (in both orders, the dates of
+# the two runs in either order): the jobs are the two runs, each diagnosed as alone.
+_ALONE = sorted(set(SCENARIOS) - {"project-wide", "silent-after-checkpoint"})
+_PAIRS = [
+    (first, _ALONE[(index + step) % len(_ALONE)], fmt)
+    for index, first in enumerate(_ALONE)
+    for step, fmt in ((1, "stream-logs"), (7, "stream-logs"), (12, "logs-explorer"))
+]
+
+
+def _written(scenario: str, seed: int, fmt: str) -> bytes:
+    out = io.StringIO()
+    write(simulate(scenario, seed=seed), fmt, out)
+    return out.getvalue().encode()
+
+
+def _verdicts(data: bytes) -> list[tuple[Any, ...]]:
+    analysis = analyze_sources([MemorySource(data, "runs.txt")])
+    found = [
+        (d.state.value, d.attempts, d.cause.category.value if d.cause else None)
+        for d in analysis.diagnoses
+    ]
+    return sorted(found, key=repr)
+
+
+@pytest.mark.parametrize(("first", "second", "fmt"), _PAIRS)
+def test_two_runs_in_one_text_are_the_two_runs(first: str, second: str, fmt: str) -> None:
+    one, two = _written(first, 7, fmt), _written(second, 8, fmt)
+    assert _verdicts(one + two) == sorted(_verdicts(one) + _verdicts(two), key=repr)

@@ -74,10 +74,10 @@ _PRIMARY = regex.compile(r"^(?:workerpool0-0|master-replica-0|chief-replica-0)$"
 _SERVICE_KINDS = (LIFECYCLE_KINDS - WORKER_KINDS) | {EventKind.ERROR}
 # A job's end: a later provisioning in the same id-less text is another job's (section 9).
 _JOB_END = frozenset({EventKind.JOB_SUCCEEDED, EventKind.RETRIES_EXHAUSTED})
-# Whether an attempt that ended with ``Job failed.`` (its events, from its provisioning)
-# failed in a way the platform does not retry: the policy's to say
+# Whether attempt N (its events, from its provisioning), which ended with ``Job failed.``,
+# failed in a way the platform retries no more: the policy's to say
 # (analyzer.verdict.policy.RetryPolicy.ends_job).
-EndsJob = Callable[[Sequence[Event]], bool]
+EndsJob = Callable[[Sequence[Event], int], bool]
 _NEW_JOB = frozenset({EventKind.ATTEMPT_STARTED, EventKind.JOB_QUEUED})
 # The service's lifecycle messages in the order one attempt writes them (platform.md section
 # 4): a text without times whose messages mostly step backwards is written newest first.
@@ -838,22 +838,28 @@ def separate_jobs(log: JobLog, ends_job: EndsJob | None = None) -> list[JobLog]:
 
 
 def _job_parts(events: Sequence[Event], ends_job: EndsJob | None) -> list[list[Event]]:
-    """``events`` cut where a job begins after one ended."""
+    """``events`` cut where a job begins after one ended, or where a provisioning follows
+    one with no failure between: the platform starts an attempt only after the last one's
+    ``Job failed.`` (platform.md section 2), so it is another job's (a run whose
+    stream-logs was stopped, then the next run's)."""
     parts: list[list[Event]] = [[]]
-    ended = False
+    ended = provisioned = False
     attempt: list[Event] = []
+    number = 0  # the attempts begun in the current part
     for event in events:
         service = event.task in (None, SERVICE_TASK)
-        if ended and event.kind in _NEW_JOB and service:
+        starts = service and event.kind is EventKind.ATTEMPT_STARTED
+        if (ended and service and event.kind in _NEW_JOB) or (starts and provisioned):
             parts.append([])
-            ended = False
-        if event.kind is EventKind.ATTEMPT_STARTED and service:
-            attempt = []
+            ended, number = False, 0
+        if starts:
+            attempt, provisioned, number = [], True, number + 1
         parts[-1].append(event)
         attempt.append(event)
+        if service and event.kind is EventKind.JOB_FAILED:
+            provisioned = False
+            ended = ended or (ends_job is not None and ends_job(attempt, max(number, 1)))
         ended = ended or (service and event.kind in _JOB_END)
-        if service and event.kind is EventKind.JOB_FAILED and ends_job is not None:
-            ended = ended or ends_job(attempt)
     return parts
 
 

@@ -149,11 +149,12 @@ class RetryPolicy:
         """Whether the first failure of this kind ends the job."""
         return self.attempts_allowed(category, exit_code) <= 1
 
-    def ends_job(self, attempt: Sequence[Event]) -> bool:
-        """Whether the service's failure messages among ``attempt``'s events are each of a
-        kind the platform does not retry (a user-code exit that is not transient, an out of
-        memory: platform.md section 2): after its ``Job failed.`` the job has ended, and a
-        provisioning that follows in a text is another job's."""
+    def ends_job(self, attempt: Sequence[Event], number: int = 1) -> bool:
+        """Whether the service's failure messages among the events of attempt ``number``
+        are each of a kind the platform retries no more by then (a user-code exit that is
+        not transient, an out of memory at once; a stockout at the 4th attempt: platform.md
+        section 2): after its ``Job failed.`` the job has ended, and a provisioning that
+        follows in a text is another job's."""
         failures = [
             (event.match.category, event.match.field("exit_code"))
             for event in attempt
@@ -161,7 +162,7 @@ class RetryPolicy:
         ]
         return bool(failures) and all(
             category is not None
-            and self.is_permanent(category, code if isinstance(code, int) else None)
+            and number >= self.attempts_allowed(category, code if isinstance(code, int) else None)
             for category, code in failures
         )
 
