@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -113,16 +114,34 @@ _PAIRS = [
 ]
 
 
-def _written(scenario: str, seed: int, fmt: str) -> bytes:
+def _written(entries: list[dict[str, Any]], fmt: str) -> bytes:
     out = io.StringIO()
-    write(simulate(scenario, seed=seed), fmt, out)
+    write(entries, fmt, out)
     return out.getvalue().encode()
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text[:26] + "+00:00")
+
+
+def _after(entries: list[dict[str, Any]], start: datetime) -> list[dict[str, Any]]:
+    """``entries`` moved in time to begin at ``start`` (the digits past microseconds kept)."""
+    shift = start - _time(entries[0]["timestamp"])
+    moved = []
+    for entry in entries:
+        entry = dict(entry)
+        for key in ("timestamp", "receiveTimestamp"):
+            if key in entry:
+                when = _time(entry[key]) + shift
+                entry[key] = f"{when:%Y-%m-%dT%H:%M:%S.%f}{entry[key][26:]}"
+        moved.append(entry)
+    return moved
 
 
 def _verdicts(data: bytes) -> list[tuple[Any, ...]]:
     analysis = analyze_sources([MemorySource(data, "runs.txt")])
     found = [
-        (d.state.value, d.attempts, d.cause.category.value if d.cause else None)
+        (d.state.value, d.attempts, d.cause.category.value if d.cause else None, bool(d.stalled))
         for d in analysis.diagnoses
     ]
     return sorted(found, key=repr)
@@ -130,5 +149,12 @@ def _verdicts(data: bytes) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize(("first", "second", "fmt"), _PAIRS)
 def test_two_runs_in_one_text_are_the_two_runs(first: str, second: str, fmt: str) -> None:
-    one, two = _written(first, 7, fmt), _written(second, 8, fmt)
+    # The second run begins an hour after the first one's last line, or a day before its
+    # first (runs appended in either order of their dates). Runs at the same time are told
+    # apart by nothing in an id-less text but their order in it, which is not read.
+    earlier = list(simulate(first, seed=7))
+    begin, end = _time(earlier[0]["timestamp"]), _time(earlier[-1]["timestamp"])
+    later = list(simulate(second, seed=8))
+    moved = _after(later, end + timedelta(hours=1) if len(first) % 2 else begin - timedelta(days=1))
+    one, two = _written(earlier, fmt), _written(moved, fmt)
     assert _verdicts(one + two) == sorted(_verdicts(one) + _verdicts(two), key=repr)

@@ -93,7 +93,10 @@ def diagnose_collected(
         if job is not None and log.job_id != job:
             return
         for timeline in job_timelines(log, budget, active_policy.ends_job):
-            end = live_end or (InputEnd(log.input_end) if log.input_end else None)
+            # A job of several one text holds ends its own stream (one run's stream-logs):
+            # another run's later lines say nothing of its silence.
+            ends = timeline.input_end or log.input_end
+            end = live_end or (InputEnd(ends) if ends else None)
             diagnosis = diagnose_timeline(timeline, active_policy, job_spec, lang, stats, end)
             yield diagnosis if timelines else _without_events(diagnosis)
 

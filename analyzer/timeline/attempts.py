@@ -220,6 +220,9 @@ class JobTimeline:
     service_records: int = 0
     # (k, n): job k of n that one id-less text holds (two stream-logs runs pasted together).
     pasted_part: tuple[int, int] | None = None
+    # Where the input ends for this job, when it is one of several a text holds (its own
+    # stream ends before the next job's begins); None: the log's (JobLog.input_end).
+    input_end: datetime | None = None
     # The inputs whose lines hold no times and were read bottom up, being written newest
     # first (see oldest_first).
     reversed_paths: tuple[str, ...] = ()
@@ -726,6 +729,10 @@ def job_timelines(
         log = replace(log, events=kept)
     logs = separate_jobs(log, ends_job)
     timelines = [build_timeline(part, restart_budget) for part in logs]
+    if len(logs) > 1:
+        timelines = [
+            replace(t, input_end=part.input_end) for t, part in zip(timelines, logs, strict=True)
+        ]
     if flipped or aside or others:
         timelines = [
             replace(timeline, reversed_paths=flipped, other_service=aside, other_jobs=len(others))
@@ -830,43 +837,76 @@ def separate_jobs(log: JobLog, ends_job: EndsJob | None = None) -> list[JobLog]:
     if len(parts) == 1:
         return [log]
     named = [any(named_job(e) == log.job_id for e in part) for part in parts]
+    starts = [_bounds(part)[0] for part in parts[1:]] + [None]
     # The part the id's line is in keeps it (the first when none holds it).
     return [
-        _part_log(log, part, log.job_id if named[i] or (i == 0 and not any(named)) else None)
+        _part_log(
+            log, part, log.job_id if named[i] or (i == 0 and not any(named)) else None, starts[i]
+        )
         for i, part in enumerate(parts)
     ]
 
 
 def _job_parts(events: Sequence[Event], ends_job: EndsJob | None) -> list[list[Event]]:
-    """``events`` cut where a job begins after one ended, or where a provisioning follows
-    one with no failure between: the platform starts an attempt only after the last one's
-    ``Job failed.`` (platform.md section 2), so it is another job's (a run whose
-    stream-logs was stopped, then the next run's)."""
+    """``events`` cut where one job ends and another begins (:class:`_JobCutter`)."""
     parts: list[list[Event]] = [[]]
-    ended = provisioned = False
-    attempt: list[Event] = []
-    number = 0  # the attempts begun in the current part
+    cutter = _JobCutter(ends_job)
     for event in events:
-        service = event.task in (None, SERVICE_TASK)
-        starts = service and event.kind is EventKind.ATTEMPT_STARTED
-        if (ended and service and event.kind in _NEW_JOB) or (starts and provisioned):
+        if cutter.begins_another(event):
             parts.append([])
-            ended, number = False, 0
-        if starts:
-            attempt, provisioned, number = [], True, number + 1
         parts[-1].append(event)
-        attempt.append(event)
-        if service and event.kind is EventKind.JOB_FAILED:
-            provisioned = False
-            ended = ended or (ends_job is not None and ends_job(attempt, max(number, 1)))
-        ended = ended or (service and event.kind in _JOB_END)
     return parts
 
 
-def _part_log(log: JobLog, part: list[Event], job_id: str | None) -> JobLog:
-    """The log of one job of ``log``: its events, and the workers' spans in its time."""
+class _JobCutter:
+    """Where a text's next job begins: a provisioning after the job ended (success, retries
+    exhausted, a failure the policy retries no more by then: ``ends_job``), or after an
+    attempt that ran with no failure since. The platform starts an attempt only after the
+    last one's ``Job failed.`` (platform.md section 2): so the provisioning is another job's
+    (a run whose stream-logs was stopped, then the next run's). The same provisioning line
+    twice in one second is one line read twice (a log pasted or streamed again), not two."""
+
+    def __init__(self, ends_job: EndsJob | None) -> None:
+        self._ends_job = ends_job
+        self._ended = False
+        self._ran = False  # the current attempt ran, and has not failed
+        self._attempt: list[Event] = []
+        self._number = 0  # the attempts begun in the current job
+        self._started: datetime | None = None  # its last provisioning's time
+
+    def begins_another(self, event: Event) -> bool:
+        """Take the next ``event``: whether it begins another job."""
+        service = event.task in (None, SERVICE_TASK)
+        starts = service and event.kind is EventKind.ATTEMPT_STARTED
+        again = starts and event.timestamp is not None and event.timestamp == self._started
+        another = not again and (
+            (self._ended and service and event.kind in _NEW_JOB) or (starts and self._ran)
+        )
+        if another:
+            self._ended, self._ran, self._number = False, False, 0
+        if starts and not again:
+            self._attempt, self._number, self._started = [], self._number + 1, event.timestamp
+        self._attempt.append(event)
+        ran = self._ran or event.kind in _ACTIVITY
+        self._ran = ran and event.kind is not EventKind.JOB_FAILED
+        if service and event.kind is EventKind.JOB_FAILED and self._ends_job is not None:
+            self._ended = self._ended or self._ends_job(self._attempt, max(self._number, 1))
+        self._ended = self._ended or (service and event.kind in _JOB_END)
+        return another
+
+
+def _part_log(log: JobLog, part: list[Event], job_id: str | None, until: datetime | None) -> JobLog:
+    """The log of one job of ``log``: its events, and the workers' spans in its time. Its
+    input ends with its own lines, before the next job's (``until``): the text holds one
+    stream after another (stream-logs of one run, then the next's), and another run's later
+    lines say nothing of this one's silence (issue 30)."""
     times = [e.timestamp for e in part if e.timestamp is not None]
     first, last = (min(times), max(times)) if times else (None, None)
+    if until is not None:
+        ends = [s.last for spans in log.vm_spans.values() for s in spans if s.last < until]
+        input_end = max([t for t in (last, *ends) if t is not None], default=None)
+    else:
+        input_end = log.input_end
     spans = {
         task: tuple(s for s in task_spans if _overlaps(s, first, last))
         for task, task_spans in log.vm_spans.items()
@@ -879,6 +919,7 @@ def _part_log(log: JobLog, part: list[Event], job_id: str | None) -> JobLog:
         first_seen=first,
         last_seen=last,
         job_id=job_id,
+        input_end=input_end,
     )
 
 
