@@ -6,6 +6,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,16 @@ os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="jobdoctor-test-cache-")
 # of their own list too_slow as well.
 settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("suite")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist, the simulator's texts (tests/corpus.py) are made once for all workers, in
+    the run's own temporary folder (the parent of each worker's, which pytest cleans up)."""
+    basetemp = config.option.basetemp
+    if os.environ.get("PYTEST_XDIST_WORKER") and basetemp:
+        from tests import corpus
+
+        corpus.share(Path(basetemp).parent / "corpus")
 
 
 @pytest.fixture(scope="session")
