@@ -13,7 +13,7 @@ import itertools
 import json
 import random
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -410,29 +410,30 @@ def test_a_gcloud_json_fleet_over_processes(book: RuleBook, tmp_path: Path) -> N
 # --- the diagnosis of the sink export --------------------------------------------------------
 
 
-def _scenario_files(tmp_path: Path) -> Iterator[tuple[str, Path, Path, Path]]:
-    for scenario in sorted(SCENARIOS):
-        paths = []
-        for fmt, suffix in [("jsonl", "jsonl"), ("gcloud-json", "json"), ("stream-logs", "txt")]:
-            path = tmp_path / f"{scenario}.{suffix}"
-            path.write_text(_written(scenario, fmt), encoding="utf-8")
-            paths.append(path)
-        yield scenario, paths[0], paths[1], paths[2]
+def _scenario_files(scenario: str, tmp_path: Path) -> tuple[Path, Path, Path]:
+    paths = []
+    for fmt, suffix in [("jsonl", "jsonl"), ("gcloud-json", "json"), ("stream-logs", "txt")]:
+        path = tmp_path / f"{scenario}.{suffix}"
+        path.write_text(_written(scenario, fmt), encoding="utf-8")
+        paths.append(path)
+    return paths[0], paths[1], paths[2]
 
 
+# A case per scenario (it was one test of 28, the suite's longest at the end of a worker).
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 @pytest.mark.usefixtures("small_ranges")
 def test_each_scenario_diagnoses_like_its_sink_export(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    scenario: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As tests/test_every_shape asserts for the plain readers, through the fast scan (files),
     # in two processes.
     monkeypatch.setenv("JOBDOCTOR_JOBS", "2")
-    for scenario, sink, array, rows in _scenario_files(tmp_path):
-        want = analyze([sink])
-        assert _verdicts(analyze([array])) == _verdicts(want), scenario
-        if len(expected(scenario)) == 1:
-            got = analyze([rows])
-            assert _verdicts(got, with_ids=False) == _verdicts(want, with_ids=False), scenario
+    sink, array, rows = _scenario_files(scenario, tmp_path)
+    want = analyze([sink])
+    assert _verdicts(analyze([array])) == _verdicts(want), scenario
+    if len(expected(scenario)) == 1:
+        got = analyze([rows])
+        assert _verdicts(got, with_ids=False) == _verdicts(want, with_ids=False), scenario
 
 
 @pytest.mark.parametrize(("fmt", "suffix"), [("stream-logs", "txt"), ("gcloud-json", "json")])
