@@ -21,16 +21,30 @@ from types import TracebackType
 from typing import Any
 
 ENV = "STORAGE_EMULATOR_HOST"
+# The name of the storage emulator's threads (the server's and each connection's): idle
+# between the tests that use it (conftest forks the workers of the others beside them).
+EMULATOR_THREADS = "storage-emulator"
+
+
+class _Named(ThreadingHTTPServer):
+    """Each connection's thread named ``thread_name``."""
+
+    thread_name = "http-server"
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        threading.current_thread().name = self.thread_name
+        super().process_request_thread(request, client_address)
 
 
 class _Serving:
     """A ThreadingHTTPServer run in a thread, with STORAGE_EMULATOR_HOST pointing at it."""
 
-    def __init__(self, handler: Any) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    def __init__(self, handler: Any, name: str = "http-server") -> None:
+        self._server = _Named(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        self._server.thread_name = name
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name=name, daemon=True)
         self._previous: str | None = None
 
     def __enter__(self) -> _Serving:
@@ -71,7 +85,7 @@ class StorageEmulator(_Serving):
                 if getattr(self, "command", None):
                     seen.append((self.command, self.path, self.headers.get("range")))
 
-        super().__init__(partial(Recording, self.storage))
+        super().__init__(partial(Recording, self.storage), EMULATOR_THREADS)
 
     def __enter__(self) -> StorageEmulator:
         super().__enter__()

@@ -27,6 +27,20 @@ from tests.sink_trees import BUCKET
 distributed = pytest.importorskip("distributed", reason="pip install -e '.[test]' installs it")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _io_loop_stopped() -> Iterator[None]:
+    """After the module, the IO loop's thread that distributed's closed clients leave running
+    stopped: while a Python thread runs, conftest has this xdist worker spawn the workers of
+    every later run over processes instead of forking them (with worksteal a worker often
+    takes more tests after these: 130 in one run, spawning)."""
+    yield
+    from distributed.utils import LoopRunner
+
+    for _, runner in list(LoopRunner._all_loops.values()):
+        if runner is not None:
+            runner.stop()
+
+
 @pytest.fixture(scope="module")
 def scheduler(
     sink_trees: dict[str, Any], tmp_path_factory: pytest.TempPathFactory

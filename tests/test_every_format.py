@@ -6,13 +6,12 @@ project-wide file of several interleaved jobs cannot be split from them: that ca
 
 from __future__ import annotations
 
-import io
-
 import pytest
 
 from analyzer.api import analyze_sources
 from analyzer.ingest import MemorySource
-from analyzer.simulate import FORMATS, SCENARIOS, encoding, expected, simulate, write
+from analyzer.simulate import FORMATS, SCENARIOS, encoding, expected
+from tests import corpus
 
 TEXT_FORMATS = {"stream-logs", "logs-explorer", "summary-lines", "utf16", "web-page"}
 CASES = [
@@ -25,9 +24,7 @@ CASES = [
 
 @pytest.mark.parametrize(("scenario", "fmt"), CASES)
 def test_scenario_in_format(scenario: str, fmt: str) -> None:
-    out = io.StringIO()
-    write(simulate(scenario, seed=1), fmt, out, seed=1)
-    data = out.getvalue().encode(encoding(fmt))
+    data = corpus.written(scenario, fmt, seed=1).encode(encoding(fmt))
     analysis = analyze_sources([MemorySource(data, f"{scenario}.{fmt}")])
     got = sorted(
         [

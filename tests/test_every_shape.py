@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import codecs
 import functools
-import io
 import json
 import os
 import subprocess
@@ -32,9 +31,10 @@ from analyzer.ingest import MemorySource, open_sources
 from analyzer.ingest.records import entry_fields
 from analyzer.pipeline.analysis import Analysis
 from analyzer.rulebook import RuleBook
-from analyzer.simulate import SCENARIOS, encoding, expected, simulate, write
+from analyzer.simulate import SCENARIOS, encoding, expected
 from analyzer.verdict.diagnosis import Diagnosis
 from analyzer.verdict.jobspec import load_job_spec, parse_job_spec
+from tests import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ROOT / "tests" / "fixtures" / "shapes"
@@ -66,12 +66,10 @@ def book() -> RuleBook:
     return RuleBook.load()
 
 
-# The simulator's text is a pure function of its arguments: made once per worker, not per case.
+# The simulator's text is a pure function of its arguments: made once per run, not per case.
 @functools.cache
 def _written(scenario: str, fmt: str, seed: int = 1) -> bytes:
-    out = io.StringIO()
-    write(simulate(scenario, seed=seed), fmt, out, seed=seed)
-    return out.getvalue().encode(encoding(fmt))
+    return corpus.written(scenario, fmt, seed).encode(encoding(fmt))
 
 
 def _verdicts(analysis: Analysis, *, with_ids: bool = True) -> list[tuple[Any, ...]]:
@@ -103,9 +101,15 @@ CASES = [
 ]
 
 
+@functools.cache
+def _sink_analysis(scenario: str) -> Analysis:
+    """The sink export's analysis, the reference of each shape of ``scenario`` (up to seven)."""
+    return _analysis(_written(scenario, "jsonl"), f"{scenario}.jsonl")
+
+
 @pytest.mark.parametrize(("scenario", "fmt"), CASES)
 def test_each_shape_diagnoses_like_its_sink_export(scenario: str, fmt: str) -> None:
-    sink = _analysis(_written(scenario, "jsonl"), f"{scenario}.jsonl")
+    sink = _sink_analysis(scenario)
     shape = _analysis(_written(scenario, fmt), f"{scenario}.{fmt}")
     (stats,) = shape.inputs
     assert stats.format == SINK_FORMATS[fmt]

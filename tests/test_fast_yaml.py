@@ -30,7 +30,7 @@ from analyzer.ingest.records import InputStats, entry_fields
 from analyzer.rulebook import RuleBook
 from analyzer.simulate import SCENARIOS, fleet, write
 from analyzer.simulate.writers import gcloud_yaml
-from tests.test_fast_readers import _same, _written, small_ranges  # noqa: F401 (a fixture)
+from tests.test_fast_readers import _same, _spread, _written, small_ranges  # noqa: F401 (a fixture)
 
 
 @pytest.fixture(scope="module")
@@ -79,14 +79,16 @@ YAML_VARIANTS = {
     ).encode(),
     "damaged": _damaged,
 }
-# Every scenario as written and damaged; the other variants on a few (they change the layout
-# the same way whatever the entries).
+# Every scenario as written, damaged on every second one (test_fast_readers' rotation); the
+# other variants on a few (they change the layout the same way whatever the entries).
 _FEW = ("oom", "user-code-exit1", "worker-restarts-exhausted")
 YAML_CASES = [
     (scenario, variant)
     for scenario in sorted(SCENARIOS)
     for variant in YAML_VARIANTS
-    if variant in ("as-written", "damaged") or scenario in _FEW
+    if variant == "as-written"
+    or (variant == "damaged" and _spread(scenario, variant, YAML_VARIANTS))
+    or (variant != "damaged" and scenario in _FEW)
 ]
 
 
