@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import random
+import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -62,6 +63,23 @@ def test_a_stray_old_line_keeps_the_map_small() -> None:
     found = _map([0, 60_000_000, 60_000_001])
     assert found.minutes() == [60_000_000, 60_000_001]
     assert found.bits.bit_length() <= WINDOW
+
+
+def test_lines_years_apart_never_build_a_huge_map() -> None:
+    # Year 2024 and year 9999 are 4.2 billion minutes apart: shifting the map by that made an
+    # int of as many bits (520 MB) before the mask cut it, 0.1 s a line.
+    years = [datetime(year, 1, 1, tzinfo=UTC) for year in (2024, 9999, 1970, 9999)]
+    tracemalloc.start()
+    try:
+        found = _map([minute_of(when) for when in years])
+        other = _map([minute_of(years[0])])
+        other.merge(found)
+        found.merge(_map([minute_of(years[0])]))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    assert found == other and found.minutes() == [minute_of(years[1])]
 
 
 def test_minutes_since() -> None:

@@ -67,7 +67,9 @@ class MinuteMap:
         """Note a line in ``minute``."""
         top = self.top
         if minute > top:
-            if top < 0:
+            # Shifted by a window or more, every bit falls out: not shifted at all (a line
+            # dated in year 1 beside one in 9999 would make an int of 5 billion bits).
+            if top < 0 or minute - top >= WINDOW:
                 self.bits = 1
             else:
                 self.bits = ((self.bits << (minute - top)) | 1) & _MASK
@@ -79,12 +81,12 @@ class MinuteMap:
         """Add the minutes of ``other`` (the result is the map of both inputs' lines)."""
         if other.top < 0:
             return
-        if self.top < 0:
+        if self.top < 0 or other.top - self.top >= WINDOW:
             self.top, self.bits = other.top, other.bits
         elif other.top > self.top:
             self.bits = ((self.bits << (other.top - self.top)) | other.bits) & _MASK
             self.top = other.top
-        else:
+        elif self.top - other.top < WINDOW:
             self.bits |= (other.bits << (self.top - other.top)) & _MASK
 
     def copy(self) -> MinuteMap:
