@@ -128,14 +128,14 @@ def test_block_search_keeps_every_matching_text(
 
 
 def test_normalising_a_block_is_normalising_each_text() -> None:
-    from analyzer.rulebook.native import _SPACE_RUN
+    from analyzer.rulebook.native import _normal_forms
 
     rng = random.Random(3)
-    alphabet = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1fab"
+    # Whitespace of every kind, a printable and an unprintable character, inert ones.
+    alphabet = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1fab\x7f█×"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(5000)]
-    joined = _SPACE_RUN.sub(" ", "\0".join(texts))
-    normal = joined.replace(" \0", "\0").replace("\0 ", "\0").strip(" ").split("\0")
-    assert normal == [normalize(text) for text in texts]
+    texts += ["a b", " a", "a ", "a  b", "█ 40%", ""]
+    assert _normal_forms(texts) == [normalize(text) for text in texts]
 
 
 def _near_miss_fleet(path: Path, share: float, *, true_matches: bool, seed: int) -> None:

@@ -51,3 +51,18 @@ def test_long_texts_by_bytes_are_searched_apart(book: RuleBook, extra: int) -> N
     expected = [i for i, text in enumerate(texts) if prefilter.candidates(text)]
     assert {7, 9} <= set(expected)
     assert prefilter.select(texts) == expected
+
+
+def test_texts_by_template_groups_the_pairs(book: RuleBook) -> None:
+    check = book._prefilter._native_check()
+    assert check is not None
+    rng = random.Random(5)
+    words = len(check.templates_of)
+    pairs = [(rng.randrange(words), rng.randrange(50)) for _ in range(2000)]
+    expected: dict[int, set[int]] = {}
+    for word, text in pairs:
+        for template in check.templates_of[word]:
+            expected.setdefault(template, set()).add(text)
+    found = check._texts_by_template(iter(pairs))
+    assert found == {template: sorted(texts) for template, texts in expected.items()}
+    assert check._texts_by_template([]) == {}

@@ -35,7 +35,8 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, chain, compress, groupby, repeat
+from operator import itemgetter, not_, or_
 from typing import Any
 
 import regex
@@ -322,29 +323,54 @@ class BlockCheck:
         out of ``timeout`` (one text's budget, for all of them: a sound template needs
         microseconds) keeps all its texts: Python then decides each, as before, counting the
         timeouts of a pattern that is slow on some."""
-        by_template: dict[int, set[int]] = {}
-        templates_of = self.templates_of
-        for word, text in words:
-            for template in templates_of[word]:
-                by_template.setdefault(template, set()).add(text)
+        by_template = self._texts_by_template(words)
         kept: set[int] = set()
         if not by_template:
             return kept
-        # Normalised as normalize() makes each: whitespace runs one space, the ends stripped.
-        joined = _SPACE_RUN.sub(" ", "\0".join(texts))
-        normal = joined.replace(" \0", "\0").replace("\0 ", "\0").strip(" ").split("\0")
+        normal = _normal_forms(texts)
         for template, chosen in by_template.items():
             pattern = self.patterns[template]
             if pattern is None:
                 kept.update(chosen)
                 continue
-            order = sorted(chosen)
+            order = chosen
             try:
                 kept.update(_touched(pattern, [normal[i] for i in order], order, timeout))
             except TimeoutError:
                 # Python decides each of these texts, counting its timeouts as before.
                 kept.update(chosen)
         return kept
+
+    def _texts_by_template(self, words: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+        """The indexes of the texts holding a literal word of each template, in order, from
+        (word, text index) pairs: grouped by word first (a block holds about a hundred
+        distinct words, and tens of thousands of pairs on a chatty log)."""
+        groups: dict[int, list[list[int]]] = {}
+        templates_of = self.templates_of
+        for word, pairs in groupby(sorted(set(words)), itemgetter(0)):
+            texts = list(map(itemgetter(1), pairs))
+            for template in templates_of[word]:
+                groups.setdefault(template, []).append(texts)
+        return {
+            template: lists[0] if len(lists) == 1 else sorted(set(chain.from_iterable(lists)))
+            for template, lists in groups.items()
+        }
+
+
+def _normal_forms(texts: Sequence[str]) -> list[str]:
+    """``texts`` normalised as normalize() makes each of them (ASCII and inert characters):
+    whitespace runs one space, the ends stripped. Most have nothing to change: no character
+    outside the printable ones (which holds every whitespace but the space), no two spaces
+    in a row, no space at an end; those are told apart in C, and only the others rewritten."""
+    normal = list(texts)
+    odd = map(
+        or_, map(not_, map(str.isprintable, texts)), map(str.__contains__, texts, repeat("  "))
+    )
+    odd = map(or_, odd, map(str.startswith, texts, repeat(" ")))
+    odd = map(or_, odd, map(str.endswith, texts, repeat(" ")))
+    for index in compress(range(len(texts)), odd):
+        normal[index] = _SPACE_RUN.sub(" ", texts[index]).strip(" ")
+    return normal
 
 
 def _touched(pattern: Any, texts: list[str], indexes: list[int], timeout: float) -> Iterable[int]:

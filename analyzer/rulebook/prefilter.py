@@ -319,17 +319,19 @@ class Prefilter:
         kept.update(places[index] for index in found)
         return [hits[place] for place in sorted(kept)]
 
-    def _words_in(self, joined: bytes, encoded: Sequence[bytes]) -> list[tuple[int, int]]:
+    def _words_in(self, joined: bytes, encoded: Sequence[bytes]) -> Iterable[tuple[int, int]]:
         """The literal words in the texts ``encoded`` (``joined`` by line ends), as (word,
         text index), by one caseless search (exact for ASCII and inert texts)."""
-        found: list[tuple[int, int]] = []
+        words: list[int] = []
+        ends: list[int] = []
+        add_word, add_end = words.append, ends.append
 
         def on_word(word: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            found.append((word, end))
+            add_word(word)
+            add_end(end)
 
         self._caseless[0].scan(joined, match_event_handler=on_word)
-        starts = list(accumulate(map((1).__add__, map(len, encoded)), initial=0))
-        return [(word, bisect_right(starts, end - 1) - 1) for word, end in found]
+        return zip(words, map(bisect_right, repeat(_bounds(map(len, encoded))), ends), strict=True)
 
     def _not_inert(self, places: list[int], encoded: list[bytes]) -> list[int]:
         """Those of ``places`` (in ``encoded``) whose text holds a character neither ASCII nor
