@@ -66,3 +66,47 @@ def test_texts_by_template_groups_the_pairs(book: RuleBook) -> None:
     found = check._texts_by_template(iter(pairs))
     assert found == {template: sorted(texts) for template, texts in expected.items()}
     assert check._texts_by_template([]) == {}
+
+
+def _matching_block(n: int) -> list[str]:
+    # Texts a rule matches, each new (no remembered answer), among training chatter.
+    return [
+        text
+        for step in range(n)
+        for text in (f"RuntimeError: CUDA error at step {step}", f"loss {step}")
+    ]
+
+
+def test_a_dense_log_searches_a_sample_per_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where most new texts match, the block search would repeat match()'s work: after a pause
+    # (and at the start) a sample of a block is searched first, and the rest only where the
+    # sample is not mostly matches. What is kept is the same either way.
+    from analyzer.rulebook import book as book_module
+
+    fresh = RuleBook.load()
+    searched: list[int] = []
+    confirm = Prefilter.confirm
+
+    def counted(self: Prefilter, texts: list[str], hits: list[int], timeout: float) -> list[int]:
+        searched.append(len(hits))
+        return confirm(self, texts, hits, timeout)
+
+    monkeypatch.setattr(Prefilter, "confirm", counted)
+    sample, pause = book_module._CONFIRM_SAMPLE, book_module._CONFIRM_PAUSE
+    for block in range(pause + 2):
+        texts = _matching_block(100 * (block + 1))[-200:]
+        kept = fresh.may_match_texts(texts)
+        assert {i for i, text in enumerate(texts) if fresh.match(text)} <= set(kept)
+    # The first block's sample, nothing during the pause, the sample after it.
+    assert searched == [sample, sample]
+    # A block of near misses after a pause: its sample shows it, the rest is searched too.
+    searched.clear()
+    fresh._skip_confirm[0] = 0
+    near = [f"eval step {n}: error rate 0.0{n}, exceptions 0" for n in range(3 * sample)]
+    assert fresh.may_match_texts(near) == []
+    assert searched == [sample, 2 * sample]
+    # Then a whole block is searched at once, as long as most of it does not match.
+    searched.clear()
+    near = [f"eval step {n}: error rate 0.0{n}, exceptions 1" for n in range(3 * sample)]
+    assert fresh.may_match_texts(near) == []
+    assert searched == [3 * sample]
