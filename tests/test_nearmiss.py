@@ -128,14 +128,14 @@ def test_block_search_keeps_every_matching_text(
 
 
 def test_normalising_a_block_is_normalising_each_text() -> None:
-    from analyzer.rulebook.native import _SPACE_RUN
+    from analyzer.rulebook.native import _normal_forms
 
     rng = random.Random(3)
-    alphabet = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1fab"
+    # Whitespace of every kind, a printable and an unprintable character, inert ones.
+    alphabet = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1fab\x7f█×"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(5000)]
-    joined = _SPACE_RUN.sub(" ", "\0".join(texts))
-    normal = joined.replace(" \0", "\0").replace("\0 ", "\0").strip(" ").split("\0")
-    assert normal == [normalize(text) for text in texts]
+    texts += ["a b", " a", "a ", "a  b", "█ 40%", ""]
+    assert _normal_forms(texts) == [normalize(text) for text in texts]
 
 
 def _near_miss_fleet(path: Path, share: float, *, true_matches: bool, seed: int) -> None:
@@ -192,3 +192,47 @@ def test_user_rules_the_block_search_cannot_take(tmp_path: Path) -> None:
     path = tmp_path / "nearmiss.jsonl"
     _near_miss_fleet(path, 0.3, true_matches=False, seed=5)
     _same([str(path)], book)
+
+
+def test_an_alternation_is_searched_by_its_alternatives() -> None:
+    written = rewrite(r"^Job failed\.$|(?i:quota) (?P<n>\d+) exceeded|\bOOM\b")
+    assert written.source is not None and len(written.alternatives) == 3
+    # A back-reference's group number would change apart, and a single pattern is itself.
+    assert rewrite(r"(a)x\1|b").alternatives == ()
+    assert rewrite(r"(a)?(?(1)x|y)|b").alternatives == ()
+    assert rewrite(r"Job (?:failed|succeeded)").alternatives == ()
+
+
+_TEMPLATES_APART = [
+    (rule.id, template.regex.pattern)
+    for rule in BOOK.rules
+    for template in rule.templates
+    if rewrite(template.regex.pattern).alternatives
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(_TEMPLATES_APART),
+    st.lists(st.sampled_from([*EXAMPLES, *_near(7), " ", ""]), min_size=1, max_size=6),
+    _PAD,
+)
+def test_alternatives_apart_match_where_the_template_does(
+    template: tuple[str, str], texts: list[str], pad: str
+) -> None:
+    """A text matches a rewritten template exactly where it matches one of its alternatives;
+    searched apart in a block, they keep every text the whole keeps."""
+    import regex
+
+    from analyzer.rulebook.native import _normal_forms, _touched
+
+    written = rewrite(template[1])
+    assert written.source is not None
+    whole = regex.compile(written.source, regex.VERSION0)
+    apart = [regex.compile(source, regex.VERSION0) for source in written.alternatives]
+    texts = _normal_forms([pad + text for text in texts] + texts)
+    for text in texts:
+        assert bool(whole.search(text)) == any(part.search(text) for part in apart), text
+    indexes = list(range(len(texts)))
+    matched = {i for i in indexes if whole.search(texts[i])}
+    assert matched <= set(_touched(whole, apart, texts, indexes, 1.0))

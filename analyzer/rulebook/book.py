@@ -38,10 +38,14 @@ _CACHE_TEXT_CHARS = 1024
 # their answer, by their digits masked: the candidate rules, and which of them cannot match
 # any such text (:func:`digit_blind`).
 _ASCII_DIGITS = frozenset("0123456789")
-# may_match_texts: where at least this many new texts of a block went through the block search
-# and more than three quarters matched, the search is skipped for this many blocks (it only
-# narrows what match() decides; on event-dense logs it would cost as much again).
-_CONFIRM_SAMPLE = 8
+# may_match_texts: where at least _CONFIRM_LEAST new texts of a block went through the block
+# search and more than three quarters matched, the search is skipped for _CONFIRM_PAUSE blocks
+# (it only narrows what match() decides; on event-dense logs it would cost as much again).
+# After a pause (and at the start) it searches the first _CONFIRM_SAMPLE new texts of a block
+# first, and the others only where the sample is not mostly matches: a dense log pays the
+# search of a sample per pause, not of a whole block.
+_CONFIRM_LEAST = 8
+_CONFIRM_SAMPLE = 32
 _CONFIRM_PAUSE = 8
 _MASK = bytes.maketrans(b"0123456789", b"0000000000")
 # Parts of a pattern that treat every digit alike: a group's name, a repeat count, a class
@@ -150,9 +154,10 @@ class RuleBook:
     _digit_words: tuple[tuple[int, tuple[bytes, ...]], ...] = field(
         init=False, repr=False, compare=False
     )
-    # Blocks left for may_match_texts to pass without the block search (see _CONFIRM_PAUSE).
+    # Blocks left for may_match_texts to pass without the block search (see _CONFIRM_PAUSE),
+    # and 1 while the next search is of a sample first.
     _skip_confirm: list[int] = field(
-        default_factory=lambda: [0], init=False, repr=False, compare=False
+        default_factory=lambda: [0, 1], init=False, repr=False, compare=False
     )
     _digit_words_of: dict[int, tuple[str, ...]] = field(init=False, repr=False, compare=False)
 
@@ -400,14 +405,32 @@ class RuleBook:
         if skip[0] > 0:
             skip[0] -= 1
             return sorted(matching + unknown)
-        confirmed = prefilter.confirm(texts, unknown, self.timeout)
+        confirmed = self._confirm(texts, unknown)
+        return sorted(matching + confirmed) if matching else confirmed
+
+    def _confirm(self, texts: Sequence[str], unknown: list[int]) -> list[int]:
+        """Those of ``unknown`` (indexes of ``texts``, in order) the block search keeps; the
+        others are remembered as matching nothing. Where most of those searched match (a log
+        dense with events: the search would only repeat match()'s work), the search pauses
+        for some blocks, and the texts after the sample are kept unsearched."""
+        skip = self._skip_confirm
+        sample = unknown
+        if skip[1] and len(unknown) > 2 * _CONFIRM_SAMPLE:
+            sample = unknown[:_CONFIRM_SAMPLE]
+        confirmed = self._confirm_some(texts, sample)
+        if len(sample) >= _CONFIRM_LEAST and len(confirmed) * 4 > len(sample) * 3:
+            skip[:] = [_CONFIRM_PAUSE, 1]
+            return confirmed + unknown[len(sample) :]
+        skip[1] = 0
+        if len(sample) < len(unknown):
+            confirmed += self._confirm_some(texts, unknown[len(sample) :])
+        return confirmed
+
+    def _confirm_some(self, texts: Sequence[str], unknown: list[int]) -> list[int]:
+        confirmed = self._prefilter.confirm(texts, unknown, self.timeout)
         if len(confirmed) < len(unknown):
             self._remember_no_match(texts, unknown, confirmed)
-        if len(unknown) >= _CONFIRM_SAMPLE and len(confirmed) * 4 > len(unknown) * 3:
-            # Most new texts match (a log dense with events): the search would only repeat
-            # match()'s work; ask again some blocks later.
-            skip[0] = _CONFIRM_PAUSE
-        return sorted(matching + confirmed) if matching else confirmed
+        return confirmed
 
     def _known_answers(self, texts: Sequence[str], hits: list[int]) -> tuple[list[int], list[int]]:
         """Of ``hits``: those whose remembered answer (by text, or by digit mask where no

@@ -13,8 +13,8 @@ import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from itertools import accumulate, compress
-from typing import Any, Literal, cast
+from itertools import accumulate, compress, repeat
+from typing import Any, Literal
 
 from analyzer.core import cache
 from analyzer.rulebook import native
@@ -28,15 +28,6 @@ _INVISIBLE = re.compile("[" + "".join(sorted(INVISIBLE)) + "]")
 # (Hyperscan, each word reported once), rather than once per word, or among the texts of its
 # block (where every occurrence of every word would be reported).
 LONG_TEXT = 2048
-# Words found in a block's texts beyond which it probably holds a long text (the fleet's blocks
-# of about 700 texts hold about 30).
-_MANY_WORDS = 256
-
-
-def _scan_terminated() -> type[Exception]:
-    import hyperscan
-
-    return cast("type[Exception]", hyperscan.ScanTerminated)
 
 
 def _unchanged_by_fold(text: str) -> bool:
@@ -89,6 +80,22 @@ def _caseless_databases(literals: Sequence[str]) -> tuple[Any, Any] | None:
     others = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     others.compile(expressions=[_NOT_INERT], ids=[0], flags=[hyperscan.HS_FLAG_UTF8])
     return words, others
+
+
+def _utf8(texts: Sequence[str]) -> tuple[bytes, list[int]]:
+    """``texts`` joined by line ends in UTF-8, and the length of each in bytes.
+    UnicodeEncodeError for a lone surrogate. (Encoding the joined texts costs as much: most
+    blocks hold a wide character, which makes the joined string wide.)"""
+    encoded = list(map(str.encode, texts))
+    return b"\n".join(encoded), list(map(len, encoded))
+
+
+def _bounds(lengths: Iterable[int]) -> list[int]:
+    """Where each text after the first of texts of ``lengths`` (in bytes) starts in them
+    joined by line ends: the text holding a match that ends at offset ``end`` is
+    ``bisect_right(bounds, end)`` (its last byte, at ``end - 1``, is before the line end
+    after that text)."""
+    return list(accumulate(map((1).__add__, lengths)))
 
 
 def literals_of(rule: Rule) -> list[str | None]:
@@ -266,14 +273,17 @@ class Prefilter:
         self.warm()
         if self._caseless is not None:
             try:
-                encoded = list(map(str.encode, texts))
+                data, lengths = _utf8(texts)
             except UnicodeEncodeError:  # a lone surrogate: not for Hyperscan's UTF-8 mode
                 pass
             else:
-                found = self._select_utf8(texts, encoded, _MANY_WORDS)
-                if found is not None:
-                    return found
-                return self._select_long_apart(texts, encoded)
+                # A long text (a traceback) may hold many words, each occurrence a callback:
+                # such a block is searched apart. Asked by length, not by stopping the search
+                # after some hundred words: a chatty block holds that many in short texts
+                # (400 on the near-miss rows) and was searched twice.
+                if max(lengths) > LONG_TEXT:
+                    return self._select_long_apart(texts, lengths)
+                return self._select_utf8(texts, data, lengths)
         return self._select_by_re(texts)
 
     def confirm(self, texts: Sequence[str], hits: list[int], timeout: float) -> list[int]:
@@ -309,17 +319,19 @@ class Prefilter:
         kept.update(places[index] for index in found)
         return [hits[place] for place in sorted(kept)]
 
-    def _words_in(self, joined: bytes, encoded: Sequence[bytes]) -> list[tuple[int, int]]:
+    def _words_in(self, joined: bytes, encoded: Sequence[bytes]) -> Iterable[tuple[int, int]]:
         """The literal words in the texts ``encoded`` (``joined`` by line ends), as (word,
         text index), by one caseless search (exact for ASCII and inert texts)."""
-        found: list[tuple[int, int]] = []
+        words: list[int] = []
+        ends: list[int] = []
+        add_word, add_end = words.append, ends.append
 
         def on_word(word: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            found.append((word, end))
+            add_word(word)
+            add_end(end)
 
         self._caseless[0].scan(joined, match_event_handler=on_word)
-        starts = list(accumulate(map((1).__add__, map(len, encoded)), initial=0))
-        return [(word, bisect_right(starts, end - 1) - 1) for word, end in found]
+        return zip(words, map(bisect_right, repeat(_bounds(map(len, encoded))), ends), strict=True)
 
     def _not_inert(self, places: list[int], encoded: list[bytes]) -> list[int]:
         """Those of ``places`` (in ``encoded``) whose text holds a character neither ASCII nor
@@ -334,21 +346,18 @@ class Prefilter:
         starts = list(accumulate((len(encoded[place]) + 1 for place in places), initial=0))
         return sorted({places[bisect_right(starts, end - 1) - 1] for end in ends})
 
-    def _select_long_apart(self, texts: Sequence[str], encoded: list[bytes]) -> list[int]:
-        """:meth:`select` of a block where words are found everywhere: a long text (a
-        traceback) holds many of them, and is decided alone, in one pass; the others in one
-        search still."""
-        short = [i for i, data in enumerate(encoded) if len(data) <= LONG_TEXT]
-        if len(short) == len(encoded):
-            return self._select_utf8(texts, encoded) or []
-        hits = [
-            short[i]
-            for i in self._select_utf8([texts[i] for i in short], [encoded[i] for i in short]) or []
-        ]
+    def _select_long_apart(self, texts: Sequence[str], lengths: list[int]) -> list[int]:
+        """:meth:`select` of a block holding a long text (of ``lengths`` bytes in UTF-8 above
+        :data:`LONG_TEXT`: a traceback holding many words), decided alone, in one pass; the
+        others in one search still."""
+        short = [i for i, length in enumerate(lengths) if length <= LONG_TEXT]
+        chosen = [texts[i] for i in short]
+        found = self._select_utf8(chosen, "\n".join(chosen).encode(), [lengths[i] for i in short])
+        hits = [short[i] for i in found]
         hits += [
             i
-            for i, data in enumerate(encoded)
-            if len(data) > LONG_TEXT and self.candidates(texts[i])
+            for i, length in enumerate(lengths)
+            if length > LONG_TEXT and self.candidates(texts[i])
         ]
         return sorted(hits)
 
@@ -367,45 +376,37 @@ class Prefilter:
         hits += [wide[i] for i in self._select_wide([texts[index] for index in wide])]
         return sorted(hits)
 
-    def _select_utf8(
-        self, texts: Sequence[str], encoded: Sequence[bytes], most: int | None = None
-    ) -> list[int] | None:
-        """:meth:`select` by one caseless search of the texts' UTF-8 (``encoded``).
+    def _select_utf8(self, texts: Sequence[str], data: bytes, lengths: list[int]) -> list[int]:
+        """:meth:`select` by one caseless search of the texts' UTF-8 joined by line ends
+        (``data``; ``lengths``: each text's in bytes).
 
         For a text of ASCII and inert characters the probe differs from the text only in the
         case of ASCII letters, and literals are lower case: a caseless search of the text finds
         what a search of the probe finds. A text holding any other character (the search
-        reports where) is decided the exact way, by :meth:`candidates`. None when the words
-        found are more than ``most``: the search stopped there.
+        reports where) is decided the exact way, by :meth:`candidates`.
         """
         literal_ends: list[int] = []
         other_ends: list[int] = []
+        add_literal, add_other = literal_ends.append, other_ends.append
 
-        limit = most if most is not None else -1
-
-        def on_literal(_id: int, _start: int, end: int, _flags: int, _context: object) -> bool:
-            literal_ends.append(end)
-            return len(literal_ends) == limit  # True: stop the search
+        def on_literal(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            add_literal(end)
 
         def on_other(_id: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            other_ends.append(end)
+            add_other(end)
 
         if not texts:
             return []
         words, others = self._caseless
-        data = b"\n".join(encoded)
-        try:
-            words.scan(data, match_event_handler=on_literal)
-        except _scan_terminated():
-            return None
+        words.scan(data, match_event_handler=on_literal)
         if not data.isascii():
             others.scan(data, match_event_handler=on_other)
         if not literal_ends and not other_ends:
             return []
-        starts = list(accumulate(map((1).__add__, map(len, encoded)), initial=0))
-        hits = {bisect_right(starts, end - 1) - 1 for end in literal_ends}
+        bounds = _bounds(lengths)
+        hits = set(map(bisect_right, repeat(bounds), literal_ends))
         if other_ends:
-            unsure = {bisect_right(starts, end - 1) - 1 for end in other_ends}
+            unsure = set(map(bisect_right, repeat(bounds), other_ends))
             hits -= unsure
             hits.update(index for index in unsure if self.candidates(texts[index]))
         return sorted(hits)
