@@ -110,6 +110,51 @@ _LINK = "To find out more about why your job exited please check the logs: https
 
 
 @pytest.mark.parametrize(
+    ("outer", "inner", "expected"),
+    [
+        # autograph's error in a dataset map (the frames outside are TensorFlow's and a
+        # generated file's: tests/real/gh-jchavezar-vertex-ai-samples-pypackage-xai-S).
+        (
+            "tensorflow.python.autograph.pyct.error_utils.MultilineMessageKeyError",
+            "KeyError: 'channelGrouping'",
+            ("KeyError", "'channelGrouping'", "/app/trainer/train.py", 69),
+        ),
+        # Keras' fit: the same ValueError outside and inside.
+        (
+            "ValueError",
+            "ValueError: Input 0 of layer dense is incompatible with the layer",
+            (
+                "ValueError",
+                "Input 0 of layer dense is incompatible with the layer",
+                "/app/trainer/train.py",
+                69,
+            ),
+        ),
+    ],
+)
+def test_an_error_in_user_code_is_the_one_its_message_names(
+    outer: str, inner: str, expected: tuple[str, str, str, int]
+) -> None:
+    """TensorFlow's "in user code:" errors carry the user's frames and the original exception
+    in their message, indented: that is the failure, not the generated file outside."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.7/site-packages/tensorflow/python/autograph/impl/api.py",'
+        " line 439, in converted_call\n"
+        "    result = converted_f(*effective_args, **kwargs)\n"
+        '  File "/tmp/__autograph_generated_fileha7zbz36.py", line 6, in <lambda>\n'
+        "    tf__lam = (lambda x, y: x[name])\n"
+        f"{outer}: in user code:\n\n"
+        '    File "/app/trainer/train.py", line 69, in None  *\n'
+        "        lambda x, y: x[name])\n\n"
+        f"    {inner}\n\n\n{_LINK}"
+    )
+    found = parse_text(text)
+    assert found is not None and found.frame is not None
+    assert (found.type, found.message, found.frame.file, found.frame.line) == expected
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         # The message's top cut (the replica sentence and the header): frames, the source

@@ -390,8 +390,42 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
             frames += rest
             message = _TAIL_END.sub("", found.group(2) or "").strip()
             frame_at = _raised_at(found.group(1), frames, location, cut)
-            return ExceptionInfo(found.group(1), message, frame_at, tuple(frames), origin, not_kept)
+            ended = ExceptionInfo(
+                found.group(1), message, frame_at, tuple(frames), origin, not_kept
+            )
+            return _in_user_code(ended, lines) if message == _IN_USER_CODE else ended
     return None
+
+
+# TensorFlow's errors raised in a traced function (Keras' fit, tf.function, autograph) put the
+# user's own frames and the original exception in the message, indented, after "in user code:"
+# (tests/real/gh-jchavezar-vertex-ai-samples-pypackage-xai-S: MultilineMessageKeyError: in user
+# code: / File ".../trainer/train.py", line 69, in None  * / KeyError: 'channelGrouping'). The
+# frames outside are TensorFlow's and a generated file's: the failure is the inner one.
+_IN_USER_CODE = "in user code:"
+_MARKED_FRAME = re.compile(r"^\s+" + _FRAME_TEXT + r"(?:\s+\*)?\s*$")
+
+
+def _in_user_code(outer: ExceptionInfo, rest: Iterator[str]) -> ExceptionInfo:
+    """``outer`` (an "in user code:" exception) as the exception and the user's frames its
+    indented message names; ``outer`` when the message holds no exception line."""
+    frames: list[Frame] = []
+    inner: re.Match[str] | None = None
+    for line in rest:
+        if line.strip() and not line.startswith(" "):
+            break  # the message's block ends where a line is no longer indented
+        marked = _MARKED_FRAME.match(line)
+        if marked:
+            # TensorFlow writes "None" for a function it has no name for (a converted lambda).
+            function = "<unnamed>" if marked.group(3) == "None" else marked.group(3)
+            frames.append(Frame(marked.group(1), int(marked.group(2)), function))
+        elif line.startswith("    ") and not line.startswith("     "):
+            inner = _EXCEPTION.match(line) or inner
+    if inner is None:
+        return outer
+    message = _TAIL_END.sub("", inner.group(2) or "").strip()
+    frame = user_frame(frames) or outer.frame
+    return replace(outer, type=inner.group(1), message=message, frame=frame)
 
 
 # Where str.splitlines() breaks a line.
