@@ -32,7 +32,8 @@ _STATE_HEAD = re.compile(r"^(?!.*\bbatchPredictionJobs/).*\bcurrent state:\s*$")
 # other: "Step #5: Step #4: ", tests/real/gh-vertex-ai-samples-1218-V) is allowed before it.
 _CI_PREFIX = re.compile(r"^(?:Step #\d+: ?)*")
 _STATE_VALUE = re.compile(
-    r"^(?:Step #\d+: ?)*\s*(?:(?:(?:JobState|PipelineState)\.)?(?:JOB|PIPELINE)_STATE_[A-Z_]+|\d{1,2})\s*$"
+    r"^(?:Step #\d+: ?)*\s*"
+    r"(?:(?:(?:JobState|PipelineState)\.)?(?:JOB|PIPELINE)_STATE_[A-Z_]+|\d{1,2})\s*$"
 )
 # The SDK's failure (pipelines: "Training failed with:"), a CI runner's "Step #4: " prefix on
 # every line allowed, and the error code on the line after it.
