@@ -22,9 +22,12 @@ from dataclasses import replace
 from analyzer.ingest.records import InputStats, LogRecord
 
 # The first line of a state message: any logging prefix before it (INFO:google.cloud.aiplatform
-# .jobs:, absl's I1207 ... jobs.py:178], a time) is kept. Not a batch prediction job's: its
-# states are another kind of job's (rule sdk.other-job-named), read as they always were.
-_STATE_HEAD = re.compile(r"^(?!.*\bbatchPredictionJobs/).*\bcurrent state:\s*$")
+# .jobs:, absl's I1207 ... jobs.py:178], a time) is kept. Not another kind of job's (batch
+# prediction, model monitoring, data labeling: rule sdk.other-job-named): read as they always were.
+_STATE_HEAD = re.compile(
+    r"^(?!.*\b(?:batchPredictionJobs|modelDeploymentMonitoringJobs|dataLabelingJobs)/)"
+    r".*\bcurrent state:\s*$"
+)
 # Its second line: the state as 2.x (JOB_STATE_RUNNING), 1.x before Python 3.11
 # (JobState.JOB_STATE_RUNNING) and 1.x on 3.11 or later (3: an IntEnum formats as its number)
 # print it; PipelineState's for training pipelines and pipeline jobs.
