@@ -154,6 +154,32 @@ def test_an_error_in_user_code_is_the_one_its_message_names(
     assert (found.type, found.message, found.frame.file, found.frame.line) == expected
 
 
+def test_an_error_in_user_code_is_read_from_a_process_own_lines() -> None:
+    """The same error as a container's lines, one a record: TensorFlow's starred frame is a
+    frame (rule python.frame), and the exception after it ends the traceback the user's code
+    raised; a function TensorFlow names None is no function's name."""
+    from analyzer.api import analyze_sources
+    from analyzer.ingest import MemorySource
+
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/tmp/__autograph_generated_fileha7zbz36.py", line 6, in <lambda>',
+        "tensorflow.python.autograph.pyct.error_utils.MultilineMessageKeyError: in user code:",
+        "",
+        '    File "/app/trainer/train.py", line 69, in None  *',
+        "        lambda x, y: x[name])",
+        "",
+        "    KeyError: 'channelGrouping'",
+        "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error.",
+    ]
+    analysis = analyze_sources([MemorySource("\n".join(lines) + "\n", "tf.txt")])
+    (diagnosis,) = analysis.diagnoses
+    assert diagnosis.cause is not None and diagnosis.cause.exception is not None
+    found = diagnosis.cause.exception
+    assert (found.type, found.message) == ("KeyError", "'channelGrouping'")
+    assert found.frame == Frame("/app/trainer/train.py", 69, "<unnamed>")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

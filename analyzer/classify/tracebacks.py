@@ -406,6 +406,12 @@ _IN_USER_CODE = "in user code:"
 _MARKED_FRAME = re.compile(r"^\s+" + _FRAME_TEXT + r"(?:\s+\*)?\s*$")
 
 
+def function_name(written: str) -> str:
+    """A frame's function as a report names it: TensorFlow writes "None" in the user's frames
+    for a function it has no name for (a converted lambda)."""
+    return "<unnamed>" if written == "None" else written
+
+
 def _in_user_code(outer: ExceptionInfo, rest: Iterator[str]) -> ExceptionInfo:
     """``outer`` (an "in user code:" exception) as the exception and the user's frames its
     indented message names; ``outer`` when the message holds no exception line."""
@@ -416,9 +422,9 @@ def _in_user_code(outer: ExceptionInfo, rest: Iterator[str]) -> ExceptionInfo:
             break  # the message's block ends where a line is no longer indented
         marked = _MARKED_FRAME.match(line)
         if marked:
-            # TensorFlow writes "None" for a function it has no name for (a converted lambda).
-            function = "<unnamed>" if marked.group(3) == "None" else marked.group(3)
-            frames.append(Frame(marked.group(1), int(marked.group(2)), function))
+            frames.append(
+                Frame(marked.group(1), int(marked.group(2)), function_name(marked.group(3)))
+            )
         elif line.startswith("    ") and not line.startswith("     "):
             inner = _EXCEPTION.match(line) or inner
     if inner is None:
@@ -534,7 +540,9 @@ class _TracebackReader:
             self.frames, self.keeper, self.not_kept = [], KeptFrames(), 0
         line = _field(event, "line")
         frame = Frame(
-            _field(event, "file"), int(line) if line.isdigit() else 0, _field(event, "function")
+            _field(event, "file"),
+            int(line) if line.isdigit() else 0,
+            function_name(_field(event, "function")),
         )
         if self.keeper.add(frame, frame.file):
             self.frames.append(frame)
