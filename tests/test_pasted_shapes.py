@@ -119,6 +119,34 @@ def test_the_escaped_message_is_printed_with_its_line_breaks(tmp_path: Path) -> 
     assert message == REPLICA
 
 
+def test_a_ci_runners_prefix_is_not_part_of_the_sdks_two_line_messages(tmp_path: Path) -> None:
+    """A notebook run by Cloud Build prints every line after its steps' prefixes, nested ones
+    one after the other (tests/real/gh-vertex-ai-samples-1218-V): the state and the error code
+    on the second line of the SDK's messages are read through them."""
+    prefix = "Step #5: Step #4: "
+    lines = [
+        f"CustomJob projects/1/locations/us-central1/customJobs/{JOB} current state:",
+        "JobState.JOB_STATE_FAILED",
+        "RuntimeError: Job failed with:",
+        "code: 3",
+        f'message: "{REPLICA} "',
+    ]
+    text = "".join(f"{prefix}{line}\n" for line in lines)
+    path = tmp_path / "ci.txt"
+    path.write_text(text, encoding="utf-8")
+    analysis = analyze_sources([FileSource(str(path))])
+    expect = {
+        "category": "user_code_exception",
+        "replica": "workerpool0-0",
+        "exit_code": 1,
+        "state": "JOB_STATE_FAILED",
+        "job_id": JOB,
+    }
+    check(analysis, expect, text)
+    (diagnosis,) = analysis.diagnoses
+    assert "error code 3" in " ".join(diagnosis.notes)
+
+
 def test_protobuf_escapes_are_read() -> None:
     line = r'message: "a \"quoted\" word\nnext line\tx \'y\' caf\303\251 \x41"'
     assert decoded_message(line) == 'message: "a "quoted" word\nnext line\tx \'y\' café A"'

@@ -110,6 +110,77 @@ _LINK = "To find out more about why your job exited please check the logs: https
 
 
 @pytest.mark.parametrize(
+    ("outer", "inner", "expected"),
+    [
+        # autograph's error in a dataset map (the frames outside are TensorFlow's and a
+        # generated file's: tests/real/gh-jchavezar-vertex-ai-samples-pypackage-xai-S).
+        (
+            "tensorflow.python.autograph.pyct.error_utils.MultilineMessageKeyError",
+            "KeyError: 'channelGrouping'",
+            ("KeyError", "'channelGrouping'", "/app/trainer/train.py", 69),
+        ),
+        # Keras' fit: the same ValueError outside and inside.
+        (
+            "ValueError",
+            "ValueError: Input 0 of layer dense is incompatible with the layer",
+            (
+                "ValueError",
+                "Input 0 of layer dense is incompatible with the layer",
+                "/app/trainer/train.py",
+                69,
+            ),
+        ),
+    ],
+)
+def test_an_error_in_user_code_is_the_one_its_message_names(
+    outer: str, inner: str, expected: tuple[str, str, str, int]
+) -> None:
+    """TensorFlow's "in user code:" errors carry the user's frames and the original exception
+    in their message, indented: that is the failure, not the generated file outside."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.7/site-packages/tensorflow/python/autograph/impl/api.py",'
+        " line 439, in converted_call\n"
+        "    result = converted_f(*effective_args, **kwargs)\n"
+        '  File "/tmp/__autograph_generated_fileha7zbz36.py", line 6, in <lambda>\n'
+        "    tf__lam = (lambda x, y: x[name])\n"
+        f"{outer}: in user code:\n\n"
+        '    File "/app/trainer/train.py", line 69, in None  *\n'
+        "        lambda x, y: x[name])\n\n"
+        f"    {inner}\n\n\n{_LINK}"
+    )
+    found = parse_text(text)
+    assert found is not None and found.frame is not None
+    assert (found.type, found.message, found.frame.file, found.frame.line) == expected
+
+
+def test_an_error_in_user_code_is_read_from_a_process_own_lines() -> None:
+    """The same error as a container's lines, one a record: TensorFlow's starred frame is a
+    frame (rule python.frame), and the exception after it ends the traceback the user's code
+    raised; a function TensorFlow names None is no function's name."""
+    from analyzer.api import analyze_sources
+    from analyzer.ingest import MemorySource
+
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/tmp/__autograph_generated_fileha7zbz36.py", line 6, in <lambda>',
+        "tensorflow.python.autograph.pyct.error_utils.MultilineMessageKeyError: in user code:",
+        "",
+        '    File "/app/trainer/train.py", line 69, in None  *',
+        "        lambda x, y: x[name])",
+        "",
+        "    KeyError: 'channelGrouping'",
+        "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error.",
+    ]
+    analysis = analyze_sources([MemorySource("\n".join(lines) + "\n", "tf.txt")])
+    (diagnosis,) = analysis.diagnoses
+    assert diagnosis.cause is not None and diagnosis.cause.exception is not None
+    found = diagnosis.cause.exception
+    assert (found.type, found.message) == ("KeyError", "'channelGrouping'")
+    assert found.frame == Frame("/app/trainer/train.py", 69, "<unnamed>")
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         # The message's top cut (the replica sentence and the header): frames, the source

@@ -156,6 +156,17 @@ def test_job_failed_with_code_1_is_cancelled(form: str) -> None:
     assert diagnosis.cause is not None and diagnosis.cause.category.value == "cancelled"
 
 
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_cancelled_state_is_the_cause_with_its_state(form: str) -> None:
+    # An async run prints CANCELLED and nothing after it (tests/real/
+    # gh-jarokaz-reduction-server-cancelled-S): the cause quotes the state, not only the name.
+    lines = _state_lines("custom", form, "logging", ["RUNNING", "CANCELLED"])
+    analysis = analyze_sources([MemorySource("\n".join(lines), "cancelled.txt")])
+    (diagnosis,) = analysis.diagnoses
+    assert diagnosis.cause is not None and diagnosis.cause.category.value == "cancelled"
+    assert diagnosis.cause.message.endswith(lines[-1])
+
+
 def test_two_line_messages_count_both_lines() -> None:
     lines = [*_state_lines("custom", "2.x", "bare", ["RUNNING"]), "", "Job failed with:", "code: 3"]
     source = MemorySource("\n".join(lines) + "\n", "pairs.txt")

@@ -390,8 +390,48 @@ def _parse_lines(text: str, origin: Origin | None) -> ExceptionInfo | None:
             frames += rest
             message = _TAIL_END.sub("", found.group(2) or "").strip()
             frame_at = _raised_at(found.group(1), frames, location, cut)
-            return ExceptionInfo(found.group(1), message, frame_at, tuple(frames), origin, not_kept)
+            ended = ExceptionInfo(
+                found.group(1), message, frame_at, tuple(frames), origin, not_kept
+            )
+            return _in_user_code(ended, lines) if message == _IN_USER_CODE else ended
     return None
+
+
+# TensorFlow's errors raised in a traced function (Keras' fit, tf.function, autograph) put the
+# user's own frames and the original exception in the message, indented, after "in user code:"
+# (tests/real/gh-jchavezar-vertex-ai-samples-pypackage-xai-S: MultilineMessageKeyError: in user
+# code: / File ".../trainer/train.py", line 69, in None  * / KeyError: 'channelGrouping'). The
+# frames outside are TensorFlow's and a generated file's: the failure is the inner one.
+_IN_USER_CODE = "in user code:"
+_MARKED_FRAME = re.compile(r"^\s+" + _FRAME_TEXT + r"(?:\s+\*)?\s*$")
+
+
+def function_name(written: str) -> str:
+    """A frame's function as a report names it: TensorFlow writes "None" in the user's frames
+    for a function it has no name for (a converted lambda)."""
+    return "<unnamed>" if written == "None" else written
+
+
+def _in_user_code(outer: ExceptionInfo, rest: Iterator[str]) -> ExceptionInfo:
+    """``outer`` (an "in user code:" exception) as the exception and the user's frames its
+    indented message names; ``outer`` when the message holds no exception line."""
+    frames: list[Frame] = []
+    inner: re.Match[str] | None = None
+    for line in rest:
+        if line.strip() and not line.startswith(" "):
+            break  # the message's block ends where a line is no longer indented
+        marked = _MARKED_FRAME.match(line)
+        if marked:
+            frames.append(
+                Frame(marked.group(1), int(marked.group(2)), function_name(marked.group(3)))
+            )
+        elif line.startswith("    ") and not line.startswith("     "):
+            inner = _EXCEPTION.match(line) or inner
+    if inner is None:
+        return outer
+    message = _TAIL_END.sub("", inner.group(2) or "").strip()
+    frame = user_frame(frames) or outer.frame
+    return replace(outer, type=inner.group(1), message=message, frame=frame)
 
 
 # Where str.splitlines() breaks a line.
@@ -500,7 +540,9 @@ class _TracebackReader:
             self.frames, self.keeper, self.not_kept = [], KeptFrames(), 0
         line = _field(event, "line")
         frame = Frame(
-            _field(event, "file"), int(line) if line.isdigit() else 0, _field(event, "function")
+            _field(event, "file"),
+            int(line) if line.isdigit() else 0,
+            function_name(_field(event, "function")),
         )
         if self.keeper.add(frame, frame.file):
             self.frames.append(frame)

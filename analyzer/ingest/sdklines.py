@@ -22,14 +22,21 @@ from dataclasses import replace
 from analyzer.ingest.records import InputStats, LogRecord
 
 # The first line of a state message: any logging prefix before it (INFO:google.cloud.aiplatform
-# .jobs:, absl's I1207 ... jobs.py:178], a time) is kept. Not a batch prediction job's: its
-# states are another kind of job's (rule sdk.other-job-named), read as they always were.
-_STATE_HEAD = re.compile(r"^(?!.*\bbatchPredictionJobs/).*\bcurrent state:\s*$")
+# .jobs:, absl's I1207 ... jobs.py:178], a time) is kept. Not another kind of job's (batch
+# prediction, model monitoring, data labeling: rule sdk.other-job-named): read as they always were.
+_STATE_HEAD = re.compile(
+    r"^(?!.*\b(?:batchPredictionJobs|modelDeploymentMonitoringJobs|dataLabelingJobs)/)"
+    r".*\bcurrent state:\s*$"
+)
 # Its second line: the state as 2.x (JOB_STATE_RUNNING), 1.x before Python 3.11
 # (JobState.JOB_STATE_RUNNING) and 1.x on 3.11 or later (3: an IntEnum formats as its number)
 # print it; PipelineState's for training pipelines and pipeline jobs.
+# A CI runner's prefix on every line (Cloud Build's "Step #4: ", nested steps one after the
+# other: "Step #5: Step #4: ", tests/real/gh-vertex-ai-samples-1218-V) is allowed before it.
+_CI_PREFIX = re.compile(r"^(?:Step #\d+: ?)*")
 _STATE_VALUE = re.compile(
-    r"^\s*(?:(?:(?:JobState|PipelineState)\.)?(?:JOB|PIPELINE)_STATE_[A-Z_]+|\d{1,2})\s*$"
+    r"^(?:Step #\d+: ?)*\s*"
+    r"(?:(?:(?:JobState|PipelineState)\.)?(?:JOB|PIPELINE)_STATE_[A-Z_]+|\d{1,2})\s*$"
 )
 # The SDK's failure (pipelines: "Training failed with:"), a CI runner's "Step #4: " prefix on
 # every line allowed, and the error code on the line after it.
@@ -65,6 +72,12 @@ def decoded_message(text: str) -> str | None:
     return f'{found["head"]}{_ESCAPE.sub(_unescaped, found["body"])}"'
 
 
+def _second_half(text: str) -> str:
+    """The second line of a two-line message as the message holds it: without the CI runner's
+    prefix, which is the runner's (the first line keeps its own), not the SDK's."""
+    return _CI_PREFIX.sub("", text).strip()
+
+
 def _second_line(first: LogRecord) -> re.Pattern[str] | None:
     """What the line after ``first`` must be to go on its message, None when it goes on none."""
     for head, second in _PAIRS:
@@ -89,7 +102,7 @@ def sdk_messages(records: Iterator[LogRecord], stats: InputStats) -> Iterator[Lo
             if expected is not None and expected.match(record.text):
                 stats.records -= 1
                 failure = expected is _CODE_LINE
-                yield replace(held, text=f"{held.text.rstrip()}\n{record.text.strip()}")
+                yield replace(held, text=f"{held.text.rstrip()}\n{_second_half(record.text)}")
                 held = None
                 continue
             yield held

@@ -724,7 +724,11 @@ def job_timelines(
     log, flipped = oldest_first(log)
     others = other_jobs(log.events)
     kept = tuple(e for e in log.events if not other_service(e) and e.origin not in others)
-    aside = len(log.events) - len(kept) - len(others)
+    # Counted, not inferred from what was dropped: another event on the line of another job's
+    # state or error (the SDK's RuntimeError around "Job failed with:") goes with it, and is no
+    # API refusal (tests/real/gh-jarokaz-vertex-ai-workshop-batch-predict-S).
+    aside = sum(1 for e in log.events if other_service(e))
+    told = sum(1 for e in log.events if e.origin in others and e.kind in _OTHER_JOB_LINES)
     if aside or others:
         log = replace(log, events=kept)
     logs = separate_jobs(log, ends_job)
@@ -735,7 +739,7 @@ def job_timelines(
         ]
     if flipped or aside or others:
         timelines = [
-            replace(timeline, reversed_paths=flipped, other_service=aside, other_jobs=len(others))
+            replace(timeline, reversed_paths=flipped, other_service=aside, other_jobs=told)
             for timeline in timelines
         ]
     if len(timelines) == 1:
@@ -746,6 +750,10 @@ def job_timelines(
     ]
 
 
+# What another job's lines tell of it: its states and its error (the lines the note counts).
+_OTHER_JOB_LINES = (EventKind.JOB_STATE, EventKind.JOB_ERROR)
+
+
 def other_jobs(events: Sequence[Event]) -> set[Origin]:
     """The records of the states and errors another kind of Vertex AI job printed: those that
     follow, in the input, a batch prediction job's name (rule sdk.other-job-named) with no
@@ -753,15 +761,43 @@ def other_jobs(events: Sequence[Event]) -> set[Origin]:
     one's ``name:`` then its ``state: JobState.JOB_STATE_X``: not a training job's fate)."""
     aside: set[Origin] = set()
     other = False
-    for event in sorted(events, key=lambda e: (e.origin.path, e.origin.line, e.origin.entry)):
+    # A line that names the job before the state it prints (a listing: "NAME JobState.X").
+    ordered = sorted(
+        events,
+        key=lambda e: (
+            e.origin.path,
+            e.origin.line,
+            e.origin.entry,
+            e.kind is not EventKind.JOB_NAMED,
+        ),
+    )
+    for event in ordered:
         if event.kind is EventKind.JOB_NAMED:
             if event.match.field("other_job") is not None:
                 other = True
             elif event.match.field("job_id") is not None:
                 other = False
-        elif other and event.kind in (EventKind.JOB_STATE, EventKind.JOB_ERROR):
+        elif other and event.kind in _OTHER_JOB_LINES:
             aside.add(event.origin)
-    return aside
+    return aside | _tracebacks_ending_at(ordered, aside)
+
+
+def _tracebacks_ending_at(ordered: Sequence[Event], ends: set[Origin]) -> set[Origin]:
+    """The lines of each traceback in ``ordered`` whose exception line is one of ``ends``:
+    the SDK's RuntimeError around another job's "Job failed with:" is the caller's report of
+    that job, its header and frames with it (not a traceback left open when set aside)."""
+    lines: set[Origin] = set()
+    pending: list[Origin] = []
+    for event in ordered:
+        if event.kind is EventKind.TRACEBACK:
+            pending = [event.origin]
+        elif event.kind is EventKind.FRAME and pending:
+            pending.append(event.origin)
+        elif event.kind is EventKind.EXCEPTION:
+            if event.origin in ends:
+                lines.update(pending)
+            pending = []
+    return lines
 
 
 def other_service(event: Event) -> bool:

@@ -33,8 +33,16 @@ _WRAPPER = regex.compile(
 )
 
 
+# The SDK's state message is two lines read as one record (ingest/sdklines.py): the resource
+# name, then the state the message is about.
+_STATE_HEAD_END = "current state:"
+
+
 def _message(event: Event) -> str:
-    text = " ".join(event.text.strip().splitlines()[0].split()) if event.text.strip() else ""
+    lines = event.text.strip().splitlines()
+    if len(lines) > 1 and lines[0].rstrip().endswith(_STATE_HEAD_END):
+        lines[0] = f"{lines[0]} {lines[1]}"
+    text = " ".join(lines[0].split()) if lines else ""
     wrapped = _WRAPPER.match(text)
     if wrapped is not None:
         text = text[wrapped.end() :]

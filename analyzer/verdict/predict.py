@@ -455,8 +455,10 @@ _IN_PROGRESS = {
     AttemptStatus.QUEUED: JobState.QUEUED,
 }
 # The job object's error codes (google.rpc.Code) the SDK prints, in words. 8 is any resource
-# run out: host memory, a quota, the boot disk ("Replicas low on disk").
+# run out: host memory, a quota, the boot disk ("Replicas low on disk"). 1 is a cancelled
+# job's (platform.md section 10: the SDK raises "Job failed with: code: 1 message: CANCELED").
 _ERROR_CODE_NAMES = {
+    1: "CANCELLED: the job was cancelled",
     3: "INVALID_ARGUMENT: an error in the user's code or settings",
     8: "RESOURCE_EXHAUSTED: a resource ran out, such as memory, disk or a quota",
     9: "FAILED_PRECONDITION",

@@ -311,7 +311,7 @@ FROM (
       )
       OR REGEXP_MATCHES(
         LOWER(text),
-        '403|accelerators|ai\-platform|arguments|attempts|barrier|barrier\_id|batchpredictionjobs|bootdisksizegb|broadcasted|bus|cancelled|checkpoint|clean|cleaning|collective|command|communicator|completed|connect|containerd|creating|cuda|cuda\_error\_out\_of\_memory|current|currently|custom\-jobs|customjobs|dag|deadline|directory|distbackenderror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|heartbeat|httperror|hyperparametertuningjobs|initializing|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|managed|ml\_job|model|module|monitoredbarrier|nccl|non\-zero|notfound|oci|oom|operation|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissiondenied|permissionerror|pipelinejobs|preparing|processgroupnccl|provisioned|provisioning|queued|quota|reason|rendezvous|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|seconds|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|timeout|traceback|trainingpipelines|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
+        '403|accelerators|ai\-platform|arguments|attempts|barrier|barrier\_id|batchpredictionjobs|bootdisksizegb|broadcasted|bus|cancelled|checkpoint|clean|cleaning|collective|command|communicator|completed|connect|containerd|creating|cuda|cuda\_error\_out\_of\_memory|current|currently|custom\-jobs|customjobs|dag|datalabelingjobs|deadline|directory|distbackenderror|enospc|error|errormessage|exceeded|exception|exec|executable|exit|exited|failed|failure|file|following|forbidden|heartbeat|httperror|hyperparametertuningjobs|initializing|insufficient|internal|interrupt|invalid\_argument|invalidargument|job\_id|job\_state|jobid|jobstate|managed|ml\_job|model|modeldeploymentmonitoringjobs|module|monitoredbarrier|nccl|non\-zero|notfound|oci|oom|operation|out\-of\-memory|outofmemoryerror|permission|permission\_denied|permissiondenied|permissionerror|pipelinejobs|preparing|processgroupnccl|provisioned|provisioning|queued|quota|reason|rendezvous|replicas|requirements|resource\_exhausted|resourceexhausted|returned|run\_module|running|seconds|setting|shared|shm|space|specified|starterror|submitted|succeeded|successfully|tearing|termination|timeout|traceback|trainingpipelines|updating|waiting|watchdog|\x{5d4}\x{5e0}\x{5ea}\x{5d5}\x{5e0}\x{5d9}\x{5dd}|\x{5d4}\x{5e8}\x{5e4}\x{5dc}\x{5d9}\x{5e7}\x{5d4}|\x{5de}\x{5e9}\x{5d0}\x{5d1}\x{5d9}\x{5dd}|\x{5225}\x{306e}\x{30a2}\x{30af}\x{30bb}\x{30e9}\x{30ec}\x{30fc}\x{30bf}\x{3092}\x{4f7f}\x{7528}\x{3057}\x{3066}\x{304f}\x{3060}\x{3055}\x{3044}'
       )
     )
 )
@@ -699,7 +699,7 @@ WHERE
     STRPOS(lowered, 'file') > 0
     AND REGEXP_MATCHES(
       folded,
-      '^(?:\[rank\d+\]: ?)?File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)$'
+      '^(?:\[rank\d+\]: ?)?File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)(?: +\*)?$'
     )
   )
   OR (
@@ -803,8 +803,15 @@ WHERE
     )
   )
   OR (
-    STRPOS(lowered, 'batchpredictionjobs') > 0
-    AND REGEXP_MATCHES(folded, '\bbatchPredictionJobs/(?P<other_job>[0-9]+)\b')
+    (
+      STRPOS(lowered, 'batchpredictionjobs') > 0
+      OR STRPOS(lowered, 'modeldeploymentmonitoringjobs') > 0
+      OR STRPOS(lowered, 'datalabelingjobs') > 0
+    )
+    AND REGEXP_MATCHES(
+      folded,
+      '\b(?:batchPredictionJobs|modelDeploymentMonitoringJobs|dataLabelingJobs)/(?P<other_job>[0-9]+)\b'
+    )
   )
   OR (
     (
