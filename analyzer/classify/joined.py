@@ -26,9 +26,12 @@ from analyzer.rulebook.events import Event, EventKind
 
 # A job's console link, inside a message (the service's failure text cites it).
 JOB_LINK = regex.compile(r"ml_job(?:%2F|/)job_id(?:%2F|/)([A-Za-z0-9_\-]+)")
-# What begins a job (its first attempt, or its queueing), and what ends it for good.
-_BEGINS = frozenset({EventKind.ATTEMPT_STARTED, EventKind.JOB_QUEUED})
-_ENDS = frozenset({EventKind.JOB_SUCCEEDED, EventKind.RETRIES_EXHAUSTED, EventKind.JOB_CANCELLED})
+# What begins a job (its first attempt, or its queueing), and what ends it for good (the
+# timeline's separation of a text's jobs reads the same kinds).
+BEGINS_JOB = frozenset({EventKind.ATTEMPT_STARTED, EventKind.JOB_QUEUED})
+ENDS_JOB = frozenset(
+    {EventKind.JOB_SUCCEEDED, EventKind.RETRIES_EXHAUSTED, EventKind.JOB_CANCELLED}
+)
 # An attempt's end after which the platform may start another attempt of the same job.
 _MAY_RETRY = EventKind.JOB_FAILED
 
@@ -72,11 +75,11 @@ def _cut(events: Sequence[Event]) -> list[Part]:
     parts: list[list[Event]] = [[]]
     ended = False
     for event in events:
-        if ended and event.kind in _BEGINS and _service(event):
+        if ended and event.kind in BEGINS_JOB and _service(event):
             parts.append([])
             ended = False
         parts[-1].append(event)
-        if _service(event) and (event.kind in _ENDS or event.kind is _MAY_RETRY):
+        if _service(event) and (event.kind in ENDS_JOB or event.kind is _MAY_RETRY):
             ended = True
     return [(_name(part), part) for part in parts if part]
 
@@ -88,5 +91,5 @@ def _name(part: list[Event]) -> str | None:
 def _may_be_retried(part: list[Event]) -> bool:
     """Whether the job ``part`` holds may go on in another attempt: its last end of a job or
     an attempt is ``Job failed.``, not a final state."""
-    ends = [e.kind for e in part if _service(e) and (e.kind in _ENDS or e.kind is _MAY_RETRY)]
+    ends = [e.kind for e in part if _service(e) and (e.kind in ENDS_JOB or e.kind is _MAY_RETRY)]
     return bool(ends) and ends[-1] is _MAY_RETRY

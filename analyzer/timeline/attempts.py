@@ -21,7 +21,7 @@ from typing import Any
 import regex
 
 from analyzer.classify.joblog import JobLog, VmSpan
-from analyzer.classify.joined import named_job
+from analyzer.classify.joined import BEGINS_JOB, ENDS_JOB, named_job
 from analyzer.ingest.records import SERVICE_TASK, Origin, replica_task
 from analyzer.rulebook.events import (
     LIFECYCLE_KINDS,
@@ -78,7 +78,6 @@ _JOB_END = frozenset({EventKind.JOB_SUCCEEDED, EventKind.RETRIES_EXHAUSTED})
 # failed in a way the platform retries no more: the policy's to say
 # (analyzer.verdict.policy.RetryPolicy.ends_job).
 EndsJob = Callable[[Sequence[Event], int], bool]
-_NEW_JOB = frozenset({EventKind.ATTEMPT_STARTED, EventKind.JOB_QUEUED})
 # The service's lifecycle messages in the order one attempt writes them (platform.md section
 # 4): a text without times whose messages mostly step backwards is written newest first.
 _STEP_OF = {
@@ -315,7 +314,7 @@ def _resumed_after_failure(
         for e in events
         if e.kind is EventKind.ERROR and e.task in (None, SERVICE_TASK) and e.timestamp is not None
     ]
-    if not failures or any(e.kind in _JOB_END or e.kind is EventKind.JOB_CANCELLED for e in events):
+    if not failures or any(e.kind in ENDS_JOB for e in events):
         return None
     failed = max(failures)
     firsts = [
@@ -916,7 +915,7 @@ class _JobCutter:
         starts = service and event.kind is EventKind.ATTEMPT_STARTED
         again = starts and event.timestamp is not None and event.timestamp == self._started
         another = not again and (
-            (self._ended and service and event.kind in _NEW_JOB) or (starts and self._ran)
+            (self._ended and service and event.kind in BEGINS_JOB) or (starts and self._ran)
         )
         if another:
             self._ended, self._ran, self._number = False, False, 0
@@ -936,8 +935,7 @@ def _part_log(log: JobLog, part: list[Event], job_id: str | None, until: datetim
     input ends with its own lines, before the next job's (``until``): the text holds one
     stream after another (stream-logs of one run, then the next's), and another run's later
     lines say nothing of this one's silence (issue 30)."""
-    times = [e.timestamp for e in part if e.timestamp is not None]
-    first, last = (min(times), max(times)) if times else (None, None)
+    first, last = _bounds(part)
     if until is not None:
         ends = [s.last for spans in log.vm_spans.values() for s in spans if s.last < until]
         input_end = max([t for t in (last, *ends) if t is not None], default=None)
