@@ -22,10 +22,14 @@ from analyzer.simulate import SCENARIOS, simulate
 from analyzer.simulate.writers import write
 
 
-def _stream_logs(scenario: str, seed: int) -> bytes:
+def _written(entries: list[dict[str, Any]], fmt: str) -> bytes:
     out = io.StringIO()
-    write(simulate(scenario, seed=seed), "stream-logs", out)
+    write(entries, fmt, out)
     return out.getvalue().encode()
+
+
+def _stream_logs(scenario: str, seed: int) -> bytes:
+    return _written(list(simulate(scenario, seed=seed)), "stream-logs")
 
 
 def _jobs(data: bytes, name: str = "runs.txt") -> list[tuple[Any, ...]]:
@@ -112,12 +116,6 @@ _PAIRS = [
     for index, first in enumerate(_ALONE)
     for step, fmt in ((1, "stream-logs"), (7, "stream-logs"), (12, "logs-explorer"))
 ]
-
-
-def _written(entries: list[dict[str, Any]], fmt: str) -> bytes:
-    out = io.StringIO()
-    write(entries, fmt, out)
-    return out.getvalue().encode()
 
 
 def _time(text: str) -> datetime:
