@@ -295,6 +295,19 @@ def test_binary_garbage_names_file_and_line(data: bytes, line: int, tmp_path: Pa
         MemorySource(data)
 
 
+@pytest.mark.parametrize(
+    ("data", "what"),
+    [
+        (b"ok\n" + b"\x00" * 64, "NUL byte"),
+        (b"\x7fELF\x02\x01\x01" + b"\x03\x3e" * 32, "control bytes"),
+        (bytes(range(128, 256)) * 4, "undecodable bytes"),
+    ],
+)
+def test_binary_data_is_named_by_its_first_bad_byte(data: bytes, what: str) -> None:
+    with pytest.raises(InputError, match=rf"binary data \({what}\) at line "):
+        MemorySource(data)
+
+
 @pytest.mark.parametrize("name", ["sink.jsonl", "stream_logs.txt", "gcloud.json"])
 def test_stdin_in_a_subprocess(name: str) -> None:
     script = (

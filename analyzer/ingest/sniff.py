@@ -119,6 +119,9 @@ _BINARY_CHAR = re.compile("[\ufffd\x00-\x07\x0e-\x1a\x1c-\x1f]")
 _BINARY_BYTES = bytes([*range(0x00, 0x08), *range(0x0E, 0x1B), *range(0x1C, 0x20)])
 _REPLACEMENT_CHAR = "\ufffd".encode()
 _WHITESPACE = re.compile(r"\s")
+# How the binary data an error names is told (any other character of _BINARY_CHAR: control
+# bytes).
+_BINARY_NAMES = {"\x00": "NUL byte", "\ufffd": "undecodable bytes"}
 
 
 def _check_text(head: bytes, name: str, first_line: int = 1) -> None:
@@ -139,7 +142,7 @@ def _check_text(head: bytes, name: str, first_line: int = 1) -> None:
         first = _BINARY_CHAR.search(text)
         assert first is not None
         line = text.count("\n", 0, first.start()) + first_line
-        what = "NUL byte" if first.group() == "\x00" else "undecodable bytes"
+        what = _BINARY_NAMES.get(first.group(), "control bytes")
         raise InputError(
             f"{name}: binary data ({what}) at line {line}, "
             "pass a log export (JSON, JSON lines or text), decompressed or .gz"
